@@ -1,0 +1,45 @@
+# Two commands on a fresh machine: `make run` and `make test`. Everything else is a convenience.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: install run test lint fmt bench bench-time synth clean
+
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --no-compile --disable-pip-version-check uv
+	$(VENV)/bin/uv pip install --python $(PY) -q -r requirements-dev.txt -e . \
+	  || $(VENV)/bin/pip install -q --no-compile -r requirements-dev.txt -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(VENV)/bin/jobsched dev
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+fmt: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+test: install lint
+	$(PY) -m pytest
+
+bench-time: install
+	$(PY) -m bench.bench_time
+
+bench: install bench-time
+	$(VENV)/bin/jobsched bench --runs 1000 --json
+
+synth: install
+	$(PY) app.py
+
+clean:
+	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .hypothesis

@@ -1,0 +1,184 @@
+"""Names and shapes of every AWS resource jobsched uses, defined once.
+
+``infra/`` builds the CDK resources from these specs, ``jobsched/local`` provisions the same tables
+and queues in the embedded mode, and the functions read the physical names from the environment
+variables named here. Local and cloud cannot drift because both read this module.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+# --- environment variables (set by infra/ and by the local mode, read by jobsched.settings) -------
+ENV_JOBS_TABLE = "JOBSCHED_JOBS_TABLE"
+ENV_RUNS_TABLE = "JOBSCHED_RUNS_TABLE"
+ENV_LEASES_TABLE = "JOBSCHED_LEASES_TABLE"
+ENV_IDEMPOTENCY_TABLE = "JOBSCHED_IDEMPOTENCY_TABLE"
+ENV_BUCKET = "JOBSCHED_BUCKET"
+ENV_QUEUE_URL_PREFIX = "JOBSCHED_QUEUE_URL_"  # + priority in upper case, e.g. JOBSCHED_QUEUE_URL_HIGH
+ENV_DLQ_URL_PREFIX = "JOBSCHED_DLQ_URL_"  # + priority in upper case
+ENV_SHARDS = "JOBSCHED_SHARDS"
+ENV_LOOKAHEAD_SECONDS = "JOBSCHED_LOOKAHEAD_SECONDS"
+ENV_STATE_MACHINE_ARN = "JOBSCHED_STATE_MACHINE_ARN"
+ENV_ALLOWED_HTTP_HOSTS = "JOBSCHED_ALLOWED_HTTP_HOSTS"
+ENV_AUTH_MODE = "JOBSCHED_AUTH_MODE"
+ENV_TENANT_TOKENS = "JOBSCHED_TENANT_TOKENS"
+ENV_WORKER_TIMEOUT_SECONDS = "JOBSCHED_WORKER_TIMEOUT_SECONDS"
+
+PRIORITIES = ("high", "default", "low")
+QUEUE_KINDS = (*PRIORITIES, "long")
+
+# --- DynamoDB -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Key:
+    name: str
+    type: str  # "S" | "N"
+
+
+@dataclass(frozen=True)
+class Index:
+    name: str
+    partition: Key
+    sort: Key | None = None
+    projection: str = "KEYS_ONLY"  # "KEYS_ONLY" | "ALL" | "INCLUDE"
+    include: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    logical_name: str
+    env_var: str
+    partition: Key
+    sort: Key | None = None
+    indexes: tuple[Index, ...] = ()
+    ttl_attribute: str | None = None
+    doc: str = ""
+
+    def attribute_definitions(self) -> list[dict[str, str]]:
+        keys: dict[str, str] = {}
+        for key in (self.partition, self.sort):
+            if key:
+                keys[key.name] = key.type
+        for index in self.indexes:
+            for key in (index.partition, index.sort):
+                if key:
+                    keys[key.name] = key.type
+        return [{"AttributeName": n, "AttributeType": t} for n, t in keys.items()]
+
+    def create_table_kwargs(self, table_name: str) -> dict:
+        """Arguments for boto3 ``create_table`` (used by the local mode and the moto tests)."""
+        key_schema = [{"AttributeName": self.partition.name, "KeyType": "HASH"}]
+        if self.sort:
+            key_schema.append({"AttributeName": self.sort.name, "KeyType": "RANGE"})
+        kwargs: dict = {
+            "TableName": table_name,
+            "KeySchema": key_schema,
+            "AttributeDefinitions": self.attribute_definitions(),
+            "BillingMode": "PAY_PER_REQUEST",
+        }
+        if self.indexes:
+            gsis = []
+            for index in self.indexes:
+                schema = [{"AttributeName": index.partition.name, "KeyType": "HASH"}]
+                if index.sort:
+                    schema.append({"AttributeName": index.sort.name, "KeyType": "RANGE"})
+                projection: dict = {"ProjectionType": index.projection}
+                if index.projection == "INCLUDE":
+                    projection["NonKeyAttributes"] = list(index.include)
+                gsis.append({"IndexName": index.name, "KeySchema": schema, "Projection": projection})
+            kwargs["GlobalSecondaryIndexes"] = gsis
+        return kwargs
+
+
+JOBS_TABLE = TableSpec(
+    logical_name="Jobs",
+    env_var=ENV_JOBS_TABLE,
+    partition=Key("tenant", "S"),
+    sort=Key("job_id", "S"),
+    indexes=(
+        # Sparse: only active jobs with a next due instant carry due_shard/due_at.
+        Index("due_index", Key("due_shard", "S"), Key("due_at", "N"), projection="KEYS_ONLY"),
+    ),
+    doc="Job definitions, one item per job; the sparse due index drives the dispatcher.",
+)
+
+RUNS_TABLE = TableSpec(
+    logical_name="Runs",
+    env_var=ENV_RUNS_TABLE,
+    partition=Key("job_id", "S"),
+    sort=Key("run_key", "S"),
+    indexes=(
+        # Written once when the run is created (keys never change), so transitions cost no index write.
+        Index("tenant_index", Key("tenant", "S"), Key("tenant_sort", "S"), projection="KEYS_ONLY"),
+        # Sparse: only dead-lettered runs carry dl_tenant/dl_at.
+        Index("dead_letter_index", Key("dl_tenant", "S"), Key("dl_at", "S"), projection="ALL"),
+    ),
+    ttl_attribute="expires_at",
+    doc="One item per run (id derived from job id + scheduled instant); history, attempts, leases.",
+)
+
+LEASES_TABLE = TableSpec(
+    logical_name="Leases",
+    env_var=ENV_LEASES_TABLE,
+    partition=Key("lease_key", "S"),
+    ttl_attribute="expires_at",
+    doc="Shard leases with fencing tokens, concurrency semaphores, token buckets.",
+)
+
+IDEMPOTENCY_TABLE = TableSpec(
+    logical_name="Idempotency",
+    env_var=ENV_IDEMPOTENCY_TABLE,
+    partition=Key("id", "S"),
+    ttl_attribute="expiration",
+    doc="Powertools idempotency records for handlers' external effects.",
+)
+
+TABLES = (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE)
+
+# --- SQS ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueueSpec:
+    kind: str  # one of QUEUE_KINDS
+    max_receive_count: int = 5
+    retention_days: int = 14
+    dlq_retention_days: int = 14
+
+    @property
+    def env_var(self) -> str:
+        return ENV_QUEUE_URL_PREFIX + self.kind.upper()
+
+    @property
+    def dlq_env_var(self) -> str:
+        return ENV_DLQ_URL_PREFIX + self.kind.upper()
+
+
+QUEUES = tuple(QueueSpec(kind) for kind in QUEUE_KINDS)
+
+# --- Lambda functions: name -> handler path (module.attribute inside the asset) ------------------
+
+
+@dataclass(frozen=True)
+class FunctionSpec:
+    name: str
+    handler: str
+    memory_mb: int
+    timeout_seconds: int
+    doc: str = ""
+    env: tuple[str, ...] = field(default=())
+
+
+FUNCTIONS = (
+    FunctionSpec("api", "functions.api.handler", 512, 29, "HTTP API (API Gateway HTTP API v2 events)"),
+    FunctionSpec("dispatcher", "functions.dispatcher.handler", 512, 60, "per-shard tick: due jobs -> runs -> queues"),
+    FunctionSpec("worker", "functions.worker.handler", 512, 900, "SQS batches of runs: execute with leases"),
+    FunctionSpec("dlq_consumer", "functions.dlq_consumer.handler", 256, 60, "poison messages -> failed runs"),
+    FunctionSpec("sweeper", "functions.sweeper.handler", 256, 300, "re-sends lost runs, reclaims expired leases"),
+)
+
+DEFAULT_SHARDS = 4
+DEFAULT_LOOKAHEAD_SECONDS = 60
+MAX_SQS_DELAY_SECONDS = 900
