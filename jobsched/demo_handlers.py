@@ -1,0 +1,58 @@
+"""Demo handlers used by the quickstart, the local mode and the tests.
+
+- ``demo.echo`` returns its payload.
+- ``demo.sleep`` sleeps ``payload.seconds`` (default 1), heartbeating with progress, and stops early
+  when the run is cancelled or times out.
+- ``demo.fail`` raises a retryable (default) or permanent error per ``payload.kind``.
+- ``demo.flaky`` fails (retryable) on its first ``payload.failures`` attempts, then succeeds.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from jobsched.core.errors import PermanentError, RetryableError, ValidationError
+from jobsched.targets.context import JobContext
+from jobsched.targets.registry import job
+
+
+@job("demo.echo")
+def echo(payload: dict, ctx: JobContext) -> Any:
+    """Return the payload unchanged."""
+    return payload
+
+
+@job("demo.sleep")
+def sleep(payload: dict, ctx: JobContext) -> dict:
+    """Sleep ``seconds`` in small steps, reporting progress; return early if cancelled."""
+    seconds = float(payload.get("seconds", 1))
+    step = min(0.1, max(seconds / 10, 0.01))
+    started = time.monotonic()
+    while (elapsed := time.monotonic() - started) < seconds:
+        if ctx.heartbeat({"slept": round(elapsed, 3), "total": seconds}):
+            return {"slept": round(elapsed, 3), "cancelled": True}
+        ctx.cancel_event.wait(min(step, seconds - elapsed))
+    return {"slept": seconds, "cancelled": False}
+
+
+@job("demo.fail")
+def fail(payload: dict, ctx: JobContext) -> None:
+    """Raise ``RetryableError`` (``kind: retryable``, the default) or ``PermanentError`` (``permanent``)."""
+    kind = payload.get("kind", "retryable")
+    message = str(payload.get("message", f"demo.fail asked for a {kind} failure"))
+    if kind == "permanent":
+        raise PermanentError(message)
+    if kind == "retryable":
+        raise RetryableError(message)
+    problem = f"demo.fail: kind must be 'retryable' or 'permanent', not {kind!r}"
+    raise ValidationError(problem, field="payload.kind")
+
+
+@job("demo.flaky")
+def flaky(payload: dict, ctx: JobContext) -> dict:
+    """Fail with ``RetryableError`` while ``ctx.attempt <= failures``; then succeed."""
+    failures = int(payload.get("failures", 1))
+    if ctx.attempt <= failures:
+        raise RetryableError(f"demo.flaky: attempt {ctx.attempt} of the {failures} planned failures")
+    return {"attempt": ctx.attempt, "failures": failures}

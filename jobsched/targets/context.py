@@ -1,0 +1,124 @@
+"""What a handler receives: the run's identity, a heartbeat, the cancellation flag and idempotent effects.
+
+A run executes at least once (guarantee 2): a worker may crash after the work and before the
+acknowledgement, and the run is then executed again. Handlers make their external effects safe with
+``ctx.idempotency_key(effect)`` (pass it to an API that deduplicates, e.g. a payment provider) or with
+``ctx.idempotent(effect, fn, *args)``, which runs ``fn`` once per (run, effect) across all attempts and
+returns the stored result on later attempts (Powertools idempotency on the idempotency table).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
+from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+
+from jobsched.core.errors import RetryableError
+
+#: Idempotency records outlive every retry schedule we allow (max backoff x attempts stays far below).
+DEFAULT_EFFECT_TTL_SECONDS = 7 * 24 * 3600
+EFFECT_KEY_PREFIX = "jobsched-effect"
+
+
+class _Remaining:
+    """Duck-types the Lambda context Powertools reads to expire an in-progress record: if a worker dies
+    inside an effect, the next attempt may run the effect once the attempt's deadline has passed."""
+
+    def __init__(self, remaining_ms: Callable[[], int]):
+        self.get_remaining_time_in_millis = remaining_ms
+
+
+class IdempotentEffects:
+    """Runs a function once per idempotency key, storing its (JSON-serialisable) result.
+
+    Built on Powertools ``idempotent_function`` with a ``DynamoDBPersistenceLayer`` on the idempotency
+    table; the boto3 client is injected. The key is hashed by Powertools under a fixed prefix, so it is
+    the same in every function and in the local mode.
+    """
+
+    def __init__(self, dynamodb_client: Any, table_name: str, ttl_seconds: int = DEFAULT_EFFECT_TTL_SECONDS):
+        self._persistence = DynamoDBPersistenceLayer(table_name=table_name, boto3_client=dynamodb_client)
+        self._ttl_seconds = ttl_seconds
+
+    def run(self, key: str, fn: Callable[..., Any], *args: Any, remaining_ms: int, **kwargs: Any) -> Any:
+        """Call ``fn(*args, **kwargs)`` unless an earlier call with ``key`` completed; return its result.
+
+        An effect still in progress under another (live) attempt raises :class:`RetryableError`.
+        """
+        config = IdempotencyConfig(event_key_jmespath="key", expires_after_seconds=self._ttl_seconds)
+        config.register_lambda_context(_Remaining(lambda: max(remaining_ms, 1000)))
+
+        @idempotent_function(
+            data_keyword_argument="effect",
+            persistence_store=self._persistence,
+            config=config,
+            key_prefix=EFFECT_KEY_PREFIX,
+        )
+        def _effect(effect: dict) -> Any:
+            return fn(*args, **kwargs)
+
+        try:
+            return _effect(effect={"key": key})
+        except IdempotencyAlreadyInProgressError as exc:
+            raise RetryableError(f"effect {key!r} is in progress under another attempt") from exc
+
+
+@dataclass
+class JobContext:
+    """Passed to every handler as its second argument.
+
+    ``cancelled`` turns true when the run was cancelled (seen by the heartbeat) or its timeout passed;
+    a cooperative handler checks it at safe points and returns early. ``heartbeat(progress)`` records
+    progress (any small JSON value, e.g. ``{"done": 3, "total": 10}``); the worker's heartbeat thread
+    writes it with the next lease extension.
+    """
+
+    run_id: str
+    job_id: str
+    tenant: str
+    attempt: int
+    max_attempts: int
+    scheduled_at: datetime
+    due_at: datetime
+    timeout_seconds: float
+    effects: IdempotentEffects | None = None
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+    on_progress: Callable[[Any], None] | None = None
+    started_monotonic: float = field(default_factory=time.monotonic)
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the run was cancelled or timed out: stop at the next safe point."""
+        return self.cancel_event.is_set()
+
+    def heartbeat(self, progress: Any = None) -> bool:
+        """Report that the handler is alive, optionally with progress; returns ``cancelled``."""
+        if progress is not None and self.on_progress is not None:
+            self.on_progress(progress)
+        return self.cancelled
+
+    def remaining_seconds(self) -> float:
+        """Seconds left before this attempt's timeout."""
+        return max(0.0, self.timeout_seconds - (time.monotonic() - self.started_monotonic))
+
+    def idempotency_key(self, effect: str) -> str:
+        """A key unique to this run and effect, stable across attempts: ``"<run id>:<effect>"``."""
+        return f"{self.run_id}:{effect}"
+
+    def idempotent(self, effect: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``fn(*args, **kwargs)`` at most once for this run and ``effect`` (across attempts and
+        redeliveries) and return its result; later calls return the stored result."""
+        if self.effects is None:
+            raise RuntimeError("idempotent effects need the idempotency table; none was configured")
+        remaining_ms = int(self.remaining_seconds() * 1000)
+        return self.effects.run(self.idempotency_key(effect), fn, *args, remaining_ms=remaining_ms, **kwargs)
