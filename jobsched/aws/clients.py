@@ -1,0 +1,66 @@
+"""boto3 clients, built lazily from one session.
+
+No endpoint is ever passed by hand: boto3 itself honours ``AWS_ENDPOINT_URL`` (and the per-service
+``AWS_ENDPOINT_URL_<SERVICE>``), which is how the local mode points everything at the emulator. Clients
+are created on first use, never at import time, so a module import in a test or a cold start costs
+nothing and tests can enter ``mock_aws()`` before any client exists.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+#: Short timeouts and standard retries: a Lambda should fail over to its own retry rather than hang.
+DEFAULT_CONFIG = Config(
+    retries={"mode": "standard", "max_attempts": 4},
+    connect_timeout=3,
+    read_timeout=10,
+    max_pool_connections=25,
+)
+
+
+class Clients:
+    """The AWS clients one function needs, each created once on first access."""
+
+    def __init__(
+        self,
+        session: boto3.Session | None = None,
+        region_name: str | None = None,
+        config: Config | None = None,
+    ):
+        self._session = session
+        self._region = region_name
+        self._config = config or DEFAULT_CONFIG
+
+    @cached_property
+    def session(self) -> boto3.Session:
+        return self._session or boto3.Session(region_name=self._region)
+
+    def client(self, service: str) -> Any:
+        return self.session.client(
+            service, region_name=self._region or self.session.region_name, config=self._config
+        )
+
+    @cached_property
+    def dynamodb(self) -> Any:
+        return self.client("dynamodb")
+
+    @cached_property
+    def sqs(self) -> Any:
+        return self.client("sqs")
+
+    @cached_property
+    def s3(self) -> Any:
+        return self.client("s3")
+
+    @cached_property
+    def stepfunctions(self) -> Any:
+        return self.client("stepfunctions")
+
+    @cached_property
+    def cloudwatch(self) -> Any:
+        return self.client("cloudwatch")

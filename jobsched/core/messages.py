@@ -1,0 +1,118 @@
+"""The SQS message that carries one run to a worker.
+
+The message holds a snapshot of everything the worker needs (target, payload, timeout, retry) so the
+worker never reads the job item: one read fewer per run, and a job edited after dispatch does not
+change a run already queued. Payloads over :data:`INLINE_PAYLOAD_LIMIT` travel by reference
+(``payload_ref``, an S3 key) and the worker fetches them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from jobsched.core.errors import ValidationError
+from jobsched.core.models import RetrySpec, from_iso, parse_run_id, to_iso
+
+MESSAGE_VERSION = 1
+#: Largest payload (UTF-8 JSON bytes) carried inside the message; SQS allows 256 KiB per message and
+#: 10 messages per batch share that limit too, so we stay well below it.
+INLINE_PAYLOAD_LIMIT = 64 * 1024
+#: Largest payload a job may have at all (checked by the job service).
+MAX_PAYLOAD_BYTES = 64 * 1024
+MAX_SQS_DELAY_SECONDS = 900
+
+
+def payload_size(payload: Any) -> int:
+    """Size in bytes of the payload as it is sent (compact JSON, UTF-8)."""
+    return len(json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def delay_seconds(due_at: datetime, now: datetime) -> int:
+    """SQS ``DelaySeconds`` for a run due at ``due_at``: ``clamp(ceil(due_at - now), 0, 900)``.
+
+    Rounded up so a run never starts before its due instant; a run due beyond 900 s is delivered at
+    900 s and the worker re-delays it (the dispatcher's look-ahead keeps that rare).
+    """
+    seconds = (due_at - now).total_seconds()
+    whole = int(seconds) + (1 if seconds > int(seconds) else 0)
+    return max(0, min(MAX_SQS_DELAY_SECONDS, whole))
+
+
+@dataclass(kw_only=True)
+class RunMessage:
+    """Body of the SQS message for one delivery of a run (``attempt`` = the attempt it should claim)."""
+
+    run_id: str
+    job_id: str
+    tenant: str
+    attempt: int
+    scheduled_at: datetime
+    due_at: datetime
+    target: dict[str, Any]
+    payload: dict[str, Any] | None = None
+    payload_ref: str | None = None
+    timeout_seconds: int = 300
+    retry: RetrySpec = field(default_factory=RetrySpec)
+    priority: str = "default"
+    v: int = MESSAGE_VERSION
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "v": self.v,
+            "run_id": self.run_id,
+            "job_id": self.job_id,
+            "tenant": self.tenant,
+            "attempt": self.attempt,
+            "scheduled_at": to_iso(self.scheduled_at),
+            "due_at": to_iso(self.due_at),
+            "target": self.target,
+            "payload": self.payload,
+            "payload_ref": self.payload_ref,
+            "timeout_seconds": self.timeout_seconds,
+            "retry": self.retry.to_dict(),
+            "priority": self.priority,
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+    @classmethod
+    def from_json(cls, body: str) -> RunMessage:
+        """Parse a message body; anything malformed raises :class:`ValidationError` (a poison message)."""
+        try:
+            data = json.loads(body)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"run message is not JSON: {exc}") from exc
+        if not isinstance(data, dict):
+            raise ValidationError("run message must be a JSON object")
+        if data.get("v") != MESSAGE_VERSION:
+            raise ValidationError(f"unsupported run message version {data.get('v')!r}")
+        missing = [
+            k
+            for k in ("run_id", "job_id", "tenant", "attempt", "scheduled_at", "due_at", "target")
+            if k not in data
+        ]
+        if missing:
+            raise ValidationError(f"run message lacks {', '.join(missing)}")
+        job_id, _ = parse_run_id(data["run_id"])
+        if job_id != data["job_id"]:
+            raise ValidationError("run message: run_id does not belong to job_id")
+        if not isinstance(data["attempt"], int) or data["attempt"] < 1:
+            raise ValidationError("run message: attempt must be an integer >= 1")
+        return cls(
+            run_id=data["run_id"],
+            job_id=data["job_id"],
+            tenant=data["tenant"],
+            attempt=data["attempt"],
+            scheduled_at=from_iso(data["scheduled_at"]),
+            due_at=from_iso(data["due_at"]),
+            target=data["target"],
+            payload=data.get("payload"),
+            payload_ref=data.get("payload_ref"),
+            timeout_seconds=int(data.get("timeout_seconds", 300)),
+            retry=RetrySpec.from_dict(data.get("retry")),
+            priority=data.get("priority", "default"),
+        )

@@ -1,0 +1,126 @@
+"""One settings object per function, built once from the environment.
+
+The variable names live in :mod:`jobsched.resources` (shared with infra/ and the local mode). A
+missing required variable raises :class:`ConfigurationError` naming it, at cold start rather than on
+the first request that needs it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from jobsched import resources as r
+from jobsched.core.errors import JobschedError
+
+
+class ConfigurationError(JobschedError):
+    """Raised when the deployment is misconfigured: a required environment variable is missing or
+    malformed. Not a client error: the function cannot serve any request."""
+
+    code = "configuration_error"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Physical names and tunables for one deployment (or one local/moto environment)."""
+
+    jobs_table: str
+    runs_table: str
+    leases_table: str
+    queue_urls: Mapping[str, str]  # kind (high/default/low/long) -> URL
+    idempotency_table: str | None = None
+    bucket: str | None = None
+    dlq_urls: Mapping[str, str] = field(default_factory=dict)
+    shards: int = r.DEFAULT_SHARDS
+    lookahead_seconds: int = r.DEFAULT_LOOKAHEAD_SECONDS
+    state_machine_arn: str | None = None
+    allowed_http_hosts: tuple[str, ...] = ()
+    auth_mode: str = "iam"
+    tenant_tokens: str | None = None
+    worker_timeout_seconds: int = 900
+
+    def queue_url(self, priority: str) -> str:
+        try:
+            return self.queue_urls[priority]
+        except KeyError:
+            raise ConfigurationError(
+                f"no queue URL for {priority!r}: set {r.ENV_QUEUE_URL_PREFIX}{priority.upper()}"
+            ) from None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Build settings from ``env`` (default ``os.environ``); names the first missing variable."""
+        env = os.environ if env is None else env
+
+        def required(name: str) -> str:
+            value = env.get(name, "").strip()
+            if not value:
+                raise ConfigurationError(f"environment variable {name} is not set")
+            return value
+
+        def integer(name: str, default: int, minimum: int) -> int:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                raise ConfigurationError(
+                    f"environment variable {name} must be an integer, got {raw!r}"
+                ) from None
+            if value < minimum:
+                raise ConfigurationError(f"environment variable {name} must be >= {minimum}, got {value}")
+            return value
+
+        queue_urls = {spec.kind: required(spec.env_var) for spec in r.QUEUES}
+        dlq_urls = {spec.kind: env[spec.dlq_env_var] for spec in r.QUEUES if env.get(spec.dlq_env_var)}
+        hosts = tuple(h.strip() for h in env.get(r.ENV_ALLOWED_HTTP_HOSTS, "").split(",") if h.strip())
+        lookahead = integer(r.ENV_LOOKAHEAD_SECONDS, r.DEFAULT_LOOKAHEAD_SECONDS, 0)
+        if lookahead > r.MAX_SQS_DELAY_SECONDS:
+            raise ConfigurationError(
+                f"environment variable {r.ENV_LOOKAHEAD_SECONDS} must be <= {r.MAX_SQS_DELAY_SECONDS} "
+                "(the SQS delay cap)"
+            )
+        return cls(
+            jobs_table=required(r.ENV_JOBS_TABLE),
+            runs_table=required(r.ENV_RUNS_TABLE),
+            leases_table=required(r.ENV_LEASES_TABLE),
+            queue_urls=queue_urls,
+            idempotency_table=env.get(r.ENV_IDEMPOTENCY_TABLE) or None,
+            bucket=env.get(r.ENV_BUCKET) or None,
+            dlq_urls=dlq_urls,
+            shards=integer(r.ENV_SHARDS, r.DEFAULT_SHARDS, 1),
+            lookahead_seconds=lookahead,
+            state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN) or None,
+            allowed_http_hosts=hosts,
+            auth_mode=env.get(r.ENV_AUTH_MODE, "iam") or "iam",
+            tenant_tokens=env.get(r.ENV_TENANT_TOKENS) or None,
+            worker_timeout_seconds=integer(r.ENV_WORKER_TIMEOUT_SECONDS, 900, 1),
+        )
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that reproduces these settings (used by the local mode and tests)."""
+        env = {
+            r.ENV_JOBS_TABLE: self.jobs_table,
+            r.ENV_RUNS_TABLE: self.runs_table,
+            r.ENV_LEASES_TABLE: self.leases_table,
+            r.ENV_SHARDS: str(self.shards),
+            r.ENV_LOOKAHEAD_SECONDS: str(self.lookahead_seconds),
+            r.ENV_AUTH_MODE: self.auth_mode,
+            r.ENV_WORKER_TIMEOUT_SECONDS: str(self.worker_timeout_seconds),
+        }
+        for kind, url in self.queue_urls.items():
+            env[r.ENV_QUEUE_URL_PREFIX + kind.upper()] = url
+        for kind, url in self.dlq_urls.items():
+            env[r.ENV_DLQ_URL_PREFIX + kind.upper()] = url
+        optional = {
+            r.ENV_IDEMPOTENCY_TABLE: self.idempotency_table,
+            r.ENV_BUCKET: self.bucket,
+            r.ENV_STATE_MACHINE_ARN: self.state_machine_arn,
+            r.ENV_TENANT_TOKENS: self.tenant_tokens,
+            r.ENV_ALLOWED_HTTP_HOSTS: ",".join(self.allowed_http_hosts) or None,
+        }
+        env.update({k: v for k, v in optional.items() if v})
+        return env

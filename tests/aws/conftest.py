@@ -1,0 +1,122 @@
+"""moto fixtures shared by every AWS-level test: all tables, queues (each with a DLQ and redrive) and
+the bucket, created from the same specs as infra/ (:mod:`jobsched.resources`).
+
+``aws`` yields an :class:`AwsEnv` (settings + clients) inside ``mock_aws()``; ``aws_environ`` also
+exports the settings as environment variables for tests that drive a Lambda entry point.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pytest
+from moto import mock_aws
+
+from jobsched import resources as r
+from jobsched.aws.clients import Clients
+from jobsched.core.clock import FakeClock
+from jobsched.settings import Settings
+
+REGION = "us-east-1"
+PREFIX = "test-jobsched"
+#: A fixed, aware instant that every test clock starts from (never the wall clock).
+T0 = datetime(2026, 3, 2, 12, 0, 0, tzinfo=UTC)
+
+
+@dataclass
+class AwsEnv:
+    settings: Settings
+    clients: Clients
+
+    def queue_messages(self, kind: str, max_messages: int = 10) -> list[dict]:
+        """Receive (without deleting) up to ``max_messages`` from a queue, ignoring delays is NOT done:
+        moto honours DelaySeconds, so tests move time only through their own clock and inspect bodies."""
+        out: list[dict] = []
+        while len(out) < max_messages:
+            got = self.clients.sqs.receive_message(
+                QueueUrl=self.settings.queue_url(kind),
+                MaxNumberOfMessages=min(10, max_messages - len(out)),
+                AttributeNames=["All"],
+                MessageAttributeNames=["All"],
+                VisibilityTimeout=0,
+            ).get("Messages", [])
+            if not got:
+                break
+            out.extend(got)
+        return out
+
+
+def _fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+def provision(
+    clients: Clients, prefix: str = PREFIX, shards: int = 4, lookahead_seconds: int = 60
+) -> Settings:
+    """Create every table, queue (+DLQ with redrive) and the bucket; return the matching settings."""
+    names: dict[str, str] = {}
+    for spec in r.TABLES:
+        name = f"{prefix}-{spec.logical_name.lower()}"
+        clients.dynamodb.create_table(**spec.create_table_kwargs(name))
+        names[spec.env_var] = name
+    queue_urls: dict[str, str] = {}
+    dlq_urls: dict[str, str] = {}
+    for spec in r.QUEUES:
+        dlq_url = clients.sqs.create_queue(QueueName=f"{prefix}-{spec.kind}-dlq")["QueueUrl"]
+        dlq_arn = clients.sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(spec.max_receive_count)})
+        queue_urls[spec.kind] = clients.sqs.create_queue(
+            QueueName=f"{prefix}-{spec.kind}", Attributes={"RedrivePolicy": redrive}
+        )["QueueUrl"]
+        dlq_urls[spec.kind] = dlq_url
+    bucket = f"{prefix}-bucket"
+    clients.s3.create_bucket(Bucket=bucket)
+    return Settings(
+        jobs_table=names[r.ENV_JOBS_TABLE],
+        runs_table=names[r.ENV_RUNS_TABLE],
+        leases_table=names[r.ENV_LEASES_TABLE],
+        idempotency_table=names[r.ENV_IDEMPOTENCY_TABLE],
+        queue_urls=queue_urls,
+        dlq_urls=dlq_urls,
+        bucket=bucket,
+        shards=shards,
+        lookahead_seconds=lookahead_seconds,
+    )
+
+
+@pytest.fixture
+def aws(monkeypatch: pytest.MonkeyPatch) -> Iterator[AwsEnv]:
+    """Everything jobsched needs, in moto (us-east-1, fake credentials)."""
+    _fake_credentials(monkeypatch)
+    with mock_aws():
+        clients = Clients(region_name=REGION)
+        yield AwsEnv(settings=provision(clients), clients=clients)
+
+
+@pytest.fixture
+def aws_environ(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch) -> AwsEnv:
+    """The ``aws`` environment, also exported as the function environment variables."""
+    for name, value in aws.settings.to_env().items():
+        monkeypatch.setenv(name, value)
+    return aws
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """A fake clock at :data:`T0`."""
+    return FakeClock(T0)
