@@ -1,0 +1,73 @@
+"""Settings of the embedded mode (``jobsched dev``): ports, shards, worker slots, schedules, tenants."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass, field
+
+from jobsched import resources
+from jobsched.core.errors import ValidationError
+
+DEFAULT_TENANT = "default"
+
+# Reserved worker slots per queue: concurrent worker invocations (Lambda MaximumConcurrency on AWS).
+DEFAULT_SLOTS = {"high": 4, "default": 4, "low": 2, "long": 2}
+
+
+@dataclass
+class LocalConfig:
+    """Everything the embedded mode can be told; the defaults are what ``make run`` uses."""
+
+    host: str = "127.0.0.1"
+    port: int = 8080  # the API; 0 picks a free port
+    moto_port: int | None = None  # None picks a free port
+    prefix: str = "jobsched-local"
+    shards: int = resources.DEFAULT_SHARDS
+    lookahead_seconds: int = resources.DEFAULT_LOOKAHEAD_SECONDS
+    slots: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_SLOTS))
+    dlq_slots: int = 1
+    batch_size: int = 10
+    visibility_timeout_seconds: int = 60
+    poll_wait_seconds: int = 1
+    tick_seconds: float = 1.0
+    sweeper_seconds: float = 60.0
+    events_seconds: float = 0.5
+    tenants: dict[str, str] = field(default_factory=dict)  # tenant name -> bearer token
+    demo: bool = True
+    verbose: bool = False  # keep the functions' JSON logs and EMF metrics on stdout
+    shutdown_grace_seconds: float = 2.0
+
+    def tenant_tokens(self) -> dict[str, str]:
+        """``{token: tenant}`` as the api function reads it from ``JOBSCHED_TENANT_TOKENS``."""
+        return {token: tenant for tenant, token in self.tenants.items()}
+
+
+def parse_tenant(text: str) -> tuple[str, str]:
+    """``NAME=TOKEN`` -> (name, token), for ``--tenant``."""
+    name, sep, token = text.partition("=")
+    if not sep or not name.strip() or not token.strip():
+        raise ValidationError(f"--tenant {text!r}: expected NAME=TOKEN, e.g. acme=s3cret", field="tenant")
+    return name.strip(), token.strip()
+
+
+def resolve_tenants(pairs: list[str], env_token: str | None) -> tuple[dict[str, str], bool]:
+    """Tenants from ``--tenant`` pairs; without any, one ``default`` tenant whose token is
+    ``$JOBSCHED_TOKEN`` or a generated one. Returns (tenants, whether a token was generated)."""
+    tenants: dict[str, str] = {}
+    for pair in pairs:
+        name, token = parse_tenant(pair)
+        if name in tenants:
+            raise ValidationError(f"--tenant {name!r} is given twice", field="tenant")
+        if token in tenants.values():
+            raise ValidationError(f"--tenant {name!r}: its token is already another tenant's", field="tenant")
+        tenants[name] = token
+    if tenants:
+        return tenants, False
+    if env_token:
+        return {DEFAULT_TENANT: env_token}, False
+    return {DEFAULT_TENANT: secrets.token_urlsafe(24)}, True
+
+
+def tenant_tokens_json(config: LocalConfig) -> str:
+    return json.dumps(config.tenant_tokens(), sort_keys=True)

@@ -1,0 +1,152 @@
+"""The run-event log of ``jobsched dev``: one line per run state change, read from the Runs table.
+
+The watcher needs no hook in the worker or the dispatcher: every ``interval`` seconds it lists each
+tenant's recent runs through the KEYS_ONLY ``tenant_index`` (its sort key starts with the scheduled
+instant, so a key range bounds the scan), reads the state of the runs not yet seen finished, and
+prints what changed: ``HH:MM:SS  <event>  <job name>  <run id>``. A state that lasted less than one
+interval may go unseen (a fast run can show queued then succeeded); the final state is always seen.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from jobsched.core.models import run_key_for
+
+log = logging.getLogger(__name__)
+
+# Run state -> the word printed for it (a run back in `retrying` is a retry of a failed attempt).
+EVENT_WORDS = {
+    "queued": "queued",
+    "running": "started",
+    "retrying": "retried",
+    "succeeded": "succeeded",
+    "failed": "failed",
+    "cancelled": "cancelled",
+    "skipped": "skipped",
+}
+FINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "skipped"})
+
+
+def format_event(at: datetime, state: str, job_name: str, run_id: str) -> str:
+    """``HH:MM:SS  <event>  <job name>  <run id>`` (local time of the observer, event padded)."""
+    return f"{at:%H:%M:%S}  {EVENT_WORDS.get(state, state):<9}  {job_name}  {run_id}"
+
+
+class RunEventWatcher:
+    """Polls the Runs table of ``tenants`` and emits a line for every observed state change."""
+
+    def __init__(
+        self,
+        *,
+        dynamodb: Any,
+        runs_table: str,
+        jobs_table: str,
+        tenants: Iterable[str],
+        stop: threading.Event,
+        sink: Callable[[str], None] = print,
+        interval: float = 0.5,
+        window: timedelta = timedelta(minutes=30),
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    ):
+        self.dynamodb = dynamodb
+        self.runs_table = runs_table
+        self.jobs_table = jobs_table
+        self.tenants = tuple(tenants)
+        self.stop_event = stop
+        self.sink = sink
+        self.interval = interval
+        self.window = window
+        self.clock = clock
+        self._seen: dict[tuple[str, str], tuple[str, int]] = {}  # (job_id, run_key) -> (state, attempt)
+        self._names: dict[tuple[str, str], str] = {}  # (tenant, job_id) -> job name
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name="run-events", daemon=True)
+        self._thread.start()
+
+    def join(self, timeout: float) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def _loop(self) -> None:
+        while not self.stop_event.wait(self.interval):
+            try:
+                self.poll()
+            except Exception:
+                if not self.stop_event.is_set():
+                    log.exception("run event poll failed")
+
+    def poll(self) -> list[str]:
+        """One pass over every tenant: emit and return the lines for the changes seen."""
+        now = self.clock()
+        lines: list[str] = []
+        for tenant in self.tenants:
+            keys = [
+                k for k in self._recent_keys(tenant, now) if self._seen.get(k, ("", 0))[0] not in FINAL_STATES
+            ]
+            for item in self._get_runs(keys):
+                key = (item["job_id"]["S"], item["run_key"]["S"])
+                state = item["state"]["S"]
+                attempt = int(item.get("attempt", {}).get("N", "0"))
+                previous = self._seen.get(key)
+                if previous == (state, attempt):
+                    continue
+                self._seen[key] = (state, attempt)
+                if previous is not None and previous[0] == state and state != "running":
+                    continue
+                name = self._job_name(tenant, key[0])
+                line = format_event(now.astimezone(), state, name, f"{key[0]}.{key[1]}")
+                self.sink(line)
+                lines.append(line)
+        return lines
+
+    def _recent_keys(self, tenant: str, now: datetime) -> list[tuple[str, str]]:
+        lower = run_key_for(now - self.window)
+        keys: list[tuple[str, str]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.runs_table,
+            "IndexName": "tenant_index",
+            "KeyConditionExpression": "tenant = :t AND tenant_sort >= :lo",
+            "ExpressionAttributeValues": {":t": {"S": tenant}, ":lo": {"S": lower}},
+        }
+        while True:
+            page = self.dynamodb.query(**kwargs)
+            keys += [(i["job_id"]["S"], i["run_key"]["S"]) for i in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                return keys
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def _get_runs(self, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for start in range(0, len(keys), 100):
+            request: dict[str, Any] = {
+                self.runs_table: {
+                    "Keys": [{"job_id": {"S": j}, "run_key": {"S": r}} for j, r in keys[start : start + 100]],
+                    "ProjectionExpression": "job_id, run_key, #s, attempt",
+                    "ExpressionAttributeNames": {"#s": "state"},
+                }
+            }
+            while request:
+                response = self.dynamodb.batch_get_item(RequestItems=request)
+                items += response.get("Responses", {}).get(self.runs_table, [])
+                request = response.get("UnprocessedKeys") or {}
+        return items
+
+    def _job_name(self, tenant: str, job_id: str) -> str:
+        if (tenant, job_id) not in self._names:
+            item = self.dynamodb.get_item(
+                TableName=self.jobs_table,
+                Key={"tenant": {"S": tenant}, "job_id": {"S": job_id}},
+                ProjectionExpression="#n",
+                ExpressionAttributeNames={"#n": "name"},
+            ).get("Item")
+            if item is None:
+                return job_id  # not cached: the job may simply not be visible yet
+            self._names[(tenant, job_id)] = item["name"]["S"]
+        return self._names[(tenant, job_id)]

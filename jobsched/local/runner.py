@@ -1,0 +1,262 @@
+"""The embedded mode as one object: start moto, provision, run the functions, stop cleanly.
+
+:class:`EmbeddedMode` starts, in order: the moto server, the process environment (the same variables
+infra sets on the Lambda functions, plus ``AWS_ENDPOINT_URL`` and fake credentials), the resources
+(from :mod:`jobsched.resources`), the functions (imported only now, so they build their clients
+exactly as on AWS), then the queue pollers, the schedules, the HTTP bridge and the run-event log.
+``stop()`` undoes all of it -- threads joined, server closed, environment restored -- in a few seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+from jobsched import resources
+from jobsched.local.config import LocalConfig, tenant_tokens_json
+from jobsched.local.events import RunEventWatcher
+from jobsched.local.http_bridge import HttpBridge
+from jobsched.local.invoke import Function, Handler, function_spec, load_handler
+from jobsched.local.pollers import QueuePoller
+from jobsched.local.provision import Provisioned, provision
+from jobsched.local.server import MotoServer
+from jobsched.local.ticker import Periodic, dispatcher_schedules
+
+log = logging.getLogger(__name__)
+
+REGION = "us-east-1"
+
+
+class EmbeddedMode:
+    """jobsched on one machine. Use as a context manager, or ``start()`` / ``stop()``.
+
+    ``handlers`` maps function names (``api``, ``dispatcher``, ``worker``, ``dlq_consumer``,
+    ``sweeper``) to callables used instead of the real ones; a name mapped to None is not run.
+    Functions not overridden are imported from their ``resources.FUNCTIONS`` handler path.
+    """
+
+    def __init__(
+        self,
+        config: LocalConfig,
+        *,
+        handlers: dict[str, Handler | None] | None = None,
+        environ: MutableMapping[str, str] | None = None,
+        out: Callable[[str], None] = print,
+    ):
+        self.config = config
+        self.overrides = dict(handlers or {})
+        self.environ = os.environ if environ is None else environ
+        self.out = out
+        self.stop_event = threading.Event()
+        self.server = MotoServer(config.moto_port, host=config.host)
+        self.functions: dict[str, Function] = {}
+        self.provisioned: Provisioned | None = None
+        self.bridge: HttpBridge | None = None
+        self.pollers: list[QueuePoller] = []
+        self.schedules: list[Periodic] = []
+        self.watcher: RunEventWatcher | None = None
+        self.clients: dict[str, Any] = {}
+        self._saved_env: dict[str, str | None] = {}
+        self._started = False
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def __enter__(self) -> EmbeddedMode:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def api_url(self) -> str:
+        if self.bridge is None:
+            raise RuntimeError("the embedded mode is not started")
+        return self.bridge.url
+
+    @property
+    def endpoint_url(self) -> str:
+        return self.server.endpoint_url
+
+    def start(self) -> None:
+        """Bring everything up; on any failure, tear down what was started and re-raise."""
+        self._started = True
+        try:
+            self._set_env({"MOTO_PORT": str(self.server.port)})
+            self.server.start(self.environ)
+            self._set_env(self._base_env())
+            self.clients = self._make_clients()
+            self.provisioned = provision(
+                dynamodb=self.clients["dynamodb"],
+                sqs=self.clients["sqs"],
+                s3=self.clients["s3"],
+                stepfunctions=self.clients["stepfunctions"],
+                prefix=self.config.prefix,
+                visibility_timeout_seconds=self.config.visibility_timeout_seconds,
+            )
+            self._set_env(self.provisioned.environment())
+            self.functions = self._load_functions()
+            self._start_pollers()
+            self._start_schedules()
+            if "api" in self.functions:
+                self.bridge = HttpBridge(self.functions["api"], host=self.config.host, port=self.config.port)
+                self.bridge.start()
+            self._start_watcher()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        """Stop every thread, the HTTP bridge and moto; restore the environment. Idempotent."""
+        if not self._started:
+            return
+        self._started = False
+        self.stop_event.set()
+        if self.bridge is not None:
+            self.bridge.stop()
+        grace = self.config.shutdown_grace_seconds
+        for poller in self.pollers:
+            poller.join(grace)
+        for schedule in self.schedules:
+            schedule.join(grace)
+        if self.watcher is not None:
+            self.watcher.join(grace)
+        self.server.stop()
+        self._restore_env()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until :meth:`request_stop` (or a signal handler) asks to stop; True if it did."""
+        return self.stop_event.wait(timeout)
+
+    def request_stop(self) -> None:
+        self.stop_event.set()
+
+    # --- pieces -----------------------------------------------------------------------------------
+
+    def _base_env(self) -> dict[str, str]:
+        env = {
+            "AWS_ENDPOINT_URL": self.server.endpoint_url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_DEFAULT_REGION": REGION,
+            "AWS_REGION": REGION,
+            resources.ENV_SHARDS: str(self.config.shards),
+            resources.ENV_LOOKAHEAD_SECONDS: str(self.config.lookahead_seconds),
+            resources.ENV_AUTH_MODE: "token",
+            resources.ENV_TENANT_TOKENS: tenant_tokens_json(self.config),
+            resources.ENV_ALLOWED_HTTP_HOSTS: "127.0.0.1,localhost",
+            resources.ENV_WORKER_TIMEOUT_SECONDS: str(function_spec("worker").timeout_seconds),
+            "POWERTOOLS_SERVICE_NAME": "jobsched",
+            "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
+        }
+        if not self.config.verbose:
+            env["POWERTOOLS_METRICS_DISABLED"] = "true"
+            env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
+        return env
+
+    def _set_env(self, values: dict[str, str]) -> None:
+        for key, value in values.items():
+            if key not in self._saved_env:
+                self._saved_env[key] = self.environ.get(key)
+            self.environ[key] = value
+
+    def _restore_env(self) -> None:
+        for key, value in self._saved_env.items():
+            if value is None:
+                self.environ.pop(key, None)
+            else:
+                self.environ[key] = value
+        self._saved_env.clear()
+
+    def _make_clients(self) -> dict[str, Any]:
+        # Built after AWS_ENDPOINT_URL is set: boto3 picks the endpoint up itself, as the functions do.
+        session = boto3.session.Session(region_name=REGION)
+        config = Config(max_pool_connections=64, retries={"max_attempts": 3, "mode": "standard"})
+        return {
+            name: session.client(name, config=config) for name in ("dynamodb", "sqs", "s3", "stepfunctions")
+        }
+
+    def _load_functions(self) -> dict[str, Function]:
+        functions: dict[str, Function] = {}
+        for spec in resources.FUNCTIONS:
+            if spec.name in self.overrides:
+                handler = self.overrides[spec.name]
+                if handler is not None:
+                    functions[spec.name] = Function(spec, handler)
+                continue
+            try:
+                functions[spec.name] = Function(spec, load_handler(spec.handler))
+            except (ImportError, AttributeError) as exc:
+                self.out(f"warning: {spec.name} function unavailable ({exc}); it is not run")
+        return functions
+
+    def _start_pollers(self) -> None:
+        assert self.provisioned is not None
+        config = self.config
+        for kind, ref in self.provisioned.queues.items():
+            if "worker" in self.functions:
+                self._add_poller(ref.url, ref.arn, self.functions["worker"], config.slots.get(kind, 1), kind)
+            if "dlq_consumer" in self.functions:
+                self._add_poller(
+                    ref.dlq_url, ref.dlq_arn, self.functions["dlq_consumer"], config.dlq_slots, f"{kind}-dlq"
+                )
+        for poller in self.pollers:
+            poller.start()
+
+    def _add_poller(self, url: str, arn: str, function: Function, slots: int, name: str) -> None:
+        self.pollers.append(
+            QueuePoller(
+                sqs=self.clients["sqs"],
+                queue_url=url,
+                queue_arn=arn,
+                invoke=function.invoke,
+                slots=slots,
+                stop=self.stop_event,
+                region=REGION,
+                batch_size=self.config.batch_size,
+                wait_seconds=self.config.poll_wait_seconds,
+                name=name,
+            )
+        )
+
+    def _start_schedules(self) -> None:
+        if "dispatcher" in self.functions:
+            self.schedules += dispatcher_schedules(
+                shards=self.config.shards,
+                invoke=self.functions["dispatcher"].invoke,
+                stop=self.stop_event,
+                interval=self.config.tick_seconds,
+            )
+        if "sweeper" in self.functions:
+            self.schedules.append(
+                Periodic(
+                    name="sweeper",
+                    interval=self.config.sweeper_seconds,
+                    event={},
+                    invoke=self.functions["sweeper"].invoke,
+                    stop=self.stop_event,
+                )
+            )
+        for schedule in self.schedules:
+            schedule.start()
+
+    def _start_watcher(self) -> None:
+        assert self.provisioned is not None
+        tables = self.provisioned.tables
+        self.watcher = RunEventWatcher(
+            dynamodb=self.clients["dynamodb"],
+            runs_table=tables[resources.ENV_RUNS_TABLE],
+            jobs_table=tables[resources.ENV_JOBS_TABLE],
+            tenants=self.config.tenants.keys(),
+            stop=self.stop_event,
+            sink=self.out,
+            interval=self.config.events_seconds,
+        )
+        self.watcher.start()

@@ -1,0 +1,151 @@
+"""Queue pollers: SQS messages reach the worker as Lambda SQS events, with AWS's failure semantics."""
+
+from __future__ import annotations
+
+import json
+
+from jobsched.local.pollers import failed_ids, to_lambda_record
+from tests.local.conftest import Machinery, wait_for
+
+
+def test_a_sent_message_reaches_the_worker_as_an_sqs_event_and_is_deleted(machinery: Machinery) -> None:
+    # Given a message sent to the high queue
+    message_id = machinery.send("high", "hello-1")
+    # When the poller hands it to the worker
+    records = wait_for(lambda: [r for r in machinery.handlers["worker"].records("hello-1")])
+    # Then the worker got exactly the Lambda SQS record shape
+    record = records[0]
+    queue = machinery.queue("high")
+    assert record["messageId"] == message_id
+    assert record["eventSource"] == "aws:sqs"
+    assert record["eventSourceARN"] == queue.arn
+    assert record["awsRegion"] == "us-east-1"
+    assert record["attributes"]["ApproximateReceiveCount"] == "1"
+    assert record["attributes"]["MessageGroupId"] == "t1"
+    assert "SentTimestamp" in record["attributes"]
+    assert set(record) >= {"receiptHandle", "body", "messageAttributes", "md5OfBody"}
+    # And the message is deleted from the queue once the handler succeeded
+    wait_for(lambda: machinery.depth(queue.url) == 0)
+    assert len(machinery.handlers["worker"].records("hello-1")) == 1
+
+
+def test_a_record_in_batch_item_failures_is_redelivered_after_the_visibility_timeout(
+    machinery: Machinery,
+) -> None:
+    # Given a message the worker reports as failed
+    machinery.send("default", "fail")
+    # When the visibility timeout passes
+    records = wait_for(
+        lambda: (
+            len(machinery.handlers["worker"].records("fail")) >= 2
+            and machinery.handlers["worker"].records("fail")
+        )
+    )
+    # Then the same message is delivered again, with a higher receive count
+    assert records[0]["messageId"] == records[1]["messageId"]
+    assert [r["attributes"]["ApproximateReceiveCount"] for r in records[:2]] == ["1", "2"]
+
+
+def test_a_failing_record_ends_in_the_dlq_after_max_receive_count(machinery: Machinery) -> None:
+    # Given a message on the low queue that fails on every delivery
+    message_id = machinery.send("low", "fail")
+    # When it has failed maxReceiveCount (5) times
+    dead = wait_for(
+        lambda: [
+            r for r in machinery.handlers["dlq_consumer"].records("fail") if r["messageId"] == message_id
+        ],
+        timeout=20,
+    )
+    # Then SQS redrives it to the low DLQ, whose poller hands it to the DLQ consumer
+    assert dead[0]["eventSourceARN"] == machinery.queue("low").dlq_arn
+    deliveries = [r for r in machinery.handlers["worker"].records("fail") if r["messageId"] == message_id]
+    assert len(deliveries) == 5
+
+
+def test_only_the_failed_record_of_a_batch_comes_back(machinery: Machinery) -> None:
+    # Given one batch with a succeeding and a failing record (sent together, received together)
+    queue = machinery.queue("long")
+    machinery.sqs.send_message_batch(
+        QueueUrl=queue.url,
+        Entries=[
+            {"Id": "a", "MessageBody": "ok-partial", "MessageGroupId": "t1"},
+            {"Id": "b", "MessageBody": "fail", "MessageGroupId": "t1"},
+        ],
+    )
+    worker = machinery.handlers["worker"]
+    # When the failed one is redelivered
+    wait_for(lambda: len([r for r in worker.records("fail") if r["eventSourceARN"] == queue.arn]) >= 2)
+    # Then the succeeded one was delivered once only
+    assert len(worker.records("ok-partial")) == 1
+
+
+def test_a_handler_that_raises_fails_the_whole_batch(machinery: Machinery) -> None:
+    # Given a message whose handler invocation raises
+    message_id = machinery.send("high", "raise")
+    # When the visibility timeout passes, Then it is delivered again (nothing was deleted)
+    wait_for(
+        lambda: (
+            len([r for r in machinery.handlers["worker"].records("raise") if r["messageId"] == message_id])
+            >= 2
+        )
+    )
+
+
+def test_a_busy_low_queue_cannot_take_the_high_queue_slots(machinery: Machinery) -> None:
+    # Given the low queue's only slot is taken by an invocation that blocks
+    worker = machinery.handlers["worker"]
+    worker.release.clear()
+    machinery.send("low", "block")
+    wait_for(lambda: worker.records("block"))
+    machinery.send("low", "waiting-low")
+    # When a high-priority message arrives
+    machinery.send("high", "urgent")
+    # Then it is handled while low is still blocked, and the second low message waits for its slot
+    wait_for(lambda: worker.records("urgent"))
+    assert worker.records("waiting-low") == []
+    worker.release.set()
+    wait_for(lambda: worker.records("waiting-low"))
+
+
+def test_each_invocation_gets_a_lambda_context_with_the_function_timeout(machinery: Machinery) -> None:
+    # Given a delivered message
+    machinery.send("default", "context-check")
+    wait_for(lambda: machinery.handlers["worker"].records("context-check"))
+    # Then its context names the function and counts down from the worker's timeout (900 s)
+    context = machinery.handlers["worker"].contexts[-1]
+    assert context.function_name == "worker"
+    assert 890_000 < context.get_remaining_time_in_millis() <= 900_000
+    assert context.aws_request_id
+
+
+def test_an_unknown_item_identifier_fails_the_whole_batch() -> None:
+    # Given a response naming a message that was not in the batch, Then nothing counts as succeeded
+    assert failed_ids({"batchItemFailures": [{"itemIdentifier": "nope"}]}, {"m1"}) is None
+
+
+def test_a_response_without_batch_item_failures_means_every_record_succeeded() -> None:
+    assert failed_ids(None, {"m1", "m2"}) == set()
+    assert failed_ids({"batchItemFailures": []}, {"m1"}) == set()
+    assert failed_ids({"batchItemFailures": [{"itemIdentifier": "m2"}]}, {"m1", "m2"}) == {"m2"}
+
+
+def test_message_attributes_are_converted_to_the_lambda_shape() -> None:
+    # Given a received message with a string message attribute
+    message = {
+        "MessageId": "m1",
+        "ReceiptHandle": "rh",
+        "Body": json.dumps({"a": 1}),
+        "MD5OfBody": "x",
+        "Attributes": {"ApproximateReceiveCount": "1"},
+        "MessageAttributes": {"kind": {"StringValue": "run", "DataType": "String"}},
+    }
+    # When it becomes a Lambda record
+    record = to_lambda_record(message, queue_arn="arn:aws:sqs:us-east-1:1:q", region="us-east-1")
+    # Then the attribute uses Lambda's lower-camel keys
+    assert record["messageAttributes"]["kind"] == {
+        "stringValue": "run",
+        "binaryValue": None,
+        "stringListValues": [],
+        "binaryListValues": [],
+        "dataType": "String",
+    }
