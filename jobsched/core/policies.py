@@ -72,6 +72,7 @@ __all__ = [
     "ENQUEUE_AND_CANCEL_PREVIOUS",
     "MAX_CATCHUP_LIMIT",
     "MAX_JITTER_SECONDS",
+    "MAX_MISFIRE_GRACE_SECONDS",
     "MISFIRE_POLICIES",
     "OVERLAP_ACTIONS",
     "OVERLAP_POLICIES",
@@ -98,8 +99,9 @@ __all__ = [
 
 # One hour: jitter spreads load, it is not a delay mechanism; more is almost surely a unit mistake.
 MAX_JITTER_SECONDS = 3600
-# A catch-up larger than this is a flood, not a catch-up; it also stays well under DEFAULT_PLAN_LIMIT.
-MAX_CATCHUP_LIMIT = 1000
+# Same bounds as the job API (jobsched.api.schemas); MAX_CATCHUP_LIMIT stays under DEFAULT_PLAN_LIMIT.
+MAX_CATCHUP_LIMIT = 10_000
+MAX_MISFIRE_GRACE_SECONDS = 7 * 86_400
 
 
 def jitter_offset(run_id: str, jitter_seconds: int) -> timedelta:
@@ -139,10 +141,11 @@ def validate_policies(
         isinstance(misfire_grace_seconds, bool)
         or not isinstance(misfire_grace_seconds, int | float)
         or not math.isfinite(misfire_grace_seconds)
-        or misfire_grace_seconds < 0
+        or not 0 <= misfire_grace_seconds <= MAX_MISFIRE_GRACE_SECONDS
     ):
         raise ValidationError(
-            f"misfire_grace_seconds must be a finite number >= 0, got {misfire_grace_seconds!r}",
+            f"misfire_grace_seconds must be a number between 0 and {MAX_MISFIRE_GRACE_SECONDS} (7 days), "
+            f"got {misfire_grace_seconds!r}",
             field="misfire_grace_seconds",
         )
     validate_misfire(policy=misfire_policy, max_catchup=max_catchup)

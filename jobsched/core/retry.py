@@ -25,8 +25,9 @@ DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_BASE_SECONDS = 2.0
 DEFAULT_MAX_SECONDS = 300.0
 MAX_ATTEMPTS_LIMIT = 100
-# 12 hours: the longest an SQS message can stay invisible, so the longest a worker can hold a retry.
-MAX_BACKOFF_SECONDS_LIMIT = 43_200.0
+# One day: the same bound as the job API and the stored RetrySpec (jobsched.core.models), so any
+# stored retry settings build a RetryPolicy.
+MAX_BACKOFF_SECONDS_LIMIT = 86_400.0
 
 # AWS error codes that mean "slow down or try again": throttling and transient server-side failures.
 RETRYABLE_AWS_CODES = frozenset(
@@ -66,7 +67,8 @@ class RetryPolicy:
     """How often and how patiently a failing run is retried.
 
     ``max_attempts`` counts every attempt, the first included (1 = never retry). ``base_seconds`` is
-    the ceiling of the first backoff; each further retry doubles it, up to ``max_seconds``.
+    the ceiling of the first backoff; each further retry doubles it, up to ``max_seconds``
+    (``base_seconds=0`` retries at once). Bounds match the job API: 1..100 attempts, 0..86400 s.
     Validated on construction: :class:`ValidationError` names the bad field and the allowed range.
     """
 
@@ -106,9 +108,9 @@ def validate_retry(max_attempts: object, base_seconds: object, max_seconds: obje
     for name, value in (("backoff_base_seconds", base_seconds), ("backoff_max_seconds", max_seconds)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise ValidationError(f"{name} must be a finite number, got {value!r}", field=name)
-        if not 0 < value <= MAX_BACKOFF_SECONDS_LIMIT:
+        if not 0 <= value <= MAX_BACKOFF_SECONDS_LIMIT:
             raise ValidationError(
-                f"{name} must be > 0 and <= {MAX_BACKOFF_SECONDS_LIMIT:g} seconds, got {value}", field=name
+                f"{name} must be between 0 and {MAX_BACKOFF_SECONDS_LIMIT:g} seconds, got {value}", field=name
             )
     if max_seconds < base_seconds:  # type: ignore[operator]
         raise ValidationError(

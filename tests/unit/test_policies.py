@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import given, settings
@@ -67,6 +67,13 @@ def test_valid_policy_fields_pass():
     )
 
 
+def test_largest_allowed_catchup_can_be_planned_with_the_default_limit():
+    # Given the largest max_catchup the API accepts, When validated and used to plan, Then no error
+    validate_policies(max_catchup=policies.MAX_CATCHUP_LIMIT)
+    plan = policies.plan_misfires([], datetime(2026, 12, 1, tzinfo=UTC), policy="run_all", max_catchup=10_000)
+    assert plan.fire == []
+
+
 def test_nothing_given_checks_nothing():
     validate_policies()
 
@@ -76,15 +83,16 @@ def test_nothing_given_checks_nothing():
     [
         ({"misfire_policy": "later"}, "misfire_policy", "'later'; allowed: run_once, run_all, skip"),
         ({"misfire_grace_seconds": -5}, "misfire_grace_seconds", "got -5"),
-        ({"misfire_grace_seconds": float("inf")}, "misfire_grace_seconds", "finite"),
+        ({"misfire_grace_seconds": float("inf")}, "misfire_grace_seconds", "7 days"),
+        ({"misfire_grace_seconds": 7 * 86_400 + 1}, "misfire_grace_seconds", "between 0 and 604800"),
         ({"max_catchup": 0}, "max_catchup", ">= 1"),
-        ({"max_catchup": 1001}, "max_catchup", "at most 1000"),
+        ({"max_catchup": 10_001}, "max_catchup", "at most 10000"),
         ({"overlap_policy": "queue"}, "overlap_policy", "allowed: allow, skip, buffer_one, replace"),
         ({"jitter_seconds": 3601}, "jitter_seconds", "between 0 and 3600"),
         ({"jitter_seconds": "10"}, "jitter_seconds", "integer"),
         ({"max_attempts": 0}, "max_attempts", "between 1 and 100"),
         ({"backoff_base_seconds": 400}, "backoff_max_seconds", "must be >= backoff_base_seconds"),
-        ({"backoff_max_seconds": -1}, "backoff_max_seconds", "> 0"),
+        ({"backoff_max_seconds": -1}, "backoff_max_seconds", "between 0 and 86400"),
     ],
 )
 def test_invalid_field_raises_with_field_and_message(kwargs, field, message):

@@ -75,6 +75,12 @@ def test_backoff_is_within_zero_and_capped_exponential(attempt, base, extra, see
     assert 0.0 <= delay <= min(policy.max_seconds, base * 2.0 ** min(attempt - 1, 1000))
 
 
+def test_zero_base_retries_at_once():
+    # Given base 0 (allowed by the job API), When an attempt fails, Then the retry waits 0 s
+    policy = RetryPolicy(base_seconds=0, max_seconds=0)
+    assert next_retry(policy, 1, random.Random(5)) == 0.0
+
+
 def test_attempt_zero_is_rejected():
     with pytest.raises(ValueError, match="1-based"):
         backoff_ceiling(RetryPolicy(), 0)
@@ -160,10 +166,10 @@ def test_malformed_response_attribute_is_not_mistaken_for_aws_error():
         ({"max_attempts": 0}, "max_attempts"),
         ({"max_attempts": 101}, "max_attempts"),
         ({"max_attempts": 2.5}, "max_attempts"),
-        ({"base_seconds": 0}, "backoff_base_seconds"),
+        ({"base_seconds": -1}, "backoff_base_seconds"),
         ({"base_seconds": float("nan")}, "backoff_base_seconds"),
         ({"max_seconds": float("inf")}, "backoff_max_seconds"),
-        ({"max_seconds": 50_000}, "backoff_max_seconds"),
+        ({"max_seconds": 86_401}, "backoff_max_seconds"),
         ({"base_seconds": 10, "max_seconds": 5}, "backoff_max_seconds"),
     ],
 )
