@@ -1,0 +1,387 @@
+"""Fenced writes of a run's attempts: claim, heartbeat, complete, retry, fail (dead letter), cancel.
+
+Every write is a conditional ``UpdateItem`` on the run item. A worker holds a run for one attempt
+number ``a`` and one ``lease_owner``; each write after the claim is conditional on
+``state = running AND attempt = a AND lease_owner = owner``, so a worker whose lease expired and whose
+run was taken over (the takeover bumps the attempt) gets :class:`LeaseLostError` instead of
+overwriting the new owner's result (guarantee 3).
+
+A failed condition returns the item as it is (``ReturnValuesOnConditionCheckFailure=ALL_OLD``), so
+deciding *why* a claim failed costs no extra read. Writes return ``ALL_NEW`` (free on UpdateItem)
+so the worker learns ``max_attempts``, ``payload_override`` and ``cancel_requested`` without a GetItem.
+
+Instants are stored as fixed-length ISO strings (``models.to_iso``), so ``lease_until < :now``
+compares correctly as strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError
+from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, to_iso
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+
+#: Called with (operation, response) after every DynamoDB call, to count consumed capacity.
+Meter = Callable[[str, dict], None]
+
+
+def to_attr(value: Any) -> dict:
+    return _ser.serialize(_ddb_safe(value))
+
+
+def from_item(item: dict) -> dict[str, Any]:
+    return {k: _de.deserialize(v) for k, v in item.items()}
+
+
+def _ddb_safe(value: Any) -> Any:
+    """Floats are not allowed by boto3's serializer; Decimal via str keeps them exact."""
+    from decimal import Decimal
+
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _ddb_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_ddb_safe(v) for v in value]
+    return value
+
+
+class ClaimStatus:
+    CLAIMED = "claimed"  # this worker now owns the attempt
+    FINISHED = "finished"  # the run already ended: acknowledge the delivery, do nothing
+    STALE = "stale"  # the delivery is for an attempt that is no longer current: acknowledge
+    BUSY = "busy"  # another worker holds a live lease: leave the message for later
+    MISSING = "missing"  # no such run item (deleted): acknowledge
+    EXHAUSTED = "exhausted"  # the previous owner's lease expired and no attempts are left
+
+
+@dataclass
+class Claim:
+    status: str
+    run: Run | None = None
+    item: dict[str, Any] | None = None
+    attempt: int = 0
+    took_over: bool = False
+
+    @property
+    def index(self) -> int:
+        """Position of this attempt in the run's ``attempts`` list (for fenced in-place updates)."""
+        return len(self.run.attempts) - 1 if self.run else -1
+
+
+class AttemptStore:
+    """Conditional attempt writes on the Runs table (client and table name injected)."""
+
+    def __init__(self, dynamodb_client: Any, table_name: str, meter: Meter | None = None):
+        self._ddb = dynamodb_client
+        self._table = table_name
+        self._meter = meter
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def _key(self, run_id: str) -> dict:
+        job_id, run_key = parse_run_id(run_id)
+        return {"job_id": {"S": job_id}, "run_key": {"S": run_key}}
+
+    def _update(
+        self, run_id: str, update: str, condition: str, values: dict, names: dict | None = None
+    ) -> dict:
+        """UpdateItem returning the new item; raises ``_Rejected`` carrying the old item on a failed
+        condition."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "Key": self._key(run_id),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
+            "ExpressionAttributeNames": {"#state": "state", **(names or {})},
+            "ReturnValues": "ALL_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+        try:
+            response = self._ddb.update_item(**kwargs)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
+                old = exc.response.get("Item")
+                raise _Rejected(from_item(old) if old else None) from None
+            raise
+        self._record("UpdateItem", response)
+        return from_item(response["Attributes"])
+
+    def _record(self, operation: str, response: dict) -> None:
+        if self._meter is not None:
+            self._meter(operation, response)
+
+    def get(self, run_id: str, consistent: bool = True) -> Run:
+        """Read a run by id (strongly consistent by default); :class:`NotFoundError` if absent."""
+        response = self._ddb.get_item(
+            TableName=self._table,
+            Key=self._key(run_id),
+            ConsistentRead=consistent,
+            ReturnConsumedCapacity="TOTAL",
+        )
+        self._record("GetItem", response)
+        if "Item" not in response:
+            raise NotFoundError(f"run {run_id} not found")
+        return Run.from_item(from_item(response["Item"]))
+
+    def get_item(self, run_id: str) -> dict[str, Any] | None:
+        """The raw item (with attributes the model does not carry, e.g. the dead-letter message)."""
+        response = self._ddb.get_item(
+            TableName=self._table, Key=self._key(run_id), ConsistentRead=True, ReturnConsumedCapacity="TOTAL"
+        )
+        self._record("GetItem", response)
+        return from_item(response["Item"]) if "Item" in response else None
+
+    # --- claim -----------------------------------------------------------------------------------
+
+    def claim(self, run_id: str, attempt: int, owner: str, now: datetime, lease_seconds: float) -> Claim:
+        """Take the run for ``attempt`` (the attempt the delivery names), with a lease until
+        ``now + lease_seconds``.
+
+        - queued/retrying with ``attempt - 1`` done: claimed (one conditional write).
+        - running with an expired lease: taken over as attempt ``current + 1`` (the old attempt is
+          recorded ``lost``), or EXHAUSTED if that would exceed ``max_attempts``.
+        - running with a live lease: BUSY. Terminal: FINISHED. Older attempt: STALE. No item: MISSING.
+        """
+        lease_until = to_iso(now + timedelta(seconds=lease_seconds))
+        entry = [{"attempt": attempt, "started_at": to_iso(now)}]
+        prev_cond = "attempt = :prev" if attempt > 1 else "(attribute_not_exists(attempt) OR attempt = :prev)"
+        try:
+            item = self._update(
+                run_id,
+                "SET #state = :running, attempt = :a, lease_until = :lu, lease_owner = :o, "
+                "started_at = if_not_exists(started_at, :now), "
+                "attempts = list_append(if_not_exists(attempts, :empty), :entry) REMOVE retry_at, progress",
+                f"#state IN (:queued, :retrying) AND {prev_cond}",
+                {
+                    ":running": "running",
+                    ":queued": "queued",
+                    ":retrying": "retrying",
+                    ":a": attempt,
+                    ":prev": attempt - 1,
+                    ":lu": lease_until,
+                    ":o": owner,
+                    ":now": to_iso(now),
+                    ":empty": [],
+                    ":entry": entry,
+                },
+            )
+            return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, attempt)
+        except _Rejected as rejected:
+            old = rejected.item
+        return self._after_rejected_claim(run_id, attempt, old, owner, now, lease_until)
+
+    def _after_rejected_claim(
+        self, run_id: str, attempt: int, old: dict | None, owner: str, now: datetime, lease_until: str
+    ) -> Claim:
+        if old is None:
+            return Claim(ClaimStatus.MISSING)
+        run = Run.from_item(old)
+        if run.state not in ACTIVE_RUN_STATES:
+            return Claim(ClaimStatus.FINISHED, run, old, run.attempt)
+        if run.state is not RunState.RUNNING:
+            return Claim(ClaimStatus.STALE, run, old, run.attempt)
+        if run.lease_until is not None and run.lease_until > now:
+            return Claim(ClaimStatus.BUSY, run, old, run.attempt)
+        if run.attempt + 1 > run.max_attempts:
+            return Claim(ClaimStatus.EXHAUSTED, run, old, run.attempt)
+        return self._take_over(run, old, owner, now, lease_until)
+
+    def _take_over(self, run: Run, old: dict, owner: str, now: datetime, lease_until: str) -> Claim:
+        new_attempt = run.attempt + 1
+        last = len(run.attempts) - 1
+        lost = f", attempts[{last}].outcome = :lost, attempts[{last}].finished_at = :now" if last >= 0 else ""
+        try:
+            item = self._update(
+                run.id,
+                "SET attempt = :a, lease_until = :lu, lease_owner = :o, "
+                f"attempts = list_append(attempts, :entry){lost}",
+                "#state = :running AND attempt = :cur AND lease_until = :old_lease AND lease_until < :now",
+                {
+                    ":running": "running",
+                    ":a": new_attempt,
+                    ":cur": run.attempt,
+                    ":old_lease": old.get("lease_until", ""),
+                    ":lu": lease_until,
+                    ":o": owner,
+                    ":now": to_iso(now),
+                    ":entry": [{"attempt": new_attempt, "started_at": to_iso(now)}],
+                    **({":lost": "lost"} if lost else {}),
+                },
+            )
+        except _Rejected as rejected:  # someone else moved first: classify what they left
+            if rejected.item is None:
+                return Claim(ClaimStatus.MISSING)
+            again = Run.from_item(rejected.item)
+            status = ClaimStatus.BUSY if again.state is RunState.RUNNING else ClaimStatus.FINISHED
+            if again.state in (RunState.QUEUED, RunState.RETRYING):
+                status = ClaimStatus.STALE
+            return Claim(status, again, rejected.item, again.attempt)
+        return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, new_attempt, took_over=True)
+
+    # --- while running ---------------------------------------------------------------------------
+
+    _FENCE = "#state = :running AND attempt = :a AND lease_owner = :o"
+
+    def heartbeat(
+        self, run_id: str, attempt: int, owner: str, now: datetime, lease_seconds: float, progress: Any = None
+    ) -> bool:
+        """Extend the lease (and record progress); return ``cancel_requested``. Raises
+        :class:`LeaseLostError` if the attempt is no longer ours."""
+        update = "SET lease_until = :lu" + (", progress = :p" if progress is not None else "")
+        values: dict[str, Any] = {
+            ":running": "running",
+            ":a": attempt,
+            ":o": owner,
+            ":lu": to_iso(now + timedelta(seconds=lease_seconds)),
+        }
+        if progress is not None:
+            values[":p"] = progress
+        try:
+            item = self._update(run_id, update, self._FENCE, values)
+        except _Rejected as rejected:
+            raise LeaseLostError(_lost_message(run_id, attempt, rejected.item)) from None
+        return bool(item.get("cancel_requested", False))
+
+    # --- endings ---------------------------------------------------------------------------------
+
+    def _finish(self, claim: Claim, owner: str, sets: list[str], values: dict, removes: list[str]) -> Run:
+        """One fenced write that ends the current attempt: the given SETs, the attempt's
+        ``finished_at``/``outcome``, and the lease removed."""
+        assert claim.run is not None
+        i = claim.index
+        sets = [*sets, f"attempts[{i}].finished_at = :now", f"attempts[{i}].outcome = :outcome"]
+        update = "SET " + ", ".join(sets) + " REMOVE " + ", ".join(["lease_until", "lease_owner", *removes])
+        names = {n: n[1:] for n in ("#error", "#output") if n in update}
+        values = {":running": "running", ":a": claim.attempt, ":o": owner, **values}
+        try:
+            item = self._update(claim.run.id, update, self._FENCE, values, names)
+        except _Rejected as rejected:
+            raise LeaseLostError(_lost_message(claim.run.id, claim.attempt, rejected.item)) from None
+        return Run.from_item(item)
+
+    def succeed(
+        self, claim: Claim, owner: str, now: datetime, output: Any = None, output_ref: str | None = None
+    ) -> Run:
+        """running -> succeeded with the output inline or by reference (fenced)."""
+        sets = ["#state = :succeeded", "finished_at = :now"]
+        values: dict[str, Any] = {":succeeded": "succeeded", ":now": to_iso(now), ":outcome": "succeeded"}
+        removes = ["progress", "#error", "output", "output_ref"]
+        if output_ref is not None:
+            sets.append("output_ref = :ref")
+            values[":ref"] = output_ref
+            removes.remove("output_ref")
+        elif output is not None:
+            sets.append("#output = :out")
+            values[":out"] = output
+            removes.remove("output")
+        removes = ["#output" if r == "output" else r for r in removes]
+        return self._finish(claim, owner, sets, values, removes)
+
+    def retrying(self, claim: Claim, owner: str, now: datetime, retry_at: datetime, error: str) -> Run:
+        """running -> retrying until ``retry_at`` (fenced); the error is kept on the attempt."""
+        assert claim.run is not None
+        i = claim.index
+        sets = ["#state = :retrying", "retry_at = :retry_at", "#error = :err", f"attempts[{i}].#error = :err"]
+        values = {":retrying": "retrying", ":retry_at": to_iso(retry_at), ":err": error, ":now": to_iso(now)}
+        values[":outcome"] = "retrying"
+        return self._finish(claim, owner, sets, values, ["progress"])
+
+    def dead_letter(
+        self, claim: Claim, owner: str, now: datetime, error: str, reason: str, message: dict | None
+    ) -> Run:
+        """running -> failed and into the dead-letter index (fenced). ``message`` (the delivery's job
+        snapshot and payload) is kept so the dead letter can be replayed without the job."""
+        assert claim.run is not None
+        i = claim.index
+        sets = [
+            "#state = :failed",
+            "finished_at = :now",
+            "#error = :err",
+            f"attempts[{i}].#error = :err",
+            "dl_tenant = :tenant",
+            "dl_at = :now",
+            "dl_reason = :reason",
+        ]
+        values: dict[str, Any] = {
+            ":failed": "failed",
+            ":now": to_iso(now),
+            ":err": error,
+            ":tenant": claim.run.tenant,
+            ":reason": reason,
+            ":outcome": "failed",
+        }
+        if message is not None:
+            sets.append("dl_message = :msg")
+            values[":msg"] = message
+        return self._finish(claim, owner, sets, values, ["progress"])
+
+    def cancelled(self, claim: Claim, owner: str, now: datetime) -> Run:
+        """running -> cancelled after the handler saw the flag (fenced)."""
+        sets = ["#state = :cancelled", "finished_at = :now"]
+        values = {":cancelled": "cancelled", ":now": to_iso(now), ":outcome": "cancelled"}
+        return self._finish(claim, owner, sets, values, ["progress"])
+
+    def fail_unclaimed(self, run: Run, now: datetime, error: str, reason: str, message: dict | None) -> Run:
+        """Dead-letter a run nobody holds (an exhausted takeover, a poison message): conditional on
+        the state and attempt read, so it cannot overwrite a concurrent owner."""
+        values: dict[str, Any] = {
+            ":failed": "failed",
+            ":now": to_iso(now),
+            ":err": error,
+            ":tenant": run.tenant,
+            ":reason": reason,
+            ":cur": run.attempt,
+            ":st": str(run.state),
+        }
+        sets = [
+            "#state = :failed",
+            "finished_at = :now",
+            "#error = :err",
+            "dl_tenant = :tenant",
+            "dl_at = :now",
+            "dl_reason = :reason",
+        ]
+        if message is not None:
+            sets.append("dl_message = :msg")
+            values[":msg"] = message
+        try:
+            item = self._update(
+                run.id,
+                "SET " + ", ".join(sets) + " REMOVE lease_until, lease_owner, progress, retry_at",
+                "#state = :st AND (attribute_not_exists(attempt) OR attempt = :cur)",
+                values,
+                {"#error": "error"},
+            )
+        except _Rejected as rejected:
+            raise ConflictError(
+                f"run {run.id} changed while being dead-lettered: {_state_of(rejected.item)}"
+            ) from None
+        return Run.from_item(item)
+
+
+class _Rejected(Exception):
+    def __init__(self, item: dict[str, Any] | None):
+        super().__init__("condition failed")
+        self.item = item
+
+
+def _state_of(item: dict[str, Any] | None) -> str:
+    if item is None:
+        return "the run no longer exists"
+    return f"state {item.get('state')}, attempt {item.get('attempt')}, owner {item.get('lease_owner')}"
+
+
+def _lost_message(run_id: str, attempt: int, item: dict[str, Any] | None) -> str:
+    return f"attempt {attempt} of run {run_id} is no longer ours ({_state_of(item)})"

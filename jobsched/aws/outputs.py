@@ -1,0 +1,62 @@
+"""Large run outputs and payloads in S3, small ones inline.
+
+A run item is billed per 1 KB written, and every write of the item re-bills its whole size, so an
+output over :data:`INLINE_OUTPUT_LIMIT` bytes (compact JSON) goes to S3 and the run keeps only the key
+(``output_ref``). Payloads travel in the SQS message; one over the message's inline limit travels as
+``payload_ref`` (an S3 key) and is fetched here. The bucket's lifecycle rule expires both.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from jobsched.core.errors import RetryableError
+from jobsched.core.models import parse_run_id
+
+#: Outputs up to 1 KiB stay on the run item (one write unit for the whole completion write in most
+#: cases); larger ones go to S3.
+INLINE_OUTPUT_LIMIT = 1024
+
+
+def encode(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+class OutputStore:
+    """Reads and writes run outputs and payloads in one bucket (client injected)."""
+
+    def __init__(self, s3_client: Any, bucket: str | None, inline_limit: int = INLINE_OUTPUT_LIMIT):
+        self._s3 = s3_client
+        self._bucket = bucket
+        self.inline_limit = inline_limit
+
+    def place_output(self, tenant: str, run_id: str, attempt: int, output: Any) -> tuple[Any, str | None]:
+        """Return ``(inline_output, None)`` for a small output or ``(None, s3_key)`` after storing a
+        large one. Without a bucket a large output is an error (the deployment always has one)."""
+        body = encode(output)
+        if len(body) <= self.inline_limit:
+            return json.loads(body), None
+        job_id, run_key = parse_run_id(run_id)
+        key = f"outputs/{tenant}/{job_id}/{run_key}/attempt-{attempt}.json"
+        self._put(key, body)
+        return None, key
+
+    def put_payload(self, tenant: str, run_id: str, payload: Any, label: str) -> str:
+        """Store a payload too large for a message; return its key."""
+        job_id, run_key = parse_run_id(run_id)
+        key = f"payloads/{tenant}/{job_id}/{run_key}/{label}.json"
+        self._put(key, encode(payload))
+        return key
+
+    def get_json(self, key: str) -> Any:
+        """Read an output or payload stored by key."""
+        if not self._bucket:
+            raise RetryableError(f"no bucket configured to read {key}")
+        body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        return json.loads(body)
+
+    def _put(self, key: str, body: bytes) -> None:
+        if not self._bucket:
+            raise RetryableError(f"no bucket configured for {key} ({len(body)} bytes)")
+        self._s3.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType="application/json")

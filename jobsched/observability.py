@@ -1,0 +1,84 @@
+"""Logging and metrics shared by the worker, the DLQ consumer and the sweeper.
+
+Metrics are CloudWatch EMF through Powertools ``Metrics`` in the functions; services emit through a
+small :class:`MetricSink` so they stay testable and the local mode can print or count them.
+Cardinality: metrics carry only the ``service`` default dimension (and ``priority`` where it says
+so: three values). Never a per-run, per-job or per-tenant dimension: each distinct dimension set is a
+separate billed metric. Per-run detail belongs in the structured log line (job/run/attempt/tenant keys).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from typing import Any, Protocol
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+
+NAMESPACE = "jobsched"
+
+SCHEDULE_LAG = "ScheduleLag"  # seconds between a run's due instant and its attempt's start
+RUN_DURATION = "RunDuration"  # seconds a target ran, per attempt
+RUNS_SUCCEEDED = "RunsSucceeded"
+RUNS_FAILED = "RunsFailed"  # attempts that failed (retried or not)
+RUNS_RETRIED = "RunsRetried"
+RUNS_DEAD_LETTERED = "RunsDeadLettered"
+RUNS_SKIPPED = "RunsSkipped"
+RUNS_CANCELLED = "RunsCancelled"
+RUNS_RESENT = "RunsResent"  # sweeper: lost sends re-sent
+RUNS_RECLAIMED = "RunsReclaimed"  # sweeper: expired leases handed to a new attempt
+POISON_MESSAGES = "PoisonMessages"  # DLQ consumer
+
+UNITS = {SCHEDULE_LAG: MetricUnit.Seconds, RUN_DURATION: MetricUnit.Seconds}
+
+
+class MetricSink(Protocol):
+    def add(self, name: str, value: float = 1) -> None:
+        """Record one data point of metric ``name``."""
+        ...
+
+
+class PowertoolsSink:
+    """Emits through a Powertools ``Metrics`` instance (EMF on flush at the end of the invocation)."""
+
+    def __init__(self, metrics: Metrics):
+        self._metrics = metrics
+
+    def add(self, name: str, value: float = 1) -> None:
+        self._metrics.add_metric(name=name, unit=UNITS.get(name, MetricUnit.Count), value=value)
+
+
+class RecordingSink:
+    """Keeps every data point in memory: tests and the local mode's summary."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.points: dict[str, list[float]] = defaultdict(list)
+
+    def add(self, name: str, value: float = 1) -> None:
+        with self._lock:
+            self.points[name].append(value)
+
+    def count(self, name: str) -> int:
+        return len(self.points.get(name, []))
+
+
+class NullSink:
+    def add(self, name: str, value: float = 1) -> None:
+        pass
+
+
+def make_logger(service: str) -> Logger:
+    """A Powertools logger for one function (JSON lines; level from ``POWERTOOLS_LOG_LEVEL``)."""
+    return Logger(service=service)
+
+
+def make_metrics(service: str) -> Metrics:
+    """A Powertools metrics object: namespace ``jobsched``, only the ``service`` dimension."""
+    return Metrics(namespace=NAMESPACE, service=service)
+
+
+def run_keys(*, job_id: str, run_id: str, attempt: int, tenant: str) -> dict[str, Any]:
+    """The structured-log keys every line about a run carries."""
+    return {"job_id": job_id, "run_id": run_id, "attempt": attempt, "tenant": tenant}
