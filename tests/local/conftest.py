@@ -104,6 +104,7 @@ def machinery_config(**overrides: Any) -> LocalConfig:
         "slots": {"high": 2, "default": 2, "low": 1, "long": 1},
         "visibility_timeout_seconds": VISIBILITY_SECONDS,
         "tick_seconds": 0.2,
+        "sweeper_seconds": 0.5,
         "tenants": {"acme": "tok-acme"},
         "demo": False,
         "shutdown_grace_seconds": 1.0,

@@ -1,0 +1,101 @@
+"""The run-event log: one line per observed run state change, read from the Runs table."""
+
+from __future__ import annotations
+
+import os
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from jobsched import resources
+from jobsched.core.models import run_key_for
+from jobsched.local.events import RunEventWatcher, format_event
+from tests.local.conftest import Machinery
+
+NOW = datetime(2026, 11, 29, 20, 45, 41, tzinfo=UTC)
+
+
+class RunsFixture:
+    """Writes job and run items the way the services do (only the attributes the watcher reads)."""
+
+    def __init__(self, machinery: Machinery):
+        self.dynamodb = machinery.mode.clients["dynamodb"]
+        self.runs = os.environ[resources.ENV_RUNS_TABLE]
+        self.jobs = os.environ[resources.ENV_JOBS_TABLE]
+
+    def job(self, tenant: str, job_id: str, name: str) -> None:
+        self.dynamodb.put_item(
+            TableName=self.jobs,
+            Item={"tenant": {"S": tenant}, "job_id": {"S": job_id}, "name": {"S": name}},
+        )
+
+    def run(self, tenant: str, job_id: str, scheduled_at: datetime, state: str, attempt: int = 0) -> str:
+        key = run_key_for(scheduled_at)
+        self.dynamodb.put_item(
+            TableName=self.runs,
+            Item={
+                "job_id": {"S": job_id},
+                "run_key": {"S": key},
+                "tenant": {"S": tenant},
+                "tenant_sort": {"S": f"{key}#{job_id}"},
+                "state": {"S": state},
+                "attempt": {"N": str(attempt)},
+            },
+        )
+        return f"{job_id}.{key}"
+
+
+@pytest.fixture
+def runs(machinery: Machinery) -> RunsFixture:
+    return RunsFixture(machinery)
+
+
+def watcher(runs: RunsFixture, tenant: str, lines: list[str], now: datetime = NOW) -> RunEventWatcher:
+    return RunEventWatcher(
+        dynamodb=runs.dynamodb,
+        runs_table=runs.runs,
+        jobs_table=runs.jobs,
+        tenants=[tenant],
+        stop=threading.Event(),
+        sink=lines.append,
+        clock=lambda: now,
+    )
+
+
+def test_each_state_change_of_a_run_prints_one_line(runs: RunsFixture) -> None:
+    # Given a job with a queued run
+    lines: list[str] = []
+    runs.job("ev1", "j-echo", "demo.echo")
+    run_id = runs.run("ev1", "j-echo", NOW, "queued")
+    w = watcher(runs, "ev1", lines)
+    w.poll()
+    # When it starts, is retried, starts again and succeeds
+    for state, attempt in [("running", 1), ("retrying", 1), ("running", 2), ("succeeded", 2)]:
+        runs.run("ev1", "j-echo", NOW, state, attempt)
+        w.poll()
+    w.poll()
+    # Then one line per change, with the job's name and the run id
+    assert [line.split()[1:] for line in lines] == [
+        ["queued", "demo.echo", run_id],
+        ["started", "demo.echo", run_id],
+        ["retried", "demo.echo", run_id],
+        ["started", "demo.echo", run_id],
+        ["succeeded", "demo.echo", run_id],
+    ]
+
+
+def test_runs_of_other_tenants_and_old_runs_are_not_printed(runs: RunsFixture) -> None:
+    # Given a run of another tenant and a run of ours scheduled long before the window
+    lines: list[str] = []
+    runs.job("ev2", "j-old", "old")
+    runs.run("ev2-other", "j-other", NOW, "queued")
+    runs.run("ev2", "j-old", NOW - timedelta(hours=2), "failed")
+    # When the watcher polls, Then nothing is printed
+    assert watcher(runs, "ev2", lines).poll() == []
+    assert lines == []
+
+
+def test_a_line_has_the_time_the_event_the_job_name_and_the_run_id() -> None:
+    line = format_event(datetime(2026, 1, 2, 3, 4, 5), "failed", "demo.flaky", "j.20260102T030405.000Z")
+    assert line == "03:04:05  failed     demo.flaky  j.20260102T030405.000Z"
