@@ -16,43 +16,13 @@ compares correctly as strings.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
-
+from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, to_iso
-
-_ser = TypeSerializer()
-_de = TypeDeserializer()
-
-#: Called with (operation, response) after every DynamoDB call, to count consumed capacity.
-Meter = Callable[[str, dict], None]
-
-
-def to_attr(value: Any) -> dict:
-    return _ser.serialize(_ddb_safe(value))
-
-
-def from_item(item: dict) -> dict[str, Any]:
-    return {k: _de.deserialize(v) for k, v in item.items()}
-
-
-def _ddb_safe(value: Any) -> Any:
-    """Floats are not allowed by boto3's serializer; Decimal via str keeps them exact."""
-    from decimal import Decimal
-
-    if isinstance(value, float):
-        return Decimal(str(value))
-    if isinstance(value, dict):
-        return {k: _ddb_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_ddb_safe(v) for v in value]
-    return value
 
 
 class ClaimStatus:
@@ -81,67 +51,44 @@ class Claim:
 class AttemptStore:
     """Conditional attempt writes on the Runs table (client and table name injected)."""
 
-    def __init__(self, dynamodb_client: Any, table_name: str, meter: Meter | None = None):
-        self._ddb = dynamodb_client
-        self._table = table_name
-        self._meter = meter
+    def __init__(self, dynamo: Dynamo, table: str):
+        self.dynamo = dynamo
+        self.table = table
 
     # --- helpers ---------------------------------------------------------------------------------
 
-    def _key(self, run_id: str) -> dict:
+    @staticmethod
+    def _key(run_id: str) -> dict[str, str]:
         job_id, run_key = parse_run_id(run_id)
-        return {"job_id": {"S": job_id}, "run_key": {"S": run_key}}
+        return {"job_id": job_id, "run_key": run_key}
 
     def _update(
         self, run_id: str, update: str, condition: str, values: dict, names: dict | None = None
     ) -> dict:
-        """UpdateItem returning the new item; raises ``_Rejected`` carrying the old item on a failed
-        condition."""
-        kwargs: dict[str, Any] = {
-            "TableName": self._table,
-            "Key": self._key(run_id),
-            "UpdateExpression": update,
-            "ConditionExpression": condition,
-            "ExpressionAttributeValues": {k: to_attr(v) for k, v in values.items()},
-            "ExpressionAttributeNames": {"#state": "state", **(names or {})},
-            "ReturnValues": "ALL_NEW",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-            "ReturnConsumedCapacity": "TOTAL",
-        }
+        """Metered UpdateItem returning the new item; raises ``_Rejected`` carrying the stored item
+        when the condition fails (DynamoDB returns it with the failure: no extra read)."""
         try:
-            response = self._ddb.update_item(**kwargs)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] == "ConditionalCheckFailedException":
-                old = exc.response.get("Item")
-                raise _Rejected(from_item(old) if old else None) from None
-            raise
-        self._record("UpdateItem", response)
-        return from_item(response["Attributes"])
+            return self.dynamo.update(
+                self.table,
+                self._key(run_id),
+                update,
+                condition=condition,
+                names={"#state": "state", **(names or {})},
+                values=values,
+            )
+        except ConditionFailed as failed:
+            raise _Rejected(failed.existing) from None
 
-    def _record(self, operation: str, response: dict) -> None:
-        if self._meter is not None:
-            self._meter(operation, response)
-
-    def get(self, run_id: str, consistent: bool = True) -> Run:
-        """Read a run by id (strongly consistent by default); :class:`NotFoundError` if absent."""
-        response = self._ddb.get_item(
-            TableName=self._table,
-            Key=self._key(run_id),
-            ConsistentRead=consistent,
-            ReturnConsumedCapacity="TOTAL",
-        )
-        self._record("GetItem", response)
-        if "Item" not in response:
+    def get(self, run_id: str) -> Run:
+        """Read a run by id (strongly consistent); :class:`NotFoundError` if absent."""
+        item = self.get_item(run_id)
+        if item is None:
             raise NotFoundError(f"run {run_id} not found")
-        return Run.from_item(from_item(response["Item"]))
+        return Run.from_item(item)
 
     def get_item(self, run_id: str) -> dict[str, Any] | None:
         """The raw item (with attributes the model does not carry, e.g. the dead-letter message)."""
-        response = self._ddb.get_item(
-            TableName=self._table, Key=self._key(run_id), ConsistentRead=True, ReturnConsumedCapacity="TOTAL"
-        )
-        self._record("GetItem", response)
-        return from_item(response["Item"]) if "Item" in response else None
+        return self.dynamo.get(self.table, self._key(run_id), consistent=True)
 
     # --- claim -----------------------------------------------------------------------------------
 
