@@ -7,7 +7,6 @@ so the tests exercise the real HTTP client: headers, signing, paging, error hand
 
 from __future__ import annotations
 
-import argparse
 import json
 import threading
 import urllib.parse
@@ -18,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from jobsched.commands import dlq, jobs, runs
+from jobsched.cli import main
 
 TOKEN = "test-token-123"
 
@@ -124,15 +123,6 @@ def cli_env(api: ContractServer, monkeypatch: pytest.MonkeyPatch) -> ContractSer
     return api
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """A `jobsched` parser with just this part's command groups, registered as cli.py registers them."""
-    parser = argparse.ArgumentParser(prog="jobsched")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for module in (jobs, runs, dlq):
-        module.register(sub)
-    return parser
-
-
 @dataclass
 class Result:
     code: int
@@ -142,13 +132,12 @@ class Result:
 
 @pytest.fixture
 def cli(capsys: pytest.CaptureFixture[str]):
-    """Run `jobsched <argv>` in-process; returns its exit code, stdout and stderr."""
+    """Run `jobsched <argv>` in-process through the real entry point; exit code, stdout, stderr."""
 
     def run(*argv: str) -> Result:
         capsys.readouterr()
         try:
-            args = build_parser().parse_args(list(argv))
-            code = args.func(args)
+            code = main(list(argv))
         except SystemExit as exc:  # argparse usage errors
             code = exc.code if isinstance(exc.code, int) else 2
         captured = capsys.readouterr()
