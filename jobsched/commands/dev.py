@@ -1,0 +1,150 @@
+"""``jobsched dev``: the whole of jobsched on this machine, against an embedded moto (``make run``).
+
+Starts the embedded mode (:mod:`jobsched.local`), prints the URL, the docs links, the tenants and one
+line per run event, and stops cleanly on Ctrl-C (SIGINT) or SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from jobsched import resources
+from jobsched.client import ENV_TOKEN
+from jobsched.local.config import LocalConfig, resolve_tenants
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "dev",
+        help="run jobsched locally against an embedded AWS emulator (what `make run` starts)",
+        description=(
+            "Run the API, dispatcher, workers, DLQ consumer and sweeper on this machine against an "
+            "in-process moto server. Without --tenant there is one tenant `default` whose token is "
+            f"${ENV_TOKEN} (or a generated one, printed)."
+        ),
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--port", type=int, default=8080, help="API port on 127.0.0.1 (default 8080; 0 = any)"
+    )
+    parser.add_argument(
+        "--tenant",
+        action="append",
+        default=[],
+        metavar="NAME=TOKEN",
+        help="define a tenant and its bearer token (repeatable)",
+    )
+    parser.add_argument("--no-demo", action="store_true", help="start empty: register no demo jobs")
+    parser.add_argument(
+        "--shards", type=int, default=resources.DEFAULT_SHARDS, help="dispatcher shards (default %(default)s)"
+    )
+    parser.add_argument("--moto-port", type=int, default=None, help="port of the AWS emulator (default: any)")
+    parser.add_argument(
+        "--sweeper-seconds",
+        type=float,
+        default=60.0,
+        help="sweeper interval in seconds (default %(default)s)",
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="also show the functions' JSON logs and EMF metrics"
+    )
+
+
+def run(args: argparse.Namespace, *, out: Callable[[str], None] | None = None) -> int:
+    """Run until SIGINT/SIGTERM; 0 on a clean stop, 1 if the embedded mode could not start."""
+    # Imported here: the embedded mode pulls in moto, which the other commands do not need.
+    from jobsched.local.runner import EmbeddedMode
+
+    emit = out or (lambda line: print(line, flush=True))
+    tenants, generated = resolve_tenants(args.tenant, os.environ.get(ENV_TOKEN))
+    config = LocalConfig(
+        port=args.port,
+        moto_port=args.moto_port,
+        shards=args.shards,
+        tenants=tenants,
+        demo=not args.no_demo,
+        verbose=args.verbose,
+        sweeper_seconds=args.sweeper_seconds,
+    )
+    mode = EmbeddedMode(config, out=emit)
+    restore = _install_signal_handlers(mode.request_stop)
+    try:
+        try:
+            mode.start()
+        except OSError as exc:
+            print(
+                f"jobsched dev: cannot start: {exc} (is port {args.port} in use? try --port)", file=sys.stderr
+            )
+            return 1
+        _print_banner(emit, mode, tenants, generated)
+        if config.demo:
+            _register_demo(emit, mode, tenants)
+        emit("run events (Ctrl-C to stop):")
+        mode.wait()
+        emit("stopping...")
+    finally:
+        mode.stop()
+        restore()
+    emit("stopped")
+    return 0
+
+
+def _print_banner(emit: Callable[[str], None], mode: Any, tenants: dict[str, str], generated: bool) -> None:
+    url = mode.api_url
+    emit(f"jobsched dev: API on {url}")
+    emit(f"  console   {url}/console/")
+    emit(f"  docs      {url}/docs   (OpenAPI: {url}/openapi.json)")
+    emit(f"  AWS       {mode.endpoint_url} (moto; AWS_ENDPOINT_URL for the aws CLI)")
+    for name, token in tenants.items():
+        note = " (generated; set JOBSCHED_TOKEN to choose it)" if generated else ""
+        emit(f"  tenant    {name}  token {token}{note}")
+    first = next(iter(tenants.values()))
+    emit(f"  try       JOBSCHED_URL={url} JOBSCHED_TOKEN={first} jobsched jobs list")
+
+
+def _register_demo(emit: Callable[[str], None], mode: Any, tenants: dict[str, str]) -> None:
+    from jobsched.local.demo import register_demo_jobs
+
+    name, token = next(iter(tenants.items()))
+    try:
+        jobs = register_demo_jobs(mode.api_url, token)
+    except Exception as exc:  # the demo is a convenience: report it, keep the scheduler running
+        emit(f"demo jobs not registered: {exc}")
+        return
+    emit(f"demo jobs for tenant {name}: " + ", ".join(str(job.get("name")) for job in jobs))
+
+
+def _install_signal_handlers(stop: Callable[[], None]) -> Callable[[], None]:
+    """SIGINT and SIGTERM ask the embedded mode to stop; returns a function restoring the old handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, lambda signum, frame: stop())
+
+    def restore() -> None:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+    return restore
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m jobsched.commands.dev`` (the same as ``jobsched dev``)."""
+    parser = argparse.ArgumentParser(prog="jobsched dev")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
