@@ -1,0 +1,29 @@
+"""Lambda entry point of the HTTP API (API Gateway HTTP API, payload format 2.0).
+
+Thin on purpose: the resolver is built once per container (on the first event, so importing this
+module creates no AWS client) and every event is handed to it. Routes, auth and error mapping live
+in :mod:`jobsched.api`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging import correlation_paths
+
+from jobsched.api.app import JobschedResolver
+from jobsched.api.wiring import app_from_env
+
+logger = Logger(service="jobsched-api")
+
+
+@cache
+def get_app() -> JobschedResolver:
+    return app_from_env()
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    return get_app().resolve(event, context)

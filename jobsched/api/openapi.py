@@ -1,0 +1,71 @@
+"""Make Powertools' generated OpenAPI document say what the API really answers.
+
+Powertools documents every validation failure as its own ``HTTPValidationError`` body; this API
+answers ``{"error", "message"}`` for every 4xx (see :mod:`jobsched.api.errors`). :func:`polish`
+rewrites the document once, after generation: the error responses each operation can give, the
+``ErrorOut`` schema, and ``security: []`` on the public routes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jobsched.api.gate import ADMIN_PREFIX, PUBLIC_PATHS
+from jobsched.api.schemas import ErrorOut
+
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorOut"}
+_DESCRIPTIONS = {
+    400: "Malformed request (JSON, encoding, cursor, header)",
+    401: "No or invalid credentials, or a principal mapped to no tenant",
+    403: "Not an administrator",
+    404: "No such object for this tenant",
+    409: "Conflicts with the current state or a limit",
+    412: "If-Match names a stale version",
+    413: "Body or payload over its size limit",
+    422: "A field is invalid; the message names it",
+}
+_METHODS_WITH_BODY = {"post", "put", "patch"}
+
+
+def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[int]:
+    if path in PUBLIC_PATHS:
+        return [422] if operation.get("parameters") else []
+    codes = [400, 401, 422]
+    if path.startswith(ADMIN_PREFIX):
+        codes.append(403)
+    if "{" in path or method == "delete":
+        codes.append(404)
+    if method in {"post", "patch", "delete"}:
+        codes.append(409)
+    headers = {p.get("name", "").lower() for p in operation.get("parameters", []) if p.get("in") == "header"}
+    if "if-match" in headers:
+        codes.append(412)
+    if method in _METHODS_WITH_BODY:
+        codes.append(413)
+    return sorted(codes)
+
+
+def polish(document: dict[str, Any]) -> dict[str, Any]:
+    """Return the document with this API's error responses and public routes marked."""
+    for path, item in document.get("paths", {}).items():
+        for method, operation in item.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            responses = operation["responses"]
+            responses.pop("422", None)
+            responses.pop(422, None)
+            if "204" in responses or 204 in responses:
+                responses.pop("200", None)  # a no-content route has no 200 body to describe
+            for code in _error_codes(path, method, operation):
+                responses[str(code)] = {
+                    "description": _DESCRIPTIONS[code],
+                    "content": {"application/json": {"schema": _ERROR_REF}},
+                }
+            if path in PUBLIC_PATHS:
+                operation["security"] = []
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas.pop("HTTPValidationError", None)
+    schemas.pop("ValidationError", None)
+    schemas.pop("ResponseValidationError", None)
+    schemas["ErrorOut"] = ErrorOut.model_json_schema()
+    return document

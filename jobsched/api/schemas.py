@@ -1,0 +1,331 @@
+"""Pydantic request and response models of the HTTP API (they also make the OpenAPI document).
+
+Request models check shape and ranges (types, lengths, enums); the services check meaning (a cron
+expression, a time zone, a registered handler, the payload size) and raise the domain errors.
+Unknown fields are rejected so a typo is an error, not a silently ignored setting. Instants leave the
+API as ISO 8601 UTC strings ending in ``Z``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from jobsched.api.auth import TENANT_PATTERN
+
+Priority = Literal["high", "default", "low"]
+MisfirePolicy = Literal["run_once", "run_all", "skip"]
+OverlapPolicy = Literal["allow", "skip", "buffer_one", "replace"]
+DstGap = Literal["shift", "skip"]
+DstOverlap = Literal["first", "both"]
+JobStateName = Literal["active", "paused", "completed"]
+RunStateName = Literal["queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped"]
+
+
+def iso_z(value: datetime) -> str:
+    """Aware datetime -> ``2026-11-29T20:45:00.123Z`` (UTC, millisecond precision)."""
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"naive datetime {value.isoformat()} cannot be sent: instants are aware")
+    utc = value.astimezone(UTC)
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+class _In(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+# --- errors, health --------------------------------------------------------------------------------
+
+
+class ErrorOut(BaseModel):
+    error: str = Field(description="machine-readable code, e.g. validation_error, not_found")
+    message: str = Field(description="what is wrong and what to fix")
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"] = "ok"
+    version: str
+    time: str = Field(description="the server's current instant (ISO 8601 UTC)")
+
+
+# --- schedules -------------------------------------------------------------------------------------
+
+
+class FireOut(BaseModel):
+    at: str = Field(description="the fire instant, ISO 8601 UTC")
+    local: str = Field(description="the same instant on the schedule's wall clock, with its offset")
+    note: str | None = Field(description="dst_gap_shifted, dst_overlap_first, dst_overlap_second or null")
+
+
+class PreviewOut(BaseModel):
+    schedule: str
+    timezone: str
+    fire_times: list[FireOut] = Field(description="the next occurrences, soonest first")
+
+
+# --- jobs -----------------------------------------------------------------------------------------
+
+
+class HttpTargetIn(_In):
+    url: str = Field(min_length=1, max_length=2048, description="https URL the run POSTs to")
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=900)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not value.lower().startswith(("http://", "https://")):
+            raise ValueError("must start with https:// (or http://)")
+        return value
+
+
+class TargetIn(_In):
+    handler: str | None = Field(
+        default=None, min_length=1, max_length=200, description="a registered handler"
+    )
+    http: HttpTargetIn | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TargetIn:
+        if (self.handler is None) == (self.http is None):
+            raise ValueError('give exactly one of {"handler": "<name>"} or {"http": {...}}')
+        return self
+
+    def to_domain(self) -> dict[str, Any]:
+        if self.handler is not None:
+            return {"handler": self.handler}
+        assert self.http is not None
+        return {"http": self.http.model_dump(exclude_none=True)}
+
+
+class RetryIn(_In):
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    base_seconds: float = Field(default=2.0, ge=0, le=86400)
+    max_seconds: float = Field(default=300.0, ge=0, le=86400)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RetryIn:
+        if self.base_seconds > self.max_seconds:
+            raise ValueError("base_seconds must be <= max_seconds")
+        return self
+
+
+class JobIn(_In):
+    """``POST /jobs``: a new job. Defaults are the documented ones (docs/semantics)."""
+
+    name: str = Field(min_length=1, max_length=200)
+    schedule: str = Field(
+        min_length=1, max_length=256, description="cron, @macro, cron(...), rate(...), at(...)"
+    )
+    timezone: str = Field(default="UTC", min_length=1, max_length=64, description="IANA time zone")
+    target: TargetIn
+    payload: dict[str, Any] = Field(default_factory=dict)
+    priority: Priority = "default"
+    timeout_seconds: int = Field(default=300, ge=1, le=86400)
+    retry: RetryIn = Field(default_factory=RetryIn)
+    misfire_policy: MisfirePolicy = "run_once"
+    misfire_grace_seconds: int = Field(default=60, ge=0, le=86400 * 7)
+    max_catchup: int = Field(default=100, ge=1, le=10000)
+    overlap_policy: OverlapPolicy = "allow"
+    dst_gap: DstGap = "shift"
+    dst_overlap: DstOverlap = "first"
+    jitter_seconds: int = Field(default=0, ge=0, le=3600)
+    description: str = Field(default="", max_length=1000)
+
+    def to_domain(self) -> dict[str, Any]:
+        """The job definition as the job service takes it."""
+        data = self.model_dump()
+        data["target"] = self.target.to_domain()
+        return data
+
+
+class JobPatch(_In):
+    """``PATCH /jobs/{id}``: the fields to change (absent = unchanged)."""
+
+    name: str | None = Field(default=None, min_length=1, max_length=200)
+    schedule: str | None = Field(default=None, min_length=1, max_length=256)
+    timezone: str | None = Field(default=None, min_length=1, max_length=64)
+    target: TargetIn | None = None
+    payload: dict[str, Any] | None = None
+    priority: Priority | None = None
+    timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
+    retry: RetryIn | None = None
+    misfire_policy: MisfirePolicy | None = None
+    misfire_grace_seconds: int | None = Field(default=None, ge=0, le=86400 * 7)
+    max_catchup: int | None = Field(default=None, ge=1, le=10000)
+    overlap_policy: OverlapPolicy | None = None
+    dst_gap: DstGap | None = None
+    dst_overlap: DstOverlap | None = None
+    jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
+    description: str | None = Field(default=None, max_length=1000)
+
+    def to_domain(self) -> dict[str, Any]:
+        changes = self.model_dump(exclude_unset=True)
+        if any(v is None for v in changes.values()):
+            nulls = ", ".join(sorted(k for k, v in changes.items() if v is None))
+            raise ValueError(f"{nulls}: null is not a value; leave the field out to keep it")
+        if self.target is not None:
+            changes["target"] = self.target.to_domain()
+        return changes
+
+
+class PauseIn(_In):
+    note: str | None = Field(default=None, max_length=1000)
+
+
+class ResumeIn(_In):
+    misfire_policy: MisfirePolicy | None = Field(
+        default=None, description="overrides the job's misfire policy for what was missed while paused"
+    )
+
+
+class BackfillIn(_In):
+    from_: datetime = Field(alias="from", description="first instant (inclusive), with an offset or Z")
+    to: datetime = Field(description="last instant (inclusive), with an offset or Z")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    @field_validator("from_", "to")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError("needs a UTC offset or Z (e.g. 2026-11-01T00:00:00Z)")
+        return value
+
+    @model_validator(mode="after")
+    def _ordered(self) -> BackfillIn:
+        if self.from_ > self.to:
+            raise ValueError("from must not be after to")
+        return self
+
+
+class JobOut(BaseModel):
+    id: str
+    state: JobStateName
+    version: int
+    name: str
+    schedule: str
+    timezone: str
+    target: dict[str, Any]
+    payload: dict[str, Any]
+    priority: str
+    timeout_seconds: int
+    retry: dict[str, Any]
+    misfire_policy: str
+    misfire_grace_seconds: int
+    max_catchup: int
+    overlap_policy: str
+    dst_gap: str
+    dst_overlap: str
+    jitter_seconds: int
+    description: str = ""
+    paused_note: str | None = None
+    created_at: str
+    updated_at: str
+    next_fire_times: list[str] = Field(description="the next 5 fire instants (ISO 8601 UTC)")
+
+
+class JobList(BaseModel):
+    items: list[JobOut]
+    next_cursor: str | None
+
+
+# --- runs -----------------------------------------------------------------------------------------
+
+
+class AttemptOut(BaseModel):
+    attempt: int
+    started_at: str
+    finished_at: str | None = None
+    outcome: str | None = None
+    error: str | None = None
+
+
+class RunOut(BaseModel):
+    id: str
+    job_id: str
+    state: RunStateName
+    trigger: str
+    scheduled_at: str
+    started_at: str | None = None
+    finished_at: str | None = None
+    attempt: int
+    attempts: list[AttemptOut]
+    output: Any = None
+    error: str | None = None
+    skip_reason: str | None = None
+    skipped_count: int | None = None
+    cancel_requested: bool = False
+
+
+class RunList(BaseModel):
+    items: list[RunOut]
+    next_cursor: str | None
+
+
+class TriggeredOut(BaseModel):
+    runs: list[RunOut]
+
+
+# --- dead letters ----------------------------------------------------------------------------------
+
+
+class DeadLetterOut(BaseModel):
+    run_id: str
+    job_id: str
+    error: str | None = None
+    attempts: list[AttemptOut]
+    payload: dict[str, Any] | None = None
+    failed_at: str | None = None
+    replays: list[dict[str, Any]]
+
+
+class DeadLetterList(BaseModel):
+    items: list[DeadLetterOut]
+    next_cursor: str | None
+
+
+class ReplayIn(_In):
+    payload: dict[str, Any] | None = Field(
+        default=None, description="a corrected payload (default: the same)"
+    )
+
+
+class ReplayFilterIn(_In):
+    job_id: str | None = Field(default=None, min_length=1, max_length=64)
+    since: datetime | None = None
+    until: datetime | None = None
+    error_contains: str | None = Field(default=None, min_length=1, max_length=200)
+    limit: int = Field(default=100, ge=1, le=1000)
+
+
+class ReplayFilterOut(BaseModel):
+    replayed: list[str]
+    count: int
+
+
+# --- admin ----------------------------------------------------------------------------------------
+
+
+class PrincipalIn(_In):
+    principal: str = Field(
+        min_length=1,
+        max_length=2048,
+        pattern=r"^(arn:aws[a-z-]*:(iam|sts)::\d{12}:\S+|account:\d{12}|org:o-[a-z0-9]{10,32})$",
+        description="an IAM ARN (a role ARN covers its sessions), account:<id> or org:<o-id>",
+    )
+    tenant: str = Field(min_length=1, max_length=128, pattern=TENANT_PATTERN.pattern)
+
+
+class PrincipalOut(BaseModel):
+    principal: str
+    tenant: str
+    updated_at: str
+
+
+class PrincipalList(BaseModel):
+    items: list[PrincipalOut]
+    next_cursor: str | None

@@ -1,0 +1,128 @@
+"""The IAM principal -> tenant mapping, and the admin routes that manage it.
+
+Items live in the Leases table under ``lease_key = "principal#<principal>"`` with ``tenant`` and
+``updated_at`` (no ``expires_at``, so the table's TTL never removes them). A principal is an IAM ARN
+(a role ARN also covers that role's assumed sessions), ``account:<12 digits>`` or ``org:<o-...>``;
+see :func:`jobsched.api.auth.principal_candidates` for the lookup order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Depends, Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from jobsched.api.auth import Identity
+from jobsched.api.deps import require_admin
+from jobsched.api.schemas import PrincipalIn, PrincipalList, PrincipalOut, iso_z
+from jobsched.core.clock import Clock
+from jobsched.core.errors import NotFoundError
+
+PREFIX = "principal#"
+
+
+class PrincipalStore:
+    """DynamoDB store of principal -> tenant mappings (client injected, table name given)."""
+
+    def __init__(self, dynamodb: Any, table_name: str):
+        self._ddb = dynamodb
+        self._table = table_name
+
+    def put(self, principal: str, tenant: str, *, now: datetime) -> dict[str, str]:
+        """Map (or re-map) a principal to a tenant; returns the stored mapping."""
+        updated_at = iso_z(now)
+        self._ddb.put_item(
+            TableName=self._table,
+            Item={
+                "lease_key": {"S": PREFIX + principal},
+                "tenant": {"S": tenant},
+                "updated_at": {"S": updated_at},
+            },
+        )
+        return {"principal": principal, "tenant": tenant, "updated_at": updated_at}
+
+    def delete(self, principal: str) -> None:
+        """Remove a mapping; :class:`NotFoundError` when there is none."""
+        try:
+            self._ddb.delete_item(
+                TableName=self._table,
+                Key={"lease_key": {"S": PREFIX + principal}},
+                ConditionExpression="attribute_exists(lease_key)",
+            )
+        except self._ddb.exceptions.ConditionalCheckFailedException as error:
+            raise NotFoundError(f"principal {principal} is not mapped") from error
+
+    def resolve(self, candidates: Sequence[str]) -> str | None:
+        """The tenant of the most specific mapped candidate, or ``None``."""
+        unique = list(dict.fromkeys(candidates))[:100]
+        if not unique:
+            return None
+        request = {self._table: {"Keys": [{"lease_key": {"S": PREFIX + c}} for c in unique]}}
+        found: dict[str, str] = {}
+        while request:
+            answer = self._ddb.batch_get_item(RequestItems=request)
+            for item in answer.get("Responses", {}).get(self._table, []):
+                found[item["lease_key"]["S"].removeprefix(PREFIX)] = item["tenant"]["S"]
+            request = answer.get("UnprocessedKeys") or {}
+        for candidate in unique:
+            if candidate in found:
+                return found[candidate]
+        return None
+
+    def list(self) -> list[dict[str, str]]:
+        """Every mapping, sorted by principal (an admin view; the mapping is small)."""
+        items: list[dict[str, str]] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "FilterExpression": "begins_with(lease_key, :prefix)",
+            "ExpressionAttributeValues": {":prefix": {"S": PREFIX}},
+        }
+        while True:
+            answer = self._ddb.scan(**kwargs)
+            for item in answer.get("Items", []):
+                items.append(
+                    {
+                        "principal": item["lease_key"]["S"].removeprefix(PREFIX),
+                        "tenant": item["tenant"]["S"],
+                        "updated_at": item.get("updated_at", {}).get("S", ""),
+                    }
+                )
+            if "LastEvaluatedKey" not in answer:
+                break
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return sorted(items, key=lambda i: i["principal"])
+
+
+def admin_router(store: PrincipalStore, clock: Clock) -> Router:
+    """``GET|PUT|DELETE /admin/principals`` — allowed only for JOBSCHED_ADMIN_PRINCIPALS."""
+    router = Router()
+
+    @router.get("/admin/principals", tags=["admin"], summary="List principal -> tenant mappings")
+    def list_principals(admin: Annotated[Identity, Depends(require_admin)]) -> PrincipalList:
+        return PrincipalList(items=[PrincipalOut(**m) for m in store.list()], next_cursor=None)
+
+    @router.put("/admin/principals", tags=["admin"], summary="Map an IAM principal to a tenant")
+    def put_principal(
+        mapping: Annotated[PrincipalIn, Body()],
+        admin: Annotated[Identity, Depends(require_admin)],
+    ) -> PrincipalOut:
+        return PrincipalOut(**store.put(mapping.principal, mapping.tenant, now=clock.now()))
+
+    @router.delete(
+        "/admin/principals",
+        tags=["admin"],
+        summary="Remove a principal's mapping",
+        responses={204: {"description": "Mapping removed"}},
+    )
+    def delete_principal(
+        principal: Annotated[str, Query(min_length=1, max_length=2048)],
+        admin: Annotated[Identity, Depends(require_admin)],
+    ) -> Response[None]:
+        store.delete(principal)
+        return Response(status_code=204, content_type=content_types.APPLICATION_JSON, body="")
+
+    return router

@@ -1,0 +1,60 @@
+"""Fixtures for the API contract tests: the real resolver over moto tables, a fixed clock.
+
+Each app is built the way ``functions/api.py`` builds it (:func:`jobsched.api.wiring.build_services`),
+only with moto clients, a :class:`FakeClock` and the auth settings of the test.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from jobsched.api.app import JobschedResolver, build_app
+from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, AuthConfig, Authenticator
+from jobsched.api.wiring import build_services
+from jobsched.core.clock import FakeClock
+from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from tests.aws.conftest import T0, AwsEnv, aws  # noqa: F401 - the moto fixture, reused
+from tests.functions.events import TOKENS, http_event
+
+ADMIN_ROLE = "arn:aws:iam::123456789012:role/jobsched-admin"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(T0)
+
+
+@pytest.fixture
+def make_app(aws: AwsEnv, clock: FakeClock) -> Callable[..., JobschedResolver]:  # noqa: F811
+    """Build the API for an auth mode (``token`` by default, tenants acme and globex)."""
+
+    def build(mode: str = "token", admins: str = "token:ops," + ADMIN_ROLE, **env: str) -> JobschedResolver:
+        environ = {
+            ENV_AUTH_MODE: mode,
+            ENV_TENANT_TOKENS: json.dumps(TOKENS),
+            ENV_ADMIN_PRINCIPALS: admins,
+            **env,
+        }
+        services = build_services(aws.settings, aws.clients, clock)
+        return build_app(services, Authenticator(AuthConfig.from_env(environ), services.principals))
+
+    return build
+
+
+@pytest.fixture
+def app(make_app: Callable[..., JobschedResolver]) -> JobschedResolver:
+    return make_app()
+
+
+@pytest.fixture
+def call(app: JobschedResolver) -> Callable[..., dict[str, Any]]:
+    """``call("GET", "/jobs", headers=ACME)`` -> the API Gateway response dict."""
+
+    def do(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        return app.resolve(http_event(method, path, **kwargs), None)
+
+    return do

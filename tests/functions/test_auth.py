@@ -1,0 +1,167 @@
+"""Who may call what: bearer tokens, IAM principals mapped to tenants, JWT claims, admin routes."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobsched.api.auth import AuthConfig, principal_candidates
+from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from tests.functions.events import ACME, body_of, http_event, iam_authorizer, jwt_authorizer
+
+PREVIEW = {"schedule": "0 9 * * *"}
+ALICE_SESSION = "arn:aws:sts::123456789012:assumed-role/acme-app/alice"
+ADMIN_SESSION = "arn:aws:sts::123456789012:assumed-role/jobsched-admin/ops"
+
+
+# --- token mode -----------------------------------------------------------------------------------
+
+
+def test_missing_authorization_is_401_with_a_hint(call):
+    response = call("GET", "/schedules/preview", query=PREVIEW)
+    assert response["statusCode"] == 401
+    assert body_of(response) == {"error": "unauthorized", "message": "send 'Authorization: Bearer <token>'"}
+    assert response["headers"]["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_unknown_token_is_401(call):
+    response = call("GET", "/schedules/preview", query=PREVIEW, headers={"Authorization": "Bearer nope"})
+    assert response["statusCode"] == 401
+    assert body_of(response)["message"] == "the bearer token is not valid"
+
+
+def test_wrong_scheme_is_401(call):
+    response = call("GET", "/schedules/preview", query=PREVIEW, headers={"Authorization": "Basic dG9r"})
+    assert response["statusCode"] == 401
+    assert "Bearer" in body_of(response)["message"]
+
+
+def test_valid_token_reaches_the_route(call):
+    response = call("GET", "/schedules/preview", query=PREVIEW, headers=ACME)
+    assert response["statusCode"] == 200
+
+
+def test_auth_is_checked_before_the_body(call):
+    # Given no credentials and a body that is not JSON
+    # When the request is made
+    response = call("PUT", "/admin/principals", raw_body="{not json")
+    # Then the caller learns about the missing credentials, not the body
+    assert response["statusCode"] == 401
+
+
+def test_token_mode_needs_tokens():
+    with pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
+        AuthConfig.from_env({ENV_AUTH_MODE: "token"})
+
+
+def test_unknown_auth_mode_is_refused_naming_the_variable():
+    with pytest.raises(ValueError, match=ENV_AUTH_MODE):
+        AuthConfig.from_env({ENV_AUTH_MODE: "magic"})
+
+
+# --- admin routes (token mode: the admin is token:ops) -------------------------------------------
+
+
+def test_non_admin_gets_403_on_admin_routes(call):
+    response = call("GET", "/admin/principals", headers=ACME)
+    assert response["statusCode"] == 403
+    assert body_of(response)["error"] == "forbidden"
+
+
+def test_admin_maps_lists_and_removes_a_principal(call):
+    root = {"Authorization": "Bearer tok-root"}
+    mapping = {"principal": "arn:aws:iam::123456789012:role/acme-app", "tenant": "acme"}
+    put = call("PUT", "/admin/principals", body=mapping, headers=root)
+    assert put["statusCode"] == 200
+    assert body_of(put) == {**mapping, "updated_at": "2026-03-02T12:00:00.000Z"}
+    listed = body_of(call("GET", "/admin/principals", headers=root))
+    assert listed == {"items": [body_of(put)], "next_cursor": None}
+    deleted = call("DELETE", "/admin/principals", query={"principal": mapping["principal"]}, headers=root)
+    assert deleted["statusCode"] == 204
+    assert body_of(call("GET", "/admin/principals", headers=root))["items"] == []
+
+
+def test_removing_an_unmapped_principal_is_404(call):
+    root = {"Authorization": "Bearer tok-root"}
+    response = call("DELETE", "/admin/principals", query={"principal": "account:123456789012"}, headers=root)
+    assert response["statusCode"] == 404
+
+
+def test_admin_put_rejects_a_malformed_principal_with_422(call):
+    root = {"Authorization": "Bearer tok-root"}
+    response = call("PUT", "/admin/principals", body={"principal": "bob", "tenant": "acme"}, headers=root)
+    assert response["statusCode"] == 422
+    assert body_of(response)["message"].startswith("principal: ")
+
+
+# --- iam mode -------------------------------------------------------------------------------------
+
+
+def test_assumed_role_session_is_also_known_as_its_role():
+    assert principal_candidates(
+        {"userArn": ALICE_SESSION, "accountId": "123456789012", "principalOrgId": "o-abc"}
+    ) == [
+        ALICE_SESSION,
+        "arn:aws:iam::123456789012:role/acme-app",
+        "account:123456789012",
+        "org:o-abc",
+    ]
+
+
+def test_iam_principal_without_mapping_is_401(make_app):
+    app = make_app("iam")
+    event = http_event("GET", "/schedules/preview", query=PREVIEW, authorizer=iam_authorizer(ALICE_SESSION))
+    response = app.resolve(event, None)
+    assert response["statusCode"] == 401
+    assert "PUT /admin/principals" in body_of(response)["message"]
+
+
+def test_iam_admin_maps_a_role_and_its_sessions_get_the_tenant(make_app):
+    # Given an IAM admin maps the acme-app role to tenant acme
+    app = make_app("iam")
+    mapping = {"principal": "arn:aws:iam::123456789012:role/acme-app", "tenant": "acme"}
+    put = app.resolve(
+        http_event("PUT", "/admin/principals", body=mapping, authorizer=iam_authorizer(ADMIN_SESSION)), None
+    )
+    assert put["statusCode"] == 200
+    # When a session of that role calls a tenant route
+    event = http_event("GET", "/schedules/preview", query=PREVIEW, authorizer=iam_authorizer(ALICE_SESSION))
+    response = app.resolve(event, None)
+    # Then it is admitted
+    assert response["statusCode"] == 200
+
+
+def test_iam_request_without_identity_is_401(make_app):
+    app = make_app("iam")
+    response = app.resolve(http_event("GET", "/schedules/preview", query=PREVIEW), None)
+    assert response["statusCode"] == 401
+    assert "SigV4" in body_of(response)["message"]
+
+
+def test_iam_non_admin_cannot_map_principals(make_app):
+    app = make_app("iam")
+    mapping = {"principal": ALICE_SESSION, "tenant": "globex"}
+    response = app.resolve(
+        http_event("PUT", "/admin/principals", body=mapping, authorizer=iam_authorizer(ALICE_SESSION)), None
+    )
+    assert response["statusCode"] == 403
+
+
+# --- jwt mode -------------------------------------------------------------------------------------
+
+
+def test_jwt_tenant_claim_admits_the_caller(make_app):
+    app = make_app("jwt")
+    event = http_event(
+        "GET", "/schedules/preview", query=PREVIEW, authorizer=jwt_authorizer({"sub": "u1", "tenant": "acme"})
+    )
+    assert app.resolve(event, None)["statusCode"] == 200
+
+
+def test_jwt_without_the_tenant_claim_is_401(make_app):
+    app = make_app("jwt", JOBSCHED_JWT_TENANT_CLAIM="custom:tenant")
+    event = http_event(
+        "GET", "/schedules/preview", query=PREVIEW, authorizer=jwt_authorizer({"sub": "u1", "tenant": "acme"})
+    )
+    response = app.resolve(event, None)
+    assert response["statusCode"] == 401
+    assert "jwt:u1" in body_of(response)["message"]

@@ -1,0 +1,59 @@
+"""Public routes: /health, /openapi.json, /docs, and what an unknown route answers."""
+
+from __future__ import annotations
+
+from openapi_spec_validator import validate
+
+from tests.functions.events import ACME, body_of
+
+
+def test_health_answers_without_credentials(call):
+    # Given no Authorization header
+    # When GET /health
+    response = call("GET", "/health")
+    # Then 200 with the status, the version and the server time from the injected clock
+    assert response["statusCode"] == 200
+    assert body_of(response) == {"status": "ok", "version": "0.1.0", "time": "2026-03-02T12:00:00.000Z"}
+
+
+def test_openapi_document_is_valid_openapi_3(call):
+    # When GET /openapi.json without credentials
+    response = call("GET", "/openapi.json")
+    # Then it is a valid OpenAPI 3.1 document
+    assert response["statusCode"] == 200
+    document = body_of(response)
+    validate(document)
+    assert document["openapi"].startswith("3.")
+
+
+def test_openapi_documents_the_error_body_not_powertools_default(call):
+    # When the document is read
+    document = body_of(call("GET", "/openapi.json"))
+    # Then the 422 of the preview route points at ErrorOut, and Powertools' own schema is gone
+    responses = document["paths"]["/schedules/preview"]["get"]["responses"]
+    assert responses["422"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/ErrorOut"
+    }
+    assert "HTTPValidationError" not in document["components"]["schemas"]
+    assert document["paths"]["/health"]["get"]["security"] == []
+
+
+def test_swagger_ui_is_served_with_its_assets_inline(call):
+    # When GET /docs
+    response = call("GET", "/docs")
+    # Then an HTML page that carries the Swagger UI bundle itself (no CDN needed) and the spec
+    assert response["statusCode"] == 200
+    assert response["headers"]["Content-Type"].startswith("text/html")
+    html = response["body"]
+    assert "SwaggerUIBundle" in html
+    assert "cdn.jsdelivr.net" not in html and "unpkg.com" not in html
+    assert '"/schedules/preview"' in html
+
+
+def test_unknown_route_answers_404_in_the_error_shape(call):
+    # Given an authenticated caller
+    # When a route that does not exist is called
+    response = call("GET", "/nope", headers=ACME)
+    # Then 404 with {"error", "message"}
+    assert response["statusCode"] == 404
+    assert body_of(response) == {"error": "not_found", "message": "no route GET /nope; see /openapi.json"}

@@ -1,0 +1,58 @@
+"""Opaque cursors: they round-trip, and an altered or foreign one is a 400, never a DynamoDB call."""
+
+from __future__ import annotations
+
+import base64
+import json
+from decimal import Decimal
+
+import pytest
+
+from jobsched.api.errors import BadRequestError
+from jobsched.api.pagination import decode_cursor, encode_cursor, page
+
+KEY = {"tenant": "acme", "tenant_sort": "20260302T120000.000Z#job1", "job_id": "job1", "n": Decimal("17")}
+
+
+def test_cursor_round_trips_the_key_with_its_number_types():
+    cursor = encode_cursor(KEY, scope="runs:acme")
+    assert decode_cursor(cursor, scope="runs:acme") == KEY
+
+
+def test_cursor_is_url_safe_and_opaque():
+    cursor = encode_cursor(KEY, scope="runs:acme")
+    assert cursor is not None
+    assert set(cursor) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    assert "acme" not in cursor
+
+
+def test_no_last_key_means_no_next_cursor():
+    assert page([1, 2], None, scope="jobs:acme") == {"items": [1, 2], "next_cursor": None}
+
+
+def test_a_cursor_from_another_scope_is_refused():
+    cursor = encode_cursor(KEY, scope="runs:acme")
+    with pytest.raises(BadRequestError, match="another list"):
+        decode_cursor(cursor, scope="runs:globex")
+
+
+def test_an_edited_cursor_is_refused():
+    # Given a cursor whose key was edited to point into another tenant's partition
+    cursor = encode_cursor(KEY, scope="runs:acme")
+    document = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    document["k"]["tenant"] = "globex"
+    forged = base64.urlsafe_b64encode(json.dumps(document).encode()).decode().rstrip("=")
+    # Then it is refused as altered
+    with pytest.raises(BadRequestError, match="altered"):
+        decode_cursor(forged, scope="runs:acme")
+
+
+@pytest.mark.parametrize("garbage", ["x", "!!!!", "e30", "bnVsbA", "a" * 5000])
+def test_garbage_cursors_are_refused(garbage):
+    with pytest.raises(BadRequestError):
+        decode_cursor(garbage, scope="runs:acme")
+
+
+def test_empty_cursor_means_the_first_page():
+    assert decode_cursor("", scope="runs:acme") is None
+    assert decode_cursor(None, scope="runs:acme") is None
