@@ -1,0 +1,144 @@
+"""The HTTP API: API Gateway HTTP API in front of the ``api`` function.
+
+Every route but ``GET /health`` needs an identity: IAM (SigV4) by default, or a JWT authorizer when
+the deployment sets ``auth_mode=jwt``. The ``$default`` stage writes JSON access logs and throttles.
+The tenant is resolved by the function from the authenticated identity, never from the request.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_apigateway as apigw_v1
+from aws_cdk import aws_apigatewayv2 as apigw
+from aws_cdk import aws_apigatewayv2_authorizers as authorizers
+from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.config import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM, StackConfig
+from infra.functions import function_spec, make_function, retention
+from infra.nag import acknowledge
+from infra.queues import Queues
+from infra.storage import PayloadStore
+from infra.tables import Tables
+from jobsched.resources import ENV_AUTH_MODE, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
+
+ACCESS_LOG_FORMAT = {
+    "requestId": "$context.requestId",
+    "ip": "$context.identity.sourceIp",
+    "requestTime": "$context.requestTime",
+    "method": "$context.httpMethod",
+    "routeKey": "$context.routeKey",
+    "path": "$context.path",
+    "status": "$context.status",
+    "protocol": "$context.protocol",
+    "responseLength": "$context.responseLength",
+    "latencyMs": "$context.responseLatency",
+    "userArn": "$context.identity.userArn",
+    "authorizerError": "$context.authorizer.error",
+    "integrationError": "$context.integrationErrorMessage",
+}
+
+
+class Api(Construct):
+    """``function`` (the api Lambda) and ``http_api`` with its ``url``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        code: lambda_.Code,
+        config: StackConfig,
+        environment: Mapping[str, str],
+        tables: Tables,
+        queues: Queues,
+        payloads: PayloadStore,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.function = make_function(
+            self,
+            function_spec("api"),
+            code=code,
+            config=config,
+            environment={
+                **environment,
+                ENV_AUTH_MODE: config.auth_mode,
+                ENV_ADMIN_PRINCIPALS: ",".join(config.admin_principals),
+                ENV_JWT_TENANT_CLAIM: config.jwt_tenant_claim,
+            },
+        )
+        for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
+            tables.table(spec).grant_read_write_data(self.function)
+        for kind in PRIORITIES:
+            queues.queue(kind).grant_send_messages(self.function)  # run now, replay dead letters
+        payloads.grant_objects(self.function, "s3:GetObject")  # run outputs stored in S3
+
+        if config.auth_mode == "jwt":
+            authorizer: apigw.IHttpRouteAuthorizer = authorizers.HttpJwtAuthorizer(
+                "Jwt", config.jwt_issuer or "", jwt_audience=list(config.jwt_audience)
+            )
+        else:
+            authorizer = authorizers.HttpIamAuthorizer()
+        self.http_api = apigw.HttpApi(
+            self,
+            "HttpApi",
+            description="jobsched HTTP API",
+            create_default_stage=False,
+            default_authorizer=authorizer,
+        )
+        integration = integrations.HttpLambdaIntegration("Api", self.function)
+        self.http_api.add_routes(path="/{proxy+}", methods=[apigw.HttpMethod.ANY], integration=integration)
+        health = self.http_api.add_routes(
+            path="/health",
+            methods=[apigw.HttpMethod.GET],
+            integration=integration,
+            authorizer=apigw.HttpNoneAuthorizer(),
+        )
+        for route in health:
+            acknowledge(
+                route,
+                "AwsSolutions-APIG4",
+                "GET /health is the unauthenticated liveness probe; it returns only a "
+                "status and reads no tenant data. Every other route requires IAM or JWT.",
+            )
+        access_logs = logs.LogGroup(
+            self,
+            "AccessLogs",
+            retention=retention(config.log_retention_days),
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        self.stage = apigw.HttpStage(
+            self,
+            "DefaultStage",
+            http_api=self.http_api,
+            stage_name="$default",
+            auto_deploy=True,
+            access_log_settings=_AccessLogs(access_logs),
+            throttle=apigw.ThrottleSettings(
+                rate_limit=config.api_rate_limit, burst_limit=config.api_burst_limit
+            ),
+        )
+        self.url = self.stage.url
+
+
+@jsii.implements(apigw.IAccessLogSettings)
+class _AccessLogs:
+    """Access log settings for the stage: JSON lines (``ACCESS_LOG_FORMAT``) into ``log_group``."""
+
+    def __init__(self, log_group: logs.ILogGroup) -> None:
+        self._destination = apigw.LogGroupLogDestination(log_group)
+        self._format = apigw_v1.AccessLogFormat.custom(json.dumps(ACCESS_LOG_FORMAT))
+
+    @property
+    def destination(self) -> apigw.IAccessLogDestination:
+        return self._destination
+
+    @property
+    def format(self) -> apigw_v1.AccessLogFormat:
+        return self._format

@@ -1,0 +1,135 @@
+"""One Lambda code asset for every function, bundled locally with pip/uv (no Docker).
+
+The asset holds our runtime dependencies (``requirements.txt``, installed as manylinux wheels for the
+Lambda platform) plus the ``jobsched`` and ``functions`` packages. Every function shares it, so a
+synth bundles once. The asset hash is computed from the sources, the requirements and the target
+platform, so an unchanged tree reuses a staged asset and a changed one can never be deployed stale.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_lambda as lambda_
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("jobsched", "functions")
+REQUIREMENTS = "requirements.txt"
+
+# The Lambda runtime and the wheels bundled for it must agree; change them together.
+LAMBDA_RUNTIME = lambda_.Runtime.PYTHON_3_14
+LAMBDA_PYTHON_VERSION = "3.14"
+LAMBDA_ARCHITECTURE = lambda_.Architecture.ARM_64
+LAMBDA_PLATFORM = "manylinux2014_aarch64"
+
+_SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache")
+
+
+class BundlingError(RuntimeError):
+    """Raised when the dependencies cannot be installed into the asset (no wheel for the platform,
+    no network to the package index, a bad requirements file). The message carries the tool's output."""
+
+
+def _installer(python_version: str, platform: str, target: Path, requirements: Path) -> list[str]:
+    """The install command: uv when it sits next to our interpreter (fast, cached), else pip."""
+    uv = Path(sys.executable).with_name("uv")
+    uv_path = str(uv) if uv.exists() else shutil.which("uv")
+    if uv_path:
+        machine, _, tag = platform.partition("_")  # manylinux2014_aarch64 -> aarch64-manylinux2014
+        uv_platform = f"{tag}-{machine}" if tag else platform
+        return [
+            uv_path, "pip", "install", "--quiet", "--no-compile", "--target", str(target),
+            "--python-platform", uv_platform, "--python-version", python_version,
+            "--only-binary", ":all:", "-r", str(requirements),
+        ]  # fmt: skip
+    return [
+        sys.executable, "-m", "pip", "install", "--quiet", "--no-compile", "--disable-pip-version-check",
+        "--target", str(target), "--platform", platform, "--implementation", "cp",
+        "--python-version", python_version, "--only-binary=:all:", "-r", str(requirements),
+    ]  # fmt: skip
+
+
+def bundle_into(
+    output_dir: str | Path,
+    *,
+    python_version: str = LAMBDA_PYTHON_VERSION,
+    platform: str = LAMBDA_PLATFORM,
+    project_root: Path = PROJECT_ROOT,
+) -> Path:
+    """Install the runtime dependencies and copy our packages into ``output_dir``; return it.
+
+    ``python_version``/``platform`` default to the Lambda target; tests pass the host's to import the
+    handlers from a bundle built the same way.
+    """
+    target = Path(output_dir)
+    target.mkdir(parents=True, exist_ok=True)
+    command = _installer(python_version, platform, target, project_root / REQUIREMENTS)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise BundlingError(f"installing {REQUIREMENTS} failed ({command[0]}):\n{result.stderr}")
+    shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts are useless in Lambda
+    for package in PACKAGES:
+        shutil.copytree(project_root / package, target / package, ignore=_SKIP, dirs_exist_ok=True)
+    return target
+
+
+def source_hash(
+    python_version: str = LAMBDA_PYTHON_VERSION,
+    platform: str = LAMBDA_PLATFORM,
+    project_root: Path = PROJECT_ROOT,
+) -> str:
+    """A digest of everything that goes into the asset: our sources, the requirements, the target."""
+    digest = hashlib.sha256(f"{python_version}|{platform}".encode())
+    files = [project_root / REQUIREMENTS]
+    for package in PACKAGES:
+        files += sorted(
+            p for p in (project_root / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts
+        )
+    for path in files:
+        digest.update(str(path.relative_to(project_root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+@jsii.implements(cdk.ILocalBundling)
+class LocalPipBundling:
+    """CDK local bundling: runs :func:`bundle_into` on this machine instead of in a Docker image."""
+
+    def __init__(self, python_version: str, platform: str, project_root: Path) -> None:
+        self._python_version = python_version
+        self._platform = platform
+        self._project_root = project_root
+
+    def try_bundle(self, output_dir: str, *_options: object, **_kw_options: object) -> bool:
+        """Bundle into ``output_dir``; jsii passes the bundling options, which we do not need."""
+        bundle_into(
+            output_dir,
+            python_version=self._python_version,
+            platform=self._platform,
+            project_root=self._project_root,
+        )
+        return True
+
+
+def code_asset(
+    *,
+    python_version: str = LAMBDA_PYTHON_VERSION,
+    platform: str = LAMBDA_PLATFORM,
+    project_root: Path = PROJECT_ROOT,
+) -> lambda_.Code:
+    """The shared code asset. Create it once per stack and pass it to every function."""
+    return lambda_.Code.from_asset(
+        str(project_root / "functions"),  # a small source dir: bundling reads from project_root itself
+        asset_hash_type=cdk.AssetHashType.CUSTOM,
+        asset_hash=source_hash(python_version, platform, project_root),
+        bundling=cdk.BundlingOptions(
+            image=cdk.DockerImage.from_registry("unused-local-bundling-only"),
+            local=LocalPipBundling(python_version, platform, project_root),
+        ),
+    )

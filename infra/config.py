@@ -1,0 +1,110 @@
+"""Deployment settings, read from CDK context with documented defaults.
+
+Every setting can be given on the command line (``cdk deploy -c shards=8``) or in ``cdk.json``.
+Values from ``-c`` arrive as strings, so each is parsed and validated here, once, with an error that
+names the setting. docs/deploy.md lists them with their meaning.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobsched.resources import DEFAULT_LOOKAHEAD_SECONDS, DEFAULT_SHARDS, QUEUE_KINDS
+
+AUTH_MODES = ("iam", "jwt")
+
+# Reserved Lambda concurrency per queue (event source mapping MaximumConcurrency, minimum 2).
+DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 10, "low": 5, "long": 5}
+
+# Read by the api function (jobsched.api, another module's constants; repeated here until they are
+# moved to jobsched/resources.py): who may manage principal -> tenant mappings, and the JWT claim.
+ENV_ADMIN_PRINCIPALS = "JOBSCHED_ADMIN_PRINCIPALS"
+ENV_JWT_TENANT_CLAIM = "JOBSCHED_JWT_TENANT_CLAIM"
+
+# Powertools metrics land here; the dashboard and alarms read from the same namespace/service.
+METRICS_NAMESPACE = "jobsched"
+METRICS_SERVICE = "jobsched"
+
+
+class ConfigError(ValueError):
+    """Raised when a CDK context value is missing a required companion or is out of range."""
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    """Everything a deployment may tune. Defaults suit a small team's first deployment."""
+
+    shards: int = DEFAULT_SHARDS
+    lookahead_seconds: int = DEFAULT_LOOKAHEAD_SECONDS
+    max_concurrency: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_CONCURRENCY))
+    payload_retention_days: int = 30
+    run_retention_days: int = 90
+    log_retention_days: int = 30
+    auth_mode: str = "iam"
+    jwt_issuer: str | None = None
+    jwt_audience: tuple[str, ...] = ()
+    jwt_tenant_claim: str = "tenant"
+    admin_principals: tuple[str, ...] = ()
+    alert_email: str | None = None
+    api_rate_limit: int = 100
+    api_burst_limit: int = 200
+    sweeper_rate_minutes: int = 5
+    long_job_max_concurrency: int = 10
+    long_job_heartbeat_seconds: int = 120
+    alarm_oldest_message_seconds: int = 300
+    alarm_lag_p99_ms: int = 5000
+    alarm_error_rate_percent: int = 5
+    allowed_http_hosts: str = ""
+    removal_policy_destroy: bool = False
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.shards <= 256:
+            raise ConfigError(f"shards must be between 1 and 256, got {self.shards}")
+        if set(self.max_concurrency) != set(QUEUE_KINDS):
+            raise ConfigError(f"max_concurrency needs exactly the queues {list(QUEUE_KINDS)}")
+        for kind, value in self.max_concurrency.items():
+            if not 2 <= value <= 1000:
+                raise ConfigError(f"max_concurrency[{kind}] must be between 2 and 1000, got {value}")
+        if self.auth_mode not in AUTH_MODES:
+            raise ConfigError(f"auth_mode must be one of {AUTH_MODES}, got {self.auth_mode!r}")
+        if self.auth_mode == "jwt" and not (self.jwt_issuer and self.jwt_audience):
+            raise ConfigError("auth_mode=jwt needs jwt_issuer and jwt_audience")
+        for name in ("payload_retention_days", "run_retention_days", "log_retention_days"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1 day")
+        if not 0 < self.lookahead_seconds <= 900:
+            raise ConfigError(f"lookahead_seconds must be between 1 and 900, got {self.lookahead_seconds}")
+
+    @classmethod
+    def from_context(cls, get: Any) -> StackConfig:
+        """Build from a context getter such as ``app.node.try_get_context`` (None = not set)."""
+        kwargs: dict[str, Any] = {}
+        for f in cls.__dataclass_fields__.values():
+            raw = get(f.name)
+            if raw is None or raw == "":
+                continue
+            kwargs[f.name] = _parse(f.name, raw, cls.__dataclass_fields__[f.name].type)
+        if "max_concurrency" in kwargs:
+            kwargs["max_concurrency"] = {**DEFAULT_MAX_CONCURRENCY, **kwargs["max_concurrency"]}
+        return cls(**kwargs)
+
+
+def _parse(name: str, raw: Any, type_name: Any) -> Any:
+    """Turn a context value (a JSON value from cdk.json or a string from ``-c``) into the field's type."""
+    text = str(type_name)
+    try:
+        if text == "int":
+            return int(raw)
+        if text == "bool":
+            return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
+        if text.startswith("dict"):
+            value = json.loads(raw) if isinstance(raw, str) else dict(raw)
+            return {str(k): int(v) for k, v in value.items()}
+        if text.startswith("tuple"):
+            items = raw.split(",") if isinstance(raw, str) else list(raw)
+            return tuple(str(i).strip() for i in items if str(i).strip())
+        return str(raw)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"context value {name}={raw!r} is not a valid {text}") from exc

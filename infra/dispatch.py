@@ -1,0 +1,122 @@
+"""The dispatcher and its per-shard ticks; the sweeper and its schedule.
+
+EventBridge Scheduler invokes the dispatcher once a minute per shard (``{"shard": k}``): one schedule
+per shard in one schedule group, each with a retry policy and a dead-letter queue. A tick older than
+a minute is worthless (the next one is already due), so retries stop after a minute. The sweeper
+runs on its own, slower schedule in the same group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as targets
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import StackConfig
+from infra.functions import function_spec, make_function
+from infra.nag import acknowledge
+from infra.queues import Queues
+from infra.tables import Tables
+from jobsched.resources import JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
+
+TICK_RETRY_ATTEMPTS = 2
+TICK_MAX_EVENT_AGE_SECONDS = 60
+
+
+class Dispatch(Construct):
+    """``dispatcher`` + ``sweeper`` functions, the schedule group, the tick and sweep schedules."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        code: lambda_.Code,
+        config: StackConfig,
+        environment: Mapping[str, str],
+        tables: Tables,
+        queues: Queues,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.dispatcher = make_function(
+            self, function_spec("dispatcher"), code=code, config=config, environment=environment
+        )
+        for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
+            tables.table(spec).grant_read_write_data(self.dispatcher)
+        for kind in PRIORITIES:
+            queues.queue(kind).grant_send_messages(self.dispatcher)
+            queues.queue(kind).grant(self.dispatcher, "sqs:GetQueueAttributes")  # backpressure
+
+        self.sweeper = make_function(
+            self, function_spec("sweeper"), code=code, config=config, environment=environment
+        )
+        for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
+            tables.table(spec).grant_read_write_data(self.sweeper)
+        for kind in queues.kinds:
+            queues.queue(kind).grant_send_messages(self.sweeper)
+
+        self.schedule_dlq = sqs.Queue(
+            self,
+            "ScheduleDlq",
+            encryption=sqs.QueueEncryption.SQS_MANAGED,
+            enforce_ssl=True,
+            retention_period=cdk.Duration.days(14),
+        )
+        acknowledge(
+            self.schedule_dlq,
+            "AwsSolutions-SQS3",
+            "This queue is itself the dead-letter queue of the EventBridge Scheduler "
+            "targets; nothing consumes it automatically (an alarm fires when it is not empty).",
+        )
+        self.group = scheduler.ScheduleGroup(self, "Group")
+        role = iam.Role(
+            self,
+            "SchedulerRole",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+            description="EventBridge Scheduler: invoke the dispatcher and the sweeper, dead-letter failures",
+        )
+        retry = {
+            "dead_letter_queue": self.schedule_dlq,
+            "max_event_age": cdk.Duration.seconds(TICK_MAX_EVENT_AGE_SECONDS),
+            "retry_attempts": TICK_RETRY_ATTEMPTS,
+            "role": role,
+        }
+        for function in (self.dispatcher, self.sweeper):
+            logical_id = cdk.Stack.of(self).resolve(function.node.default_child.logical_id)  # type: ignore[union-attr]
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>:*]",
+                "The scheduler's invoke grant covers the function and its versions/aliases "
+                "('<function ARN>:*') of this one function; the only action is lambda:InvokeFunction.",
+            )
+        self.tick_schedules = [
+            scheduler.Schedule(
+                self,
+                f"Tick{shard}",
+                description=f"dispatcher tick for shard {shard}",
+                schedule=scheduler.ScheduleExpression.rate(cdk.Duration.minutes(1)),
+                schedule_group=self.group,
+                target=targets.LambdaInvoke(
+                    self.dispatcher,
+                    input=scheduler.ScheduleTargetInput.from_object({"shard": shard}),
+                    **retry,
+                ),
+            )
+            for shard in range(config.shards)
+        ]
+        self.sweep_schedule = scheduler.Schedule(
+            self,
+            "Sweep",
+            description="sweeper: re-send lost runs, reclaim expired leases",
+            schedule=scheduler.ScheduleExpression.rate(cdk.Duration.minutes(config.sweeper_rate_minutes)),
+            schedule_group=self.group,
+            target=targets.LambdaInvoke(
+                self.sweeper, input=scheduler.ScheduleTargetInput.from_object({}), **retry
+            ),
+        )

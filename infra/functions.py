@@ -1,0 +1,109 @@
+"""The one Lambda function factory: runtime, architecture, memory, timeout, logging, tracing, env.
+
+Every jobsched function is built here from its :class:`jobsched.resources.FunctionSpec`, so the five
+functions cannot drift apart in how they run. Each gets its own role (no AWS-managed policy: the
+factory grants log writes to the function's own log group) and its own log group with retention.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
+from infra.config import METRICS_NAMESPACE, METRICS_SERVICE, StackConfig
+from jobsched.resources import FUNCTIONS, FunctionSpec
+
+# CloudWatch Logs accepts only these retention periods (days).
+_RETENTIONS = {
+    1: logs.RetentionDays.ONE_DAY,
+    3: logs.RetentionDays.THREE_DAYS,
+    5: logs.RetentionDays.FIVE_DAYS,
+    7: logs.RetentionDays.ONE_WEEK,
+    14: logs.RetentionDays.TWO_WEEKS,
+    30: logs.RetentionDays.ONE_MONTH,
+    60: logs.RetentionDays.TWO_MONTHS,
+    90: logs.RetentionDays.THREE_MONTHS,
+    120: logs.RetentionDays.FOUR_MONTHS,
+    150: logs.RetentionDays.FIVE_MONTHS,
+    180: logs.RetentionDays.SIX_MONTHS,
+    365: logs.RetentionDays.ONE_YEAR,
+    400: logs.RetentionDays.THIRTEEN_MONTHS,
+    545: logs.RetentionDays.EIGHTEEN_MONTHS,
+    731: logs.RetentionDays.TWO_YEARS,
+    1096: logs.RetentionDays.THREE_YEARS,
+    1827: logs.RetentionDays.FIVE_YEARS,
+    3653: logs.RetentionDays.TEN_YEARS,
+}
+
+
+def function_spec(name: str) -> FunctionSpec:
+    """The spec of the function called ``name`` (raises KeyError naming it when there is none)."""
+    for spec in FUNCTIONS:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no function named {name!r} in jobsched.resources.FUNCTIONS")
+
+
+def retention(days: int) -> logs.RetentionDays:
+    """The shortest CloudWatch retention period that keeps logs at least ``days`` days."""
+    allowed = sorted(_RETENTIONS)
+    for value in allowed:
+        if value >= days:
+            return _RETENTIONS[value]
+    return _RETENTIONS[allowed[-1]]
+
+
+def make_function(
+    scope: Construct,
+    spec: FunctionSpec,
+    *,
+    code: lambda_.Code,
+    config: StackConfig,
+    environment: Mapping[str, str],
+) -> lambda_.Function:
+    """Build the function for ``spec`` under ``scope`` (construct id = the spec's name)."""
+    construct_id = "".join(part.title() for part in spec.name.split("_"))
+    log_group = logs.LogGroup(
+        scope,
+        f"{construct_id}Logs",
+        retention=retention(config.log_retention_days),
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
+    role = iam.Role(
+        scope,
+        f"{construct_id}Role",
+        assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+        description=f"jobsched {spec.name} function: only what it uses, granted per resource",
+    )
+    log_group.grant_write(role)
+    function = lambda_.Function(
+        scope,
+        construct_id,
+        description=spec.doc,
+        code=code,
+        handler=spec.handler,
+        runtime=LAMBDA_RUNTIME,
+        architecture=LAMBDA_ARCHITECTURE,
+        memory_size=spec.memory_mb,
+        timeout=cdk.Duration.seconds(spec.timeout_seconds),
+        role=role,
+        log_group=log_group,
+        logging_format=lambda_.LoggingFormat.JSON,
+        application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
+        system_log_level_v2=lambda_.SystemLogLevel.WARN,
+        tracing=lambda_.Tracing.ACTIVE,
+        environment={
+            "POWERTOOLS_SERVICE_NAME": METRICS_SERVICE,
+            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            "POWERTOOLS_LOG_LEVEL": "INFO",
+            "JOBSCHED_FUNCTION": spec.name,
+            **environment,
+        },
+    )
+    return function

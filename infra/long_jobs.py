@@ -1,0 +1,61 @@
+"""The chunked-job state machine (Step Functions, standard workflow).
+
+The definition comes from :func:`jobsched.long_jobs.asl.chunked_job_definition`, the same function
+the embedded mode uses; the real ``long`` queue URL is put in by ``definition_substitutions``.
+Logging ALL (with execution data) to its own log group, X-Ray tracing on.
+"""
+
+from __future__ import annotations
+
+import json
+
+import aws_cdk as cdk
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.config import StackConfig
+from infra.functions import retention
+from infra.nag import acknowledge
+from jobsched.long_jobs.asl import DEFAULT_TASK_TIMEOUT_SECONDS, chunked_job_definition
+
+QUEUE_URL_PLACEHOLDER = "LongQueueUrl"
+
+
+class LongJobs(Construct):
+    """``state_machine``: Plan -> Map(chunks) -> Complete, every task on the ``long`` queue."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, long_queue: sqs.IQueue, config: StackConfig):
+        super().__init__(scope, construct_id)
+        definition = chunked_job_definition(
+            "${" + QUEUE_URL_PLACEHOLDER + "}",
+            max_concurrency=config.long_job_max_concurrency,
+            heartbeat_seconds=config.long_job_heartbeat_seconds,
+        )
+        log_group = logs.LogGroup(
+            self,
+            "Logs",
+            retention=retention(config.log_retention_days),
+            removal_policy=cdk.RemovalPolicy.DESTROY,
+        )
+        self.state_machine = sfn.StateMachine(
+            self,
+            "ChunkedJob",
+            state_machine_type=sfn.StateMachineType.STANDARD,
+            definition_body=sfn.DefinitionBody.from_string(json.dumps(definition)),
+            definition_substitutions={QUEUE_URL_PLACEHOLDER: long_queue.queue_url},
+            logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            tracing_enabled=True,
+            # A run's whole workflow: generous, each task is bounded by its own timeout and heartbeat.
+            timeout=cdk.Duration.seconds(DEFAULT_TASK_TIMEOUT_SECONDS * 4),
+        )
+        long_queue.grant_send_messages(self.state_machine)
+        acknowledge(
+            self.state_machine,
+            "AwsSolutions-IAM5[Resource::*]",
+            "CDK's grants for CloudWatch Logs delivery (logs:CreateLogDelivery, "
+            "logs:DescribeResourcePolicies, ...) and X-Ray (xray:PutTraceSegments, ...) use "
+            "Resource '*' because those APIs support no resource-level permissions; no action is "
+            "a wildcard.",
+        )

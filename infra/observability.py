@@ -1,0 +1,225 @@
+"""Alerts and the operator's view: an SNS alert topic, a CloudWatch dashboard, alarms.
+
+The application metrics (ScheduleLag, Runs*) are Powertools EMF metrics in namespace
+``METRICS_NAMESPACE`` with the single dimension ``service=METRICS_SERVICE`` (set on every function by
+the factory). docs/operations.md says what each alarm means and what to do when it fires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cw
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import METRICS_NAMESPACE, METRICS_SERVICE, StackConfig
+
+MINUTE = cdk.Duration.minutes(1)
+RUN_OUTCOMES = ("RunsSucceeded", "RunsFailed", "RunsRetried", "RunsDeadLettered", "RunsSkipped")
+
+
+@dataclass(frozen=True)
+class Watched:
+    """What the dashboard and alarms look at (built by the other constructs)."""
+
+    queues: dict[str, sqs.IQueue]  # kind -> queue
+    dlqs: dict[str, sqs.IQueue]  # name -> dead-letter queue (run DLQs and the scheduler's)
+    functions: dict[str, lambda_.IFunction]  # spec name -> function
+
+
+def app_metric(name: str, statistic: str) -> cw.Metric:
+    """A jobsched application metric (Powertools EMF) at one-minute resolution."""
+    return cw.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=name,
+        dimensions_map={"service": METRICS_SERVICE},
+        statistic=statistic,
+        period=MINUTE,
+    )
+
+
+class Observability(Construct):
+    """``topic`` (alerts), ``dashboard`` and ``alarms`` (name -> alarm, every one notifies the topic)."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig, watched: Watched):
+        super().__init__(scope, construct_id)
+        # CloudWatch alarms can publish to an encrypted topic only with a customer-managed key that
+        # lets cloudwatch.amazonaws.com use it (the AWS-managed SNS key does not).
+        key = kms.Key(self, "AlertKey", enable_key_rotation=True, description="jobsched alert topic")
+        key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
+        self.topic = sns.Topic(
+            self, "Alerts", display_name="jobsched alerts", master_key=key, enforce_ssl=True
+        )
+        if config.alert_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(config.alert_email))
+        self.alarms: dict[str, cw.Alarm] = {}
+        self._add_alarms(config, watched)
+        self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=cdk.Duration.hours(3))
+        self._add_widgets(watched)
+
+    def _alarm(self, name: str, alarm: cw.Alarm) -> None:
+        alarm.add_alarm_action(actions.SnsAction(self.topic))
+        alarm.add_ok_action(actions.SnsAction(self.topic))
+        self.alarms[name] = alarm
+
+    def _add_alarms(self, config: StackConfig, watched: Watched) -> None:
+        for name, dlq in watched.dlqs.items():
+            metric = dlq.metric_approximate_number_of_messages_visible(period=MINUTE, statistic="Maximum")
+            self._alarm(
+                f"DlqNotEmpty-{name}",
+                metric.create_alarm(
+                    self,
+                    f"DlqNotEmpty{name.title()}",
+                    alarm_description=f"The {name} dead-letter queue holds messages "
+                    "(poison or failed deliveries).",
+                    threshold=1,
+                    evaluation_periods=1,
+                    comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                    treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+                ),
+            )
+        for kind, queue in watched.queues.items():
+            metric = queue.metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum")
+            self._alarm(
+                f"OldestMessage-{kind}",
+                metric.create_alarm(
+                    self,
+                    f"OldestMessage{kind.title()}",
+                    alarm_description=f"Runs wait on the {kind} queue longer than "
+                    f"{config.alarm_oldest_message_seconds} s (workers saturated or failing).",
+                    threshold=config.alarm_oldest_message_seconds,
+                    evaluation_periods=3,
+                    comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+                ),
+            )
+        self._alarm(
+            "ScheduleLagP99",
+            app_metric("ScheduleLag", "p99").create_alarm(
+                self,
+                "ScheduleLagP99",
+                alarm_description=f"p99 of (start - due) above {config.alarm_lag_p99_ms} ms for 5 minutes.",
+                threshold=config.alarm_lag_p99_ms,
+                evaluation_periods=5,
+                comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            ),
+        )
+        for name, function in watched.functions.items():
+            rate = cw.MathExpression(
+                expression="100 * errors / MAX([invocations, 1])",
+                using_metrics={
+                    "errors": function.metric_errors(period=cdk.Duration.minutes(5), statistic="Sum"),
+                    "invocations": function.metric_invocations(
+                        period=cdk.Duration.minutes(5), statistic="Sum"
+                    ),
+                },
+                label=f"{name} error rate (%)",
+                period=cdk.Duration.minutes(5),
+            )
+            self._alarm(
+                f"ErrorRate-{name}",
+                rate.create_alarm(
+                    self,
+                    f"ErrorRate{name.title().replace('_', '')}",
+                    alarm_description=f"More than {config.alarm_error_rate_percent}% of {name} invocations "
+                    "failed over 10 minutes.",
+                    threshold=config.alarm_error_rate_percent,
+                    evaluation_periods=2,
+                    comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+                ),
+            )
+
+    def _add_widgets(self, watched: Watched) -> None:
+        d = self.dashboard
+        d.add_widgets(
+            cw.GraphWidget(
+                title="Schedule lag (ms, start - due)",
+                left=[app_metric("ScheduleLag", "p50"), app_metric("ScheduleLag", "p99")],
+                width=12,
+            ),
+            cw.GraphWidget(
+                title="Runs by outcome (per minute)",
+                left=[app_metric(name, "Sum") for name in RUN_OUTCOMES],
+                stacked=True,
+                width=12,
+            ),
+        )
+        d.add_widgets(
+            cw.GraphWidget(
+                title="Queue depth (visible messages)",
+                left=[
+                    q.metric_approximate_number_of_messages_visible(period=MINUTE, label=kind)
+                    for kind, q in watched.queues.items()
+                ],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Age of oldest message (s)",
+                left=[
+                    q.metric_approximate_age_of_oldest_message(period=MINUTE, label=kind)
+                    for kind, q in watched.queues.items()
+                ],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Dead-letter queue depth",
+                left=[
+                    q.metric_approximate_number_of_messages_visible(period=MINUTE, label=name)
+                    for name, q in watched.dlqs.items()
+                ],
+                width=8,
+            ),
+        )
+        functions = watched.functions
+        d.add_widgets(
+            cw.GraphWidget(
+                title="Function errors",
+                left=[f.metric_errors(period=MINUTE, label=name) for name, f in functions.items()],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Throttles and concurrency",
+                left=[
+                    f.metric_throttles(period=MINUTE, label=f"{name} throttles")
+                    for name, f in functions.items()
+                ],
+                right=[
+                    f.metric(
+                        "ConcurrentExecutions",
+                        period=MINUTE,
+                        statistic="Maximum",
+                        label=f"{name} concurrency",
+                    )
+                    for name, f in functions.items()
+                ],
+                width=8,
+            ),
+            cw.GraphWidget(
+                title="Dispatcher duration (ms)",
+                left=[
+                    functions["dispatcher"].metric_duration(period=MINUTE, statistic=stat, label=stat)
+                    for stat in ("p50", "p99", "Maximum")
+                ],
+                width=8,
+            ),
+        )
+        d.add_widgets(
+            cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms.values()), width=24),
+        )
+
+    @property
+    def dashboard_url(self) -> str:
+        return (
+            f"https://console.aws.amazon.com/cloudwatch/home?region={cdk.Aws.REGION}"
+            f"#dashboards:name={self.dashboard.dashboard_name}"
+        )

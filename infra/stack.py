@@ -1,0 +1,133 @@
+"""The jobsched stack: composes the constructs, wires their names into the functions, outputs.
+
+It builds nothing itself: every resource belongs to one construct (tables, storage, queues,
+long_jobs, dispatch, workers, api, observability). The stack only hands each construct what it needs
+and sets the stack outputs (API URL, dashboard URL, alert topic).
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from infra.api import Api
+from infra.bundling import code_asset
+from infra.config import StackConfig
+from infra.dispatch import Dispatch
+from infra.functions import function_spec
+from infra.long_jobs import LongJobs
+from infra.nag import acknowledge, acknowledge_index_access
+from infra.observability import Observability, Watched
+from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
+from infra.storage import PayloadStore
+from infra.tables import Tables
+from infra.workers import Workers
+from jobsched.resources import (
+    ENV_ALLOWED_HTTP_HOSTS,
+    ENV_BUCKET,
+    ENV_LOOKAHEAD_SECONDS,
+    ENV_SHARDS,
+    ENV_STATE_MACHINE_ARN,
+    ENV_WORKER_TIMEOUT_SECONDS,
+    QUEUE_KINDS,
+    TABLES,
+)
+
+
+class JobschedStack(cdk.Stack):
+    """Everything one jobsched deployment needs, in one stack."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig, **kwargs) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.config = config
+        destroy = config.removal_policy_destroy
+        code = code_asset()  # one asset, bundled once, shared by every function
+
+        self.tables = Tables(self, "Tables", destroy=destroy)
+        self.storage = PayloadStore(
+            self, "Payloads", retention_days=config.payload_retention_days, destroy=destroy
+        )
+        self.queues = Queues(
+            self,
+            "Queues",
+            consumer_timeout_seconds=function_spec(QUEUE_CONSUMER).timeout_seconds,
+            dlq_consumer_timeout_seconds=function_spec(DLQ_CONSUMER).timeout_seconds,
+        )
+        self.long_jobs = LongJobs(self, "LongJobs", long_queue=self.queues.queue("long"), config=config)
+
+        # Every function gets the whole name map (the settings object needs it); grants stay per function.
+        environment = {
+            **self.tables.environment(),
+            **self.queues.environment(QUEUE_KINDS, dlqs=True),
+            ENV_BUCKET: self.storage.bucket.bucket_name,
+            ENV_STATE_MACHINE_ARN: self.long_jobs.state_machine.state_machine_arn,
+            ENV_SHARDS: str(config.shards),
+            ENV_LOOKAHEAD_SECONDS: str(config.lookahead_seconds),
+            ENV_WORKER_TIMEOUT_SECONDS: str(function_spec(QUEUE_CONSUMER).timeout_seconds),
+            ENV_ALLOWED_HTTP_HOSTS: config.allowed_http_hosts,
+        }
+        shared = {"code": code, "config": config, "environment": environment, "tables": self.tables}
+        self.dispatch = Dispatch(self, "Dispatch", queues=self.queues, **shared)
+        self.workers = Workers(
+            self,
+            "Workers",
+            queues=self.queues,
+            payloads=self.storage,
+            state_machine=self.long_jobs.state_machine,
+            **shared,
+        )
+        self.api = Api(self, "Api", queues=self.queues, payloads=self.storage, **shared)
+
+        functions = {
+            "api": self.api.function,
+            "dispatcher": self.dispatch.dispatcher,
+            "worker": self.workers.worker,
+            "dlq_consumer": self.workers.dlq_consumer,
+            "sweeper": self.dispatch.sweeper,
+        }
+        self.observability = Observability(
+            self,
+            "Observability",
+            config=config,
+            watched=Watched(
+                queues={kind: self.queues.queue(kind) for kind in QUEUE_KINDS},
+                dlqs={
+                    **{kind: self.queues.dlq(kind) for kind in QUEUE_KINDS},
+                    "schedule": self.dispatch.schedule_dlq,
+                },
+                functions=functions,
+            ),
+        )
+        self.functions = functions
+
+        cdk.CfnOutput(self, "ApiUrl", value=self.api.url, description="Base URL of the HTTP API (SigV4)")
+        cdk.CfnOutput(
+            self, "DashboardUrl", value=self.observability.dashboard_url, description="CloudWatch dashboard"
+        )
+        cdk.CfnOutput(
+            self, "AlertTopicArn", value=self.observability.topic.topic_arn, description="SNS alert topic"
+        )
+        cdk.CfnOutput(
+            self, "PayloadBucket", value=self.storage.bucket.bucket_name, description="Payloads and outputs"
+        )
+        cdk.CfnOutput(
+            self,
+            "StateMachineArn",
+            value=self.long_jobs.state_machine.state_machine_arn,
+            description="Chunked-job state machine",
+        )
+        self._acknowledge_function_findings()
+
+    def _acknowledge_function_findings(self) -> None:
+        """cdk-nag findings that every function shares, each with its reason."""
+        indexed = [self.tables.table(spec) for spec in TABLES if spec.indexes]
+        logical_ids = [self.resolve(table.node.default_child.logical_id) for table in indexed]  # type: ignore[union-attr]
+        for function in self.functions.values():
+            acknowledge_index_access(function.role, logical_ids)  # type: ignore[arg-type]
+            acknowledge(
+                function.role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "X-Ray tracing (xray:PutTraceSegments, xray:PutTelemetryRecords) supports "
+                "no resource-level permissions, so CDK grants it on Resource '*'; no action is a "
+                "wildcard.",
+            )

@@ -1,0 +1,66 @@
+"""DynamoDB tables, one per :data:`jobsched.resources.TABLES` spec.
+
+On-demand billing, point-in-time recovery, AWS-managed encryption, TTL where the spec names an
+attribute, and the spec's secondary indexes with their projections. Tables are retained on stack
+deletion unless the deployment opts in to destroying them (``removal_policy_destroy``).
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from constructs import Construct
+
+from jobsched.resources import TABLES, Key, TableSpec
+
+_TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
+_PROJECTIONS = {
+    "KEYS_ONLY": dynamodb.ProjectionType.KEYS_ONLY,
+    "ALL": dynamodb.ProjectionType.ALL,
+    "INCLUDE": dynamodb.ProjectionType.INCLUDE,
+}
+
+
+def _attribute(key: Key | None) -> dynamodb.Attribute | None:
+    return dynamodb.Attribute(name=key.name, type=_TYPES[key.type]) if key else None
+
+
+class Tables(Construct):
+    """All jobsched tables; ``table(spec)`` returns the one built for a spec."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, destroy: bool = False) -> None:
+        super().__init__(scope, construct_id)
+        self._tables: dict[str, dynamodb.Table] = {}
+        for spec in TABLES:
+            self._tables[spec.logical_name] = self._build(spec, destroy)
+
+    def _build(self, spec: TableSpec, destroy: bool) -> dynamodb.Table:
+        table = dynamodb.Table(
+            self,
+            spec.logical_name,
+            partition_key=_attribute(spec.partition),
+            sort_key=_attribute(spec.sort),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            time_to_live_attribute=spec.ttl_attribute,
+            removal_policy=cdk.RemovalPolicy.DESTROY if destroy else cdk.RemovalPolicy.RETAIN,
+        )
+        for index in spec.indexes:
+            table.add_global_secondary_index(
+                index_name=index.name,
+                partition_key=_attribute(index.partition),
+                sort_key=_attribute(index.sort),
+                projection_type=_PROJECTIONS[index.projection],
+                non_key_attributes=list(index.include) or None,
+            )
+        return table
+
+    def table(self, spec: TableSpec) -> dynamodb.Table:
+        return self._tables[spec.logical_name]
+
+    def environment(self, *specs: TableSpec) -> dict[str, str]:
+        """``{env var: table name}`` for the given specs (all tables when none are given)."""
+        return {spec.env_var: self.table(spec).table_name for spec in specs or TABLES}

@@ -1,0 +1,80 @@
+"""The worker pool and the DLQ consumer, with their SQS event source mappings.
+
+The worker consumes every run queue; each mapping has its own ``MaximumConcurrency`` (the capacity
+reserved for that priority, so a flood of ``low`` work cannot starve ``high``) and reports partial
+batch failures. The DLQ consumer drains the dead-letter queues into failed runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_stepfunctions as sfn
+from constructs import Construct
+
+from infra.config import StackConfig
+from infra.functions import function_spec, make_function
+from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
+from infra.storage import PayloadStore
+from infra.tables import Tables
+from jobsched.resources import IDEMPOTENCY_TABLE, JOBS_TABLE, LEASES_TABLE, RUNS_TABLE
+
+BATCH_SIZE = {"long": 1}  # a chunk may run for minutes: one per invocation
+DEFAULT_BATCH_SIZE = 10
+DLQ_MAX_CONCURRENCY = 2  # the minimum Lambda accepts; poison messages are rare
+
+
+class Workers(Construct):
+    """``worker`` and ``dlq_consumer`` functions, their grants and event source mappings."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        code: lambda_.Code,
+        config: StackConfig,
+        environment: Mapping[str, str],
+        tables: Tables,
+        queues: Queues,
+        payloads: PayloadStore,
+        state_machine: sfn.IStateMachine,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.worker = make_function(
+            self, function_spec(QUEUE_CONSUMER), code=code, config=config, environment=environment
+        )
+        for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE, JOBS_TABLE):
+            # Jobs: retries longer than the SQS delay cap go back through the job's due index.
+            tables.table(spec).grant_read_write_data(self.worker)
+        payloads.grant_objects(self.worker, "s3:GetObject", "s3:PutObject")
+        state_machine.grant_task_response(self.worker)
+        state_machine.grant_start_execution(self.worker)
+        self.mappings: dict[str, sources.SqsEventSource] = {}
+        for kind in queues.kinds:
+            queue = queues.queue(kind)
+            queue.grant_send_messages(self.worker)  # retries re-send with a delay
+            source = sources.SqsEventSource(
+                queue,
+                batch_size=BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),
+                report_batch_item_failures=True,
+                max_concurrency=config.max_concurrency[kind],
+            )
+            self.worker.add_event_source(source)  # grants consume, incl. ChangeMessageVisibility
+            self.mappings[kind] = source
+
+        self.dlq_consumer = make_function(
+            self, function_spec(DLQ_CONSUMER), code=code, config=config, environment=environment
+        )
+        tables.table(RUNS_TABLE).grant_read_write_data(self.dlq_consumer)
+        for kind in queues.kinds:
+            self.dlq_consumer.add_event_source(
+                sources.SqsEventSource(
+                    queues.dlq(kind),
+                    batch_size=DEFAULT_BATCH_SIZE,
+                    report_batch_item_failures=True,
+                    max_concurrency=DLQ_MAX_CONCURRENCY,
+                )
+            )

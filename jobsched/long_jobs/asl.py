@@ -1,0 +1,237 @@
+"""The Step Functions definition (Amazon States Language, JSONPath) of a chunked job.
+
+One function, :func:`chunked_job_definition`, builds it. The CDK stack passes a substitution
+placeholder for the queue URL (the real URL is a CloudFormation token); the embedded mode passes the
+moto queue URL. Both get the same workflow::
+
+    Plan ──> Chunks (Map, MaxConcurrency) ──> Complete ──> (end)
+      │            │ each item: RunChunk         │
+      └────────────┴──────── Catch ──────────────┴──> RecordFailure ──> Failed
+
+Every task is a message on the ``long`` queue sent with
+``arn:aws:states:::sqs:sendMessage.waitForTaskToken``: a worker receives it, does the work, sends
+``SendTaskHeartbeat`` at least every ``heartbeat_seconds`` and ends it with ``SendTaskSuccess`` or
+``SendTaskFailure``. Why a queue and not a Lambda task: the chunk runs on the same worker pool, under
+the same ``long`` queue's reserved concurrency, with the same leases and checkpoints as any run.
+
+Execution input (execution name = run id, so a start is never duplicated)::
+
+    {"run_id": str, "job_id": str, "tenant": str, ...anything else the planner needs}
+
+Messages on the long queue (JSON; ``kind`` tells the worker what to do):
+
+* ``chunk.plan``     ``{"v", "kind", "task_token", "execution_id", "run": <execution input>}``;
+  the worker answers ``SendTaskSuccess(output={"chunks": [<chunk>, ...]})`` (keep chunks small:
+  descriptors such as ranges or S3 keys, the whole state must stay under 256 KB).
+* ``chunk.run``      ``{"v", "kind", "task_token", "execution_id", "run_id", "job_id", "tenant",
+  "index", "total", "chunk"}``; the worker checkpoints progress in DynamoDB so a retried chunk resumes.
+  Chunk outputs are not collected in the state (size limit); the worker stores them.
+* ``chunk.complete`` ``{"v", "kind", "task_token", "execution_id", "run": <execution input>}``;
+  runs once, after every chunk succeeded; its output becomes the execution's ``result``.
+* ``chunk.failed``   ``{"v", "kind", "execution_id", "run_id", "job_id", "tenant", "error"}`` with no
+  task token: a notification so the worker records the run as failed (``error`` holds ``Error`` and
+  ``Cause`` from Step Functions).
+
+A worker that reports ``SendTaskFailure(error="jobsched.PermanentError")`` stops the retries of that
+task at once; any other failure, a timeout or a missed heartbeat is retried with exponential backoff.
+Every message carries ``MessageGroupId = tenant`` (SQS fair queues), like every other run message.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+DEFAULT_MAX_CONCURRENCY = 10
+DEFAULT_HEARTBEAT_SECONDS = 120
+DEFAULT_TASK_TIMEOUT_SECONDS = 6 * 3600
+DEFAULT_MAX_ATTEMPTS = 3
+
+MESSAGE_VERSION = 1
+KIND_PLAN = "chunk.plan"
+KIND_RUN = "chunk.run"
+KIND_COMPLETE = "chunk.complete"
+KIND_FAILED = "chunk.failed"
+MESSAGE_KINDS = (KIND_PLAN, KIND_RUN, KIND_COMPLETE, KIND_FAILED)
+
+PERMANENT_ERROR = "jobsched.PermanentError"
+FAILED_ERROR = "jobsched.ChunkedJobFailed"
+
+SEND_WAIT = "arn:aws:states:::sqs:sendMessage.waitForTaskToken"
+SEND = "arn:aws:states:::sqs:sendMessage"
+
+# State names: the embedded mode, tests and the docs refer to them.
+PLAN = "Plan"
+CHUNKS = "Chunks"
+RUN_CHUNK = "RunChunk"
+COMPLETE = "Complete"
+RECORD_FAILURE = "RecordFailure"
+FAILED = "Failed"
+
+
+def _retry(max_attempts: int, interval_seconds: int) -> list[dict[str, Any]]:
+    """A permanent failure is not retried; timeouts, missed heartbeats and other failures are."""
+    return [
+        {"ErrorEquals": [PERMANENT_ERROR], "MaxAttempts": 0},
+        {
+            "ErrorEquals": ["States.Timeout", "States.HeartbeatTimeout", "States.TaskFailed"],
+            "IntervalSeconds": interval_seconds,
+            "MaxAttempts": max_attempts,
+            "BackoffRate": 2.0,
+            "MaxDelaySeconds": 300,
+            "JitterStrategy": "FULL",
+        },
+    ]
+
+
+_CATCH = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": RECORD_FAILURE}]
+
+
+def _callback_task(
+    queue_url: str,
+    body: dict[str, Any],
+    *,
+    heartbeat_seconds: int,
+    timeout_seconds: int,
+    max_attempts: int,
+    interval_seconds: int,
+) -> dict[str, Any]:
+    """A task that sends ``body`` to the queue with a task token and waits for the worker's answer."""
+    return {
+        "Type": "Task",
+        "Resource": SEND_WAIT,
+        "Parameters": {
+            "QueueUrl": queue_url,
+            "MessageGroupId.$": "$.tenant",
+            "MessageBody": {
+                "v": MESSAGE_VERSION,
+                "task_token.$": "$$.Task.Token",
+                "execution_id.$": "$$.Execution.Id",
+                **body,
+            },
+        },
+        "HeartbeatSeconds": heartbeat_seconds,
+        "TimeoutSeconds": timeout_seconds,
+        "Retry": _retry(max_attempts, interval_seconds),
+    }
+
+
+def chunked_job_definition(
+    long_queue_url: str,
+    *,
+    max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    heartbeat_seconds: int = DEFAULT_HEARTBEAT_SECONDS,
+    task_timeout_seconds: int = DEFAULT_TASK_TIMEOUT_SECONDS,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    retry_interval_seconds: int = 10,
+) -> dict[str, Any]:
+    """Return the ASL (a JSON-serialisable dict) of the chunked-job state machine.
+
+    ``long_queue_url`` is the URL of the ``long`` queue, or a placeholder such as
+    ``"${LongQueueUrl}"`` that CDK's ``definition_substitutions`` replaces with the real URL.
+    ``max_concurrency`` bounds the chunks in flight per run (0 would mean unbounded, so it must be
+    at least 1); ``heartbeat_seconds`` is how long a worker may stay silent before the task times out.
+    """
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+    if not 1 <= heartbeat_seconds < task_timeout_seconds:
+        raise ValueError(
+            f"heartbeat_seconds must be between 1 and task_timeout_seconds ({task_timeout_seconds}), "
+            f"got {heartbeat_seconds}"
+        )
+    if max_attempts < 0:
+        raise ValueError(f"max_attempts must be 0 or more, got {max_attempts}")
+    task = {
+        "heartbeat_seconds": heartbeat_seconds,
+        "timeout_seconds": task_timeout_seconds,
+        "max_attempts": max_attempts,
+        "interval_seconds": retry_interval_seconds,
+    }
+    plan = _callback_task(long_queue_url, {"kind": KIND_PLAN, "run.$": "$"}, **task)
+    plan.update({"ResultSelector": {"chunks.$": "$.chunks"}, "ResultPath": "$.plan", "Next": CHUNKS})
+    plan["Catch"] = _CATCH
+
+    run_chunk = _callback_task(
+        long_queue_url,
+        {
+            "kind": KIND_RUN,
+            "run_id.$": "$.run_id",
+            "job_id.$": "$.job_id",
+            "tenant.$": "$.tenant",
+            "index.$": "$.index",
+            "total.$": "$.total",
+            "chunk.$": "$.chunk",
+        },
+        **task,
+    )
+    run_chunk["End"] = True
+
+    chunks = {
+        "Type": "Map",
+        "ItemsPath": "$.plan.chunks",
+        "MaxConcurrency": max_concurrency,
+        "ItemSelector": {
+            "run_id.$": "$.run_id",
+            "job_id.$": "$.job_id",
+            "tenant.$": "$.tenant",
+            "index.$": "$$.Map.Item.Index",
+            "total.$": "States.ArrayLength($.plan.chunks)",
+            "chunk.$": "$$.Map.Item.Value",
+        },
+        "ItemProcessor": {
+            "ProcessorConfig": {"Mode": "INLINE"},
+            "StartAt": RUN_CHUNK,
+            "States": {RUN_CHUNK: run_chunk},
+        },
+        "ResultPath": None,
+        "Catch": _CATCH,
+        "Next": COMPLETE,
+    }
+
+    # The completion message carries the execution input with the plan; its answer is the result.
+    complete = _callback_task(long_queue_url, {"kind": KIND_COMPLETE, "run.$": "$"}, **task)
+    complete.update({"ResultPath": "$.result", "Catch": _CATCH, "End": True})
+
+    record_failure = {
+        "Type": "Task",
+        "Resource": SEND,
+        "Parameters": {
+            "QueueUrl": long_queue_url,
+            "MessageGroupId.$": "$.tenant",
+            "MessageBody": {
+                "v": MESSAGE_VERSION,
+                "kind": KIND_FAILED,
+                "execution_id.$": "$$.Execution.Id",
+                "run_id.$": "$.run_id",
+                "job_id.$": "$.job_id",
+                "tenant.$": "$.tenant",
+                "error.$": "$.error",
+            },
+        },
+        "ResultPath": None,
+        "Retry": [
+            {
+                "ErrorEquals": ["States.ALL"],
+                "IntervalSeconds": 2,
+                "MaxAttempts": 5,
+                "BackoffRate": 2.0,
+            }
+        ],
+        "Next": FAILED,
+    }
+
+    return {
+        "Comment": "jobsched chunked job: Plan -> Map(chunks) -> Complete, each task on the long queue",
+        "QueryLanguage": "JSONPath",
+        "StartAt": PLAN,
+        "States": {
+            PLAN: plan,
+            CHUNKS: chunks,
+            COMPLETE: complete,
+            RECORD_FAILURE: record_failure,
+            FAILED: {
+                "Type": "Fail",
+                "Error": FAILED_ERROR,
+                "Cause": "a plan, chunk or completion task failed for good; see the RecordFailure input",
+            },
+        },
+    }
