@@ -1,0 +1,153 @@
+"""Leases and fencing (guarantee 3): heartbeats, takeover after expiry, stale writes rejected."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+
+from jobsched.core.errors import LeaseLostError
+from jobsched.core.models import RunState
+from jobsched.targets.registry import job, unregister
+from tests.aws.conftest_worker import Kit
+
+
+@pytest.fixture
+def kit(aws, clock):
+    return Kit(aws, clock)
+
+
+@pytest.fixture
+def handler_slot():
+    """Register a throwaway handler ``test.slot`` whose body the test supplies."""
+    box: dict = {}
+
+    @job("test.slot")
+    def slot(payload, ctx):
+        return box["fn"](payload, ctx)
+
+    yield box
+    unregister("test.slot")
+
+
+def wait_for(predicate, timeout: float = 3.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return False
+
+
+def test_lease_expiry_lets_another_worker_take_over_and_rejects_the_old_workers_late_write(
+    kit, clock, handler_slot
+):
+    # Given worker A runs attempt 1 and stalls past its 60 s lease (no heartbeat in time)
+    run, msg = kit.new_run({"handler": "test.slot"}, {})
+    taken_over = {}
+
+    def stalled(payload, ctx):
+        if ctx.attempt == 1:
+            clock.advance(seconds=90)  # A is frozen; SQS redelivers the message to worker B
+            taken_over["out"] = kit.worker("worker-b").process(msg.to_json(), clock.now())
+            return {"by": "a"}
+        return {"by": "b"}
+
+    handler_slot["fn"] = stalled
+    # When A wakes up and tries to record its result
+    out_a = kit.worker("worker-a").process(msg.to_json(), clock.now())
+    # Then B took over as attempt 2 and succeeded; A's late write was rejected
+    assert taken_over["out"].status == "succeeded" and taken_over["out"].attempt == 2
+    assert out_a.status == "lease_lost"
+    stored = kit.runs.get(run.id)
+    assert stored.state is RunState.SUCCEEDED and stored.output == {"by": "b"} and stored.attempt == 2
+    assert [(a.attempt, a.outcome) for a in stored.attempts] == [(1, "lost"), (2, "succeeded")]
+
+
+def test_stale_owner_cannot_write_any_outcome_after_a_takeover(kit, clock):
+    # Given attempt 1 claimed by A, expired, and taken over by B as attempt 2
+    run, _ = kit.new_run()
+    claim_a = kit.attempts.claim(run.id, 1, "worker-a", clock.now(), 60)
+    clock.advance(seconds=61)
+    claim_b = kit.attempts.claim(run.id, 1, "worker-b", clock.now(), 60)
+    assert claim_b.took_over and claim_b.attempt == 2
+    # When A tries each kind of write, Then each is rejected
+    for write in (
+        lambda: kit.attempts.succeed(claim_a, "worker-a", clock.now(), output=1),
+        lambda: kit.attempts.retrying(claim_a, "worker-a", clock.now(), clock.now(), "x"),
+        lambda: kit.attempts.dead_letter(claim_a, "worker-a", clock.now(), "x", "permanent", None),
+        lambda: kit.attempts.cancelled(claim_a, "worker-a", clock.now()),
+        lambda: kit.attempts.heartbeat(run.id, 1, "worker-a", clock.now(), 60),
+    ):
+        with pytest.raises(LeaseLostError):
+            write()
+    assert kit.runs.get(run.id).lease_owner == "worker-b"
+
+
+def test_a_live_lease_leaves_a_duplicate_delivery_in_the_queue(kit, clock):
+    # Given A holds attempt 1 with a lease until T0+60
+    run, msg = kit.new_run()
+    kit.attempts.claim(run.id, 1, "worker-a", clock.now(), 60)
+    clock.advance(seconds=10)
+    # When a duplicate delivery reaches B
+    out = kit.worker("worker-b").process(msg.to_json(), clock.now())
+    # Then B neither runs nor acknowledges it; it looks again after the lease
+    assert out.status == "busy" and out.defer and out.detail["retry_in"] == 51
+    assert kit.runs.get(run.id).lease_owner == "worker-a"
+
+
+def test_an_expired_lease_with_no_attempts_left_is_dead_lettered(kit, clock):
+    # Given a single-attempt run whose worker died
+    run, msg = kit.new_run(max_attempts=1)
+    kit.attempts.claim(run.id, 1, "worker-a", clock.now(), 60)
+    clock.advance(seconds=120)
+    # When the message is redelivered
+    out = kit.worker("worker-b").process(msg.to_json(), clock.now())
+    # Then the run is failed and dead-lettered with the reason
+    assert out.status == "dead_lettered"
+    item = kit.attempts.get_item(run.id)
+    assert item["state"] == "failed" and item["dl_reason"] == "lease_expired" and "dl_at" in item
+
+
+def test_heartbeat_extends_the_lease_and_records_progress(kit, clock, handler_slot):
+    # Given a handler that runs 30 s (fake) and reports progress, with a 10 ms heartbeat
+    run, msg = kit.new_run({"handler": "test.slot"}, {})
+    seen = {}
+
+    def working(payload, ctx):
+        clock.advance(seconds=30)
+        ctx.heartbeat({"step": 1})
+        assert wait_for(lambda: (kit.attempts.get_item(run.id) or {}).get("progress") == {"step": 1})
+        seen["item"] = kit.attempts.get_item(run.id)
+        return "done"
+
+    handler_slot["fn"] = working
+    # When it runs
+    out = kit.worker(lease=60, heartbeat=0.01).process(msg.to_json(), clock.now())
+    # Then a beat moved the lease to (now + 30 s) + 60 s and wrote the progress
+    assert out.status == "succeeded"
+    assert seen["item"]["lease_until"] == "2026-03-02T12:01:30.000Z"
+
+
+def test_a_heartbeat_that_finds_the_run_taken_over_stops_a_cooperative_handler(kit, clock, handler_slot):
+    # Given A running a cooperative handler, and B taking the run over while A runs
+    run, msg = kit.new_run({"handler": "test.slot"}, {})
+    stopped = threading.Event()
+
+    def cooperative(payload, ctx):
+        clock.advance(seconds=61)
+        kit.attempts.claim(run.id, 1, "worker-b", clock.now(), 60)  # B takes over
+        if wait_for(lambda: ctx.cancelled):
+            stopped.set()
+        return "late"
+
+    handler_slot["fn"] = cooperative
+    # When A's heartbeat runs
+    out = kit.worker("worker-a", heartbeat=0.01).process(msg.to_json(), clock.now())
+    # Then A's handler saw `cancelled`, and A recorded nothing over B
+    assert stopped.is_set() and out.status == "lease_lost"
+    stored = kit.runs.get(run.id)
+    assert stored.state is RunState.RUNNING and stored.lease_owner == "worker-b" and stored.attempt == 2
+    assert stored.lease_until == clock.now() + timedelta(seconds=60)
