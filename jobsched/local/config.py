@@ -13,6 +13,8 @@ DEFAULT_TENANT = "default"
 
 # Reserved worker slots per queue: concurrent worker invocations (Lambda MaximumConcurrency on AWS).
 DEFAULT_SLOTS = {"high": 4, "default": 4, "low": 2, "long": 2}
+# Records per invocation, as infra's event source mappings: a chunk of a long job may run for minutes.
+DEFAULT_BATCH_SIZES = {"long": 1}
 
 
 @dataclass
@@ -28,6 +30,7 @@ class LocalConfig:
     slots: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_SLOTS))
     dlq_slots: int = 1
     batch_size: int = 10
+    batch_sizes: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_BATCH_SIZES))
     visibility_timeout_seconds: int = 60
     poll_wait_seconds: int = 1
     tick_seconds: float = 1.0

@@ -202,15 +202,20 @@ class EmbeddedMode:
         config = self.config
         for kind, ref in self.provisioned.queues.items():
             if "worker" in self.functions:
-                self._add_poller(ref.url, ref.arn, self.functions["worker"], config.slots.get(kind, 1), kind)
+                slots, batch = config.slots.get(kind, 1), config.batch_sizes.get(kind, config.batch_size)
+                self._add_poller(ref.url, ref.arn, self.functions["worker"], slots, kind, batch)
             if "dlq_consumer" in self.functions:
+                dlq_consumer = self.functions["dlq_consumer"]
+                name = f"{kind}-dlq"
                 self._add_poller(
-                    ref.dlq_url, ref.dlq_arn, self.functions["dlq_consumer"], config.dlq_slots, f"{kind}-dlq"
+                    ref.dlq_url, ref.dlq_arn, dlq_consumer, config.dlq_slots, name, config.batch_size
                 )
         for poller in self.pollers:
             poller.start()
 
-    def _add_poller(self, url: str, arn: str, function: Function, slots: int, name: str) -> None:
+    def _add_poller(
+        self, url: str, arn: str, function: Function, slots: int, name: str, batch_size: int
+    ) -> None:
         self.pollers.append(
             QueuePoller(
                 sqs=self.clients["sqs"],
@@ -220,7 +225,7 @@ class EmbeddedMode:
                 slots=slots,
                 stop=self.stop_event,
                 region=REGION,
-                batch_size=self.config.batch_size,
+                batch_size=batch_size,
                 wait_seconds=self.config.poll_wait_seconds,
                 name=name,
             )

@@ -96,3 +96,12 @@ def test_a_function_that_cannot_be_imported_is_reported_not_run(monkeypatch: pyt
         assert mode.pollers == []
     finally:
         mode.stop()
+
+
+def test_the_chunked_job_state_machine_is_provisioned_for_the_long_queue(machinery: Machinery) -> None:
+    # Given the embedded mode provisioned from jobsched.long_jobs.asl
+    arn = os.environ[resources.ENV_STATE_MACHINE_ARN]
+    # Then the state machine exists and its tasks go to the provisioned long queue
+    described = machinery.mode.clients["stepfunctions"].describe_state_machine(stateMachineArn=arn)
+    assert described["type"] == "STANDARD"
+    assert machinery.queue("long").url in described["definition"]
