@@ -1,7 +1,8 @@
 """`jobsched dlq list|replay|discard`: the dead letters (runs that failed for good) over the API.
 
 ``dlq replay RUN_ID`` replays one dead letter, with its own payload or a corrected one (``--payload``);
-``dlq replay --job JOB_ID`` replays every dead letter that matches the filter in one call.
+``dlq replay --job JOB_ID`` (and/or ``--since``, ``--until``, ``--error-contains``, ``--max``) replays every
+dead letter that matches the filter in one call.
 """
 
 from __future__ import annotations
@@ -58,7 +59,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replay.add_argument("run_id", nargs="?", help="the dead letter to replay")
     replay.add_argument("--payload", metavar="JSON|@FILE", help="replay with this payload instead")
     replay.add_argument("--job", dest="job_id", help="replay every dead letter of this job")
-    replay.add_argument("--since", metavar="ISO8601", help="with --job: only those failed at or after")
+    replay.add_argument("--since", metavar="ISO8601", help="by filter: only those failed at or after")
+    replay.add_argument("--until", metavar="ISO8601", help="by filter: only those failed at or before")
+    replay.add_argument("--error-contains", metavar="TEXT", help="by filter: only errors containing TEXT")
+    replay.add_argument("--max", type=int, dest="max_count", help="by filter: replay at most this many")
     replay.set_defaults(func=cmd_replay)
 
     discard = sub.add_parser("discard", parents=[common], help="drop a dead letter for good")
@@ -82,22 +86,33 @@ def cmd_list(args: argparse.Namespace, client: ApiClient) -> int:
 
 @command
 def cmd_replay(args: argparse.Namespace, client: ApiClient) -> int:
-    if args.run_id and (args.job_id or args.since):
-        raise UsageError("give a RUN_ID, or --job (and --since) to replay by filter, not both")
+    filters = {
+        "job_id": args.job_id,
+        "since": args.since,
+        "until": args.until,
+        "error_contains": args.error_contains,
+        "limit": args.max_count,
+    }
+    filters = {k: v for k, v in filters.items() if v is not None}
+    if args.run_id and filters:
+        raise UsageError("give a RUN_ID, or filter flags (--job, --since...) to replay by filter, not both")
     if args.run_id:
         payload = None if args.payload is None else load_json_arg(args.payload, "--payload")
         if payload is not None and not isinstance(payload, dict):
             raise UsageError("--payload must be a JSON object")
         result = client.replay_dead_letter(args.run_id, payload=payload)
         summary = f"replayed {args.run_id}: run {_run_id(result) or args.run_id} queued"
-    elif args.job_id:
+    elif filters:
         if args.payload is not None:
             raise UsageError("--payload replays one dead letter: give its RUN_ID")
-        filters = {"job_id": args.job_id, "since": args.since}
-        result = client.replay_dead_letters({k: v for k, v in filters.items() if v is not None})
-        summary = f"replayed {_replayed_count(result)} dead letter(s) of job {args.job_id}"
+        result = client.replay_dead_letters(filters)
+        summary = f"replayed {_replayed_count(result)} dead letter(s)"
+        if args.job_id:
+            summary += f" of job {args.job_id}"
     else:
-        raise UsageError("give the RUN_ID of a dead letter, or --job JOB_ID to replay by filter")
+        raise UsageError(
+            "give the RUN_ID of a dead letter, or filter flags (--job, --since...) to replay by filter"
+        )
     if args.json:
         print_json(result)
     else:
@@ -113,7 +128,7 @@ def _run_id(result: object) -> str | None:
 
 def _replayed_count(result: object) -> object:
     if isinstance(result, dict):
-        for name in ("replayed", "count"):
+        for name in ("count", "replayed"):
             value = result.get(name)
             if value is not None:
                 return len(value) if isinstance(value, list) else value

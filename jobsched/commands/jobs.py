@@ -236,16 +236,28 @@ def cmd_resume(args: argparse.Namespace, client: ApiClient) -> int:
 
 @command
 def cmd_trigger(args: argparse.Namespace, client: ApiClient) -> int:
-    run = client.trigger_job(args.job_id)
+    result = client.trigger_job(args.job_id)
     if args.json:
-        print_json(run)
-    elif args.quiet:
-        print(run.get("id") if isinstance(run, dict) else "")
-    else:
-        run_id = run.get("id") or run.get("run_id") if isinstance(run, dict) else None
-        state = run.get("state") if isinstance(run, dict) else None
-        print(f"triggered job {args.job_id}: run {run_id or '-'} ({state or 'queued'})")
+        print_json(result)
+        return 0
+    runs = triggered_runs(result)
+    for run in runs:
+        if args.quiet:
+            print(run.get("id"))
+        else:
+            print(f"triggered job {args.job_id}: run {run.get('id')} ({run.get('state') or 'queued'})")
+    if not runs and not args.quiet:
+        print(f"triggered job {args.job_id}: no run created")
     return 0
+
+
+def triggered_runs(result: object) -> list[dict]:
+    """The runs a trigger created: the API answers ``{"runs": [...]}`` (a single run is accepted too)."""
+    if isinstance(result, dict) and isinstance(result.get("runs"), list):
+        return [run for run in result["runs"] if isinstance(run, dict)]
+    if isinstance(result, dict) and result.get("id"):
+        return [result]
+    return []
 
 
 @command

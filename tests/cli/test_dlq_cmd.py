@@ -77,7 +77,7 @@ def test_replay_by_filter_prints_how_many(cli, cli_env: ContractServer) -> None:
 def test_replay_with_a_run_id_and_a_filter_is_a_usage_error(cli, cli_env: ContractServer) -> None:
     result = cli("dlq", "replay", RUN_ID, "--job", "job-0002")
     assert result.code == 2
-    assert result.err.startswith("error: usage: give a RUN_ID, or --job")
+    assert result.err.startswith("error: usage: give a RUN_ID, or filter flags")
     assert cli_env.requests == []
 
 
@@ -100,3 +100,16 @@ def test_discard_of_an_unknown_dead_letter_exits_1(cli, cli_env: ContractServer)
     )
     result = cli("dlq", "discard", "nope")
     assert (result.code, result.err.strip()) == (1, "error: not_found: no dead letter nope")
+
+
+def test_replay_by_error_text_and_window_without_a_job(cli, cli_env: ContractServer) -> None:
+    cli_env.respond("POST", "/dead-letters/replay", 200, {"replayed": [RUN_ID], "count": 1})
+    result = cli(
+        "dlq", "replay", "--error-contains", "timeout", "--until", "2026-12-02T00:00:00Z", "--max", "10"
+    )
+    assert cli_env.only("POST", "/dead-letters/replay").json() == {
+        "until": "2026-12-02T00:00:00Z",
+        "error_contains": "timeout",
+        "limit": 10,
+    }
+    assert result.out.strip() == "replayed 1 dead letter(s)"

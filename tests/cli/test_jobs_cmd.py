@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.cli.conftest import TOKEN, ContractServer, job_body
+from tests.cli.conftest import TOKEN, ContractServer, job_body, run_body
 
 
 def test_create_from_flags_sends_the_job_body_and_prints_the_job(cli, cli_env: ContractServer) -> None:
@@ -183,9 +183,16 @@ def test_resume_sends_the_misfire_override(cli, cli_env: ContractServer) -> None
 
 
 def test_trigger_prints_the_new_run(cli, cli_env: ContractServer) -> None:
-    cli_env.respond("POST", "/jobs/job-0001/trigger", 202, {"id": "job-0001.manual.x1", "state": "queued"})
+    cli_env.respond(
+        "POST", "/jobs/job-0001/trigger", 202, {"runs": [run_body(id="job-0001.manual.x1", state="queued")]}
+    )
     result = cli("jobs", "trigger", "job-0001")
     assert result.out.strip() == "triggered job job-0001: run job-0001.manual.x1 (queued)"
+
+
+def test_trigger_quiet_prints_the_run_id_for_scripts(cli, cli_env: ContractServer) -> None:
+    cli_env.respond("POST", "/jobs/job-0001/trigger", 202, {"runs": [run_body(id="r-1", state="queued")]})
+    assert cli("jobs", "trigger", "job-0001", "-q").out == "r-1\n"
 
 
 def test_delete_without_if_match_deletes_the_version_it_reads(cli, cli_env: ContractServer) -> None:
