@@ -40,7 +40,6 @@ class StackConfig:
     lookahead_seconds: int = DEFAULT_LOOKAHEAD_SECONDS
     max_concurrency: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_CONCURRENCY))
     payload_retention_days: int = 30
-    run_retention_days: int = 90
     log_retention_days: int = 30
     auth_mode: str = "iam"
     jwt_issuer: str | None = None
@@ -71,7 +70,7 @@ class StackConfig:
             raise ConfigError(f"auth_mode must be one of {AUTH_MODES}, got {self.auth_mode!r}")
         if self.auth_mode == "jwt" and not (self.jwt_issuer and self.jwt_audience):
             raise ConfigError("auth_mode=jwt needs jwt_issuer and jwt_audience")
-        for name in ("payload_retention_days", "run_retention_days", "log_retention_days"):
+        for name in ("payload_retention_days", "log_retention_days"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1 day")
         if not 0 < self.lookahead_seconds <= 900:

@@ -8,6 +8,7 @@ and sets the stack outputs (API URL, dashboard URL, alert topic).
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.api import Api
@@ -37,11 +38,21 @@ from jobsched.resources import (
 class JobschedStack(cdk.Stack):
     """Everything one jobsched deployment needs, in one stack."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig, **kwargs) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        code: lambda_.Code | None = None,
+        **kwargs,
+    ) -> None:
+        """``code`` defaults to the bundled asset; tests of settings that do not touch it may pass
+        inline code to skip bundling."""
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
         destroy = config.removal_policy_destroy
-        code = code_asset()  # one asset, bundled once, shared by every function
+        code = code or code_asset()  # one asset, bundled once, shared by every function
 
         self.tables = Tables(self, "Tables", destroy=destroy)
         self.storage = PayloadStore(

@@ -1,0 +1,70 @@
+"""Synthesize the jobsched app once per test session and share the result.
+
+Synthesis (bundling, jsii, cdk-nag) takes seconds, so every infra test reads the same cloud
+assembly. A cdk-nag validation failure does not abort the session: it is recorded and reported by
+``test_nag.py``, while the template tests still run on the written template.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+import aws_cdk as cdk
+from aws_cdk import assertions
+
+STACK = "Jobsched"
+
+
+@dataclass(frozen=True)
+class Synth:
+    outdir: Path
+    template: dict[str, Any]
+    assertions: assertions.Template
+    stack: Any  # infra.stack.JobschedStack
+    validation_error: str | None
+
+    def resources(self, type_name: str) -> dict[str, dict[str, Any]]:
+        """``{logical id: resource}`` of every resource of ``type_name``."""
+        return {k: v for k, v in self.template["Resources"].items() if v["Type"] == type_name}
+
+    def logical_id(self, construct: Any) -> str:
+        """The logical id of an L2 construct's CloudFormation resource."""
+        return self.stack.resolve(construct.node.default_child.logical_id)
+
+    @property
+    def asset_dir(self) -> Path:
+        """The bundled Lambda code asset (every function shares it)."""
+        keys = {fn["Properties"]["Code"]["S3Key"] for fn in self.resources("AWS::Lambda::Function").values()}
+        assert len(keys) == 1, f"functions use {len(keys)} code assets, expected one shared asset"
+        return self.outdir / f"asset.{keys.pop().removesuffix('.zip')}"
+
+
+@pytest.fixture(scope="session")
+def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    from app import build_app
+
+    outdir = tmp_path_factory.mktemp("cdk.out")
+    app = build_app(cdk.App(outdir=str(outdir)))
+    error = None
+    try:
+        app.synth()
+    except RuntimeError as exc:  # cdk-nag findings surface as a jsii ValidationFailed error
+        if "ValidationFailed" not in str(exc):
+            raise
+        error = str(exc)
+    template = json.loads((outdir / f"{STACK}.template.json").read_text())
+    return Synth(
+        outdir=outdir,
+        template=template,
+        assertions=assertions.Template.from_json(template),
+        stack=app.node.find_child(STACK),
+        validation_error=error,
+    )

@@ -1,0 +1,93 @@
+"""Lambda functions: one factory's settings on all five, event source mappings, environment."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.bundling import LAMBDA_PYTHON_VERSION
+from jobsched.resources import FUNCTIONS, QUEUES, TABLES, FunctionSpec
+
+
+def _function(synth, spec: FunctionSpec) -> dict:
+    return synth.template["Resources"][synth.logical_id(synth.stack.functions[spec.name])]["Properties"]
+
+
+def test_one_lambda_function_per_spec(synth):
+    synth.assertions.resource_count_is("AWS::Lambda::Function", len(FUNCTIONS))
+
+
+@pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
+def test_function_runs_on_arm64_and_a_current_python(synth, spec):
+    props = _function(synth, spec)
+    assert props["Architectures"] == ["arm64"]
+    assert props["Runtime"] == f"python{LAMBDA_PYTHON_VERSION}"
+
+
+@pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
+def test_function_handler_memory_and_timeout_come_from_its_spec(synth, spec):
+    props = _function(synth, spec)
+    assert (props["Handler"], props["MemorySize"], props["Timeout"]) == (
+        spec.handler,
+        spec.memory_mb,
+        spec.timeout_seconds,
+    )
+
+
+@pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
+def test_function_logs_json_and_traces(synth, spec):
+    props = _function(synth, spec)
+    assert props["LoggingConfig"]["LogFormat"] == "JSON"
+    assert props["TracingConfig"] == {"Mode": "Active"}
+
+
+@pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
+def test_function_environment_names_every_table_and_queue(synth, spec):
+    # Given the shared settings object needs every name / Then every function gets all of them
+    env = _function(synth, spec)["Environment"]["Variables"]
+    expected = {t.env_var for t in TABLES} | {q.env_var for q in QUEUES} | {q.dlq_env_var for q in QUEUES}
+    assert expected <= set(env)
+    tables = synth.stack.tables
+    for table in TABLES:
+        assert env[table.env_var] == {"Ref": synth.logical_id(tables.table(table))}
+
+
+def test_all_functions_share_one_code_asset(synth):
+    # The asset_dir property asserts a single S3 key; the directory is the bundled asset
+    assert synth.asset_dir.is_dir()
+
+
+def test_each_function_writes_to_its_own_log_group_with_retention(synth):
+    groups = synth.resources("AWS::Logs::LogGroup")
+    for spec in FUNCTIONS:
+        ref = _function(synth, spec)["LoggingConfig"]["LogGroup"]["Ref"]
+        assert groups[ref]["Properties"]["RetentionInDays"] == 30
+
+
+def _mappings(synth, function_name: str) -> list[dict]:
+    fn = synth.logical_id(synth.stack.functions[function_name])
+    return [
+        m["Properties"]
+        for m in synth.resources("AWS::Lambda::EventSourceMapping").values()
+        if m["Properties"]["FunctionName"] == {"Ref": fn}
+    ]
+
+
+def test_worker_has_one_mapping_per_queue_with_reserved_concurrency(synth):
+    # Given the configured MaximumConcurrency per queue / Then each mapping carries its queue's value
+    config = synth.stack.config
+    queues = synth.stack.queues
+    by_queue = {m["EventSourceArn"]["Fn::GetAtt"][0]: m for m in _mappings(synth, "worker")}
+    assert set(by_queue) == {synth.logical_id(queues.queue(q.kind)) for q in QUEUES}
+    for spec in QUEUES:
+        mapping = by_queue[synth.logical_id(queues.queue(spec.kind))]
+        assert mapping["ScalingConfig"] == {"MaximumConcurrency": config.max_concurrency[spec.kind]}
+        assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_dlq_consumer_drains_every_dlq_and_reports_partial_failures(synth):
+    queues = synth.stack.queues
+    mappings = _mappings(synth, "dlq_consumer")
+    assert {m["EventSourceArn"]["Fn::GetAtt"][0] for m in mappings} == {
+        synth.logical_id(queues.dlq(q.kind)) for q in QUEUES
+    }
+    assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings)

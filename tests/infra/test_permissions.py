@@ -1,0 +1,88 @@
+"""Least privilege: no wildcard actions, no AWS-managed policies, per-function grants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+
+def _statements(synth, role: Any) -> list[dict]:
+    """Every statement of the policies attached to ``role``."""
+    role_id = synth.logical_id(role)
+    statements = []
+    for policy in synth.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            statements += policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def _actions(synth, function_name: str) -> set[str]:
+    actions: set[str] = set()
+    for statement in _statements(synth, synth.stack.functions[function_name].role):
+        value = statement["Action"]
+        actions |= {value} if isinstance(value, str) else set(value)
+    return actions
+
+
+def _resources_for(synth, function_name: str, action: str) -> list[Any]:
+    found = []
+    for statement in _statements(synth, synth.stack.functions[function_name].role):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if action in actions:
+            resources = statement["Resource"]
+            found += resources if isinstance(resources, list) else [resources]
+    return found
+
+
+def test_no_policy_statement_uses_a_wildcard_action(synth):
+    for logical_id, policy in synth.resources("AWS::IAM::Policy").items():
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+            actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+            assert not [a for a in actions if "*" in a], f"{logical_id}: {actions}"
+
+
+def test_no_role_uses_an_aws_managed_policy(synth):
+    for logical_id, role in synth.resources("AWS::IAM::Role").items():
+        assert not role["Properties"].get("ManagedPolicyArns"), logical_id
+
+
+def _arn_of(synth, construct) -> dict:
+    return {"Fn::GetAtt": [synth.logical_id(construct), "Arn"]}
+
+
+def test_worker_may_answer_task_tokens_of_the_state_machine_only(synth):
+    state_machine = {"Ref": synth.logical_id(synth.stack.long_jobs.state_machine)}
+    for action in ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"):
+        assert _resources_for(synth, "worker", action) == [state_machine]
+
+
+def test_dispatcher_may_read_queue_attributes_for_backpressure(synth):
+    assert "sqs:GetQueueAttributes" in _actions(synth, "dispatcher")
+    assert "sqs:SendMessage" in _actions(synth, "dispatcher")
+
+
+def test_dispatcher_cannot_send_to_the_long_queue(synth):
+    long_queue = _arn_of(synth, synth.stack.queues.queue("long"))
+    assert long_queue not in _resources_for(synth, "dispatcher", "sqs:SendMessage")
+
+
+def test_dlq_consumer_touches_only_the_runs_table(synth):
+    from jobsched.resources import RUNS_TABLE, TABLES
+
+    tables = synth.stack.tables
+    touched = [r for r in _resources_for(synth, "dlq_consumer", "dynamodb:PutItem") if "Fn::GetAtt" in r]
+    assert touched == [_arn_of(synth, tables.table(RUNS_TABLE))]
+    others = [_arn_of(synth, tables.table(t)) for t in TABLES if t is not RUNS_TABLE]
+    assert not [o for o in others if o in _resources_for(synth, "dlq_consumer", "dynamodb:GetItem")]
+
+
+def test_api_reads_payload_objects_but_cannot_write_them(synth):
+    actions = _actions(synth, "api")
+    assert "s3:GetObject" in actions
+    assert "s3:PutObject" not in actions
+
+
+@pytest.mark.parametrize("function_name", ["api", "dispatcher", "dlq_consumer", "sweeper"])
+def test_only_the_worker_answers_task_tokens(synth, function_name):
+    assert "states:SendTaskSuccess" not in _actions(synth, function_name)
