@@ -245,6 +245,13 @@ def _finish_cron(
     """Classify, pick the day rule and check the expression can ever fire."""
     unrestricted = ("*", "?")
     day_or = not (dom.startswith(unrestricted) or dow.startswith(unrestricted))
+    if day_or and any(mark in converted[-3] + converted[-1] for mark in "LW#"):
+        # croniter does not apply the either-day rule to these: refuse rather than guess
+        raise ValidationError(
+            f"cron expression '{text}': 'L', 'W' and '#' need the other day field to be '*' "
+            "(when both day fields are restricted a day matches either, which they do not support)",
+            field="expression",
+        )
     cron = " ".join(converted)
     probe_from = datetime(years[0], 1, 1) if years else datetime(2000, 1, 1)
     try:
@@ -318,19 +325,21 @@ def _convert_item(item: str, raw: str, spec: _Field, aws: bool) -> str:
         if int(step) > spec.high:
             raise ValidationError(f"{spec.name} field '{raw}': step '{step}' is larger than {spec.high}")
     if base == "*":
-        out = "*"
-    elif "-" in base:
+        return "*" if step is None else f"*/{step}"
+    if "-" in base:
         first, last = (_value(p, raw, spec, aws) for p in base.split("-"))
         if first > last:
             raise ValidationError(f"{spec.name} field '{raw}': range '{base}' must not run backwards")
-        out = f"{first}-{last}"
     else:
         first = _value(base, raw, spec, aws)
-        out = str(first) if step is None else f"{first}-{_top(spec, aws)}"
-    return out if step is None else f"{out}/{step}"
+        last = first if step is None else _top(spec)
+    if step is None and first < last:
+        return f"{first}-{last}"
+    # croniter reads 'a-a' as the whole range, so single values and stepped ranges become lists
+    return ",".join(str(v) for v in range(first, last + 1, int(step or 1)))
 
 
-def _top(spec: _Field, aws: bool) -> int:
+def _top(spec: _Field) -> int:
     """Highest croniter value of a field (for 'N/step')."""
     return 6 if spec is DOW_AWS else spec.high
 
