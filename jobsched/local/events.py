@@ -50,7 +50,7 @@ class RunEventWatcher:
         stop: threading.Event,
         sink: Callable[[str], None] = print,
         interval: float = 0.5,
-        window: timedelta = timedelta(minutes=30),
+        window: timedelta = timedelta(minutes=10),
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ):
         self.dynamodb = dynamodb
@@ -62,7 +62,8 @@ class RunEventWatcher:
         self.interval = interval
         self.window = window
         self.clock = clock
-        self._seen: dict[tuple[str, str], tuple[str, int]] = {}  # (job_id, run_key) -> (state, attempt)
+        # tenant -> (job_id, run_key) -> (state, attempt) last seen
+        self._seen: dict[str, dict[tuple[str, str], tuple[str, int]]] = {}
         self._names: dict[tuple[str, str], str] = {}  # (tenant, job_id) -> job name
         self._thread: threading.Thread | None = None
 
@@ -87,19 +88,21 @@ class RunEventWatcher:
         now = self.clock()
         lines: list[str] = []
         for tenant in self.tenants:
-            keys = [
-                k for k in self._recent_keys(tenant, now) if self._seen.get(k, ("", 0))[0] not in FINAL_STATES
-            ]
+            seen = self._seen.setdefault(tenant, {})
+            # Runs in the window, plus every run seen unfinished however old (a long backoff, a slow job).
+            active = [k for k, (state, _) in seen.items() if state not in FINAL_STATES]
+            candidates = dict.fromkeys([*self._recent_keys(tenant, now), *active])
+            keys = [k for k in candidates if seen.get(k, ("", 0))[0] not in FINAL_STATES]
             for item in self._get_runs(keys):
                 key = (item["job_id"]["S"], item["run_key"]["S"])
                 state = item["state"]["S"]
                 attempt = int(item.get("attempt", {}).get("N", "0"))
-                previous = self._seen.get(key)
+                previous = seen.get(key)
                 if previous == (state, attempt):
                     continue
-                self._seen[key] = (state, attempt)
+                seen[key] = (state, attempt)
                 if previous is not None and previous[0] == state and state != "running":
-                    continue
+                    continue  # only the attempt number moved: not an event of its own
                 name = self._job_name(tenant, key[0])
                 line = format_event(now.astimezone(), state, name, f"{key[0]}.{key[1]}")
                 self.sink(line)

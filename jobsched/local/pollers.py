@@ -163,7 +163,8 @@ class QueuePoller:
         try:
             self.process(messages)
         except Exception:
-            log.exception("batch on %s failed", self.name)
+            if not self.stop_event.is_set():  # after a stop, moto is gone: the error says nothing new
+                log.exception("batch on %s failed", self.name)
         finally:
             with self._lock:
                 self._busy.discard(threading.current_thread())

@@ -99,3 +99,19 @@ def test_runs_of_other_tenants_and_old_runs_are_not_printed(runs: RunsFixture) -
 def test_a_line_has_the_time_the_event_the_job_name_and_the_run_id() -> None:
     line = format_event(datetime(2026, 1, 2, 3, 4, 5), "failed", "demo.flaky", "j.20260102T030405.000Z")
     assert line == "03:04:05  failed     demo.flaky  j.20260102T030405.000Z"
+
+
+def test_an_unfinished_run_is_followed_after_it_leaves_the_window(runs: RunsFixture) -> None:
+    # Given a running run seen by the watcher
+    lines: list[str] = []
+    clock = [NOW]
+    runs.job("ev3", "j-slow", "slow")
+    run_id = runs.run("ev3", "j-slow", NOW, "running", 1)
+    w = watcher(runs, "ev3", lines)
+    w.clock = lambda: clock[0]
+    w.poll()
+    # When it finishes an hour later, long after its scheduled instant left the window
+    clock[0] = NOW + timedelta(hours=1)
+    runs.run("ev3", "j-slow", NOW, "succeeded", 1)
+    # Then its end is still printed
+    assert [line.split()[1:] for line in w.poll()] == [["succeeded", "slow", run_id]]
