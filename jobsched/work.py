@@ -154,7 +154,7 @@ class Worker:
                 f"the worker running attempt {claim.run.attempt} stopped (lease expired); no attempts left"
             )
             try:
-                self.attempts.fail_unclaimed(claim.run, now, error, "lease_expired", msg.to_dict())
+                self.attempts.fail_unclaimed(claim.run, now, error, "lease_expired", msg.to_json())
             except Exception:  # someone else moved it on: nothing for us to do
                 logger.warning("exhausted run %s changed before it could be dead-lettered", msg.run_id)
                 return Outcome("stale", msg.run_id, msg.attempt)
@@ -261,7 +261,7 @@ class Worker:
         classification = classify_error(exc)
         if classification == PERMANENT or claim.attempt >= run.max_attempts:
             reason = "permanent" if classification == PERMANENT else "exhausted"
-            self.attempts.dead_letter(claim, self.config.owner, now, text, reason, msg.to_dict())
+            self.attempts.dead_letter(claim, self.config.owner, now, text, reason, msg.to_json())
             self.metrics.add(obs.RUNS_FAILED)
             self.metrics.add(obs.RUNS_DEAD_LETTERED)
             return Outcome("dead_lettered", run.id, claim.attempt, detail={"reason": reason, "error": text})

@@ -246,10 +246,10 @@ class AttemptStore:
         return self._finish(claim, owner, sets, values, ["progress"])
 
     def dead_letter(
-        self, claim: Claim, owner: str, now: datetime, error: str, reason: str, message: dict | None
+        self, claim: Claim, owner: str, now: datetime, error: str, reason: str, message: str | None
     ) -> Run:
         """running -> failed and into the dead-letter index (fenced). ``message`` (the delivery's job
-        snapshot and payload) is kept so the dead letter can be replayed without the job."""
+        snapshot and payload, as its JSON body) is kept so the dead letter can be replayed without the job."""
         assert claim.run is not None
         i = claim.index
         sets = [
@@ -280,7 +280,7 @@ class AttemptStore:
         values = {":cancelled": "cancelled", ":now": to_iso(now), ":outcome": "cancelled"}
         return self._finish(claim, owner, sets, values, ["progress"])
 
-    def fail_unclaimed(self, run: Run, now: datetime, error: str, reason: str, message: dict | None) -> Run:
+    def fail_unclaimed(self, run: Run, now: datetime, error: str, reason: str, message: str | None) -> Run:
         """Dead-letter a run nobody holds (an exhausted takeover, a poison message): conditional on
         the state and attempt read, so it cannot overwrite a concurrent owner."""
         values: dict[str, Any] = {

@@ -119,3 +119,26 @@ def sent_messages(aws: Any, kind: str = "default") -> list[tuple[dict, int]]:
         delay = round((message.delayed_until - message.sent_timestamp) / 1000) if message.delayed_until else 0
         out.append((json.loads(message.body), max(0, delay)))
     return out
+
+
+def run_service(kit: Kit):
+    """A RunService over the kit's stores."""
+    from jobsched.aws.jobs_store import JobsStore
+    from jobsched.runs import RunService
+
+    return RunService(
+        runs=kit.runs,
+        attempts=kit.attempts,
+        jobs=JobsStore(kit.dynamo, kit.aws.settings.jobs_table),
+        outputs=kit.outputs,
+        sqs=kit.aws.clients.sqs,
+        queue_urls=dict(kit.aws.settings.queue_urls),
+    )
+
+
+def fail_permanently(kit: Kit, payload: dict | None = None, **kw: Any):
+    """A run that ran once and was dead-lettered with a permanent error; returns (run, message)."""
+    run, msg = kit.new_run({"handler": "demo.fail"}, payload or {"kind": "permanent"}, **kw)
+    out = kit.worker().process(msg.to_json(), kit.clock.now())
+    assert out.status == "dead_lettered"
+    return run, msg

@@ -57,7 +57,10 @@ def test_effects_of_different_runs_are_independent(kit, clock, charges):
     # Given two runs of the same job
     _, first = kit.new_run({"handler": "test.charge"}, {"amount": 1}, max_attempts=1)
     _, second = kit.new_run(
-        {"handler": "test.charge"}, {"amount": 2}, max_attempts=1, scheduled_at=clock.now() + timedelta(minutes=1)
+        {"handler": "test.charge"},
+        {"amount": 2},
+        max_attempts=1,
+        scheduled_at=clock.now() + timedelta(minutes=1),
     )
     # When both run (and fail after charging)
     kit.worker().process(first.to_json(), clock.now())

@@ -118,7 +118,7 @@ def test_retries_exhausted_dead_letter_with_the_whole_attempt_history(kit, clock
         "failed"
     ]
     item = kit.attempts.get_item(run.id)
-    assert item["dl_reason"] == "exhausted" and item["dl_message"]["payload"] == {}
+    assert item["dl_reason"] == "exhausted" and json.loads(item["dl_message"])["payload"] == {}
 
 
 def test_flaky_handler_succeeds_on_a_later_attempt(kit, clock, aws):
