@@ -21,6 +21,7 @@ from jobsched.api import gate
 from jobsched.api.auth import Authenticator
 from jobsched.api.deps import IDENTITY_CONTEXT_KEY
 from jobsched.api.errors import raw_error_response, register_error_handlers
+from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.openapi import polish
 from jobsched.api.routes.health import health_router
 from jobsched.api.tenants import PrincipalStore, admin_router
@@ -41,6 +42,7 @@ class ApiServices:
 
     clock: Clock
     principals: PrincipalStore | None = None
+    idempotency: IdempotencyStore | None = None
     jobs: Any = None
     runs: Any = None
     dead_letters: Any = None
@@ -129,3 +131,7 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
     from jobsched.api.routes import schedules
 
     app.include_router(schedules.schedules_router(services.clock))
+    if services.jobs is not None:
+        from jobsched.api.routes.jobs import jobs_router
+
+        app.include_router(jobs_router(services.jobs, services.clock, services.idempotency))

@@ -41,6 +41,12 @@ class BadRequestError(ValidationError):
     code = "bad_request"
 
 
+class PreconditionRequiredError(BadRequestError):
+    """Raised when a change that needs ``If-Match: <version>`` comes without it. Answered with 428."""
+
+    code = "precondition_required"
+
+
 class ForbiddenError(JobschedError):
     """Raised when an authenticated caller asks for something only an administrator may do (the
     ``/admin`` routes). Answered with 403."""
@@ -51,6 +57,7 @@ class ForbiddenError(JobschedError):
 # Most specific first: a subclass must be looked up before its base.
 _STATUS_BY_ERROR: tuple[tuple[type[JobschedError], HTTPStatus], ...] = (
     (PayloadTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
+    (PreconditionRequiredError, HTTPStatus.PRECONDITION_REQUIRED),
     (BadRequestError, HTTPStatus.BAD_REQUEST),
     (ValidationError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (NotFoundError, HTTPStatus.NOT_FOUND),

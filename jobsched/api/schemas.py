@@ -72,6 +72,9 @@ class HttpTargetIn(_In):
     url: str = Field(min_length=1, max_length=2048, description="https URL the run POSTs to")
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    body: dict[str, Any] | list[Any] | str | None = Field(
+        default=None, description="request body (JSON or text)"
+    )
     timeout_seconds: int | None = Field(default=None, ge=1, le=900)
 
     @field_validator("url")
@@ -124,7 +127,7 @@ class JobIn(_In):
     target: TargetIn
     payload: dict[str, Any] = Field(default_factory=dict)
     priority: Priority = "default"
-    timeout_seconds: int = Field(default=300, ge=1, le=86400)
+    timeout_seconds: int = Field(default=300, ge=1, le=900)
     retry: RetryIn = Field(default_factory=RetryIn)
     misfire_policy: MisfirePolicy = "run_once"
     misfire_grace_seconds: int = Field(default=60, ge=0, le=86400 * 7)
@@ -151,7 +154,7 @@ class JobPatch(_In):
     target: TargetIn | None = None
     payload: dict[str, Any] | None = None
     priority: Priority | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=86400)
+    timeout_seconds: int | None = Field(default=None, ge=1, le=900)
     retry: RetryIn | None = None
     misfire_policy: MisfirePolicy | None = None
     misfire_grace_seconds: int | None = Field(default=None, ge=0, le=86400 * 7)
@@ -228,6 +231,26 @@ class JobOut(BaseModel):
     next_fire_times: list[str] = Field(description="the next 5 fire instants (ISO 8601 UTC)")
 
 
+class PausedOut(JobOut):
+    withdrawn_runs: list[str] = Field(
+        description="runs queued ahead of their due instant, now skipped (paused)"
+    )
+
+
+class DeletedOut(BaseModel):
+    id: str
+    deleted: bool
+    withdrawn_runs: list[str] = Field(
+        description="runs queued ahead of their due instant, now skipped (deleted)"
+    )
+
+
+class TriggerIn(_In):
+    payload: dict[str, Any] | None = Field(
+        default=None, description="overrides the job's payload for this run"
+    )
+
+
 class JobList(BaseModel):
     items: list[JobOut]
     next_cursor: str | None
@@ -266,7 +289,7 @@ class RunList(BaseModel):
     next_cursor: str | None
 
 
-class TriggeredOut(BaseModel):
+class RunsOut(BaseModel):
     runs: list[RunOut]
 
 

@@ -7,21 +7,45 @@ fake clock.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
 
 from jobsched.api.app import ApiServices, JobschedResolver, build_app
 from jobsched.api.auth import AuthConfig, Authenticator
+from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.tenants import PrincipalStore
 from jobsched.aws.clients import Clients
 from jobsched.core.clock import Clock, SystemClock
 from jobsched.settings import Settings
 
+#: Comma-separated modules that register job handlers (``@job``); the API imports them so that an
+#: unknown handler is refused when a job is created. ``jobsched.demo_handlers`` is always loaded.
+ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
+DEFAULT_HANDLER_MODULES = ("jobsched.demo_handlers",)
+
+
+def load_handler_modules(env: Mapping[str, str]) -> None:
+    extra = tuple(m.strip() for m in env.get(ENV_HANDLER_MODULES, "").split(",") if m.strip())
+    for module in (*DEFAULT_HANDLER_MODULES, *extra):
+        importlib.import_module(module)
+
 
 def build_services(settings: Settings, clients: Clients, clock: Clock) -> ApiServices:
+    from jobsched.jobs import job_service_from_settings
+    from jobsched.targets.registry import is_registered
+
+    if settings.idempotency_table:
+        idempotency = IdempotencyStore(clients.dynamodb, settings.idempotency_table)
+    else:  # same records in the Leases table, under its own key and TTL attribute names
+        idempotency = IdempotencyStore(
+            clients.dynamodb, settings.leases_table, key_attribute="lease_key", ttl_attribute="expires_at"
+        )
     return ApiServices(
         clock=clock,
         principals=PrincipalStore(clients.dynamodb, settings.leases_table),
+        idempotency=idempotency,
+        jobs=job_service_from_settings(settings, clients, known_handlers=is_registered),
     )
 
 
@@ -30,6 +54,7 @@ def app_from_env(
 ) -> JobschedResolver:
     env = os.environ if env is None else env
     settings = Settings.from_env(env)
+    load_handler_modules(env)
     clients = clients or Clients()
     services = build_services(settings, clients, clock or SystemClock())
     config = AuthConfig.from_env(env)

@@ -1,0 +1,178 @@
+"""``/jobs``: create (with ``Idempotency-Key``), list, read, update and delete (with ``If-Match``),
+pause, resume, trigger now, backfill, and a job's runs. Each route calls one job service method."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Depends, Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
+
+from jobsched.api.deps import current_tenant
+from jobsched.api.errors import BadRequestError, PreconditionRequiredError
+from jobsched.api.idempotency import IdempotencyStore, check_key, fingerprint
+from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
+from jobsched.api.schemas import (
+    BackfillIn,
+    DeletedOut,
+    JobIn,
+    JobList,
+    JobOut,
+    JobPatch,
+    PausedOut,
+    PauseIn,
+    ResumeIn,
+    RunList,
+    RunOut,
+    RunsOut,
+    TriggerIn,
+)
+from jobsched.api.views import job_view, run_view
+from jobsched.core.clock import Clock
+from jobsched.core.errors import NotFoundError, ValidationError
+
+_JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_VERSION = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
+
+Tenant = Annotated[str, Depends(current_tenant)]
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"page size (default {DEFAULT_LIMIT})")]
+Cursor = Annotated[str | None, Query(max_length=2048, description="next_cursor of the previous page")]
+IfMatch = Annotated[str | None, Header(description="the job's current version, e.g. 3")]
+IdemKey = Annotated[str | None, Header(description="repeat-safe key for this request (1-128 chars)")]
+
+
+def job_id_of(job_id: str) -> str:
+    """A path job id; one that cannot exist is simply not found."""
+    if not _JOB_ID.match(job_id):
+        raise NotFoundError(f"job {job_id[:80]} not found")
+    return job_id
+
+
+def version_of(if_match: str | None) -> int:
+    if if_match is None or not if_match.strip():
+        raise PreconditionRequiredError("send If-Match: <version> (the job's current version)")
+    match = _VERSION.match(if_match.strip())
+    if not match:
+        raise BadRequestError(f"If-Match must be the job's version number, got {if_match[:40]!r}")
+    return int(match.group(1))
+
+
+def _created(body: Any, location: str | None = None) -> Response:
+    headers = {"Location": location} if location else None
+    return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
+
+
+def jobs_router(jobs: Any, clock: Clock, idempotency: IdempotencyStore | None) -> Router:
+    """``jobs`` is a :class:`jobsched.jobs.JobService`."""
+    router = Router()
+
+    @router.post("/jobs", tags=["jobs"], summary="Create a job", responses={201: {"description": "Created"}})
+    def create_job(
+        job: Annotated[JobIn, Body()], tenant: Tenant, idempotency_key: IdemKey = None
+    ) -> Response[JobOut]:
+        now = clock.now()
+        if idempotency_key is None or idempotency is None:
+            created = jobs.create(tenant, job.to_domain(), now)
+            body = job_view(created, now).model_dump(mode="json")
+            return _created(body, f"/jobs/{created.id}")
+        key = check_key(idempotency_key)
+        stored = idempotency.begin(tenant, key, fingerprint(job.model_dump(mode="json")), now)
+        if stored is not None:
+            response = _created(stored.body, f"/jobs/{stored.body.get('id')}")
+            response.status_code = stored.status
+            response.headers["Idempotent-Replayed"] = "true"
+            return response
+        try:
+            created = jobs.create(tenant, job.to_domain(), now)
+        except BaseException:
+            idempotency.release(tenant, key)
+            raise
+        body = job_view(created, now).model_dump(mode="json")
+        idempotency.complete(tenant, key, 201, body)
+        return _created(body, f"/jobs/{created.id}")
+
+    @router.get("/jobs", tags=["jobs"], summary="List the tenant's jobs")
+    def list_jobs(tenant: Tenant, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JobList:
+        scope = f"jobs:{tenant}"
+        start = decode_cursor(cursor, scope=scope)
+        found, last = jobs.list(tenant, limit=limit, cursor=(start or {}).get("after"))
+        now = clock.now()
+        return JobList(
+            **page([job_view(j, now) for j in found], {"after": last} if last else None, scope=scope)
+        )
+
+    @router.get("/jobs/<job_id>", tags=["jobs"], summary="Read a job")
+    def get_job(job_id: str, tenant: Tenant) -> JobOut:
+        return job_view(jobs.get(tenant, job_id_of(job_id)), clock.now())
+
+    @router.patch("/jobs/<job_id>", tags=["jobs"], summary="Change a job (If-Match: version)")
+    def update_job(
+        job_id: str, changes: Annotated[JobPatch, Body()], tenant: Tenant, if_match: IfMatch = None
+    ) -> JobOut:
+        expected = version_of(if_match)
+        try:
+            domain_changes = changes.to_domain()
+        except ValueError as error:
+            raise ValidationError(str(error)) from error
+        now = clock.now()
+        return job_view(jobs.update(tenant, job_id_of(job_id), domain_changes, expected, now), now)
+
+    @router.delete("/jobs/<job_id>", tags=["jobs"], summary="Delete a job (If-Match: version)")
+    def delete_job(job_id: str, tenant: Tenant, if_match: IfMatch = None) -> DeletedOut:
+        expected = version_of(if_match)
+        withdrawn = jobs.delete(tenant, job_id_of(job_id), clock.now(), expected)
+        return DeletedOut(id=job_id, deleted=True, withdrawn_runs=list(withdrawn))
+
+    @router.post("/jobs/<job_id>/pause", tags=["jobs"], summary="Pause; withdraws runs queued ahead")
+    def pause_job(job_id: str, tenant: Tenant, body: Annotated[PauseIn | None, Body()] = None) -> PausedOut:
+        now = clock.now()
+        result = jobs.pause(tenant, job_id_of(job_id), now, note=body.note if body else None)
+        return PausedOut(**job_view(result.job, now).model_dump(), withdrawn_runs=list(result.withdrawn))
+
+    @router.post("/jobs/<job_id>/resume", tags=["jobs"], summary="Resume (optionally override misfire)")
+    def resume_job(job_id: str, tenant: Tenant, body: Annotated[ResumeIn | None, Body()] = None) -> JobOut:
+        now = clock.now()
+        policy = body.misfire_policy if body else None
+        return job_view(jobs.resume(tenant, job_id_of(job_id), now, misfire_policy=policy), now)
+
+    @router.post(
+        "/jobs/<job_id>/trigger",
+        tags=["jobs"],
+        summary="Run the job now (Idempotency-Key makes a retry reuse the run)",
+        responses={201: {"description": "Run created"}},
+    )
+    def trigger_job(
+        job_id: str,
+        tenant: Tenant,
+        body: Annotated[TriggerIn | None, Body()] = None,
+        idempotency_key: IdemKey = None,
+    ) -> Response[RunOut]:
+        nonce = None
+        if idempotency_key is not None:
+            nonce = hashlib.sha256(check_key(idempotency_key).encode()).hexdigest()[:32]
+        payload = body.payload if body else None
+        run = jobs.trigger(tenant, job_id_of(job_id), clock.now(), payload=payload, nonce=nonce)
+        return _created(run_view(run).model_dump(mode="json"), f"/runs/{run.id}")
+
+    @router.post(
+        "/jobs/<job_id>/backfill",
+        tags=["jobs"],
+        summary="One run per occurrence in [from, to]",
+        responses={201: {"description": "Runs created"}},
+    )
+    def backfill_job(job_id: str, window: Annotated[BackfillIn, Body()], tenant: Tenant) -> Response[RunsOut]:
+        runs = jobs.backfill(tenant, job_id_of(job_id), window.from_, window.to, clock.now())
+        return _created(RunsOut(runs=[run_view(r) for r in runs]).model_dump(mode="json"))
+
+    @router.get("/jobs/<job_id>/runs", tags=["jobs"], summary="A job's runs, newest first")
+    def job_runs(job_id: str, tenant: Tenant, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> RunList:
+        job_id = job_id_of(job_id)
+        scope = f"job-runs:{tenant}:{job_id}"
+        start = decode_cursor(cursor, scope=scope)
+        runs, last = jobs.runs_of(tenant, job_id, limit=limit, cursor=(start or {}).get("after"))
+        return RunList(**page([run_view(r) for r in runs], {"after": last} if last else None, scope=scope))
+
+    return router
