@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import argparse
+import os
 import signal
+import socket
+import urllib.error
 import urllib.request
 
 import pytest
 
+from jobsched.commands.dev import add_arguments, run
 from jobsched.core.errors import ValidationError
 from jobsched.local.config import resolve_tenants
 from tests.local.devproc import DevProcess
@@ -60,3 +65,22 @@ def test_without_tenants_or_token_a_token_is_generated() -> None:
 def test_a_bad_tenant_option_is_a_validation_error(pairs: list[str]) -> None:
     with pytest.raises(ValidationError):
         resolve_tenants(pairs, env_token=None)
+
+
+def test_a_busy_api_port_is_reported_and_leaves_nothing_behind(capsys: pytest.CaptureFixture[str]) -> None:
+    # Given the API port is already taken
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        before = dict(os.environ)
+        # When `jobsched dev` is started on it
+        code = run(
+            parser.parse_args(["--port", str(port), "--no-demo", "--tenant", "a=t"]), out=lambda s: None
+        )
+    # Then it exits 1 naming the port, and the process environment is unchanged
+    assert code == 1
+    assert f"is port {port} in use?" in capsys.readouterr().err
+    assert dict(os.environ) == before
