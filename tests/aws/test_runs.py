@@ -9,7 +9,6 @@ import pytest
 
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.models import RunState
-from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit, fail_permanently, run_service, sent_messages
 
 
@@ -109,16 +108,3 @@ def test_output_is_read_from_s3_when_large(kit, service, clock):
     run, msg = kit.new_run(payload={"blob": "y" * 3000})
     kit.worker().process(msg.to_json(), clock.now())
     assert service.output("acme", run.id) == {"blob": "y" * 3000}
-
-
-@pytest.fixture
-def recorder():
-    seen: list[dict] = []
-
-    @job("test.record")
-    def handler(payload, ctx):
-        seen.append(payload)
-        return payload
-
-    yield seen
-    unregister("test.record")
