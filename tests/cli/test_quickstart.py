@@ -11,18 +11,14 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
-import secrets
 import shutil
 import subprocess
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from jobsched.client import ApiClient, ApiError
-from tests.cli.conftest import TOKEN, ContractServer, job_body, run_body
+from jobsched.client import ApiClient
+from tests.cli.conftest import TOKEN, ContractServer, Embedded, job_body, run_body
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "docs" / "quickstart.md"
@@ -54,6 +50,7 @@ def quickstart_script(url: str, token: str) -> str:
 
 def run_quickstart(url: str, token: str, workdir: Path, timeout: float = 240) -> subprocess.CompletedProcess:
     """Run the page's commands in ``workdir`` (with ``.venv`` linked in, as in a clone)."""
+    assert shutil.which("curl") and shutil.which("jq"), "the quickstart needs curl and jq on PATH"
     (workdir / ".venv").symlink_to(ROOT / ".venv")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JOBSCHED_", "AWS_"))}
     env["PATH"] = f"{ROOT / '.venv' / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}"
@@ -67,69 +64,13 @@ def run_quickstart(url: str, token: str, workdir: Path, timeout: float = 240) ->
     )
 
 
-@pytest.fixture(scope="module")
-def embedded() -> Iterator[tuple[str, str]]:
-    """`jobsched dev` (what `make run` runs) in a subprocess on a free port; yields (url, token)."""
+@pytest.mark.slow
+def test_every_quickstart_command_works_against_the_embedded_mode(embedded: Embedded, tmp_path: Path) -> None:
+    # Given the embedded mode, started as `make run` starts it
     missing = [name for name in PIPELINE if importlib.util.find_spec(name) is None]
     if missing:  # only while the run pipeline is landing; the test must run once it has
         pytest.skip(f"the embedded mode cannot run jobs yet: {', '.join(missing)} not there")
-    if shutil.which("curl") is None or shutil.which("jq") is None:
-        pytest.fail("the quickstart needs curl and jq on PATH")
-    token = "qs-" + secrets.token_urlsafe(12)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JOBSCHED_", "AWS_"))}
-    env["JOBSCHED_TOKEN"] = token
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jobsched.cli", "dev", "--port", "0", "--no-demo"],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        url = _wait_for_banner(proc, timeout=90)
-        _wait_for_health(url, timeout=30)
-        yield url, token
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _wait_for_banner(proc: subprocess.Popen, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    seen: list[str] = []
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        match = re.search(r"API on (http://\S+)", line)
-        if match:
-            return match.group(1)
-    raise AssertionError("jobsched dev did not print its URL:\n" + "".join(seen))
-
-
-def _wait_for_health(url: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            ApiClient(url, timeout=2).health()
-            return
-        except ApiError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.2)
-
-
-@pytest.mark.slow
-def test_every_quickstart_command_works_against_the_embedded_mode(embedded, tmp_path: Path) -> None:
-    # Given the embedded mode, started as `make run` starts it
-    url, token = embedded
+    url, token = embedded.url, embedded.tokens["qs"]
     # When every command of the quickstart runs, in order, in one shell
     result = run_quickstart(url, token, tmp_path)
     # Then none failed
