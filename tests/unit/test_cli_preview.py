@@ -1,0 +1,137 @@
+"""`jobsched preview`: JSON, table, errors (exit status 2 with the message on stderr)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from jobsched.cli import COMMAND_MODULES, main
+
+AFTER = "2026-03-07T12:00:00Z"
+
+
+def test_json_prints_exactly_one_array(capsys):
+    # Given a wall-clock schedule across New York's spring-forward gap
+    # When previewed with --json
+    status = main(
+        ["preview", "30 2 * * *", "--tz", "America/New_York", "--after", AFTER, "--count", "2", "--json"]
+    )
+    # Then the output is one JSON array of the documented objects
+    out = capsys.readouterr().out
+    assert status == 0
+    assert json.loads(out) == [
+        {"at": "2026-03-08T07:00:00Z", "local": "2026-03-08T03:00:00-04:00", "note": "dst_gap_shifted"},
+        {"at": "2026-03-09T06:30:00Z", "local": "2026-03-09T02:30:00-04:00", "note": None},
+    ]
+
+
+def test_policies_are_passed_through(capsys):
+    argv = ["preview", "30 2 * * *", "--tz", "America/New_York", "--after", AFTER, "--count", "1"]
+    status = main([*argv, "--dst-gap", "skip", "--json"])
+    assert status == 0
+    assert json.loads(capsys.readouterr().out)[0]["at"] == "2026-03-09T06:30:00Z"
+
+
+def test_table_marks_dst_affected_fires(capsys):
+    # Given the default output format
+    status = main(
+        [
+            "preview",
+            "30 1 * * *",
+            "--tz",
+            "Europe/London",
+            "--after",
+            "2026-10-24T12:00:00+00:00",
+            "--count",
+            "3",
+            "--dst-overlap",
+            "both",
+        ]
+    )
+    lines = capsys.readouterr().out.splitlines()
+    # Then there is a header and one line per fire, the doubled ones starred and explained
+    assert status == 0
+    assert lines[0].split() == ["#", "at", "(UTC)", "local", "note"]
+    assert "* DST overlap: first occurrence" in lines[1]
+    assert "* DST overlap: second occurrence" in lines[2]
+    assert lines[3].rstrip().endswith("2026-10-26T01:30:00+00:00")
+
+
+def test_invalid_expression_exits_2_with_the_message_on_stderr(capsys):
+    status = main(["preview", "30 2 * * 8"])
+    captured = capsys.readouterr()
+    assert status == 2
+    assert captured.out == ""
+    assert "day-of-week field '8' is out of range 0-7" in captured.err
+
+
+def test_unknown_zone_exits_2(capsys):
+    assert main(["preview", "@daily", "--tz", "Nowhere/City"]) == 2
+    assert "Nowhere/City" in capsys.readouterr().err
+
+
+def test_after_without_offset_exits_2(capsys):
+    assert main(["preview", "@daily", "--after", "2026-03-07T12:00:00"]) == 2
+    assert "has no UTC offset" in capsys.readouterr().err
+
+
+def test_count_out_of_range_exits_2(capsys):
+    assert main(["preview", "@daily", "--count", "0"]) == 2
+    assert "out of range 1-1000" in capsys.readouterr().err
+
+
+def test_default_after_is_now(capsys):
+    # Given no --after: the fires are in the future of the real clock (the CLI may read it)
+    assert main(["preview", "@hourly", "--count", "1", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 1
+
+
+def test_preview_is_registered():
+    assert "preview" in COMMAND_MODULES
+
+
+def test_installed_console_script_prints_one_json_array():
+    # Given the installed `jobsched` script next to this interpreter
+    script = Path(sys.executable).with_name("jobsched")
+    # When run as a subprocess
+    done = subprocess.run(
+        [
+            str(script),
+            "preview",
+            "*/15 * * * *",
+            "--tz",
+            "America/New_York",
+            "--after",
+            "2026-03-08T06:30:00Z",
+            "--count",
+            "3",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    # Then it exits 0 and stdout is a single JSON array of regular 15-minute fires across the gap
+    assert done.returncode == 0, done.stderr
+    assert [f["at"] for f in json.loads(done.stdout)] == [
+        "2026-03-08T06:45:00Z",
+        "2026-03-08T07:00:00Z",
+        "2026-03-08T07:15:00Z",
+    ]
+
+
+def test_installed_console_script_exits_2_on_bad_input():
+    script = Path(sys.executable).with_name("jobsched")
+    done = subprocess.run(
+        [str(script), "preview", "rate(5 weeks)", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "rate unit 'weeks' is not allowed" in done.stderr
