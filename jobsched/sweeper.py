@@ -1,0 +1,218 @@
+"""The sweeper: finds runs that nothing will move on and hands them to a worker again (guarantee 4).
+
+Three ways a run can be stranded, each found by its timestamps:
+
+- **lost send** — ``queued`` and ``due_at`` more than ``grace`` ago: the dispatcher (or a replay)
+  wrote the run and died before its message was sent;
+- **lost retry** — ``retrying`` and ``retry_at`` more than ``grace`` ago (the worker sends the retry
+  before marking the run, so this needs a message lost after the fact);
+- **expired lease** — ``running`` and ``lease_until`` more than ``grace`` ago with no message left
+  to bring it back (SQS normally redelivers it, and the next worker takes over).
+
+For each, the sweeper marks the run (``swept_at``, ``sweeps + 1``, conditional on the state and
+attempt it read, so two sweepers never both act) and sends a message for the next attempt from the
+job's definition. Duplicates are harmless: the worker's claim is conditional on state and attempt,
+and a takeover bumps the attempt (fencing). A run is re-sent at most ``max_sweeps`` times; a queue
+backlog therefore cannot make the sweeper multiply messages.
+
+Cost: the sweep reads, it writes only for stranded runs. It lists job keys with a Scan of the Jobs
+table (billed by the table's size: ~0.5 RRU per 4 KB of jobs) and reads each job's runs scheduled in
+the last ``lookback`` with one Query (billed by the size of those runs, about ``lookback / interval``
+runs per job). Runs stranded longer than ``lookback`` before a sweep saw them are out of reach; with
+the default 30 minutes and a 5-minute sweep that takes six missed sweeps in a row.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from jobsched import observability as obs
+from jobsched.aws.attempts import AttemptStore
+from jobsched.aws.jobs_store import JobsStore
+from jobsched.aws.metering import ConditionFailed, Dynamo, item_size, read_units
+from jobsched.core.errors import ConflictError, NotFoundError
+from jobsched.core.models import Job, Run, RunState, from_iso, run_key_for, to_iso
+from jobsched.dispatch import outgoing_for
+from jobsched.work import send_run_message
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_LOOKBACK = timedelta(minutes=30)
+DEFAULT_GRACE = timedelta(minutes=2)
+DEFAULT_MAX_SWEEPS = 3
+
+
+@dataclass
+class SweepSummary:
+    jobs: int = 0
+    runs_examined: int = 0
+    resent: int = 0  # lost sends and lost retries
+    reclaimed: int = 0  # expired leases
+    gave_up: int = 0  # already swept max_sweeps times
+    failed: int = 0  # the job is gone: the run is failed (dead letter)
+
+    def to_dict(self) -> dict[str, int]:
+        return asdict(self)
+
+
+class Sweeper:
+    """One sweep over every job's recent runs (stores, SQS client and metrics injected)."""
+
+    def __init__(
+        self,
+        *,
+        dynamo: Dynamo,
+        jobs_table: str,
+        runs_table: str,
+        jobs: JobsStore,
+        attempts: AttemptStore,
+        sqs: Any,
+        queue_urls: dict[str, str] | Any,
+        metrics: obs.MetricSink | None = None,
+        lookback: timedelta = DEFAULT_LOOKBACK,
+        grace: timedelta = DEFAULT_GRACE,
+        max_sweeps: int = DEFAULT_MAX_SWEEPS,
+    ):
+        self.dynamo = dynamo
+        self.jobs_table = jobs_table
+        self.runs_table = runs_table
+        self.jobs = jobs
+        self.attempts = attempts
+        self.sqs = sqs
+        self.queue_urls = queue_urls
+        self.metrics = metrics or obs.NullSink()
+        self.lookback = lookback
+        self.grace = grace
+        self.max_sweeps = max_sweeps
+
+    def sweep(self, now: datetime) -> SweepSummary:
+        """Examine the runs scheduled in ``[now - lookback, now]`` of every job and re-send the stranded."""
+        summary = SweepSummary()
+        for tenant, job_id in self._job_keys():
+            summary.jobs += 1
+            jobs: list[Job | None] = []  # the job, read once and only when one of its runs is stranded
+            for item in self._active_runs(job_id, now):
+                summary.runs_examined += 1
+                kind = self._stranded(item, now)
+                if kind is None:
+                    continue
+                if not jobs:
+                    jobs.append(self._job(tenant, job_id))
+                self._rescue(item, kind, jobs[0], now, summary)
+        return summary
+
+    # --- finding ---------------------------------------------------------------------------------
+
+    def _job_keys(self) -> list[tuple[str, str]]:
+        keys: list[tuple[str, str]] = []
+        kwargs: dict[str, Any] = {"TableName": self.jobs_table, "ProjectionExpression": "tenant, job_id"}
+        while True:
+            response = self.dynamo.client.scan(ReturnConsumedCapacity="TOTAL", **kwargs)
+            items = response.get("Items", [])
+            size = sum(item_size(i) for i in items)
+            self.dynamo.meter.record_dynamodb("Scan", rcu=read_units(size, False), response=response)
+            keys.extend((i["tenant"]["S"], i["job_id"]["S"]) for i in items)
+            if "LastEvaluatedKey" not in response:
+                return keys
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
+    def _active_runs(self, job_id: str, now: datetime) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        start = None
+        while True:
+            items, start = self.dynamo.query(
+                self.runs_table,
+                "job_id = :j AND run_key BETWEEN :from AND :to",
+                {
+                    ":j": job_id,
+                    ":from": run_key_for(now - self.lookback),
+                    ":to": run_key_for(now) + "~",  # "~" sorts after the manual/backfill suffixes
+                    ":q": "queued",
+                    ":r": "running",
+                    ":w": "retrying",
+                },
+                names={"#state": "state"},
+                filter_expression="#state IN (:q, :r, :w)",
+                start_key=start,
+            )
+            out.extend(items)
+            if start is None:
+                return out
+
+    def _stranded(self, item: dict[str, Any], now: datetime) -> str | None:
+        """``resend`` | ``reclaim`` | None, from the run's own timestamps."""
+        limit = now - self.grace
+        swept = item.get("swept_at")
+        if swept and from_iso(swept) > limit:
+            return None  # re-sent recently: give that message time
+        state = item.get("state")
+        if state == RunState.QUEUED and from_iso(item["due_at"]) < limit:
+            return "resend"
+        if state == RunState.RETRYING and item.get("retry_at") and from_iso(item["retry_at"]) < limit:
+            return "resend"
+        if state == RunState.RUNNING and item.get("lease_until") and from_iso(item["lease_until"]) < limit:
+            return "reclaim"
+        return None
+
+    def _job(self, tenant: str, job_id: str) -> Job | None:
+        try:
+            return self.jobs.get(tenant, job_id)
+        except NotFoundError:
+            return None
+
+    # --- rescuing --------------------------------------------------------------------------------
+
+    def _rescue(
+        self, item: dict[str, Any], kind: str, job: Job | None, now: datetime, summary: SweepSummary
+    ) -> None:
+        run = Run.from_item(item)
+        if job is None:
+            try:
+                self.attempts.fail_unclaimed(
+                    run, now, "the run's job was deleted before it ran", "lost", None
+                )
+                summary.failed += 1
+                self.metrics.add(obs.RUNS_DEAD_LETTERED)
+            except ConflictError:
+                pass
+            return
+        if int(item.get("sweeps", 0)) >= self.max_sweeps:
+            summary.gave_up += 1
+            logger.error("run %s is still %s after %s sweeps; leaving it", run.id, run.state, self.max_sweeps)
+            return
+        condition = "#state = :st AND attempt = :a AND (attribute_not_exists(sweeps) OR sweeps < :max)"
+        values: dict[str, Any] = {
+            ":st": str(run.state),
+            ":a": run.attempt,
+            ":max": self.max_sweeps,
+            ":now": to_iso(now),
+            ":zero": 0,
+            ":one": 1,
+        }
+        if run.attempt == 0:
+            condition = condition.replace("attempt = :a", "(attribute_not_exists(attempt) OR attempt = :a)")
+        if kind == "reclaim":
+            condition += " AND lease_until = :lu"
+            values[":lu"] = item["lease_until"]
+        try:
+            self.dynamo.update(
+                self.runs_table,
+                {"job_id": run.job_id, "run_key": run.run_key},
+                "SET swept_at = :now, sweeps = if_not_exists(sweeps, :zero) + :one",
+                condition=condition,
+                names={"#state": "state"},
+                values=values,
+            )
+        except ConditionFailed:
+            return  # it moved on by itself
+        message = outgoing_for(job, run, now).message
+        send_run_message(self.sqs, self.queue_urls[message.priority], message, now)
+        if kind == "reclaim":
+            summary.reclaimed += 1
+            self.metrics.add(obs.RUNS_RECLAIMED)
+        else:
+            summary.resent += 1
+            self.metrics.add(obs.RUNS_RESENT)
