@@ -3,8 +3,10 @@
 The watcher needs no hook in the worker or the dispatcher: every ``interval`` seconds it lists each
 tenant's recent runs through the KEYS_ONLY ``tenant_index`` (its sort key starts with the scheduled
 instant, so a key range bounds the scan), reads the state of the runs not yet seen finished, and
-prints what changed: ``HH:MM:SS  <event>  <job name>  <run id>``. A state that lasted less than one
-interval may go unseen (a fast run can show queued then succeeded); the final state is always seen.
+prints what changed: ``HH:MM:SS  <event>  <job name>  <run id>``. Runs the dispatcher queued ahead
+of their instant are reported as queued when that instant comes, so the log reads in time order.
+A state that lasted less than one interval may go unseen (a fast run can show queued then
+succeeded); the final state is always seen.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobsched.core.models import run_key_for
+from jobsched.core.models import run_key_for, scheduled_at_from_run_key
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,8 @@ class RunEventWatcher:
                 previous = seen.get(key)
                 if previous == (state, attempt):
                     continue
+                if previous is None and state == "queued" and scheduled_at_from_run_key(key[1]) > now:
+                    continue  # queued ahead of its instant: reported when it falls due, in time order
                 seen[key] = (state, attempt)
                 if previous is not None and previous[0] == state and state != "running":
                     continue  # only the attempt number moved: not an event of its own

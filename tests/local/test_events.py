@@ -115,3 +115,18 @@ def test_an_unfinished_run_is_followed_after_it_leaves_the_window(runs: RunsFixt
     runs.run("ev3", "j-slow", NOW, "succeeded", 1)
     # Then its end is still printed
     assert [line.split()[1:] for line in w.poll()] == [["succeeded", "slow", run_id]]
+
+
+def test_a_run_queued_ahead_is_reported_when_it_falls_due(runs: RunsFixture) -> None:
+    # Given a run queued 30 s ahead of its instant
+    lines: list[str] = []
+    clock = [NOW]
+    runs.job("ev4", "j-ahead", "ahead")
+    run_id = runs.run("ev4", "j-ahead", NOW + timedelta(seconds=30), "queued")
+    w = watcher(runs, "ev4", lines)
+    w.clock = lambda: clock[0]
+    # When the watcher polls before and then at its instant
+    assert w.poll() == []
+    clock[0] = NOW + timedelta(seconds=30)
+    # Then the queued line comes at its instant
+    assert [line.split()[1:] for line in w.poll()] == [["queued", "ahead", run_id]]
