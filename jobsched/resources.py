@@ -19,6 +19,9 @@ ENV_QUEUE_URL_PREFIX = "JOBSCHED_QUEUE_URL_"  # + priority in upper case, e.g. J
 ENV_DLQ_URL_PREFIX = "JOBSCHED_DLQ_URL_"  # + priority in upper case
 ENV_SHARDS = "JOBSCHED_SHARDS"
 ENV_LOOKAHEAD_SECONDS = "JOBSCHED_LOOKAHEAD_SECONDS"
+# How far ahead a due job's occurrences are enqueued (SQS DelaySeconds): amortizes the job advance
+# (1 item write + 2 due-index writes) over several runs. See docs/decisions/0001-data-model.md.
+ENV_ENQUEUE_HORIZON_SECONDS = "JOBSCHED_ENQUEUE_HORIZON_SECONDS"
 ENV_STATE_MACHINE_ARN = "JOBSCHED_STATE_MACHINE_ARN"
 ENV_ALLOWED_HTTP_HOSTS = "JOBSCHED_ALLOWED_HTTP_HOSTS"
 ENV_AUTH_MODE = "JOBSCHED_AUTH_MODE"
@@ -173,12 +176,17 @@ class FunctionSpec:
 
 FUNCTIONS = (
     FunctionSpec("api", "functions.api.handler", 512, 29, "HTTP API (API Gateway HTTP API v2 events)"),
-    FunctionSpec("dispatcher", "functions.dispatcher.handler", 512, 60, "per-shard tick: due jobs -> runs -> queues"),
+    FunctionSpec(
+        "dispatcher", "functions.dispatcher.handler", 512, 60, "per-shard tick: due jobs -> runs -> queues"
+    ),
     FunctionSpec("worker", "functions.worker.handler", 512, 900, "SQS batches of runs: execute with leases"),
     FunctionSpec("dlq_consumer", "functions.dlq_consumer.handler", 256, 60, "poison messages -> failed runs"),
-    FunctionSpec("sweeper", "functions.sweeper.handler", 256, 300, "re-sends lost runs, reclaims expired leases"),
+    FunctionSpec(
+        "sweeper", "functions.sweeper.handler", 256, 300, "re-sends lost runs, reclaims expired leases"
+    ),
 )
 
 DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60
+DEFAULT_ENQUEUE_HORIZON_SECONDS = 300
 MAX_SQS_DELAY_SECONDS = 900

@@ -35,6 +35,7 @@ class Settings:
     dlq_urls: Mapping[str, str] = field(default_factory=dict)
     shards: int = r.DEFAULT_SHARDS
     lookahead_seconds: int = r.DEFAULT_LOOKAHEAD_SECONDS
+    enqueue_horizon_seconds: int = r.DEFAULT_ENQUEUE_HORIZON_SECONDS
     state_machine_arn: str | None = None
     allowed_http_hosts: tuple[str, ...] = ()
     auth_mode: str = "iam"
@@ -83,6 +84,12 @@ class Settings:
                 f"environment variable {r.ENV_LOOKAHEAD_SECONDS} must be <= {r.MAX_SQS_DELAY_SECONDS} "
                 "(the SQS delay cap)"
             )
+        horizon = integer(r.ENV_ENQUEUE_HORIZON_SECONDS, r.DEFAULT_ENQUEUE_HORIZON_SECONDS, 0)
+        if horizon > r.MAX_SQS_DELAY_SECONDS:
+            raise ConfigurationError(
+                f"environment variable {r.ENV_ENQUEUE_HORIZON_SECONDS} must be <= {r.MAX_SQS_DELAY_SECONDS} "
+                "(the SQS delay cap)"
+            )
         return cls(
             jobs_table=required(r.ENV_JOBS_TABLE),
             runs_table=required(r.ENV_RUNS_TABLE),
@@ -93,6 +100,7 @@ class Settings:
             dlq_urls=dlq_urls,
             shards=integer(r.ENV_SHARDS, r.DEFAULT_SHARDS, 1),
             lookahead_seconds=lookahead,
+            enqueue_horizon_seconds=horizon,
             state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN) or None,
             allowed_http_hosts=hosts,
             auth_mode=env.get(r.ENV_AUTH_MODE, "iam") or "iam",
@@ -108,6 +116,7 @@ class Settings:
             r.ENV_LEASES_TABLE: self.leases_table,
             r.ENV_SHARDS: str(self.shards),
             r.ENV_LOOKAHEAD_SECONDS: str(self.lookahead_seconds),
+            r.ENV_ENQUEUE_HORIZON_SECONDS: str(self.enqueue_horizon_seconds),
             r.ENV_AUTH_MODE: self.auth_mode,
             r.ENV_WORKER_TIMEOUT_SECONDS: str(self.worker_timeout_seconds),
         }

@@ -345,10 +345,17 @@ class Job(JobSpec):
         return _compact(item) | {"payload": self.payload}
 
     def due_index_attributes(self) -> dict[str, Any]:
-        """Sparse due index keys: present only while the job is active and has a next occurrence."""
-        if self.state is JobState.ACTIVE and self.next_due_at is not None:
-            return {"due_shard": str(self.shard), "due_at": to_epoch_ms(self.next_due_at)}
-        return {}
+        """Sparse due index keys: present only while the job is active and has something to decide.
+
+        A job holding a buffered occurrence (overlap ``buffer_one``) stays due from that instant on, so
+        every tick re-checks whether the previous run has finished and the buffered one can start.
+        """
+        if self.state is not JobState.ACTIVE:
+            return {}
+        candidates = [t for t in (self.next_due_at, self.buffered_at) if t is not None]
+        if not candidates:
+            return {}
+        return {"due_shard": str(self.shard), "due_at": to_epoch_ms(min(candidates))}
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Job:

@@ -64,7 +64,11 @@ def _fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def provision(
-    clients: Clients, prefix: str = PREFIX, shards: int = 4, lookahead_seconds: int = 60
+    clients: Clients,
+    prefix: str = PREFIX,
+    shards: int = 4,
+    lookahead_seconds: int = 60,
+    enqueue_horizon_seconds: int = 60,
 ) -> Settings:
     """Create every table, queue (+DLQ with redrive) and the bucket; return the matching settings."""
     names: dict[str, str] = {}
@@ -96,6 +100,7 @@ def provision(
         bucket=bucket,
         shards=shards,
         lookahead_seconds=lookahead_seconds,
+        enqueue_horizon_seconds=enqueue_horizon_seconds,
     )
 
 
@@ -120,3 +125,62 @@ def aws_environ(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch) -> AwsEnv:
 def clock() -> FakeClock:
     """A fake clock at :data:`T0`."""
     return FakeClock(T0)
+
+
+# --- run pipeline services (H3): job service and dispatcher over the moto environment -------------
+
+KNOWN_HANDLERS = frozenset({"echo", "sleep", "fail"})
+
+
+@dataclass
+class Pipeline:
+    """The job service and dispatcher wired to moto, plus the pieces tests inspect."""
+
+    env: AwsEnv
+    jobs: object  # JobService
+    dispatcher: object  # Dispatcher
+    meter: object  # Meter
+
+    def messages(self, kind: str = "default") -> list[dict]:
+        """Every message on a queue, delayed or not, as ``{"body", "group", "delay"}`` (oldest first).
+
+        Read from moto's queue state, because moto honours ``DelaySeconds`` against the wall clock and
+        the tests' clock is fake; nothing is received, so visibility is untouched.
+        """
+        return sqs_messages(self.env, kind)
+
+
+def sqs_messages(env: AwsEnv, kind: str) -> list[dict]:
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sqs.models import sqs_backends
+
+    name = env.settings.queue_url(kind).rsplit("/", 1)[-1]
+    queue = sqs_backends[DEFAULT_ACCOUNT_ID][REGION].queues[name]
+    out = []
+    for message in queue._messages:
+        sent_ms = int(message.sent_timestamp or 0)
+        delay = round((message.delayed_until - sent_ms) / 1000) if message.delayed_until else 0
+        out.append({"body": json.loads(message.body), "group": message.group_id, "delay": max(0, delay)})
+    return out
+
+
+def build_pipeline(env: AwsEnv, owner: str = "test-dispatcher") -> Pipeline:
+    from jobsched.aws.metering import Meter
+    from jobsched.dispatch import dispatcher_from_settings
+    from jobsched.jobs import JobService
+
+    meter = Meter()
+    dispatcher = dispatcher_from_settings(env.settings, env.clients, meter=meter, owner=owner)
+    service = JobService(
+        dispatcher.jobs,
+        dispatcher.runs,
+        dispatcher,
+        shards=env.settings.shards,
+        known_handlers=KNOWN_HANDLERS.__contains__,
+    )
+    return Pipeline(env=env, jobs=service, dispatcher=dispatcher, meter=meter)
+
+
+@pytest.fixture
+def pipeline(aws: AwsEnv) -> Pipeline:
+    return build_pipeline(aws)

@@ -1,0 +1,192 @@
+"""The Jobs table: one item per job (pk ``tenant``, sk ``job_id``) and the sparse ``due_index``.
+
+Every write here is conditional: creation on absence, edits on the caller's ``version`` (optimistic
+concurrency), dispatcher advances on the exact ``next_due_at`` and ``version`` the dispatcher read
+plus its fencing token. A condition that fails raises, and nothing is written.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError, PreconditionFailedError
+from jobsched.core.models import Job, JobState, to_epoch_ms, to_iso
+
+DUE_INDEX = "due_index"
+
+
+class StaleJobError(ConflictError):
+    """Raised when a dispatcher's advance finds the job changed since it was read (another tick, an edit,
+    a pause): the dispatcher drops its plan for the job; the next tick starts from the stored state."""
+
+    code = "stale_job"
+
+
+class JobsStore:
+    def __init__(self, dynamo: Dynamo, table: str):
+        self.dynamo = dynamo
+        self.table = table
+
+    def create(self, job: Job) -> Job:
+        try:
+            self.dynamo.put(self.table, job.to_item(), condition="attribute_not_exists(job_id)")
+        except ConditionFailed:
+            raise ConflictError(f"job {job.id} already exists") from None
+        return job
+
+    def get(self, tenant: str, job_id: str, *, consistent: bool = True) -> Job:
+        """The tenant's job; another tenant's job is reported exactly like a missing one."""
+        item = self.dynamo.get(self.table, {"tenant": tenant, "job_id": job_id}, consistent=consistent)
+        if item is None:
+            raise NotFoundError(f"job {job_id} not found")
+        return Job.from_item(item)
+
+    def list(
+        self, tenant: str, *, limit: int = 50, start_after: str | None = None
+    ) -> tuple[list[Job], str | None]:
+        """A page of the tenant's jobs ordered by id; the cursor is the last job id of the page."""
+        start = {"tenant": tenant, "job_id": start_after} if start_after else None
+        items, last = self.dynamo.query(
+            self.table, "tenant = :t", {":t": tenant}, limit=limit, start_key=start
+        )
+        return [Job.from_item(i) for i in items], (last or {}).get("job_id")
+
+    def replace(self, job: Job, expected_version: int) -> Job:
+        """Write ``job`` in full if the stored version is ``expected_version`` (PreconditionFailed if not)."""
+        try:
+            self.dynamo.put(
+                self.table,
+                job.to_item(),
+                condition="attribute_exists(job_id) AND version = :v",
+                values={":v": expected_version},
+            )
+        except ConditionFailed as failed:
+            if failed.existing is None:
+                raise NotFoundError(f"job {job.id} not found") from None
+            raise PreconditionFailedError(
+                f"job {job.id} is at version {failed.existing.get('version')}, not {expected_version}"
+            ) from None
+        return job
+
+    def delete(self, tenant: str, job_id: str, expected_version: int | None = None) -> None:
+        condition = "attribute_exists(job_id)" + (" AND version = :v" if expected_version is not None else "")
+        values = {":v": expected_version} if expected_version is not None else None
+        try:
+            self.dynamo.delete(
+                self.table, {"tenant": tenant, "job_id": job_id}, condition=condition, values=values
+            )
+        except ConditionFailed:
+            current = self.dynamo.get(self.table, {"tenant": tenant, "job_id": job_id}, consistent=True)
+            if current is None:
+                raise NotFoundError(f"job {job_id} not found") from None
+            raise PreconditionFailedError(
+                f"job {job_id} is at version {current.get('version')}, not {expected_version}"
+            ) from None
+
+    # --- dispatcher side ------------------------------------------------------------------------
+
+    def due_keys(
+        self, shard: int, until: datetime, *, limit: int = 100, start_key: dict[str, Any] | None = None
+    ) -> tuple[list[tuple[str, str]], dict[str, Any] | None]:
+        """One page of (tenant, job_id) due at or before ``until`` in ``shard``, earliest first."""
+        items, last = self.dynamo.query(
+            self.table,
+            "due_shard = :s AND due_at <= :u",
+            {":s": str(shard), ":u": to_epoch_ms(until)},
+            index=DUE_INDEX,
+            limit=limit,
+            start_key=start_key,
+        )
+        return [(i["tenant"], i["job_id"]) for i in items], last
+
+    def get_many(self, keys: list[tuple[str, str]]) -> list[Job]:
+        """Jobs for (tenant, job_id) keys, in the order given; keys that vanished are left out."""
+        if not keys:
+            return []
+        items = self.dynamo.batch_get(
+            self.table, [{"tenant": t, "job_id": j} for t, j in keys], consistent=True
+        )
+        by_key = {(i["tenant"], i["job_id"]): Job.from_item(i) for i in items}
+        return [by_key[k] for k in keys if k in by_key]
+
+    def advance(self, read: Job, updated: Job, fence: int | None) -> None:
+        """Store the dispatcher's bookkeeping of ``updated`` if the job is still as ``read``.
+
+        Conditional on the ``next_due_at``, ``version`` and state that were read (a concurrent tick,
+        edit or pause makes it fail with :class:`StaleJobError`) and, when ``fence`` is given, on no
+        higher fencing token having advanced the job (:class:`LeaseLostError`). Only dispatch fields are
+        written, so a definition edit is never overwritten.
+        """
+        sets = {
+            "updated_at": to_iso(updated.updated_at),
+            "state": str(updated.state),
+        }
+        removes: list[str] = []
+        optional = {
+            "next_due_at": to_iso(updated.next_due_at) if updated.next_due_at else None,
+            "last_fired_at": to_iso(updated.last_fired_at) if updated.last_fired_at else None,
+            "last_run_id": updated.last_run_id,
+            "buffered_at": to_iso(updated.buffered_at) if updated.buffered_at else None,
+            "misfire_override": updated.misfire_override,
+        }
+        due = updated.due_index_attributes()
+        optional["due_shard"] = due.get("due_shard")
+        optional["due_at"] = due.get("due_at")
+        for name, value in optional.items():
+            if value is None:
+                removes.append(name)
+            else:
+                sets[name] = value
+        # Leave the index keys alone when they do not change: rewriting them is billed twice.
+        read_due = read.due_index_attributes()
+        for name in ("due_shard", "due_at"):
+            if read_due.get(name) == due.get(name):
+                sets.pop(name, None)
+                if name in removes:
+                    removes.remove(name)
+        conditions = ["version = :v", "#state = :read_state"]
+        values: dict[str, Any] = {":v": read.version, ":read_state": str(read.state)}
+        if read.next_due_at is None:
+            conditions.append("attribute_not_exists(next_due_at)")
+        else:
+            conditions.append("next_due_at = :read_due")
+            values[":read_due"] = to_iso(read.next_due_at)
+        if fence is not None:
+            conditions.append("(attribute_not_exists(fence) OR fence <= :fence)")
+            values[":fence"] = fence
+            sets["fence"] = fence
+        names = {"#state": "state"}
+        assignments = []
+        for i, (name, value) in enumerate(sets.items()):
+            placeholder = f"#a{i}"
+            names[placeholder] = name
+            assignments.append(f"{placeholder} = :a{i}")
+            values[f":a{i}"] = value
+        expression = "SET " + ", ".join(assignments)
+        if removes:
+            expression += " REMOVE " + ", ".join(removes)
+        try:
+            self.dynamo.update(
+                self.table,
+                {"tenant": read.tenant, "job_id": read.id},
+                expression,
+                condition=" AND ".join(conditions),
+                names=names,
+                values=values,
+            )
+        except ConditionFailed as failed:
+            existing = failed.existing
+            if existing is None:
+                raise StaleJobError(f"job {read.id} was deleted") from None
+            if fence is not None and existing.get("fence") is not None and int(existing["fence"]) > fence:
+                raise LeaseLostError(
+                    f"job {read.id} was advanced under fencing token {existing['fence']} > {fence}"
+                ) from None
+            raise StaleJobError(f"job {read.id} changed since it was read") from None
+
+
+def completed_or_active(next_due: datetime | None) -> JobState:
+    """A job with no occurrence left is completed (one-off ``at()`` jobs after their run)."""
+    return JobState.ACTIVE if next_due is not None else JobState.COMPLETED

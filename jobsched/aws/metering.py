@@ -1,0 +1,423 @@
+"""Every DynamoDB and SQS call of the run pipeline goes through here, so what AWS would bill is counted.
+
+:class:`Dynamo` wraps a boto3 DynamoDB client: it converts plain Python items (str, int, float, bool,
+dict, list) to and from the wire format, adds ``ReturnConsumedCapacity="TOTAL"`` and hands each
+response to a :class:`Meter`.
+
+Why the meter *estimates* instead of trusting the response: moto reports a constant 1.0/0.5 unit per
+call whatever the item size and leaves out global secondary indexes, so its figures cannot price a
+run. The meter therefore computes capacity from item sizes with the documented DynamoDB rules and
+keeps the reported figure beside it (``reported_*``; on real AWS the two should agree):
+
+* item size = sum of UTF-8 attribute name lengths + value sizes (strings: UTF-8 bytes; numbers:
+  ~1 byte per 2 significant digits + 1; booleans/null: 1; lists/maps: 3 + elements + 1 per element);
+* write: ``ceil(size / 1 KB)`` WRU for the item; a failed conditional write is billed the same;
+* each GSI whose projection the write touches costs ``ceil(projected size / 1 KB)`` more; a write
+  that *changes* a GSI key costs two (delete old entry + put new one), one that removes it one.
+  For an update the old image is not known: a key named in the update expression counts as a change
+  (2) when the new image has it, a removal (1) when it does not; a put counts as a new item;
+* reads: ``ceil(size / 4 KB)`` units per item, halved when eventually consistent; a query sums the
+  sizes of the items it returns before rounding.
+* SQS: each request is billed per started 64 KiB of payload; a batch of ten 1 KB messages is one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from jobsched.resources import TableSpec
+
+_SER = TypeSerializer()
+_DESER = TypeDeserializer()
+
+
+def to_dynamo_value(value: Any) -> Any:
+    """Plain Python -> what TypeSerializer accepts (floats become Decimal via their shortest repr)."""
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"DynamoDB cannot store {value}")
+        return Decimal(repr(value))
+    if isinstance(value, dict):
+        return {k: to_dynamo_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_dynamo_value(v) for v in value]
+    return value
+
+
+def serialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _SER.serialize(to_dynamo_value(v)) for k, v in item.items()}
+
+
+def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: _DESER.deserialize(v) for k, v in item.items()}
+
+
+def _value_size(value: dict[str, Any]) -> int:
+    (kind, inner), *_ = value.items()
+    if kind == "S":
+        return len(inner.encode())
+    if kind == "N":
+        digits = len(inner.lstrip("-").replace(".", "").strip("0")) or 1
+        return 1 + (digits + 1) // 2
+    if kind == "B":
+        return len(inner)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in inner.items())
+    if kind == "L":
+        return 3 + sum(_value_size(v) + 1 for v in inner)
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_size({kind[0]: v}) for v in inner)
+    return 0
+
+
+def item_size(wire_item: Mapping[str, Any]) -> int:
+    """Size in bytes of an item in wire format, by the DynamoDB sizing rules."""
+    return sum(len(k.encode()) + _value_size(v) for k, v in wire_item.items())
+
+
+def write_units(size: int) -> int:
+    return max(1, math.ceil(size / 1024))
+
+
+def read_units(size: int, consistent: bool) -> float:
+    units = max(1, math.ceil(size / 4096))
+    return float(units) if consistent else units / 2
+
+
+class Meter:
+    """Thread-safe counters of requests and (estimated and reported) capacity, per service and call."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.reset()
+
+    def reset(self) -> None:
+        with self._lock:
+            self.requests: Counter[str] = Counter()  # "dynamodb.PutItem" -> calls
+            self.wcu: Counter[str] = Counter()  # estimated write units, per operation
+            self.rcu: Counter[str] = Counter()
+            self.reported: Counter[str] = Counter()  # capacity units as reported by the service
+            self.sqs_billed_requests = 0
+            self.sqs_messages = 0
+
+    def record_dynamodb(
+        self, operation: str, *, wcu: float = 0.0, rcu: float = 0.0, response: Mapping | None = None
+    ) -> None:
+        reported = 0.0
+        consumed = (response or {}).get("ConsumedCapacity")
+        for entry in consumed if isinstance(consumed, list) else [consumed] if consumed else []:
+            reported += float(entry.get("CapacityUnits", 0.0))
+        with self._lock:
+            self.requests[f"dynamodb.{operation}"] += 1
+            self.wcu[operation] += wcu
+            self.rcu[operation] += rcu
+            self.reported[operation] += reported
+
+    def record_sqs(self, operation: str, payload_bytes: Iterable[int]) -> None:
+        sizes = list(payload_bytes)
+        billed = max(1, math.ceil(sum(sizes) / (64 * 1024)))
+        with self._lock:
+            self.requests[f"sqs.{operation}"] += 1
+            self.sqs_billed_requests += billed
+            self.sqs_messages += len(sizes)
+
+    def snapshot(self) -> dict[str, Any]:
+        """A JSON-ready summary: totals and the per-operation breakdown."""
+        with self._lock:
+            return {
+                "dynamodb": {
+                    "requests": sum(v for k, v in self.requests.items() if k.startswith("dynamodb.")),
+                    "wcu": float(sum(self.wcu.values())),
+                    "rcu": float(sum(self.rcu.values())),
+                    "reported_capacity_units": float(sum(self.reported.values())),
+                    "wcu_by_operation": dict(self.wcu),
+                    "rcu_by_operation": dict(self.rcu),
+                },
+                "sqs": {
+                    "requests": sum(v for k, v in self.requests.items() if k.startswith("sqs.")),
+                    "billed_requests": self.sqs_billed_requests,
+                    "messages": self.sqs_messages,
+                },
+                "requests": dict(self.requests),
+            }
+
+
+class ConditionFailed(Exception):
+    """A conditional write was refused; ``existing`` is the item as stored (when DynamoDB returned it)."""
+
+    def __init__(self, existing: dict[str, Any] | None):
+        super().__init__("conditional check failed")
+        self.existing = existing
+
+
+_NAME_TOKEN = re.compile(r"#?[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _expression_names(expression: str, names: Mapping[str, str] | None) -> set[str]:
+    """Attribute names an update expression mentions (``#n`` placeholders resolved)."""
+    out = set()
+    for token in _NAME_TOKEN.findall(expression):
+        out.add(names.get(token, token) if token.startswith("#") and names else token)
+    return out
+
+
+class Dynamo:
+    """A metered DynamoDB client for plain-Python items. ``specs`` maps physical table names to their
+    :class:`TableSpec` so index writes can be estimated."""
+
+    def __init__(self, client: Any, specs: Mapping[str, TableSpec], meter: Meter | None = None):
+        self.client = client
+        self.specs = dict(specs)
+        self.meter = meter or Meter()
+
+    # --- estimation --------------------------------------------------------------------------------
+
+    def _index_units_for_item(self, table: str, wire: Mapping[str, Any], size: int) -> int:
+        spec = self.specs.get(table)
+        units = 0
+        for index in spec.indexes if spec else ():
+            if all(k.name in wire for k in (index.partition, index.sort) if k):
+                units += write_units(self._projected_size(spec, index, wire, size))
+        return units
+
+    @staticmethod
+    def _projected_size(spec: TableSpec, index: Any, wire: Mapping[str, Any], size: int) -> int:
+        if index.projection == "ALL":
+            return size
+        names = {spec.partition.name, index.partition.name}
+        names |= {k.name for k in (spec.sort, index.sort) if k}
+        names |= set(index.include)
+        return item_size({k: v for k, v in wire.items() if k in names}) + 100  # +100: index overhead
+
+    # --- calls -------------------------------------------------------------------------------------
+
+    def put(
+        self,
+        table: str,
+        item: Mapping[str, Any],
+        *,
+        condition: str | None = None,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> None:
+        """PutItem; on a failed condition raise :class:`ConditionFailed` carrying the stored item."""
+        wire = serialize(item)
+        size = item_size(wire)
+        kwargs: dict[str, Any] = {"TableName": table, "Item": wire, "ReturnConsumedCapacity": "TOTAL"}
+        if condition:
+            kwargs["ConditionExpression"] = condition
+            kwargs["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        if names:
+            kwargs["ExpressionAttributeNames"] = dict(names)
+        if values:
+            kwargs["ExpressionAttributeValues"] = serialize(values)
+        try:
+            response = self.client.put_item(**kwargs)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            self.meter.record_dynamodb("PutItem", wcu=write_units(size), response=exc.response)
+            old = exc.response.get("Item")
+            raise ConditionFailed(deserialize(old) if old else None) from None
+        self.meter.record_dynamodb(
+            "PutItem",
+            wcu=write_units(size) + self._index_units_for_item(table, wire, size),
+            response=response,
+        )
+
+    def update(
+        self,
+        table: str,
+        key: Mapping[str, Any],
+        expression: str,
+        *,
+        condition: str | None = None,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        """UpdateItem returning the new image; :class:`ConditionFailed` carries the stored item."""
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "Key": serialize(key),
+            "UpdateExpression": expression,
+            "ReturnValues": "ALL_NEW",
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+        if condition:
+            kwargs["ConditionExpression"] = condition
+            kwargs["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        if names:
+            kwargs["ExpressionAttributeNames"] = dict(names)
+        if values:
+            kwargs["ExpressionAttributeValues"] = serialize(values)
+        try:
+            response = self.client.update_item(**kwargs)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            old = exc.response.get("Item")
+            self.meter.record_dynamodb(
+                "UpdateItem", wcu=write_units(item_size(old) if old else 0), response=exc.response
+            )
+            raise ConditionFailed(deserialize(old) if old else None) from None
+        wire = response.get("Attributes", {})
+        size = item_size(wire)
+        self.meter.record_dynamodb(
+            "UpdateItem",
+            wcu=write_units(size) + self._index_units_for_update(table, wire, size, expression, names),
+            response=response,
+        )
+        return deserialize(wire)
+
+    def _index_units_for_update(
+        self, table: str, wire: Mapping[str, Any], size: int, expression: str, names: Mapping[str, str] | None
+    ) -> int:
+        spec = self.specs.get(table)
+        touched = _expression_names(expression, names)
+        units = 0
+        for index in spec.indexes if spec else ():
+            keys = [k.name for k in (index.partition, index.sort) if k]
+            in_index = all(k in wire for k in keys)
+            projected = write_units(self._projected_size(spec, index, wire, size)) if in_index else 1
+            if any(k in touched for k in keys):
+                units += 2 * projected if in_index else 1
+            elif in_index and (index.projection == "ALL" or touched & set(index.include)):
+                units += projected
+        return units
+
+    def delete(
+        self,
+        table: str,
+        key: Mapping[str, Any],
+        *,
+        condition: str | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any] | None:
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "Key": serialize(key),
+            "ReturnValues": "ALL_OLD",
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+        if condition:
+            kwargs["ConditionExpression"] = condition
+        if values:
+            kwargs["ExpressionAttributeValues"] = serialize(values)
+        try:
+            response = self.client.delete_item(**kwargs)
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+                raise
+            self.meter.record_dynamodb("DeleteItem", wcu=1, response=exc.response)
+            raise ConditionFailed(None) from None
+        wire = response.get("Attributes")
+        size = item_size(wire) if wire else 0
+        index_units = self._index_units_for_item(table, wire, size) if wire else 0
+        self.meter.record_dynamodb("DeleteItem", wcu=write_units(size) + index_units, response=response)
+        return deserialize(wire) if wire else None
+
+    def get(self, table: str, key: Mapping[str, Any], *, consistent: bool = False) -> dict[str, Any] | None:
+        response = self.client.get_item(
+            TableName=table, Key=serialize(key), ConsistentRead=consistent, ReturnConsumedCapacity="TOTAL"
+        )
+        wire = response.get("Item")
+        self.meter.record_dynamodb(
+            "GetItem", rcu=read_units(item_size(wire) if wire else 0, consistent), response=response
+        )
+        return deserialize(wire) if wire else None
+
+    def query(
+        self,
+        table: str,
+        key_condition: str,
+        values: Mapping[str, Any],
+        *,
+        names: Mapping[str, str] | None = None,
+        index: str | None = None,
+        limit: int | None = None,
+        forward: bool = True,
+        start_key: Mapping[str, Any] | None = None,
+        filter_expression: str | None = None,
+        consistent: bool = False,
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """One page of a Query: (items, last evaluated key or None)."""
+        kwargs: dict[str, Any] = {
+            "TableName": table,
+            "KeyConditionExpression": key_condition,
+            "ExpressionAttributeValues": serialize(values),
+            "ScanIndexForward": forward,
+            "ReturnConsumedCapacity": "TOTAL",
+            "ConsistentRead": consistent,
+        }
+        if names:
+            kwargs["ExpressionAttributeNames"] = dict(names)
+        if index:
+            kwargs["IndexName"] = index
+        if limit:
+            kwargs["Limit"] = limit
+        if start_key:
+            kwargs["ExclusiveStartKey"] = serialize(start_key)
+        if filter_expression:
+            kwargs["FilterExpression"] = filter_expression
+        response = self.client.query(**kwargs)
+        wires = response.get("Items", [])
+        # A filter does not reduce the read cost: DynamoDB bills what it read; we only see what it kept.
+        self.meter.record_dynamodb(
+            "Query", rcu=read_units(sum(item_size(w) for w in wires), consistent), response=response
+        )
+        last = response.get("LastEvaluatedKey")
+        return [deserialize(w) for w in wires], deserialize(last) if last else None
+
+    def batch_get(
+        self, table: str, keys: list[Mapping[str, Any]], *, consistent: bool = False
+    ) -> list[dict[str, Any]]:
+        """BatchGetItem in chunks of 100, retrying unprocessed keys; order of the result is not kept."""
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(keys), 100):
+            pending: dict[str, Any] = {
+                table: {
+                    "Keys": [serialize(k) for k in keys[start : start + 100]],
+                    "ConsistentRead": consistent,
+                }
+            }
+            for _ in range(8):
+                response = self.client.batch_get_item(RequestItems=pending, ReturnConsumedCapacity="TOTAL")
+                wires = response.get("Responses", {}).get(table, [])
+                rcu = sum(read_units(item_size(w), consistent) for w in wires)
+                self.meter.record_dynamodb("BatchGetItem", rcu=rcu, response=response)
+                out.extend(deserialize(w) for w in wires)
+                pending = response.get("UnprocessedKeys") or {}
+                if not pending:
+                    break
+            else:
+                raise RuntimeError(f"BatchGetItem on {table} left keys unprocessed after 8 tries")
+        return out
+
+
+def table_specs(settings: Any) -> dict[str, TableSpec]:
+    """Physical table name -> spec, for the tables a :class:`jobsched.settings.Settings` names."""
+    from jobsched import resources as r
+
+    pairs = [
+        (settings.jobs_table, r.JOBS_TABLE),
+        (settings.runs_table, r.RUNS_TABLE),
+        (settings.leases_table, r.LEASES_TABLE),
+        (settings.idempotency_table, r.IDEMPOTENCY_TABLE),
+    ]
+    return {name: spec for name, spec in pairs if name}
+
+
+def dynamo_for(settings: Any, client: Any, meter: Meter | None = None) -> Dynamo:
+    """A metered :class:`Dynamo` over ``client`` that knows the deployment's tables."""
+    return Dynamo(client, table_specs(settings), meter)

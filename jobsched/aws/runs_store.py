@@ -1,0 +1,189 @@
+"""The Runs table: one item per run (pk ``job_id``, sk ``run_key``), the ``tenant_index`` (KEYS_ONLY,
+written once at creation) and the sparse ``dead_letter_index``.
+
+A run is created with a conditional put on its deterministic key — the "one run per occurrence"
+guarantee — and the stored run is returned when it already exists, so a retried dispatch reuses it.
+Listing a job's runs is a Query on the partition; a tenant's runs a Query on the tenant index plus a
+BatchGetItem; dead letters a Query on their sparse index: no scans.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.core.errors import ConflictError, NotFoundError
+from jobsched.core.models import (
+    Run,
+    RunState,
+    check_transition,
+    parse_run_id,
+    run_key_for,
+    to_iso,
+)
+
+TENANT_INDEX = "tenant_index"
+DEAD_LETTER_INDEX = "dead_letter_index"
+
+
+class RunsStore:
+    def __init__(self, dynamo: Dynamo, table: str):
+        self.dynamo = dynamo
+        self.table = table
+
+    def create(self, run: Run) -> tuple[Run, bool]:
+        """Put ``run`` unless its id exists: ``(run, True)`` when created, ``(stored run, False)`` if not."""
+        try:
+            self.dynamo.put(self.table, run.to_item(), condition="attribute_not_exists(run_key)")
+        except ConditionFailed as failed:
+            if failed.existing is not None:
+                return Run.from_item(failed.existing), False
+            return self.get(run.id), False
+        return run, True
+
+    def get(self, run_id: str, tenant: str | None = None, *, consistent: bool = True) -> Run:
+        """The run; with ``tenant`` given, another tenant's run is reported as not found."""
+        job_id, run_key = parse_run_id(run_id)
+        item = self.dynamo.get(self.table, {"job_id": job_id, "run_key": run_key}, consistent=consistent)
+        if item is None or (tenant is not None and item.get("tenant") != tenant):
+            raise NotFoundError(f"run {run_id} not found")
+        return Run.from_item(item)
+
+    def find(self, run_id: str) -> Run | None:
+        try:
+            return self.get(run_id)
+        except NotFoundError:
+            return None
+
+    def list_for_job(
+        self,
+        job_id: str,
+        *,
+        limit: int = 50,
+        newest_first: bool = True,
+        start_after: str | None = None,
+        since: datetime | None = None,
+    ) -> tuple[list[Run], str | None]:
+        """A page of a job's runs by scheduled instant; the cursor is the last run key of the page."""
+        condition, values = "job_id = :j", {":j": job_id}
+        if since is not None:
+            condition += " AND run_key >= :k"
+            values[":k"] = run_key_for(since)
+        start = {"job_id": job_id, "run_key": start_after} if start_after else None
+        items, last = self.dynamo.query(
+            self.table, condition, values, limit=limit, forward=not newest_first, start_key=start
+        )
+        return [Run.from_item(i) for i in items], (last or {}).get("run_key")
+
+    def list_for_tenant(
+        self, tenant: str, *, limit: int = 50, start_after: str | None = None
+    ) -> tuple[list[Run], str | None]:
+        """A page of the tenant's runs, newest scheduled first; the cursor is the last ``tenant_sort``."""
+        start = None
+        if start_after:
+            run_key, _, job_id = start_after.partition("#")
+            start = {"tenant": tenant, "tenant_sort": start_after, "job_id": job_id, "run_key": run_key}
+        keys, last = self.dynamo.query(
+            self.table,
+            "tenant = :t",
+            {":t": tenant},
+            index=TENANT_INDEX,
+            limit=limit,
+            forward=False,
+            start_key=start,
+        )
+        items = self.dynamo.batch_get(
+            self.table, [{"job_id": k["job_id"], "run_key": k["run_key"]} for k in keys]
+        )
+        by_key = {(i["job_id"], i["run_key"]): i for i in items}
+        runs = [
+            Run.from_item(by_key[(k["job_id"], k["run_key"])])
+            for k in keys
+            if (k["job_id"], k["run_key"]) in by_key
+        ]
+        return runs, (last or {}).get("tenant_sort")
+
+    def list_dead_letters(
+        self, tenant: str, *, limit: int = 50, start_key: dict[str, Any] | None = None
+    ) -> tuple[list[Run], dict[str, Any] | None]:
+        """A page of the tenant's dead letters (failed runs), newest first."""
+        items, last = self.dynamo.query(
+            self.table,
+            "dl_tenant = :t",
+            {":t": tenant},
+            index=DEAD_LETTER_INDEX,
+            limit=limit,
+            forward=False,
+            start_key=start_key,
+        )
+        return [Run.from_item(i) for i in items], last
+
+    def queued_ahead(self, job_id: str, now: datetime, jitter_seconds: int = 0) -> list[Run]:
+        """The job's runs still queued whose due instant is after ``now`` (enqueued ahead of time)."""
+        since = now - timedelta(seconds=jitter_seconds)
+        out: list[Run] = []
+        start: str | None = None
+        while True:
+            runs, start = self.list_for_job(
+                job_id, limit=100, newest_first=False, start_after=start, since=since
+            )
+            out.extend(r for r in runs if r.state is RunState.QUEUED and r.due_at > now)
+            if start is None:
+                return out
+
+    def transition(
+        self,
+        run: Run,
+        new_state: RunState,
+        now: datetime,
+        *,
+        reason: str | None = None,
+    ) -> Run | None:
+        """Move ``run`` from its current state to ``new_state`` if it is still in that state.
+
+        Returns the updated run, or None when the stored state had moved on (someone else won).
+        Raises :class:`ConflictError` for a transition the state machine forbids.
+        """
+        check_transition(run.state, new_state)
+        sets = ["#state = :new"]
+        values: dict[str, Any] = {":new": str(new_state), ":old": str(run.state)}
+        if new_state in (RunState.SKIPPED, RunState.CANCELLED, RunState.SUCCEEDED, RunState.FAILED):
+            sets.append("finished_at = :now")
+            values[":now"] = to_iso(now)
+        if reason is not None:
+            field = "skip_reason" if new_state is RunState.SKIPPED else "#error"
+            sets.append(f"{field} = :reason")
+            values[":reason"] = reason
+        names = {"#state": "state"}
+        if reason is not None and new_state is not RunState.SKIPPED:
+            names["#error"] = "error"
+        try:
+            item = self.dynamo.update(
+                self.table,
+                {"job_id": run.job_id, "run_key": run.run_key},
+                "SET " + ", ".join(sets),
+                condition="#state = :old",
+                names=names,
+                values=values,
+            )
+        except ConditionFailed:
+            return None
+        return Run.from_item(item)
+
+    def request_cancel(self, run: Run) -> Run | None:
+        """Flag a running/retrying run for cancellation (its worker sees the flag on its next heartbeat)."""
+        if run.state not in (RunState.RUNNING, RunState.RETRYING):
+            raise ConflictError(f"a {run.state} run cannot be flagged for cancellation")
+        try:
+            item = self.dynamo.update(
+                self.table,
+                {"job_id": run.job_id, "run_key": run.run_key},
+                "SET cancel_requested = :t",
+                condition="#state IN (:running, :retrying)",
+                names={"#state": "state"},
+                values={":t": True, ":running": "running", ":retrying": "retrying"},
+            )
+        except ConditionFailed:
+            return None
+        return Run.from_item(item)

@@ -1,0 +1,289 @@
+"""The job service: create, update, delete, pause, resume, trigger now, backfill.
+
+The tenant is always a parameter taken from the caller's identity; another tenant's job answers
+:class:`NotFoundError`. Every definition is validated in full before anything is written, and every
+write is conditional, so bad input or a lost race changes nothing. A job whose next occurrence falls
+inside the dispatcher's look-ahead is dispatched at once, so a one-off job a few seconds ahead fires
+on time instead of waiting for the next tick.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from jobsched.aws.clients import Clients
+from jobsched.aws.jobs_store import JobsStore
+from jobsched.aws.metering import Meter
+from jobsched.aws.runs_store import RunsStore
+from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
+from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware, shard_for
+from jobsched.core.policies import MISFIRE_POLICIES
+from jobsched.core.timeline import fires_between
+from jobsched.dispatch import Dispatcher, dispatcher_from_settings, new_run, outgoing_for
+from jobsched.dispatch_plan import first_fire_after, schedule_of
+from jobsched.job_specs import KnownHandlers, spec_from_dict, validate_payload, validate_spec
+from jobsched.settings import Settings
+
+SKIP_REASON_PAUSED = "paused"
+SKIP_REASON_DELETED = "deleted"
+MAX_BACKFILL = 1000
+_EPSILON = timedelta(milliseconds=1)
+
+
+def new_job_id() -> str:
+    """``j`` + 20 URL-safe random characters (120 bits): unguessable, no ``.``, globally unique."""
+    return "j" + secrets.token_urlsafe(15)
+
+
+@dataclass
+class PauseResult:
+    job: Job
+    withdrawn: list[str]  # ids of runs queued ahead of their due instant, now skipped (reason paused)
+
+
+class JobService:
+    def __init__(
+        self,
+        jobs: JobsStore,
+        runs: RunsStore,
+        dispatcher: Dispatcher,
+        *,
+        shards: int,
+        known_handlers: KnownHandlers | None = None,
+        id_factory: Callable[[], str] = new_job_id,
+        nonce_factory: Callable[[], str] = lambda: secrets.token_urlsafe(9),
+    ):
+        self.jobs = jobs
+        self.runs = runs
+        self.dispatcher = dispatcher
+        self.shards = shards
+        self.known_handlers = known_handlers
+        self.id_factory = id_factory
+        self.nonce_factory = nonce_factory
+
+    # --- definitions ----------------------------------------------------------------------------
+
+    def create(self, tenant: str, spec: JobSpec | Mapping[str, Any], now: datetime) -> Job:
+        """Validate and store a new job; dispatch it at once if it is due within the look-ahead."""
+        require_aware(now, "now")
+        spec = spec if isinstance(spec, JobSpec) else spec_from_dict(spec)
+        schedule = validate_spec(spec, self.known_handlers)
+        next_due = first_fire_after(schedule, now - _EPSILON)
+        if next_due is None:
+            raise ValidationError(
+                f"schedule {spec.schedule!r} has no occurrence after {now.isoformat()}", field="schedule"
+            )
+        job_id = self.id_factory()
+        job = Job(
+            **spec.spec_fields(),
+            id=job_id,
+            tenant=tenant,
+            shard=shard_for(job_id, self.shards),
+            created_at=now,
+            updated_at=now,
+            next_due_at=next_due,
+        )
+        self.jobs.create(job)
+        return self._dispatch_if_due(job, now)
+
+    def get(self, tenant: str, job_id: str) -> Job:
+        return self.jobs.get(tenant, job_id)
+
+    def list(
+        self, tenant: str, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Job], str | None]:
+        return self.jobs.list(tenant, limit=limit, start_after=cursor)
+
+    def update(
+        self, tenant: str, job_id: str, changes: Mapping[str, Any], expected_version: int, now: datetime
+    ) -> Job:
+        """Apply ``changes`` (definition fields) if the job is at ``expected_version``.
+
+        A changed schedule, zone or DST policy recomputes the next occurrence after ``now`` (or after
+        the last fired one, whichever is later); the job keeps its state (a paused job stays paused).
+        """
+        require_aware(now, "now")
+        current = self.jobs.get(tenant, job_id)
+        if current.version != expected_version:
+            raise PreconditionFailedError(
+                f"job {job_id} is at version {current.version}, not {expected_version}"
+            )
+        merged = {**_spec_dict(current), **dict(changes)}
+        spec = spec_from_dict(merged)
+        schedule = validate_spec(spec, self.known_handlers)
+        timing = ("schedule", "timezone", "dst_gap", "dst_overlap")
+        next_due = current.next_due_at
+        if (
+            any(getattr(spec, f) != getattr(current, f) for f in timing)
+            or current.state is JobState.COMPLETED
+        ):
+            after = max(t for t in (now - _EPSILON, current.last_fired_at) if t is not None)
+            next_due = first_fire_after(schedule, after)
+        state = current.state
+        if state is not JobState.PAUSED:
+            state = JobState.ACTIVE if next_due is not None else JobState.COMPLETED
+        job = replace(
+            current,
+            **spec.spec_fields(),
+            version=current.version + 1,
+            updated_at=now,
+            next_due_at=next_due,
+            state=state,
+            buffered_at=None if next_due != current.next_due_at else current.buffered_at,
+        )
+        self.jobs.replace(job, expected_version)
+        return self._dispatch_if_due(job, now)
+
+    def delete(
+        self, tenant: str, job_id: str, now: datetime, expected_version: int | None = None
+    ) -> list[str]:
+        """Delete the job (its run history stays); runs queued ahead are withdrawn (skipped, ``deleted``)."""
+        job = self.jobs.get(tenant, job_id)
+        self.jobs.delete(tenant, job_id, expected_version)
+        return self._withdraw(job, now, SKIP_REASON_DELETED)
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def pause(self, tenant: str, job_id: str, now: datetime, note: str | None = None) -> PauseResult:
+        """Stop dispatching the job and withdraw its runs queued ahead of their due instant."""
+        require_aware(now, "now")
+        if note is not None and (not isinstance(note, str) or len(note) > 500):
+            raise ValidationError("pause note must be a string of at most 500 characters", field="note")
+        current = self.jobs.get(tenant, job_id)
+        if current.state is not JobState.ACTIVE:
+            raise ConflictError(f"job {job_id} is {current.state}; only an active job can be paused")
+        job = replace(
+            current,
+            state=JobState.PAUSED,
+            paused_note=note,
+            paused_at=now,
+            version=current.version + 1,
+            updated_at=now,
+        )
+        self.jobs.replace(job, current.version)
+        return PauseResult(job=job, withdrawn=self._withdraw(job, now, SKIP_REASON_PAUSED))
+
+    def resume(self, tenant: str, job_id: str, now: datetime, misfire_policy: str | None = None) -> Job:
+        """Resume a paused job. Occurrences missed while paused follow the job's misfire policy, or
+        ``misfire_policy`` when given (for this backlog only)."""
+        require_aware(now, "now")
+        if misfire_policy is not None and misfire_policy not in MISFIRE_POLICIES:
+            raise ValidationError(
+                f"misfire policy {misfire_policy!r} is not allowed: use {', '.join(MISFIRE_POLICIES)}",
+                field="misfire_policy",
+            )
+        current = self.jobs.get(tenant, job_id)
+        if current.state is not JobState.PAUSED:
+            raise ConflictError(f"job {job_id} is {current.state}; only a paused job can be resumed")
+        state = JobState.ACTIVE if current.next_due_at or current.buffered_at else JobState.COMPLETED
+        job = replace(
+            current,
+            state=state,
+            paused_note=None,
+            paused_at=None,
+            misfire_override=misfire_policy,
+            version=current.version + 1,
+            updated_at=now,
+        )
+        self.jobs.replace(job, current.version)
+        return self._dispatch_if_due(job, now)
+
+    # --- runs on demand -------------------------------------------------------------------------
+
+    def trigger(
+        self,
+        tenant: str,
+        job_id: str,
+        now: datetime,
+        *,
+        payload: dict | None = None,
+        nonce: str | None = None,
+    ) -> Run:
+        """Run the job now, outside its schedule (also when paused). ``nonce`` makes a retried call
+        idempotent (same nonce, same run); ``payload`` overrides the job's payload for this run."""
+        require_aware(now, "now")
+        if payload is not None:
+            validate_payload(payload)
+        job = self.jobs.get(tenant, job_id)
+        run = new_run(
+            job, now, Trigger.MANUAL, now, nonce=nonce or self.nonce_factory(), payload_override=payload
+        )
+        return self._create_and_send(job, [run], now)[0]
+
+    def backfill(self, tenant: str, job_id: str, start: datetime, end: datetime, now: datetime) -> list[Run]:
+        """Create one run (trigger ``backfill``) per occurrence in ``[start, end]``, all due now.
+
+        Idempotent per occurrence: backfilling the same range twice creates no second run.
+        """
+        require_aware(start, "start")
+        require_aware(end, "end")
+        if end < start:
+            raise ValidationError("backfill end is before its start", field="end")
+        job = self.jobs.get(tenant, job_id)
+        fires = fires_between(schedule_of(job), start - _EPSILON, end, MAX_BACKFILL + 1)
+        if len(fires) > MAX_BACKFILL:
+            raise ValidationError(
+                f"the range holds more than {MAX_BACKFILL} occurrences: backfill it in smaller ranges",
+                field="end",
+            )
+        runs = [replace(new_run(job, f.at, Trigger.BACKFILL, now), due_at=now) for f in fires]
+        return self._create_and_send(job, runs, now)
+
+    def runs_of(
+        self, tenant: str, job_id: str, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Run], str | None]:
+        self.jobs.get(tenant, job_id)  # tenant check: another tenant's job is not found
+        return self.runs.list_for_job(job_id, limit=limit, start_after=cursor)
+
+    # --- helpers --------------------------------------------------------------------------------
+
+    def _create_and_send(self, job: Job, runs: list[Run], now: datetime) -> list[Run]:
+        stored_runs, outgoing = [], []
+        for run in runs:
+            stored, _ = self.runs.create(run)
+            stored_runs.append(stored)
+            if stored.state is RunState.QUEUED:
+                outgoing.append(outgoing_for(job, stored, now))
+        report = self.dispatcher.queues.send(outgoing)
+        if report.failed:
+            # The runs exist and are queued; the sweeper re-sends queued runs whose message was lost.
+            raise ConflictError(
+                f"{len(report.failed)} run message(s) could not be queued yet; they will be retried"
+            )
+        return stored_runs
+
+    def _dispatch_if_due(self, job: Job, now: datetime) -> Job:
+        due = [t for t in (job.next_due_at, job.buffered_at) if t is not None]
+        if job.state is not JobState.ACTIVE or not due or min(due) > now + self.dispatcher.lookahead:
+            return job
+        self.dispatcher.dispatch_jobs([job], now)
+        return self.jobs.get(job.tenant, job.id)
+
+    def _withdraw(self, job: Job, now: datetime, reason: str) -> list[str]:
+        withdrawn = []
+        for run in self.runs.queued_ahead(job.id, now, job.jitter_seconds):
+            if self.runs.transition(run, RunState.SKIPPED, now, reason=reason) is not None:
+                withdrawn.append(run.id)
+        return withdrawn
+
+
+def job_service_from_settings(
+    settings: Settings,
+    clients: Clients,
+    *,
+    meter: Meter | None = None,
+    known_handlers: KnownHandlers | None = None,
+) -> JobService:
+    """The job service over the deployment's tables and queues (the API builds it once per container)."""
+    dispatcher = dispatcher_from_settings(settings, clients, meter=meter, owner="api")
+    return JobService(
+        dispatcher.jobs, dispatcher.runs, dispatcher, shards=settings.shards, known_handlers=known_handlers
+    )
+
+
+def _spec_dict(job: Job) -> dict[str, Any]:
+    return job.spec_fields() | {"retry": job.retry.to_dict()}
