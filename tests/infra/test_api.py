@@ -1,0 +1,51 @@
+"""HTTP API: IAM authorizer on every route but /health, access logs, throttling."""
+
+from __future__ import annotations
+
+import json
+
+from infra.api import ACCESS_LOG_FORMAT
+
+
+def _routes(synth) -> dict[str, dict]:
+    return {
+        r["Properties"]["RouteKey"]: r["Properties"]
+        for r in synth.resources("AWS::ApiGatewayV2::Route").values()
+    }
+
+
+def test_one_http_api(synth):
+    synth.assertions.resource_count_is("AWS::ApiGatewayV2::Api", 1)
+    (api,) = synth.resources("AWS::ApiGatewayV2::Api").values()
+    assert api["Properties"]["ProtocolType"] == "HTTP"
+
+
+def test_every_route_but_health_requires_iam(synth):
+    routes = _routes(synth)
+    assert routes["ANY /{proxy+}"]["AuthorizationType"] == "AWS_IAM"
+    assert routes["GET /health"]["AuthorizationType"] == "NONE"
+    assert set(routes) == {"ANY /{proxy+}", "GET /health"}
+
+
+def test_default_stage_writes_json_access_logs(synth):
+    (stage,) = synth.resources("AWS::ApiGatewayV2::Stage").values()
+    settings = stage["Properties"]["AccessLogSettings"]
+    assert json.loads(settings["Format"]) == ACCESS_LOG_FORMAT
+    assert "Fn::GetAtt" in settings["DestinationArn"]
+
+
+def test_default_stage_throttles(synth):
+    (stage,) = synth.resources("AWS::ApiGatewayV2::Stage").values()
+    config = synth.stack.config
+    assert stage["Properties"]["StageName"] == "$default"
+    assert stage["Properties"]["DefaultRouteSettings"] == {
+        "ThrottlingBurstLimit": config.api_burst_limit,
+        "ThrottlingRateLimit": config.api_rate_limit,
+    }
+
+
+def test_api_function_knows_the_auth_mode(synth):
+    from jobsched.resources import ENV_AUTH_MODE
+
+    fn = synth.template["Resources"][synth.logical_id(synth.stack.api.function)]["Properties"]
+    assert fn["Environment"]["Variables"][ENV_AUTH_MODE] == "iam"

@@ -1,0 +1,50 @@
+"""EventBridge Scheduler: one rate(1 minute) tick per shard to the dispatcher; the sweeper's schedule."""
+
+from __future__ import annotations
+
+import json
+
+from infra.dispatch import TICK_MAX_EVENT_AGE_SECONDS, TICK_RETRY_ATTEMPTS
+
+
+def _schedules(synth) -> list[dict]:
+    return [s["Properties"] for s in synth.resources("AWS::Scheduler::Schedule").values()]
+
+
+def _targeting(synth, function_name: str) -> list[dict]:
+    arn = {"Fn::GetAtt": [synth.logical_id(synth.stack.functions[function_name]), "Arn"]}
+    return [s for s in _schedules(synth) if s["Target"]["Arn"] == arn]
+
+
+def test_one_schedule_group_holds_every_schedule(synth):
+    synth.assertions.resource_count_is("AWS::Scheduler::ScheduleGroup", 1)
+    (group,) = synth.resources("AWS::Scheduler::ScheduleGroup").values()
+    assert {s["GroupName"] for s in _schedules(synth)} == {group["Properties"]["Name"]}
+
+
+def test_one_tick_per_shard_each_naming_its_shard(synth):
+    # Given N shards / When listing the dispatcher's schedules / Then shards 0..N-1 each tick once
+    ticks = _targeting(synth, "dispatcher")
+    shards = sorted(json.loads(t["Target"]["Input"])["shard"] for t in ticks)
+    assert shards == list(range(synth.stack.config.shards))
+
+
+def test_ticks_fire_every_minute(synth):
+    assert {t["ScheduleExpression"] for t in _targeting(synth, "dispatcher")} == {"rate(1 minute)"}
+
+
+def test_ticks_retry_briefly_and_dead_letter_failures(synth):
+    dlq = {"Fn::GetAtt": [synth.logical_id(synth.stack.dispatch.schedule_dlq), "Arn"]}
+    for tick in _targeting(synth, "dispatcher"):
+        target = tick["Target"]
+        assert target["RetryPolicy"] == {
+            "MaximumEventAgeInSeconds": TICK_MAX_EVENT_AGE_SECONDS,
+            "MaximumRetryAttempts": TICK_RETRY_ATTEMPTS,
+        }
+        assert target["DeadLetterConfig"] == {"Arn": dlq}
+
+
+def test_sweeper_runs_on_its_own_schedule(synth):
+    (sweep,) = _targeting(synth, "sweeper")
+    assert sweep["ScheduleExpression"] == f"rate({synth.stack.config.sweeper_rate_minutes} minutes)"
+    assert "DeadLetterConfig" in sweep["Target"]

@@ -1,0 +1,86 @@
+"""Alert topic, dashboard, alarms: each alarm notifies the topic; the dashboard shows what ops need."""
+
+from __future__ import annotations
+
+import json
+
+from jobsched.resources import FUNCTIONS, QUEUES
+
+
+def _alarms(synth) -> list[dict]:
+    return [a["Properties"] for a in synth.resources("AWS::CloudWatch::Alarm").values()]
+
+
+def _dashboard_body(synth) -> str:
+    (dashboard,) = synth.resources("AWS::CloudWatch::Dashboard").values()
+    # DashboardBody is an Fn::Join of literal strings and tokens; the literals hold the metric names
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    return "".join(p if isinstance(p, str) else json.dumps(p) for p in parts)
+
+
+def test_alert_topic_is_encrypted_with_a_key_cloudwatch_may_use(synth):
+    (topic,) = synth.resources("AWS::SNS::Topic").values()
+    assert "KmsMasterKeyId" in topic["Properties"]
+    (key,) = synth.resources("AWS::KMS::Key").values()
+    assert key["Properties"]["EnableKeyRotation"] is True
+    principals = [s["Principal"] for s in key["Properties"]["KeyPolicy"]["Statement"]]
+    assert {"Service": "cloudwatch.amazonaws.com"} in principals
+
+
+def test_no_email_subscription_unless_configured(synth):
+    synth.assertions.resource_count_is("AWS::SNS::Subscription", 0)
+
+
+def test_every_alarm_notifies_the_alert_topic(synth):
+    topic = {"Ref": synth.logical_id(synth.stack.observability.topic)}
+    alarms = _alarms(synth)
+    assert alarms
+    assert all(a["AlarmActions"] == [topic] and a["OKActions"] == [topic] for a in alarms)
+
+
+def test_alarm_set_covers_dlqs_queue_age_lag_and_error_rates(synth):
+    # Given 4 queues (+ the scheduler DLQ) and 5 functions / Then: a DLQ-not-empty alarm per DLQ,
+    # an oldest-message alarm per queue, one lag p99 alarm and an error-rate alarm per function
+    names = set(synth.stack.observability.alarms)
+    expected = (
+        {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
+        | {"DlqNotEmpty-schedule", "ScheduleLagP99"}
+        | {f"OldestMessage-{q.kind}" for q in QUEUES}
+        | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
+    )
+    assert names == expected
+    assert len(_alarms(synth)) == len(expected)
+
+
+def test_lag_alarm_watches_p99_of_the_schedule_lag_metric(synth):
+    (lag,) = [a for a in _alarms(synth) if a.get("MetricName") == "ScheduleLag"]
+    assert lag["ExtendedStatistic"] == "p99"
+    assert lag["Threshold"] == synth.stack.config.alarm_lag_p99_ms
+    assert lag["Namespace"] == "jobsched"
+
+
+def test_dlq_alarm_fires_on_a_single_message(synth):
+    dlq_alarms = [a for a in _alarms(synth) if a.get("MetricName") == "ApproximateNumberOfMessagesVisible"]
+    assert len(dlq_alarms) == len(QUEUES) + 1
+    assert all(
+        a["Threshold"] == 1 and a["ComparisonOperator"] == "GreaterThanOrEqualToThreshold" for a in dlq_alarms
+    )
+
+
+def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_duration(synth):
+    body = _dashboard_body(synth)
+    for needle in (
+        "ScheduleLag",
+        '"p50"',
+        '"p99"',
+        "RunsSucceeded",
+        "RunsDeadLettered",
+        "ApproximateNumberOfMessagesVisible",
+        "ApproximateAgeOfOldestMessage",
+        "Errors",
+        "Throttles",
+        "ConcurrentExecutions",
+        "Duration",
+        "Dead-letter queue depth",
+    ):
+        assert needle in body, needle
