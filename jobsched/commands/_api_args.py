@@ -20,6 +20,7 @@ from jobsched.core.errors import ValidationError
 EXIT_OK = 0
 EXIT_API_ERROR = 1
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # the shell convention for SIGINT
 
 
 class UsageError(ValidationError):
@@ -79,6 +80,9 @@ def command(func: CommandBody) -> Callable[[argparse.Namespace], int]:
             return fail(exc.code, exc.message, EXIT_API_ERROR)
         except ValidationError as exc:
             return fail(exc.code, exc.message, EXIT_USAGE)
+        except KeyboardInterrupt:  # Ctrl-C during `runs watch` or a slow request: no traceback
+            print(file=sys.stderr)
+            return EXIT_INTERRUPTED
 
     return run
 
