@@ -1,0 +1,83 @@
+"""Dispatcher Lambda: one tick of one shard (event ``{"shard": k}`` from a per-shard EventBridge
+schedule), or of every shard when the event names none (handy locally and for a manual catch-up).
+
+Thin on purpose: parse the event, call :meth:`jobsched.dispatch.Dispatcher.dispatch_shard`, return the
+summary and emit two metrics: ``RunsSkipped`` and the dispatch summary (``RunsDispatched``,
+``JobsAdvanced``, ``SendFailures``, ``StaleJobs``, ``ShardsBusy``), with no per-run or per-tenant
+dimension (those would be billed as separate metrics). Services are built once per container, on the
+first invocation, never at import time.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from jobsched.aws.clients import Clients
+from jobsched.aws.leases import LeaseHeldError
+from jobsched.core.clock import Clock, SystemClock
+from jobsched.core.errors import LeaseLostError, ValidationError
+from jobsched.dispatch import Dispatcher, DispatchSummary, dispatcher_from_settings
+from jobsched.settings import Settings
+
+logger = Logger(service="jobsched-dispatcher")
+metrics = Metrics(namespace="jobsched", service="dispatcher")
+
+_state: dict[str, Any] = {}
+
+
+def _services() -> tuple[Settings, Dispatcher, Clock]:
+    """Settings, dispatcher and clock, built on first use and kept for the container's lifetime."""
+    if "dispatcher" not in _state:
+        settings = Settings.from_env()
+        owner = f"dispatcher-{uuid.uuid4().hex[:12]}"
+        _state["settings"] = settings
+        _state["dispatcher"] = dispatcher_from_settings(settings, Clients(), owner=owner)
+        _state["clock"] = _state.get("clock") or SystemClock()
+    return _state["settings"], _state["dispatcher"], _state["clock"]
+
+
+def reset(clock: Clock | None = None) -> None:
+    """Forget the built services (tests; a new environment); optionally install a clock."""
+    _state.clear()
+    if clock is not None:
+        _state["clock"] = clock
+
+
+def parse_shards(event: Any, shards: int) -> list[int]:
+    """``{"shard": k}`` -> [k]; no shard -> every shard. Anything else is a ValidationError."""
+    if not isinstance(event, dict) or event.get("shard") is None:
+        return list(range(shards))
+    shard = event["shard"]
+    if isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < shards:
+        raise ValidationError(f"shard must be an integer in 0..{shards - 1}, got {shard!r}", field="shard")
+    return [shard]
+
+
+@metrics.log_metrics
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings, dispatcher, clock = _services()
+    shards = parse_shards(event, settings.shards)
+    summary = DispatchSummary()
+    for shard in shards:
+        now = clock.now()
+        try:
+            summary.merge(dispatcher.dispatch_shard(shard, now))
+        except (LeaseHeldError, LeaseLostError) as exc:
+            # Another tick holds (or took over) the shard: it does the work; nothing was half-written.
+            logger.info("shard busy", extra={"shard": shard, "reason": exc.message})
+            summary.lease_busy.append(shard)
+    metrics.add_metric(name="RunsSkipped", unit=MetricUnit.Count, value=summary.runs_skipped)
+    metrics.add_metric(name="RunsDispatched", unit=MetricUnit.Count, value=summary.runs_created)
+    metrics.add_metric(name="JobsAdvanced", unit=MetricUnit.Count, value=summary.jobs_advanced)
+    metrics.add_metric(name="SendFailures", unit=MetricUnit.Count, value=summary.send_failures)
+    metrics.add_metric(name="StaleJobs", unit=MetricUnit.Count, value=summary.jobs_stale)
+    metrics.add_metric(name="ShardsBusy", unit=MetricUnit.Count, value=len(summary.lease_busy))
+    result = summary.to_dict()
+    logger.info("dispatch tick", extra={"summary": result})
+    return result

@@ -1,0 +1,60 @@
+"""The dispatcher Lambda entry point: event in, summary out, against moto."""
+
+from __future__ import annotations
+
+import pytest
+
+import functions.dispatcher as fn
+from jobsched.core.clock import FakeClock
+from jobsched.core.errors import ValidationError
+from tests.aws.conftest import T0, build_pipeline
+
+
+class _Context:
+    function_name = "dispatcher"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:dispatcher"
+    aws_request_id = "req-1"
+
+
+@pytest.fixture
+def dispatcher_fn(aws_environ, monkeypatch):
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "jobsched")
+    clock = FakeClock(T0)
+    fn.reset(clock)
+    yield clock
+    fn.reset()
+
+
+def test_event_with_a_shard_ticks_that_shard_and_returns_the_summary(aws_environ, dispatcher_fn, capsys):
+    # Given a job every minute, created at T0 (its first two runs dispatched at once)
+    job = build_pipeline(aws_environ).jobs.create(
+        "acme", {"name": "m", "schedule": "* * * * *", "target": {"handler": "echo"}}, T0
+    )
+    dispatcher_fn.advance(minutes=2)
+    # When the function runs for the job's shard
+    result = fn.handler({"shard": job.shard}, _Context())
+    # Then the summary counts the new runs and the EMF output carries the metrics without dimensions
+    assert result["shards"] == [job.shard] and result["runs_created"] == 2 and result["jobs_advanced"] == 1
+    out = capsys.readouterr().out
+    assert '"RunsSkipped"' in out and '"RunsDispatched"' in out and "tenant" not in out.split('"_aws"')[-1]
+
+
+def test_event_without_a_shard_ticks_every_shard(aws_environ, dispatcher_fn):
+    result = fn.handler({}, _Context())
+    assert result["shards"] == list(range(aws_environ.settings.shards))
+
+
+def test_a_bad_shard_is_a_validation_error():
+    with pytest.raises(ValidationError, match="shard must be an integer"):
+        fn.parse_shards({"shard": 99}, 4)
+
+
+def test_missing_environment_names_the_variable(aws_environ, monkeypatch):
+    from jobsched.settings import ConfigurationError
+
+    monkeypatch.delenv("JOBSCHED_JOBS_TABLE", raising=False)
+    fn.reset()
+    with pytest.raises(ConfigurationError, match="JOBSCHED_JOBS_TABLE"):
+        fn.handler({"shard": 0}, _Context())
+    fn.reset()
