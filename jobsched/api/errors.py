@@ -88,7 +88,7 @@ def error_response(status: int, code: str, message: str) -> Response:
     if status == HTTPStatus.UNAUTHORIZED:
         headers["WWW-Authenticate"] = 'Bearer realm="jobsched"'
     return Response(
-        status_code=status,
+        status_code=int(status),
         content_type=content_types.APPLICATION_JSON,
         body=json.dumps(error_body(code, message)),
         headers=headers,

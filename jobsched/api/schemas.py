@@ -299,10 +299,15 @@ class RunsOut(BaseModel):
 class DeadLetterOut(BaseModel):
     run_id: str
     job_id: str
+    scheduled_at: str | None = None
+    failed_at: str | None = None
+    reason: str | None = Field(default=None, description="permanent, exhausted, lease_expired or poison")
     error: str | None = None
+    attempt: int = 0
     attempts: list[AttemptOut]
     payload: dict[str, Any] | None = None
-    failed_at: str | None = None
+    payload_ref: str | None = None
+    target: dict[str, Any] | None = None
     replays: list[dict[str, Any]]
 
 
@@ -317,17 +322,48 @@ class ReplayIn(_In):
     )
 
 
+class RetryRunIn(_In):
+    payload: dict[str, Any] | None = Field(
+        default=None, description="a corrected payload (default: the same)"
+    )
+
+
+DeadLetterReason = Literal["permanent", "exhausted", "lease_expired", "poison"]
+
+
 class ReplayFilterIn(_In):
+    """Which dead letters to replay (all optional, combined with AND)."""
+
     job_id: str | None = Field(default=None, min_length=1, max_length=64)
-    since: datetime | None = None
-    until: datetime | None = None
+    reason: DeadLetterReason | None = None
     error_contains: str | None = Field(default=None, min_length=1, max_length=200)
-    limit: int = Field(default=100, ge=1, le=1000)
+    since: datetime | None = Field(default=None, description="failed at or after (with an offset or Z)")
+    until: datetime | None = Field(default=None, description="failed before (with an offset or Z)")
+    max_runs: int = Field(default=1000, ge=1, le=1000)
+
+    @field_validator("since", "until")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+            raise ValueError("needs a UTC offset or Z (e.g. 2026-11-01T00:00:00Z)")
+        return value
 
 
-class ReplayFilterOut(BaseModel):
-    replayed: list[str]
-    count: int
+class ReplayErrorOut(BaseModel):
+    run_id: str
+    error: str
+
+
+class ReplayResultOut(BaseModel):
+    replayed: int
+    run_ids: list[str]
+    errors: list[ReplayErrorOut]
+    more: bool = Field(description="true when more dead letters matched than max_runs")
+
+
+class DiscardedOut(BaseModel):
+    run_id: str
+    discarded: bool
 
 
 # --- admin ----------------------------------------------------------------------------------------

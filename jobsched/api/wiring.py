@@ -32,7 +32,11 @@ def load_handler_modules(env: Mapping[str, str]) -> None:
 
 
 def build_services(settings: Settings, clients: Clients, clock: Clock) -> ApiServices:
+    from jobsched.aws.attempts import AttemptStore
+    from jobsched.aws.outputs import OutputStore
+    from jobsched.dead_letters import DeadLetterService
     from jobsched.jobs import job_service_from_settings
+    from jobsched.runs import RunService
     from jobsched.targets.registry import is_registered
 
     if settings.idempotency_table:
@@ -41,11 +45,22 @@ def build_services(settings: Settings, clients: Clients, clock: Clock) -> ApiSer
         idempotency = IdempotencyStore(
             clients.dynamodb, settings.leases_table, key_attribute="lease_key", ttl_attribute="expires_at"
         )
+    jobs = job_service_from_settings(settings, clients, known_handlers=is_registered)
+    runs = RunService(
+        runs=jobs.runs,
+        attempts=AttemptStore(jobs.runs.dynamo, settings.runs_table),
+        jobs=jobs.jobs,
+        outputs=OutputStore(clients.s3, settings.bucket),
+        sqs=clients.sqs,
+        queue_urls=dict(settings.queue_urls),
+    )
     return ApiServices(
         clock=clock,
         principals=PrincipalStore(clients.dynamodb, settings.leases_table),
         idempotency=idempotency,
-        jobs=job_service_from_settings(settings, clients, known_handlers=is_registered),
+        jobs=jobs,
+        runs=runs,
+        dead_letters=DeadLetterService(runs),
     )
 
 

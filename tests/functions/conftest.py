@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import jobsched.demo_handlers  # noqa: F401 - registers demo.* (the API refuses unknown handlers)
 from jobsched.api.app import JobschedResolver, build_app
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, AuthConfig, Authenticator
 from jobsched.api.wiring import build_services
@@ -58,3 +59,34 @@ def call(app: JobschedResolver) -> Callable[..., dict[str, Any]]:
         return app.resolve(http_event(method, path, **kwargs), None)
 
     return do
+
+
+JOB = {"name": "nightly report", "schedule": "0 3 * * *", "target": {"handler": "demo.echo"}}
+
+
+@pytest.fixture
+def create_job(call: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, Any]]:
+    """``create_job(headers=ACME, **overrides)`` -> the created job (asserts the 201)."""
+
+    def create(headers: dict[str, str], **overrides: Any) -> dict[str, Any]:
+        response = call("POST", "/jobs", body={**JOB, **overrides}, headers=headers)
+        assert response["statusCode"] == 201, response["body"]
+        return json.loads(response["body"])
+
+    return create
+
+
+@pytest.fixture
+def work_queue(aws: AwsEnv, clock: FakeClock) -> Callable[[], list[str]]:  # noqa: F811
+    """Run every message now in the default queue through a real worker once; returns the outcomes."""
+    from tests.aws.conftest_worker import Kit, sent_messages
+
+    kit = Kit(aws=aws, clock=clock)
+
+    def work() -> list[str]:
+        outcomes = []
+        for body, _delay in sent_messages(aws, "default"):
+            outcomes.append(kit.worker().process(json.dumps(body), clock.now()).status)
+        return outcomes
+
+    return work

@@ -1,0 +1,102 @@
+"""``/runs``: list (filters ``state``, ``job_id``, ``since``), read, cancel, retry."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Depends
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from jobsched.api.deps import current_tenant
+from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
+from jobsched.api.routes.jobs import job_id_of
+from jobsched.api.routes.listing import filtered_page, scope_of
+from jobsched.api.schemas import RetryRunIn, RunList, RunOut, RunStateName
+from jobsched.api.views import run_view
+from jobsched.core.clock import Clock
+from jobsched.core.errors import NotFoundError, ValidationError
+from jobsched.core.models import Run, parse_run_id, tenant_sort_for
+
+Tenant = Annotated[str, Depends(current_tenant)]
+Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"page size (default {DEFAULT_LIMIT})")]
+Cursor = Annotated[str | None, Query(max_length=2048, description="next_cursor of the previous page")]
+
+
+def run_id_of(run_id: str) -> str:
+    """A path run id; one that cannot exist is simply not found."""
+    try:
+        parse_run_id(run_id)
+    except ValidationError:
+        raise NotFoundError(f"run {run_id[:120]} not found") from None
+    return run_id
+
+
+def _aware(value: datetime | None, name: str) -> datetime | None:
+    if value is not None and (value.tzinfo is None or value.utcoffset() is None):
+        raise ValidationError(f"{name}: needs a UTC offset or Z (e.g. 2026-11-01T00:00:00Z)", field=name)
+    return value
+
+
+def runs_router(runs: Any, jobs: Any, clock: Clock) -> Router:
+    """``runs`` is a :class:`jobsched.runs.RunService`, ``jobs`` a :class:`jobsched.jobs.JobService`."""
+    router = Router()
+    store = runs.runs
+
+    @router.get("/runs", tags=["runs"], summary="The tenant's runs, newest scheduled first")
+    def list_runs(
+        tenant: Tenant,
+        state: Annotated[RunStateName | None, Query()] = None,
+        job_id: Annotated[str | None, Query(max_length=64)] = None,
+        since: Annotated[datetime | None, Query(description="scheduled at or after (offset or Z)")] = None,
+        limit: Limit = DEFAULT_LIMIT,
+        cursor: Cursor = None,
+    ) -> RunList:
+        _aware(since, "since")
+        scope = scope_of("runs", tenant, state=state, job_id=job_id, since=since and since.isoformat())
+        start = (decode_cursor(cursor, scope=scope) or {}).get("after")
+
+        def keep(run: Run) -> bool:
+            return state is None or str(run.state) == state
+
+        if job_id is not None:
+            jobs.get(tenant, job_id_of(job_id))  # another tenant's job is not found
+
+            def fetch_job(n: int, after: str | None) -> tuple[list[Run], str | None]:
+                return store.list_for_job(job_id, limit=n, start_after=after, since=since)
+
+            found, last = filtered_page(fetch_job, lambda r: r.run_key, keep, limit=limit, start_after=start)
+        else:
+
+            def fetch_tenant(n: int, after: str | None) -> tuple[list[Run], str | None]:
+                return store.list_for_tenant(tenant, limit=n, start_after=after)
+
+            found, last = filtered_page(
+                fetch_tenant,
+                lambda r: tenant_sort_for(r.run_key, r.job_id),
+                keep,
+                limit=limit,
+                start_after=start,
+                stop=lambda r: since is not None and r.scheduled_at < since,
+            )
+        return RunList(**page([run_view(r) for r in found], {"after": last} if last else None, scope=scope))
+
+    @router.get("/runs/<run_id>", tags=["runs"], summary="A run with its attempts and output")
+    def get_run(run_id: str, tenant: Tenant) -> RunOut:
+        run = runs.get(tenant, run_id_of(run_id))
+        view = run_view(run)
+        if run.output_ref:
+            view.output = runs.outputs.get_json(run.output_ref)
+        return view
+
+    @router.post("/runs/<run_id>/cancel", tags=["runs"], summary="Cancel a queued, retrying or running run")
+    def cancel_run(run_id: str, tenant: Tenant) -> RunOut:
+        return run_view(runs.cancel(tenant, run_id_of(run_id), clock.now()))
+
+    @router.post("/runs/<run_id>/retry", tags=["runs"], summary="Retry a failed run (optionally new payload)")
+    def retry_run(run_id: str, tenant: Tenant, body: Annotated[RetryRunIn | None, Body()] = None) -> RunOut:
+        payload = body.payload if body else None
+        return run_view(runs.retry(tenant, run_id_of(run_id), clock.now(), payload=payload))
+
+    return router
