@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
+from typing import Any
 
 from jobsched import observability as obs
 from jobsched.aws.attempts import AttemptStore
@@ -71,3 +72,13 @@ def _run_id_of(body: str) -> str | None:
     except (ValueError, ValidationError):
         return None
     return run_id
+
+
+def dlq_consumer_from_settings(
+    settings: Any, clients: Any, *, metrics: obs.MetricSink | None = None, meter: Any = None
+) -> DlqConsumer:
+    """A DLQ consumer over the deployment's Runs table."""
+    from jobsched.aws.metering import dynamo_for
+
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    return DlqConsumer(AttemptStore(dynamo, settings.runs_table), metrics)

@@ -82,3 +82,18 @@ def make_metrics(service: str) -> Metrics:
 def run_keys(*, job_id: str, run_id: str, attempt: int, tenant: str) -> dict[str, Any]:
     """The structured-log keys every line about a run carries."""
     return {"job_id": job_id, "run_id": run_id, "attempt": attempt, "tenant": tenant}
+
+
+def log_keys_of(body: str) -> dict[str, Any]:
+    """The run keys of a raw run message, for the log context before it is parsed properly ({} if
+    the body is not a run message)."""
+    import json
+
+    try:
+        data = json.loads(body)
+    except (TypeError, ValueError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    keys = ("job_id", "run_id", "attempt", "tenant")
+    return {k: data[k] for k in keys if isinstance(data.get(k), str | int)}

@@ -216,3 +216,22 @@ class Sweeper:
         else:
             summary.resent += 1
             self.metrics.add(obs.RUNS_RESENT)
+
+
+def sweeper_from_settings(
+    settings: Any, clients: Any, *, metrics: obs.MetricSink | None = None, meter: Any = None
+) -> Sweeper:
+    """A sweeper over the deployment's tables and queues."""
+    from jobsched.aws.metering import dynamo_for
+
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    return Sweeper(
+        dynamo=dynamo,
+        jobs_table=settings.jobs_table,
+        runs_table=settings.runs_table,
+        jobs=JobsStore(dynamo, settings.jobs_table),
+        attempts=AttemptStore(dynamo, settings.runs_table),
+        sqs=clients.sqs,
+        queue_urls=dict(settings.queue_urls),
+        metrics=metrics,
+    )

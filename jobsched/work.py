@@ -308,3 +308,46 @@ def send_run_message(sqs: Any, queue_url: str, msg: RunMessage, now: datetime) -
     sqs.send_message(
         QueueUrl=queue_url, MessageBody=msg.to_json(), DelaySeconds=delay, MessageGroupId=msg.tenant
     )
+
+
+def worker_from_settings(
+    settings: Any,
+    clients: Any,
+    clock: Clock,
+    owner: str,
+    *,
+    metrics: obs.MetricSink | None = None,
+    meter: Any = None,
+    lease_seconds: float = 60.0,
+) -> Worker:
+    """A worker over the deployment's tables, queues and bucket (the function entry point and the
+    local mode build it the same way)."""
+    from jobsched.aws.metering import dynamo_for
+
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    effects = (
+        IdempotentEffects(clients.dynamodb, settings.idempotency_table)
+        if settings.idempotency_table
+        else None
+    )
+    return Worker(
+        attempts=AttemptStore(dynamo, settings.runs_table),
+        outputs=OutputStore(clients.s3, settings.bucket),
+        sqs=clients.sqs,
+        queue_urls=dict(settings.queue_urls),
+        clock=clock,
+        config=WorkerConfig(
+            owner=owner, lease_seconds=lease_seconds, allowed_http_hosts=tuple(settings.allowed_http_hosts)
+        ),
+        effects=effects,
+        metrics=metrics,
+    )
+
+
+def queue_url_for_arn(queue_urls: dict[str, str] | Any, arn: str) -> str | None:
+    """The URL of the queue an event source ARN names (``arn:aws:sqs:<region>:<account>:<name>``)."""
+    name = arn.rsplit(":", 1)[-1]
+    for url in dict(queue_urls).values():
+        if url.rstrip("/").rsplit("/", 1)[-1] == name:
+            return url
+    return None

@@ -1,0 +1,55 @@
+"""Lambda entry point of the DLQ consumer: poison run messages -> failed runs (reason ``poison``).
+
+Same shape as the worker: one record at a time through :meth:`jobsched.dlq.DlqConsumer.process`,
+partial batch failures for records left for later (a run still under a live lease).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+
+from jobsched import observability as obs
+from jobsched.aws.clients import Clients
+from jobsched.core.clock import Clock, SystemClock
+from jobsched.dlq import DlqConsumer, dlq_consumer_from_settings
+from jobsched.settings import Settings
+
+logger = Logger(service="jobsched-dlq-consumer")
+metrics = Metrics(namespace=obs.NAMESPACE, service="dlq_consumer")
+copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
+processor = BatchProcessor(event_type=EventType.SQS)
+clock: Clock = SystemClock()
+
+
+class LeftForLater(Exception):
+    """A DLQ record whose run is still held by a live lease: kept in the DLQ for another look."""
+
+
+@cache
+def consumer() -> DlqConsumer:
+    return dlq_consumer_from_settings(Settings.from_env(), Clients(), metrics=obs.PowertoolsSink(metrics))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    service = consumer()
+
+    def record_handler(record: SQSRecord) -> str:
+        logger.append_keys(**obs.log_keys_of(record.body))
+        count = record.attributes.approximate_receive_count
+        outcome = service.process(record.body, clock.now(), receive_count=int(count) if count else None)
+        logger.warning("poison message handled", extra={"outcome": outcome.status, **outcome.detail})
+        if outcome.defer:
+            raise LeftForLater(outcome.status)
+        return outcome.status
+
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

@@ -1,0 +1,33 @@
+"""Lambda entry point of the sweeper (an EventBridge schedule, every few minutes): one sweep, a summary."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
+
+from jobsched import observability as obs
+from jobsched.aws.clients import Clients
+from jobsched.core.clock import Clock, SystemClock
+from jobsched.settings import Settings
+from jobsched.sweeper import Sweeper, sweeper_from_settings
+
+logger = Logger(service="jobsched-sweeper")
+metrics = Metrics(namespace=obs.NAMESPACE, service="sweeper")
+copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
+clock: Clock = SystemClock()
+
+
+@cache
+def sweeper() -> Sweeper:
+    return sweeper_from_settings(Settings.from_env(), Clients(), metrics=obs.PowertoolsSink(metrics))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    summary = sweeper().sweep(clock.now()).to_dict()
+    logger.info("sweep done", extra=summary)
+    return summary
