@@ -1,0 +1,161 @@
+"""Job service against moto: validation writes nothing, tenants are isolated, versions are checked,
+lifecycle transitions are guarded, manual and backfill runs are idempotent."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from jobsched.core.errors import (
+    ConflictError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PreconditionFailedError,
+    ValidationError,
+)
+from jobsched.core.models import JobState, RunState, Trigger, make_run_id
+from tests.aws.conftest import T0
+
+T1 = T0 + timedelta(minutes=1)  # just after an hourly occurrence: nothing due within the look-ahead
+HOURLY = {"name": "report", "schedule": "0 * * * *", "target": {"handler": "echo"}, "payload": {"a": 1}}
+
+
+def _job_count(pipeline) -> int:
+    table = pipeline.env.settings.jobs_table
+    return pipeline.env.clients.dynamodb.scan(TableName=table, Select="COUNT")["Count"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "error", "message"),
+    [
+        ({"schedule": "61 * * * *"}, ValidationError, "minute"),
+        ({"timezone": "Mars/Olympus"}, ValidationError, "not a known IANA zone"),
+        ({"target": {"handler": "nope"}}, ValidationError, "unknown handler 'nope'"),
+        ({"target": {"http": {"url": "ftp://x"}}}, ValidationError, "http"),
+        ({"payload": {"blob": "x" * 70_000}}, PayloadTooLargeError, "65536 bytes"),
+        ({"priority": "urgent"}, ValidationError, "priority"),
+        ({"misfire_policy": "sometimes"}, ValidationError, "misfire"),
+        ({"overlap_policy": "queue"}, ValidationError, "overlap"),
+        ({"colour": "blue"}, ValidationError, "unknown job fields: colour"),
+        ({"schedule": "at(2020-01-01T00:00:00)"}, ValidationError, "no occurrence"),
+    ],
+)
+def test_bad_input_is_refused_with_a_clear_message_and_nothing_written(pipeline, changes, error, message):
+    with pytest.raises(error, match=message):
+        pipeline.jobs.create("acme", HOURLY | changes, T0)
+    assert _job_count(pipeline) == 0
+
+
+def test_create_computes_the_next_due_instant_through_the_time_core(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY | {"timezone": "Asia/Kolkata"}, T0)  # UTC+05:30
+    assert job.next_due_at == T0 + timedelta(minutes=30)
+    assert job.version == 1 and job.state is JobState.ACTIVE
+    assert 0 <= job.shard < pipeline.env.settings.shards
+
+
+def test_a_job_not_due_within_the_lookahead_is_not_dispatched_at_create(pipeline):
+    pipeline.jobs.create("acme", HOURLY | {"schedule": "30 12 * * *"}, T0)
+    assert pipeline.messages() == []
+
+
+def test_another_tenants_job_answers_not_found(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    with pytest.raises(NotFoundError):
+        pipeline.jobs.get("globex", job.id)
+    with pytest.raises(NotFoundError):
+        pipeline.jobs.pause("globex", job.id, T0)
+    with pytest.raises(NotFoundError):
+        pipeline.jobs.trigger("globex", job.id, T0)
+    with pytest.raises(NotFoundError):
+        pipeline.jobs.runs_of("globex", job.id)
+
+
+def test_update_with_a_stale_version_fails_and_changes_nothing(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    pipeline.jobs.update("acme", job.id, {"payload": {"a": 2}}, 1, T0)
+    with pytest.raises(PreconditionFailedError, match="version 2, not 1"):
+        pipeline.jobs.update("acme", job.id, {"payload": {"a": 3}}, 1, T0)
+    stored = pipeline.jobs.get("acme", job.id)
+    assert stored.payload == {"a": 2} and stored.version == 2
+
+
+def test_update_of_the_schedule_recomputes_the_next_due_instant(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    updated = pipeline.jobs.update("acme", job.id, {"schedule": "15 * * * *"}, job.version, T0)
+    assert updated.next_due_at == T0 + timedelta(minutes=15) and updated.version == 2
+
+
+def test_invalid_update_writes_nothing(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    with pytest.raises(ValidationError):
+        pipeline.jobs.update("acme", job.id, {"schedule": "bogus"}, job.version, T0)
+    assert pipeline.jobs.get("acme", job.id) == job
+
+
+def test_pausing_a_paused_job_and_resuming_an_active_one_are_conflicts(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    with pytest.raises(ConflictError, match="only a paused job can be resumed"):
+        pipeline.jobs.resume("acme", job.id, T0)
+    pipeline.jobs.pause("acme", job.id, T0)
+    with pytest.raises(ConflictError, match="only an active job can be paused"):
+        pipeline.jobs.pause("acme", job.id, T0)
+
+
+def test_resume_rejects_an_unknown_override(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    pipeline.jobs.pause("acme", job.id, T0)
+    with pytest.raises(ValidationError, match="misfire policy"):
+        pipeline.jobs.resume("acme", job.id, T0, misfire_policy="whenever")
+
+
+def test_trigger_now_sends_a_manual_run_with_the_override_payload(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    run = pipeline.jobs.trigger("acme", job.id, T0, payload={"a": 9}, nonce="req1")
+    assert run.trigger is Trigger.MANUAL and run.state is RunState.QUEUED
+    [message] = pipeline.messages()
+    assert message["body"]["run_id"] == run.id and message["body"]["payload"] == {"a": 9}
+    assert message["delay"] == 0
+
+
+def test_trigger_with_the_same_nonce_is_idempotent(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    first = pipeline.jobs.trigger("acme", job.id, T0, nonce="req1")
+    second = pipeline.jobs.trigger("acme", job.id, T0, nonce="req1")
+    assert first.id == second.id
+    runs, _ = pipeline.jobs.runs_of("acme", job.id)
+    assert [r.id for r in runs] == [first.id]
+
+
+def test_backfill_creates_one_run_per_occurrence_and_is_idempotent(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1)
+    start, end = T0 - timedelta(hours=5), T0 - timedelta(hours=3)
+    first = pipeline.jobs.backfill("acme", job.id, start, end, T0)
+    again = pipeline.jobs.backfill("acme", job.id, start, end, T0)
+    assert [r.scheduled_at for r in first] == [start, start + timedelta(hours=1), end]
+    assert all(r.trigger is Trigger.BACKFILL for r in first)
+    assert [r.id for r in again] == [r.id for r in first]
+    assert len(pipeline.jobs.runs_of("acme", job.id)[0]) == 3
+
+
+def test_backfill_of_too_wide_a_range_is_refused(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY | {"schedule": "* * * * *"}, T0)
+    with pytest.raises(ValidationError, match="smaller ranges"):
+        pipeline.jobs.backfill("acme", job.id, T0 - timedelta(days=2), T0, T0)
+
+
+def test_delete_keeps_history_and_withdraws_runs_queued_ahead(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY | {"schedule": "* * * * *"}, T0)
+    withdrawn = pipeline.jobs.delete("acme", job.id, T0 + timedelta(seconds=5))
+    assert withdrawn == [make_run_id(job.id, T0 + timedelta(minutes=1))]
+    with pytest.raises(NotFoundError):
+        pipeline.jobs.get("acme", job.id)
+    assert pipeline.dispatcher.runs.get(withdrawn[0]).skip_reason == "deleted"
+
+
+def test_tenant_run_listing_uses_the_tenant_index_and_sees_only_own_runs(pipeline):
+    acme = pipeline.jobs.create("acme", HOURLY | {"schedule": "* * * * *"}, T0)
+    pipeline.jobs.create("globex", HOURLY | {"schedule": "* * * * *"}, T0)
+    runs, _ = pipeline.dispatcher.runs.list_for_tenant("acme")
+    assert {r.job_id for r in runs} == {acme.id} and len(runs) == 2
+    assert runs[0].scheduled_at > runs[1].scheduled_at  # newest first

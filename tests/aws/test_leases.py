@@ -1,0 +1,76 @@
+"""Shard leases with fencing tokens, against moto."""
+
+from __future__ import annotations
+
+import threading
+from datetime import timedelta
+
+import pytest
+
+from jobsched.aws.leases import LeaseHeldError, Leases
+from jobsched.aws.metering import dynamo_for
+from jobsched.core.errors import LeaseLostError
+from tests.aws.conftest import T0
+
+
+@pytest.fixture
+def leases(aws) -> Leases:
+    return Leases(dynamo_for(aws.settings, aws.clients.dynamodb), aws.settings.leases_table)
+
+
+def test_first_acquisition_gets_token_one(leases):
+    lease = leases.acquire("shard#0", "a", T0)
+    assert lease.token == 1 and lease.until == T0 + timedelta(seconds=60)
+
+
+def test_a_held_lease_is_refused_to_another_owner(leases):
+    leases.acquire("shard#0", "a", T0)
+    with pytest.raises(LeaseHeldError, match="held by a"):
+        leases.acquire("shard#0", "b", T0 + timedelta(seconds=59))
+
+
+def test_an_expired_lease_is_taken_over_with_a_higher_token(leases):
+    first = leases.acquire("shard#0", "a", T0)
+    second = leases.acquire("shard#0", "b", T0 + timedelta(seconds=60))
+    assert second.token == first.token + 1
+
+
+def test_check_detects_a_takeover(leases):
+    first = leases.acquire("shard#0", "a", T0)
+    leases.acquire("shard#0", "b", T0 + timedelta(seconds=61))
+    with pytest.raises(LeaseLostError, match="taken over"):
+        leases.check(first, T0 + timedelta(seconds=62))
+
+
+def test_release_lets_the_next_owner_in_at_once(leases):
+    first = leases.acquire("shard#0", "a", T0)
+    assert leases.release(first, T0 + timedelta(seconds=5))
+    assert leases.acquire("shard#0", "b", T0 + timedelta(seconds=5)).token == 2
+
+
+def test_releasing_a_lease_taken_over_does_nothing(leases):
+    first = leases.acquire("shard#0", "a", T0)
+    second = leases.acquire("shard#0", "b", T0 + timedelta(seconds=61))
+    assert not leases.release(first, T0 + timedelta(seconds=62))
+    leases.check(second, T0 + timedelta(seconds=62))  # still b's
+
+
+def test_concurrent_acquisitions_have_exactly_one_winner(leases):
+    # Given eight threads racing for one free lease at the same instant
+    outcomes: list[object] = []
+    barrier = threading.Barrier(8)
+
+    def race(owner: str) -> None:
+        barrier.wait()
+        try:
+            outcomes.append(leases.acquire("shard#1", owner, T0))
+        except LeaseHeldError as exc:
+            outcomes.append(exc)
+
+    threads = [threading.Thread(target=race, args=(f"o{i}",)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    winners = [o for o in outcomes if not isinstance(o, Exception)]
+    assert len(outcomes) == 8 and len(winners) == 1 and winners[0].token == 1
