@@ -252,7 +252,7 @@ def cmd_trigger(args: argparse.Namespace, client: ApiClient) -> int:
 
 
 def triggered_runs(result: object) -> list[dict]:
-    """The runs a trigger created: the API answers ``{"runs": [...]}`` (a single run is accepted too)."""
+    """The run(s) a trigger created: the API answers with the run (``{"runs": [...]}`` is read too)."""
     if isinstance(result, dict) and isinstance(result.get("runs"), list):
         return [run for run in result["runs"] if isinstance(run, dict)]
     if isinstance(result, dict) and result.get("id"):

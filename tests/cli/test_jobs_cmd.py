@@ -183,15 +183,13 @@ def test_resume_sends_the_misfire_override(cli, cli_env: ContractServer) -> None
 
 
 def test_trigger_prints_the_new_run(cli, cli_env: ContractServer) -> None:
-    cli_env.respond(
-        "POST", "/jobs/job-0001/trigger", 202, {"runs": [run_body(id="job-0001.manual.x1", state="queued")]}
-    )
+    cli_env.respond("POST", "/jobs/job-0001/trigger", 201, run_body(id="job-0001.manual.x1", state="queued"))
     result = cli("jobs", "trigger", "job-0001")
     assert result.out.strip() == "triggered job job-0001: run job-0001.manual.x1 (queued)"
 
 
 def test_trigger_quiet_prints_the_run_id_for_scripts(cli, cli_env: ContractServer) -> None:
-    cli_env.respond("POST", "/jobs/job-0001/trigger", 202, {"runs": [run_body(id="r-1", state="queued")]})
+    cli_env.respond("POST", "/jobs/job-0001/trigger", 201, run_body(id="r-1", state="queued"))
     assert cli("jobs", "trigger", "job-0001", "-q").out == "r-1\n"
 
 
