@@ -105,6 +105,6 @@ def test_retry_of_a_run_that_did_not_fail_is_a_conflict(kit, service, clock):
 
 
 def test_output_is_read_from_s3_when_large(kit, service, clock):
-    run, msg = kit.new_run(payload={"blob": "y" * 3000})
+    run, msg = kit.new_run(payload={"blob": "y" * 5000})
     kit.worker().process(msg.to_json(), clock.now())
-    assert service.output("acme", run.id) == {"blob": "y" * 3000}
+    assert service.output("acme", run.id) == {"blob": "y" * 5000}

@@ -1,0 +1,19 @@
+"""What the worker side costs per run, by the metering rules (jobsched.aws.metering)."""
+
+from __future__ import annotations
+
+from tests.aws.conftest_worker import Kit
+
+
+def test_a_successful_cron_run_costs_two_single_unit_writes_on_the_worker_side(aws, clock):
+    # Given a cron run with a 1 KB payload (it travels in the message, not in the run item) and a
+    # small output
+    kit = Kit(aws, clock)
+    _, msg = kit.new_run({"handler": "demo.flaky"}, {"failures": 0, "data": "x" * 1000})
+    kit.meter.reset()
+    # When a worker claims and completes it
+    assert kit.worker().process(msg.to_json(), clock.now()).status == "succeeded"
+    # Then the worker made two UpdateItems of one write unit each, no read, and no index write
+    snap = kit.meter.snapshot()
+    assert snap["requests"] == {"dynamodb.UpdateItem": 2}
+    assert snap["dynamodb"]["wcu"] == 2.0 and snap["dynamodb"]["rcu"] == 0.0
