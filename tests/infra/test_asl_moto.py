@@ -1,0 +1,119 @@
+"""The chunked-job ASL executed by moto's Step Functions interpreter against moto SQS.
+
+Drives the workflow the way a worker would: read the task message from the long queue, answer
+its task token, watch the next messages arrive. Polls with a deadline (moto runs executions in a
+background thread); no fixed sleeps.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from jobsched.long_jobs.asl import KIND_COMPLETE, KIND_FAILED, KIND_PLAN, KIND_RUN, chunked_job_definition
+
+ROLE = "arn:aws:iam::123456789012:role/jobsched-chunked-job"
+INPUT = {"run_id": "run-1", "job_id": "job-1", "tenant": "acme"}
+
+
+@pytest.fixture
+def aws(monkeypatch) -> Iterator[tuple]:
+    for key, value in {
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+    }.items():
+        monkeypatch.setenv(key, value)
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        sfn = boto3.client("stepfunctions", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="long")["QueueUrl"]
+        definition = chunked_job_definition(url, max_concurrency=2, heartbeat_seconds=60)
+        arn = sfn.create_state_machine(name="chunked", definition=json.dumps(definition), roleArn=ROLE)[
+            "stateMachineArn"
+        ]
+        yield sqs, sfn, url, arn
+
+
+def _next_messages(sqs, url: str, count: int, deadline_seconds: float = 20.0) -> list[dict]:
+    """Receive (and delete) at least ``count`` messages, polling until they arrive or the deadline."""
+    bodies: list[dict] = []
+    deadline = time.monotonic() + deadline_seconds
+    while len(bodies) < count and time.monotonic() < deadline:
+        for message in sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
+            bodies.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        if len(bodies) < count:
+            time.sleep(0.02)  # poll interval of a real-time interpreter, not a wait for an outcome
+    assert len(bodies) >= count, f"expected {count} messages, got {bodies}"
+    return bodies
+
+
+def _final_status(sfn, execution_arn: str, deadline_seconds: float = 20.0) -> dict:
+    deadline = time.monotonic() + deadline_seconds
+    while time.monotonic() < deadline:
+        described = sfn.describe_execution(executionArn=execution_arn)
+        if described["status"] != "RUNNING":
+            return described
+        time.sleep(0.02)
+    raise AssertionError("execution still running at the deadline")
+
+
+def test_first_task_message_arrives_on_the_long_queue_with_a_task_token(aws):
+    sqs, sfn, url, arn = aws
+    # When a chunked run starts (execution name = run id)
+    sfn.start_execution(stateMachineArn=arn, name=INPUT["run_id"], input=json.dumps(INPUT))
+    # Then the plan task is a message on the long queue carrying a task token and the run
+    (plan,) = _next_messages(sqs, url, 1)
+    assert plan["kind"] == KIND_PLAN
+    assert plan["task_token"]
+    assert plan["run"] == INPUT
+
+
+def test_chunks_then_completion_then_success(aws):
+    sqs, sfn, url, arn = aws
+    execution = sfn.start_execution(stateMachineArn=arn, name="run-2", input=json.dumps(INPUT))[
+        "executionArn"
+    ]
+    (plan,) = _next_messages(sqs, url, 1)
+    sfn.send_task_success(taskToken=plan["task_token"], output=json.dumps({"chunks": ["a", "b", "c"]}))
+
+    # Given three chunks and MaxConcurrency 2 / Then each chunk arrives with its index and the total
+    seen = []
+    while len(seen) < 3:
+        for chunk in _next_messages(sqs, url, 1):
+            assert chunk["kind"] == KIND_RUN
+            assert chunk["total"] == 3
+            seen.append((chunk["index"], chunk["chunk"]))
+            sfn.send_task_success(taskToken=chunk["task_token"], output="{}")
+    assert sorted(seen) == [(0, "a"), (1, "b"), (2, "c")]
+
+    (complete,) = _next_messages(sqs, url, 1)
+    assert complete["kind"] == KIND_COMPLETE
+    sfn.send_task_success(taskToken=complete["task_token"], output=json.dumps({"rows": 42}))
+    described = _final_status(sfn, execution)
+    assert described["status"] == "SUCCEEDED"
+    assert json.loads(described["output"])["result"] == {"rows": 42}
+
+
+def test_a_permanent_chunk_failure_records_the_failure_and_fails_the_run(aws):
+    sqs, sfn, url, arn = aws
+    execution = sfn.start_execution(stateMachineArn=arn, name="run-3", input=json.dumps(INPUT))[
+        "executionArn"
+    ]
+    (plan,) = _next_messages(sqs, url, 1)
+    sfn.send_task_success(taskToken=plan["task_token"], output=json.dumps({"chunks": ["only"]}))
+    (chunk,) = _next_messages(sqs, url, 1)
+    # When the worker reports a permanent error (no retry)
+    sfn.send_task_failure(taskToken=chunk["task_token"], error="jobsched.PermanentError", cause="bad row")
+    # Then the worker is told the run failed, and the execution fails
+    (failed,) = _next_messages(sqs, url, 1)
+    assert failed["kind"] == KIND_FAILED
+    assert failed["run_id"] == INPUT["run_id"]
+    assert failed["error"]["Error"] == "jobsched.PermanentError"
+    assert _final_status(sfn, execution)["status"] == "FAILED"
