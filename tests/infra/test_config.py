@@ -1,0 +1,70 @@
+"""Deployment settings from CDK context: defaults, parsing of -c strings, validation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from infra.config import DEFAULT_MAX_CONCURRENCY, ConfigError, StackConfig
+from infra.functions import retention
+from jobsched.resources import DEFAULT_SHARDS
+
+ROOT_CDK_JSON = __import__("pathlib").Path(__file__).resolve().parents[2] / "cdk.json"
+
+
+def _from(context: dict) -> StackConfig:
+    return StackConfig.from_context(context.get)
+
+
+def test_empty_context_gives_the_documented_defaults():
+    config = _from({})
+    assert config.shards == DEFAULT_SHARDS
+    assert config.max_concurrency == DEFAULT_MAX_CONCURRENCY
+    assert config.auth_mode == "iam"
+    assert config.alert_email is None
+
+
+def test_cdk_json_context_matches_the_defaults():
+    # Given cdk.json (what `cdk deploy` reads) / Then it documents exactly the code's defaults
+    context = json.loads(ROOT_CDK_JSON.read_text())["context"]
+    assert _from(context) == StackConfig()
+
+
+def test_command_line_strings_are_parsed():
+    config = _from(
+        {
+            "shards": "8",
+            "max_concurrency": '{"high": 50}',
+            "admin_principals": "arn:aws:iam::1:role/a, arn:aws:iam::1:role/b",
+            "removal_policy_destroy": "true",
+        }
+    )
+    assert config.shards == 8
+    assert config.max_concurrency == {**DEFAULT_MAX_CONCURRENCY, "high": 50}
+    assert config.admin_principals == ("arn:aws:iam::1:role/a", "arn:aws:iam::1:role/b")
+    assert config.removal_policy_destroy is True
+
+
+@pytest.mark.parametrize(
+    ("context", "message"),
+    [
+        ({"shards": "0"}, "shards"),
+        ({"shards": "many"}, "shards"),
+        ({"max_concurrency": '{"high": 1}'}, "max_concurrency"),
+        ({"auth_mode": "basic"}, "auth_mode"),
+        ({"auth_mode": "jwt"}, "jwt_issuer"),
+        ({"log_retention_days": "0"}, "log_retention_days"),
+        ({"lookahead_seconds": "901"}, "lookahead_seconds"),
+    ],
+)
+def test_invalid_settings_are_rejected_naming_the_setting(context, message):
+    with pytest.raises(ConfigError, match=message):
+        _from(context)
+
+
+@pytest.mark.parametrize(("days", "expected"), [(1, 1), (2, 3), (30, 30), (31, 60), (10_000, 3653)])
+def test_log_retention_rounds_up_to_a_period_cloudwatch_accepts(days, expected):
+    from infra.functions import _RETENTIONS
+
+    assert retention(days) == _RETENTIONS[expected]

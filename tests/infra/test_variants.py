@@ -1,0 +1,59 @@
+"""Context variants: JWT auth and an alert email. Synthesized with inline code (no bundling) and
+without cdk-nag, since only the API and the topic differ from the main synthesis."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import assertions
+from aws_cdk import aws_lambda as lambda_
+
+from infra.config import StackConfig
+from infra.stack import JobschedStack
+
+
+@pytest.fixture(scope="module")
+def variant() -> assertions.Template:
+    app = cdk.App()
+    config = StackConfig(
+        auth_mode="jwt",
+        jwt_issuer="https://issuer.example.com/",
+        jwt_audience=("jobsched",),
+        alert_email="oncall@example.com",
+        shards=2,
+    )
+    stack = JobschedStack(
+        app, "Variant", config=config, code=lambda_.Code.from_inline("def handler(e, c): pass")
+    )
+    return assertions.Template.from_stack(stack)
+
+
+def test_jwt_mode_puts_a_jwt_authorizer_on_the_api(variant):
+    variant.has_resource_properties(
+        "AWS::ApiGatewayV2::Authorizer",
+        {
+            "AuthorizerType": "JWT",
+            "JwtConfiguration": {"Issuer": "https://issuer.example.com/", "Audience": ["jobsched"]},
+        },
+    )
+    variant.has_resource_properties(
+        "AWS::ApiGatewayV2::Route", {"RouteKey": "ANY /{proxy+}", "AuthorizationType": "JWT"}
+    )
+
+
+def test_jwt_mode_tells_the_api_function(variant):
+    variant.has_resource_properties(
+        "AWS::Lambda::Function",
+        {"Environment": {"Variables": assertions.Match.object_like({"JOBSCHED_AUTH_MODE": "jwt"})}},
+    )
+
+
+def test_alert_email_subscribes_to_the_topic(variant):
+    variant.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "oncall@example.com"}
+    )
+
+
+def test_shard_count_sets_the_number_of_ticks(variant):
+    # 2 shards -> 2 ticks + the sweeper's schedule
+    variant.resource_count_is("AWS::Scheduler::Schedule", 3)
