@@ -68,9 +68,9 @@ DOW_AWS = _Field("day-of-week", 1, 7, {k: v + 1 for k, v in DOW_NAMES.items()}) 
 YEAR = _Field("year", 1970, 2199)
 
 _ITEM = re.compile(r"^(?P<base>\*|[A-Z0-9]+(?:-[A-Z0-9]+)?)(?:/(?P<step>[^/]*))?$")
-_RATE = re.compile(r"^rate\(\s*(?P<n>\S+)\s+(?P<unit>[A-Za-z]+)\s*\)$")
-_AT = re.compile(r"^at\((?P<when>[^)]*)\)$")
-_AWS_CRON = re.compile(r"^cron\((?P<body>.*)\)$")
+_RATE = re.compile(r"^rate\(\s*(?P<n>\S+)\s+(?P<unit>[A-Za-z]+)\s*\)$", re.IGNORECASE)
+_AT = re.compile(r"^at\((?P<when>[^)]*)\)$", re.IGNORECASE)
+_AWS_CRON = re.compile(r"^cron\((?P<body>.*)\)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)

@@ -162,3 +162,11 @@ def test_schedule_is_immutable():
     schedule = parse_schedule("0 9 * * *")
     with pytest.raises(AttributeError):
         schedule.timezone = "Europe/London"
+
+
+@pytest.mark.parametrize(
+    ("expression", "kind"),
+    [("CRON(0 12 ? * mon *)", "cron"), ("Rate(5 Minutes)", "rate"), ("AT(2026-01-01T00:00:00)", "at")],
+)
+def test_function_forms_are_case_insensitive(expression, kind):
+    assert parse_schedule(expression).kind == kind
