@@ -107,12 +107,20 @@ class Meter:
             self.requests: Counter[str] = Counter()  # "dynamodb.PutItem" -> calls
             self.wcu: Counter[str] = Counter()  # estimated write units, per operation
             self.rcu: Counter[str] = Counter()
+            self.wcu_by_table: Counter[str] = Counter()
+            self.rcu_by_table: Counter[str] = Counter()
             self.reported: Counter[str] = Counter()  # capacity units as reported by the service
             self.sqs_billed_requests = 0
             self.sqs_messages = 0
 
     def record_dynamodb(
-        self, operation: str, *, wcu: float = 0.0, rcu: float = 0.0, response: Mapping | None = None
+        self,
+        operation: str,
+        *,
+        wcu: float = 0.0,
+        rcu: float = 0.0,
+        response: Mapping | None = None,
+        table: str = "",
     ) -> None:
         reported = 0.0
         consumed = (response or {}).get("ConsumedCapacity")
@@ -122,6 +130,8 @@ class Meter:
             self.requests[f"dynamodb.{operation}"] += 1
             self.wcu[operation] += wcu
             self.rcu[operation] += rcu
+            self.wcu_by_table[table] += wcu
+            self.rcu_by_table[table] += rcu
             self.reported[operation] += reported
 
     def record_sqs(self, operation: str, payload_bytes: Iterable[int]) -> None:
@@ -143,6 +153,8 @@ class Meter:
                     "reported_capacity_units": float(sum(self.reported.values())),
                     "wcu_by_operation": dict(self.wcu),
                     "rcu_by_operation": dict(self.rcu),
+                    "wcu_by_table": dict(self.wcu_by_table),
+                    "rcu_by_table": dict(self.rcu_by_table),
                 },
                 "sqs": {
                     "requests": sum(v for k, v in self.requests.items() if k.startswith("sqs.")),
@@ -227,11 +239,12 @@ class Dynamo:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            self.meter.record_dynamodb("PutItem", wcu=write_units(size), response=exc.response)
+            self.meter.record_dynamodb("PutItem", table=table, wcu=write_units(size), response=exc.response)
             old = exc.response.get("Item")
             raise ConditionFailed(deserialize(old) if old else None) from None
         self.meter.record_dynamodb(
             "PutItem",
+            table=table,
             wcu=write_units(size) + self._index_units_for_item(table, wire, size),
             response=response,
         )
@@ -268,13 +281,17 @@ class Dynamo:
                 raise
             old = exc.response.get("Item")
             self.meter.record_dynamodb(
-                "UpdateItem", wcu=write_units(item_size(old) if old else 0), response=exc.response
+                "UpdateItem",
+                table=table,
+                wcu=write_units(item_size(old) if old else 0),
+                response=exc.response,
             )
             raise ConditionFailed(deserialize(old) if old else None) from None
         wire = response.get("Attributes", {})
         size = item_size(wire)
         self.meter.record_dynamodb(
             "UpdateItem",
+            table=table,
             wcu=write_units(size) + self._index_units_for_update(table, wire, size, expression, names),
             response=response,
         )
@@ -319,12 +336,14 @@ class Dynamo:
         except ClientError as exc:
             if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
                 raise
-            self.meter.record_dynamodb("DeleteItem", wcu=1, response=exc.response)
+            self.meter.record_dynamodb("DeleteItem", table=table, wcu=1, response=exc.response)
             raise ConditionFailed(None) from None
         wire = response.get("Attributes")
         size = item_size(wire) if wire else 0
         index_units = self._index_units_for_item(table, wire, size) if wire else 0
-        self.meter.record_dynamodb("DeleteItem", wcu=write_units(size) + index_units, response=response)
+        self.meter.record_dynamodb(
+            "DeleteItem", table=table, wcu=write_units(size) + index_units, response=response
+        )
         return deserialize(wire) if wire else None
 
     def get(self, table: str, key: Mapping[str, Any], *, consistent: bool = False) -> dict[str, Any] | None:
@@ -333,7 +352,10 @@ class Dynamo:
         )
         wire = response.get("Item")
         self.meter.record_dynamodb(
-            "GetItem", rcu=read_units(item_size(wire) if wire else 0, consistent), response=response
+            "GetItem",
+            table=table,
+            rcu=read_units(item_size(wire) if wire else 0, consistent),
+            response=response,
         )
         return deserialize(wire) if wire else None
 
@@ -374,7 +396,10 @@ class Dynamo:
         wires = response.get("Items", [])
         # A filter does not reduce the read cost: DynamoDB bills what it read; we only see what it kept.
         self.meter.record_dynamodb(
-            "Query", rcu=read_units(sum(item_size(w) for w in wires), consistent), response=response
+            "Query",
+            table=table,
+            rcu=read_units(sum(item_size(w) for w in wires), consistent),
+            response=response,
         )
         last = response.get("LastEvaluatedKey")
         return [deserialize(w) for w in wires], deserialize(last) if last else None
@@ -395,7 +420,7 @@ class Dynamo:
                 response = self.client.batch_get_item(RequestItems=pending, ReturnConsumedCapacity="TOTAL")
                 wires = response.get("Responses", {}).get(table, [])
                 rcu = sum(read_units(item_size(w), consistent) for w in wires)
-                self.meter.record_dynamodb("BatchGetItem", rcu=rcu, response=response)
+                self.meter.record_dynamodb("BatchGetItem", rcu=rcu, response=response, table=table)
                 out.extend(deserialize(w) for w in wires)
                 pending = response.get("UnprocessedKeys") or {}
                 if not pending:

@@ -1,0 +1,72 @@
+"""What the dispatcher costs per run, measured by the metering wrapper (DynamoDB sizing rules).
+
+Figures for per-minute jobs over one simulated hour of one-minute ticks; the enqueue horizon spreads
+the job advance (1 item write + 2 due-index writes) over the runs enqueued ahead.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from jobsched.aws.metering import item_size, serialize
+from jobsched.dispatch import new_run
+from tests.aws.conftest import T0, build_pipeline, provision
+
+EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}, "payload": {"n": 1}}
+
+
+def _dispatcher_wru_per_run(
+    aws, horizon_seconds: int, jobs: int = 4, minutes: int = 30
+) -> tuple[float, float]:
+    """(WRU per run on the Jobs and Runs tables, lease WRU per tick) for per-minute jobs, one shard."""
+    aws.settings = provision(
+        aws.clients, prefix=f"cost{horizon_seconds}", shards=1, enqueue_horizon_seconds=horizon_seconds
+    )
+    p = build_pipeline(aws)
+    for i in range(jobs):
+        p.jobs.create(f"tenant{i}", EVERY_MINUTE, T0 - timedelta(seconds=30))
+    p.meter.reset()
+    runs = 0
+    for minute in range(minutes):
+        runs += p.dispatcher.dispatch_shard(0, T0 + timedelta(minutes=minute)).runs_created
+    by_table = p.meter.snapshot()["dynamodb"]["wcu_by_table"]
+    per_run = (by_table[aws.settings.jobs_table] + by_table[aws.settings.runs_table]) / runs
+    return per_run, by_table[aws.settings.leases_table] / minutes
+
+
+def test_a_run_item_stays_well_under_one_kilobyte(pipeline):
+    job = pipeline.jobs.create("acme", EVERY_MINUTE | {"jitter_seconds": 10}, T0)
+    run = new_run(job, T0, "schedule", T0)
+    assert item_size(serialize(run.to_item())) < 400
+
+
+def test_run_creation_costs_one_item_write_and_one_tenant_index_write(pipeline):
+    job = pipeline.jobs.create("acme", EVERY_MINUTE, T0 + timedelta(hours=1))
+    pipeline.meter.reset()
+    _, created = pipeline.dispatcher.runs.create(new_run(job, T0, "schedule", T0))
+    assert created and pipeline.meter.snapshot()["dynamodb"]["wcu"] == 2
+    pipeline.meter.reset()
+    _, created = pipeline.dispatcher.runs.create(new_run(job, T0, "schedule", T0))
+    assert not created and pipeline.meter.snapshot()["dynamodb"]["wcu"] == 1  # refused writes are billed
+
+
+def test_job_advance_rewrites_the_due_index_entry(pipeline):
+    # Given an hourly job created just after 12:00 (next due 13:00)
+    job = pipeline.jobs.create("acme", EVERY_MINUTE | {"schedule": "0 * * * *"}, T0 + timedelta(minutes=1))
+    pipeline.meter.reset()
+    # When the tick 30 s before 13:00 enqueues the 13:00 run
+    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=59, seconds=30))
+    wcu = pipeline.meter.snapshot()["dynamodb"]["wcu_by_operation"]
+    # Then: run put 1 + tenant index 1; advance 1 + due index delete and put 2; lease acquire + release 2
+    assert wcu["PutItem"] == 2 and wcu["UpdateItem"] == 5
+
+
+@pytest.mark.parametrize(("horizon", "ceiling"), [(60, 5.0), (300, 2.8), (900, 2.3)])
+def test_dispatcher_write_units_per_run_by_enqueue_horizon(aws, horizon, ceiling, capsys):
+    per_run, lease_per_tick = _dispatcher_wru_per_run(aws, horizon)
+    with capsys.disabled():
+        print(f"\n[cost] horizon {horizon:>3} s: {per_run:.2f} WRU/run + {lease_per_tick:.0f} WRU/shard tick")
+    assert per_run <= ceiling
+    assert lease_per_tick == 2  # acquire + release, whatever the number of jobs
