@@ -9,6 +9,7 @@ API as ISO 8601 UTC strings ending in ``Z``.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -34,6 +35,46 @@ def iso_z(value: datetime) -> str:
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+#: DynamoDB stores at most 32 levels of nesting and numbers of at most 38 significant digits with a
+#: magnitude between 1e-130 and 9.99e125; a payload beyond that could be accepted here and then fail
+#: on write, so it is refused up front with the path of the offending value.
+MAX_NESTING = 32
+_MAX_MAGNITUDE = Decimal("9.9999999999999999999999999999999999999E+125")
+_MIN_MAGNITUDE = Decimal("1E-130")
+
+
+def check_storable(value: Any, path: str = "", depth: int = 0) -> None:
+    """Raise ``ValueError`` naming (by its path inside the checked value) the first value a DynamoDB
+    item cannot hold."""
+    where = f"the value at {path}" if path else "the value"
+    if depth >= MAX_NESTING:
+        raise ValueError(f"{where} is nested more than {MAX_NESTING} levels deep")
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int | float):
+        number = Decimal(str(value))
+        digits = len(number.as_tuple().digits)  # as written: 10**45 has 46 digits to store
+        if number != 0 and (abs(number) > _MAX_MAGNITUDE or abs(number) < _MIN_MAGNITUDE or digits > 38):
+            raise ValueError(
+                f"{where}: the number {value!r} cannot be stored (at most 38 significant digits, "
+                "magnitude 1e-130 to 9.9e125); send it as a string"
+            )
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            check_storable(item, f"{path}.{key}" if path else str(key), depth + 1)
+        return
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            check_storable(item, f"{path}[{index}]", depth + 1)
+
+
+def _storable_payload(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    if value is not None:
+        check_storable(value)
+    return value
 
 
 # --- errors, health --------------------------------------------------------------------------------
@@ -82,6 +123,13 @@ class HttpTargetIn(_In):
     def _http_url(cls, value: str) -> str:
         if not value.lower().startswith(("http://", "https://")):
             raise ValueError("must start with https:// (or http://)")
+        return value
+
+    @field_validator("body")
+    @classmethod
+    def _storable_body(cls, value: Any) -> Any:
+        if value is not None:
+            check_storable(value)
         return value
 
 
@@ -144,6 +192,8 @@ class JobIn(_In):
         data["target"] = self.target.to_domain()
         return data
 
+    _payload_storable = field_validator("payload")(_storable_payload)
+
 
 class JobPatch(_In):
     """``PATCH /jobs/{id}``: the fields to change (absent = unchanged)."""
@@ -173,6 +223,8 @@ class JobPatch(_In):
         if self.target is not None:
             changes["target"] = self.target.to_domain()
         return changes
+
+    _payload_storable = field_validator("payload")(_storable_payload)
 
 
 class PauseIn(_In):
@@ -250,6 +302,8 @@ class TriggerIn(_In):
         default=None, description="overrides the job's payload for this run"
     )
 
+    _payload_storable = field_validator("payload")(_storable_payload)
+
 
 class JobList(BaseModel):
     items: list[JobOut]
@@ -321,11 +375,15 @@ class ReplayIn(_In):
         default=None, description="a corrected payload (default: the same)"
     )
 
+    _payload_storable = field_validator("payload")(_storable_payload)
+
 
 class RetryRunIn(_In):
     payload: dict[str, Any] | None = Field(
         default=None, description="a corrected payload (default: the same)"
     )
+
+    _payload_storable = field_validator("payload")(_storable_payload)
 
 
 DeadLetterReason = Literal["permanent", "exhausted", "lease_expired", "poison"]

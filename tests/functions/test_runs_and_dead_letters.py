@@ -1,0 +1,178 @@
+"""/runs and /dead-letters contract: runs made through the API, executed by a real worker in moto."""
+
+from __future__ import annotations
+
+from tests.functions.events import ACME, body_of
+
+FAILING = {"target": {"handler": "demo.fail"}, "payload": {"kind": "permanent", "message": "bad input"}}
+
+
+def _failed_run(call, create_job, work_queue) -> dict:
+    """A job whose manual run failed permanently (and so is a dead letter)."""
+    job = create_job(ACME, **FAILING)
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    assert work_queue() == ["dead_lettered"]
+    return run
+
+
+# --- runs -----------------------------------------------------------------------------------------
+
+
+def test_get_run_shows_state_attempts_and_error(call, create_job, work_queue):
+    run = _failed_run(call, create_job, work_queue)
+    response = call("GET", f"/runs/{run['id']}", headers=ACME)
+    assert response["statusCode"] == 200
+    body = body_of(response)
+    assert (body["state"], body["attempt"], body["error"]) == ("failed", 1, "PermanentError: bad input")
+    assert [(a["attempt"], a["outcome"]) for a in body["attempts"]] == [(1, "failed")]
+    assert body["started_at"].endswith("Z") and body["finished_at"].endswith("Z")
+
+
+def test_succeeded_run_carries_its_output(call, create_job, work_queue):
+    job = create_job(ACME, payload={"greeting": "hi"})
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    assert work_queue() == ["succeeded"]
+    body = body_of(call("GET", f"/runs/{run['id']}", headers=ACME))
+    assert body["state"] == "succeeded"
+    assert body["output"] is not None
+
+
+def test_get_of_a_malformed_run_id_is_404(call):
+    response = call("GET", "/runs/not-a-run-id", headers=ACME)
+    assert response["statusCode"] == 404
+
+
+def test_list_runs_filters_by_state(call, create_job, work_queue):
+    failed = _failed_run(call, create_job, work_queue)
+    job = create_job(ACME)
+    queued = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    only_failed = body_of(call("GET", "/runs", query={"state": "failed"}, headers=ACME))["items"]
+    only_queued = body_of(call("GET", "/runs", query={"state": "queued"}, headers=ACME))["items"]
+    assert [r["id"] for r in only_failed] == [failed["id"]]
+    assert [r["id"] for r in only_queued] == [queued["id"]]
+
+
+def test_list_runs_filters_by_job_and_since(call, create_job):
+    job = create_job(ACME, schedule="0 * * * *")
+    window = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T03:00:00Z"}
+    call("POST", f"/jobs/{job['id']}/backfill", body=window, headers=ACME)
+    other = create_job(ACME, name="other")
+    call("POST", f"/jobs/{other['id']}/trigger", headers=ACME)
+    query = {"job_id": job["id"], "since": "2026-03-01T02:00:00Z"}
+    items = body_of(call("GET", "/runs", query=query, headers=ACME))["items"]
+    # (12:00 today was dispatched at creation; 02:00 and 03:00 yesterday are on or after since)
+    assert [r["scheduled_at"][:13] for r in items] == ["2026-03-02T12", "2026-03-01T03", "2026-03-01T02"]
+
+
+def test_list_runs_since_without_job_stops_at_the_bound(call, create_job):
+    job = create_job(ACME, schedule="0 * * * *")
+    window = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T03:00:00Z"}
+    call("POST", f"/jobs/{job['id']}/backfill", body=window, headers=ACME)
+    items = body_of(call("GET", "/runs", query={"since": "2026-03-01T03:00:00Z"}, headers=ACME))["items"]
+    assert [r["scheduled_at"][:13] for r in items] == ["2026-03-02T12", "2026-03-01T03"]
+
+
+def test_filtered_pages_resume_exactly_where_they_stopped(call, create_job):
+    # Given five backfilled runs and one more run of another job, all queued
+    job = create_job(ACME, schedule="0 * * * *")
+    window = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T04:00:00Z"}
+    call("POST", f"/jobs/{job['id']}/backfill", body=window, headers=ACME)
+    # When they are read two at a time with a state filter
+    seen, cursor = [], None
+    for _ in range(10):
+        query = {"state": "queued", "limit": "2", **({"cursor": cursor} if cursor else {})}
+        page = body_of(call("GET", "/runs", query=query, headers=ACME))
+        seen += [r["id"] for r in page["items"]]
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+    # Then every run appears exactly once, newest first
+    assert len(seen) == len(set(seen)) == 6
+    assert seen == sorted(seen, key=lambda i: i.split(".")[1], reverse=True)
+
+
+def test_cursor_of_another_filter_is_400(call, create_job):
+    job = create_job(ACME, schedule="0 * * * *")
+    window = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T04:00:00Z"}
+    call("POST", f"/jobs/{job['id']}/backfill", body=window, headers=ACME)
+    cursor = body_of(call("GET", "/runs", query={"limit": "1"}, headers=ACME))["next_cursor"]
+    response = call("GET", "/runs", query={"limit": "1", "state": "failed", "cursor": cursor}, headers=ACME)
+    assert response["statusCode"] == 400
+
+
+def test_unknown_state_filter_is_422(call):
+    response = call("GET", "/runs", query={"state": "sleeping"}, headers=ACME)
+    assert response["statusCode"] == 422
+    assert body_of(response)["message"].startswith("state: ")
+
+
+def test_cancel_a_queued_run(call, create_job):
+    job = create_job(ACME)
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    response = call("POST", f"/runs/{run['id']}/cancel", body={}, headers=ACME)
+    assert response["statusCode"] == 200
+    assert body_of(response)["state"] == "cancelled"
+
+
+def test_cancel_a_finished_run_is_409(call, create_job, work_queue):
+    run = _failed_run(call, create_job, work_queue)
+    response = call("POST", f"/runs/{run['id']}/cancel", headers=ACME)
+    assert response["statusCode"] == 409
+
+
+def test_retry_a_failed_run_with_a_corrected_payload(call, create_job, work_queue):
+    run = _failed_run(call, create_job, work_queue)
+    response = call("POST", f"/runs/{run['id']}/retry", body={"payload": {"kind": "ok?"}}, headers=ACME)
+    assert response["statusCode"] == 200
+    retried = body_of(response)
+    assert retried["state"] == "queued"
+
+
+# --- dead letters ---------------------------------------------------------------------------------
+
+
+def test_dead_letter_lists_payload_error_and_attempts(call, create_job, work_queue):
+    run = _failed_run(call, create_job, work_queue)
+    page = body_of(call("GET", "/dead-letters", headers=ACME))
+    assert page["next_cursor"] is None
+    [letter] = page["items"]
+    assert (letter["run_id"], letter["job_id"], letter["error"]) == (
+        run["id"],
+        run["job_id"],
+        "PermanentError: bad input",
+    )
+    assert letter["payload"] == FAILING["payload"]
+    assert letter["failed_at"].endswith("Z")
+    assert letter["replays"] == [] and len(letter["attempts"]) == 1
+
+
+def test_replay_a_dead_letter_with_a_payload_records_the_replay(call, create_job, work_queue):
+    run = _failed_run(call, create_job, work_queue)
+    fixed = {"kind": "permanent", "message": "still bad"}
+    response = call("POST", f"/dead-letters/{run['id']}/replay", body={"payload": fixed}, headers=ACME)
+    assert response["statusCode"] == 200
+    assert body_of(response)["state"] == "queued"
+    assert body_of(call("GET", "/dead-letters", headers=ACME))["items"] == []
+
+
+def test_discard_a_dead_letter(call, create_job, work_queue):
+    run = _failed_run(call, create_job, work_queue)
+    response = call("DELETE", f"/dead-letters/{run['id']}", headers=ACME)
+    assert response["statusCode"] == 200
+    assert body_of(response) == {"run_id": run["id"], "discarded": True}
+    assert body_of(call("GET", "/dead-letters", headers=ACME))["items"] == []
+    assert call("DELETE", f"/dead-letters/{run['id']}", headers=ACME)["statusCode"] == 404
+
+
+def test_replay_by_filter(call, create_job, work_queue):
+    run = _failed_run(call, create_job, work_queue)
+    response = call("POST", "/dead-letters/replay", body={"job_id": run["job_id"]}, headers=ACME)
+    assert response["statusCode"] == 200
+    assert body_of(response) == {"replayed": 1, "run_ids": [run["id"]], "errors": [], "more": False}
+
+
+def test_replay_of_a_run_that_is_not_a_dead_letter_is_404(call, create_job):
+    job = create_job(ACME)
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    response = call("POST", f"/dead-letters/{run['id']}/replay", headers=ACME)
+    assert response["statusCode"] == 404
