@@ -23,10 +23,6 @@ DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 10, "low": 5, "long": 5}
 ENV_ADMIN_PRINCIPALS = "JOBSCHED_ADMIN_PRINCIPALS"
 ENV_JWT_TENANT_CLAIM = "JOBSCHED_JWT_TENANT_CLAIM"
 
-# Powertools metrics land here; the dashboard and alarms read from the same namespace/service.
-METRICS_NAMESPACE = "jobsched"
-METRICS_SERVICE = "jobsched"
-
 
 class ConfigError(ValueError):
     """Raised when a CDK context value is missing a required companion or is out of range."""
@@ -53,7 +49,7 @@ class StackConfig:
     long_job_max_concurrency: int = 10
     long_job_heartbeat_seconds: int = 120
     alarm_oldest_message_seconds: int = 300
-    alarm_lag_p99_ms: int = 5000
+    alarm_lag_p99_seconds: int = 10
     alarm_error_rate_percent: int = 5
     allowed_http_hosts: str = ""
     removal_policy_destroy: bool = False

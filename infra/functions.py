@@ -16,7 +16,8 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
-from infra.config import METRICS_NAMESPACE, METRICS_SERVICE, StackConfig
+from infra.config import StackConfig
+from jobsched.observability import NAMESPACE
 from jobsched.resources import FUNCTIONS, FunctionSpec
 
 # CloudWatch Logs accepts only these retention periods (days).
@@ -99,8 +100,9 @@ def make_function(
         system_log_level_v2=lambda_.SystemLogLevel.WARN,
         tracing=lambda_.Tracing.ACTIVE,
         environment={
-            "POWERTOOLS_SERVICE_NAME": METRICS_SERVICE,
-            "POWERTOOLS_METRICS_NAMESPACE": METRICS_NAMESPACE,
+            # The metric dimension `service` is the function's name (the dashboard reads it so).
+            "POWERTOOLS_SERVICE_NAME": spec.name,
+            "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
             "JOBSCHED_FUNCTION": spec.name,
             **environment,

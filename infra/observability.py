@@ -1,8 +1,10 @@
 """Alerts and the operator's view: an SNS alert topic, a CloudWatch dashboard, alarms.
 
-The application metrics (ScheduleLag, Runs*) are Powertools EMF metrics in namespace
-``METRICS_NAMESPACE`` with the single dimension ``service=METRICS_SERVICE`` (set on every function by
-the factory). docs/operations.md says what each alarm means and what to do when it fires.
+The application metrics (ScheduleLag, Runs*; names in :mod:`jobsched.observability`) are Powertools
+EMF metrics in namespace ``jobsched`` whose only dimension is ``service`` = the emitting function's
+name. Run outcomes come from several functions, so the dashboard sums them over every ``service``
+with a SEARCH expression; the lag alarm needs one concrete metric and watches the worker's, which is
+where the lag is measured. docs/operations.md says what each alarm means and what to do.
 """
 
 from __future__ import annotations
@@ -20,10 +22,19 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.config import METRICS_NAMESPACE, METRICS_SERVICE, StackConfig
+from infra.config import StackConfig
+from infra.queues import QUEUE_CONSUMER
+from jobsched import observability as obs
 
 MINUTE = cdk.Duration.minutes(1)
-RUN_OUTCOMES = ("RunsSucceeded", "RunsFailed", "RunsRetried", "RunsDeadLettered", "RunsSkipped")
+RUN_OUTCOMES = (
+    obs.RUNS_SUCCEEDED,
+    obs.RUNS_FAILED,
+    obs.RUNS_RETRIED,
+    obs.RUNS_DEAD_LETTERED,
+    obs.RUNS_SKIPPED,
+    obs.RUNS_CANCELLED,
+)
 
 
 @dataclass(frozen=True)
@@ -35,13 +46,22 @@ class Watched:
     functions: dict[str, lambda_.IFunction]  # spec name -> function
 
 
-def app_metric(name: str, statistic: str) -> cw.Metric:
-    """A jobsched application metric (Powertools EMF) at one-minute resolution."""
+def app_metric(name: str, statistic: str, service: str) -> cw.Metric:
+    """A jobsched application metric (Powertools EMF) of one function, at one-minute resolution."""
     return cw.Metric(
-        namespace=METRICS_NAMESPACE,
+        namespace=obs.NAMESPACE,
         metric_name=name,
-        dimensions_map={"service": METRICS_SERVICE},
+        dimensions_map={"service": service},
         statistic=statistic,
+        period=MINUTE,
+    )
+
+
+def total_over_services(name: str) -> cw.MathExpression:
+    """The per-minute sum of ``name`` over every function that emits it (a SEARCH expression)."""
+    return cw.MathExpression(
+        expression=f"SUM(SEARCH('{{{obs.NAMESPACE},service}} MetricName=\"{name}\"', 'Sum', 60))",
+        label=name,
         period=MINUTE,
     )
 
@@ -103,11 +123,12 @@ class Observability(Construct):
             )
         self._alarm(
             "ScheduleLagP99",
-            app_metric("ScheduleLag", "p99").create_alarm(
+            app_metric(obs.SCHEDULE_LAG, "p99", QUEUE_CONSUMER).create_alarm(
                 self,
                 "ScheduleLagP99",
-                alarm_description=f"p99 of (start - due) above {config.alarm_lag_p99_ms} ms for 5 minutes.",
-                threshold=config.alarm_lag_p99_ms,
+                alarm_description=f"p99 of (attempt start - due) above {config.alarm_lag_p99_seconds} s "
+                "for 5 minutes.",
+                threshold=config.alarm_lag_p99_seconds,
                 evaluation_periods=5,
                 comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
                 treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
@@ -143,13 +164,16 @@ class Observability(Construct):
         d = self.dashboard
         d.add_widgets(
             cw.GraphWidget(
-                title="Schedule lag (ms, start - due)",
-                left=[app_metric("ScheduleLag", "p50"), app_metric("ScheduleLag", "p99")],
+                title="Schedule lag (s, attempt start - due)",
+                left=[
+                    app_metric(obs.SCHEDULE_LAG, stat, QUEUE_CONSUMER).with_(label=f"lag {stat}")
+                    for stat in ("p50", "p99")
+                ],
                 width=12,
             ),
             cw.GraphWidget(
                 title="Runs by outcome (per minute)",
-                left=[app_metric(name, "Sum") for name in RUN_OUTCOMES],
+                left=[total_over_services(name) for name in RUN_OUTCOMES],
                 stacked=True,
                 width=12,
             ),

@@ -55,8 +55,10 @@ def test_alarm_set_covers_dlqs_queue_age_lag_and_error_rates(synth):
 def test_lag_alarm_watches_p99_of_the_schedule_lag_metric(synth):
     (lag,) = [a for a in _alarms(synth) if a.get("MetricName") == "ScheduleLag"]
     assert lag["ExtendedStatistic"] == "p99"
-    assert lag["Threshold"] == synth.stack.config.alarm_lag_p99_ms
+    assert lag["Threshold"] == synth.stack.config.alarm_lag_p99_seconds
     assert lag["Namespace"] == "jobsched"
+    # The worker measures the lag; its metrics carry service=<function name>
+    assert lag["Dimensions"] == [{"Name": "service", "Value": "worker"}]
 
 
 def test_dlq_alarm_fires_on_a_single_message(synth):
