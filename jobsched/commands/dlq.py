@@ -1,8 +1,9 @@
 """`jobsched dlq list|replay|discard`: the dead letters (runs that failed for good) over the API.
 
 ``dlq replay RUN_ID`` replays one dead letter, with its own payload or a corrected one (``--payload``);
-``dlq replay --job JOB_ID`` (and/or ``--since``, ``--until``, ``--error-contains``, ``--max``) replays every
-dead letter that matches the filter in one call.
+``dlq replay --job JOB_ID`` (and/or ``--reason``, ``--error-contains``, ``--since``, ``--until``,
+``--max``) replays every dead letter that matches the filter in one call; ``dlq list`` takes the same
+filters.
 """
 
 from __future__ import annotations
@@ -38,8 +39,10 @@ DEAD_LETTER_COLUMNS = (
     Column("FAILED AT", lambda d: short_time(d.get("failed_at")), 20),
     Column("ATTEMPTS", _count("attempts"), 8),
     Column("REPLAYS", _count("replays"), 7),
+    Column("REASON", key("reason"), 13),
     Column("ERROR", _error, 50),
 )
+REASONS = ("permanent", "exhausted", "lease_expired", "poison")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -49,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     common = api_options()
 
     lst = sub.add_parser("list", parents=[common], help="list dead letters, newest first")
-    lst.add_argument("--job", dest="job_id", help="only this job's dead letters")
+    _add_filter_flags(lst)
     lst.add_argument("--limit", type=int, help="page size (API default 50, max 200)")
     lst.add_argument("--cursor", help="start at this page (the next_cursor of a previous page)")
     lst.add_argument("--all", action="store_true", help="follow next_cursor through every page")
@@ -58,11 +61,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     replay = sub.add_parser("replay", parents=[common], help="run dead letters again")
     replay.add_argument("run_id", nargs="?", help="the dead letter to replay")
     replay.add_argument("--payload", metavar="JSON|@FILE", help="replay with this payload instead")
-    replay.add_argument("--job", dest="job_id", help="replay every dead letter of this job")
-    replay.add_argument("--since", metavar="ISO8601", help="by filter: only those failed at or after")
-    replay.add_argument("--until", metavar="ISO8601", help="by filter: only those failed at or before")
-    replay.add_argument("--error-contains", metavar="TEXT", help="by filter: only errors containing TEXT")
-    replay.add_argument("--max", type=int, dest="max_count", help="by filter: replay at most this many")
+    _add_filter_flags(replay)
+    replay.add_argument("--max", type=int, dest="max_runs", help="by filter: replay at most this many")
     replay.set_defaults(func=cmd_replay)
 
     discard = sub.add_parser("discard", parents=[common], help="drop a dead letter for good")
@@ -70,9 +70,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     discard.set_defaults(func=cmd_discard)
 
 
+def _add_filter_flags(parser: argparse.ArgumentParser) -> None:
+    """The dead-letter filters the API takes, on `list` and on `replay` (combined with AND)."""
+    parser.add_argument("--job", dest="job_id", help="only this job's dead letters")
+    parser.add_argument("--reason", choices=REASONS, help="only those that failed for this reason")
+    parser.add_argument("--error-contains", metavar="TEXT", help="only those whose error contains TEXT")
+    parser.add_argument("--since", metavar="ISO8601", help="only those failed at or after")
+    parser.add_argument("--until", metavar="ISO8601", help="only those failed before")
+
+
+def _filters(args: argparse.Namespace, *extra: str) -> dict[str, object]:
+    names = ("job_id", "reason", "error_contains", "since", "until", *extra)
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+
+
 @command
 def cmd_list(args: argparse.Namespace, client: ApiClient) -> int:
-    query = {"job_id": args.job_id} if args.job_id else {}
+    query = _filters(args)
     if args.all:
         items = client.list_all("/dead-letters", {"limit": args.limit, "cursor": args.cursor, **query})
         page = {"items": items, "next_cursor": None}
@@ -86,14 +100,7 @@ def cmd_list(args: argparse.Namespace, client: ApiClient) -> int:
 
 @command
 def cmd_replay(args: argparse.Namespace, client: ApiClient) -> int:
-    filters = {
-        "job_id": args.job_id,
-        "since": args.since,
-        "until": args.until,
-        "error_contains": args.error_contains,
-        "limit": args.max_count,
-    }
-    filters = {k: v for k, v in filters.items() if v is not None}
+    filters = _filters(args, "max_runs")
     if args.run_id and filters:
         raise UsageError("give a RUN_ID, or filter flags (--job, --since...) to replay by filter, not both")
     if args.run_id:

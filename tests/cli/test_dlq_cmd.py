@@ -18,6 +18,7 @@ def dead_letter(**overrides) -> dict:
         "payload": {"kind": "permanent"},
         "failed_at": "2026-12-01T09:00:01.250Z",
         "replays": [],
+        "reason": "permanent",
     }
     item.update(overrides)
     return item
@@ -26,16 +27,16 @@ def dead_letter(**overrides) -> dict:
 def test_list_prints_dead_letters_with_counts(cli, cli_env: ContractServer) -> None:
     cli_env.respond("GET", "/dead-letters", 200, {"items": [dead_letter()], "next_cursor": None})
     lines = cli("dlq", "list").out.splitlines()
-    assert lines[0].split() == ["RUN", "ID", "JOB", "FAILED", "AT", "ATTEMPTS", "REPLAYS", "ERROR"]
+    assert lines[0].split() == ["RUN", "ID", "JOB", "FAILED", "AT", "ATTEMPTS", "REPLAYS", "REASON", "ERROR"]
     assert lines[1].split() == [
-        RUN_ID, "job-0002", "2026-12-01T09:00:01Z", "1", "0", "PermanentError:", "bad", "input",
+        RUN_ID, "job-0002", "2026-12-01T09:00:01Z", "1", "0", "permanent", "PermanentError:", "bad", "input",
     ]  # fmt: skip
 
 
 def test_list_filters_by_job_and_quiet_prints_run_ids(cli, cli_env: ContractServer) -> None:
     cli_env.respond("GET", "/dead-letters", 200, {"items": [dead_letter()], "next_cursor": None})
-    result = cli("dlq", "list", "--job", "job-0002", "-q")
-    assert cli_env.only("GET", "/dead-letters").query == {"job_id": ["job-0002"]}
+    result = cli("dlq", "list", "--job", "job-0002", "--reason", "permanent", "-q")
+    assert cli_env.only("GET", "/dead-letters").query == {"job_id": ["job-0002"], "reason": ["permanent"]}
     assert result.out == f"{RUN_ID}\n"
 
 
@@ -110,6 +111,6 @@ def test_replay_by_error_text_and_window_without_a_job(cli, cli_env: ContractSer
     assert cli_env.only("POST", "/dead-letters/replay").json() == {
         "until": "2026-12-02T00:00:00Z",
         "error_contains": "timeout",
-        "limit": 10,
+        "max_runs": 10,
     }
     assert result.out.strip() == "replayed 1 dead letter(s)"

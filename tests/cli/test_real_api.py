@@ -25,10 +25,10 @@ def as_tenant(cli, embedded: Embedded, monkeypatch: pytest.MonkeyPatch):
     return run
 
 
-def _create(as_tenant, tenant: str = "alpha", *extra: str) -> str:
+def _create(as_tenant, tenant: str = "alpha", *extra: str, handler: str = "demo.echo") -> str:
     name = f"cli-{uuid.uuid4().hex[:8]}"
     result = as_tenant(tenant, "jobs", "create", "--name", name, "--schedule", "0 9 * * *", "--handler",
-                       "demo.echo", "-q", *extra)  # fmt: skip
+                       handler, "-q", *extra)  # fmt: skip
     assert result.code == 0, result.err
     return result.out.strip()
 
@@ -128,3 +128,26 @@ def test_trigger_creates_a_run_that_lists_under_its_job(as_tenant) -> None:
     run = json.loads(as_tenant("alpha", "runs", "get", run_id, "--json").out)
     assert run_id in listed
     assert run["job_id"] == job_id
+
+
+def test_dead_letters_list_by_filter_and_replay_by_filter(as_tenant) -> None:
+    # Given two runs of a permanently failing job, finished
+    job_id = _create(as_tenant, "beta", "--payload", '{"kind": "permanent"}', handler="demo.fail")
+    runs = {as_tenant("beta", "jobs", "trigger", job_id, "-q").out.strip() for _ in range(2)}
+    for run_id in runs:
+        assert as_tenant("beta", "runs", "watch", run_id, "--timeout", "60", "--interval", "0.2").code == 1
+    # When the dead letters are listed by job and reason, Then both are there
+    listed = as_tenant("beta", "dlq", "list", "--job", job_id, "--reason", "permanent", "-q").out.split()
+    assert set(listed) == runs
+    # When they are replayed by filter, Then both are replayed, and come back (demo.fail fails again)
+    replayed = as_tenant("beta", "dlq", "replay", "--job", job_id)
+    assert replayed.out.strip() == f"replayed 2 dead letter(s) of job {job_id}"
+    for run_id in runs:
+        assert as_tenant("beta", "runs", "watch", run_id, "--timeout", "60", "--interval", "0.2").code == 1
+    again = json.loads(as_tenant("beta", "dlq", "list", "--job", job_id, "--json").out)["items"]
+    assert {item["run_id"] for item in again} == runs
+    assert all(len(item["replays"]) == 1 for item in again)
+    # When they are discarded, Then none are left
+    for run_id in runs:
+        assert as_tenant("beta", "dlq", "discard", run_id).code == 0
+    assert as_tenant("beta", "dlq", "list", "--job", job_id).out.strip() == "no dead letters"
