@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Compute the preview and print it; ValidationError propagates to the CLI (exit status 2)."""
-    after = parse_after(args.after) if args.after else datetime.now(UTC)
+    after = parse_after(args.after) if args.after else now()
     fires = preview(
         args.expression,
         args.tz,
@@ -53,6 +53,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_table(fires))
     return 0
+
+
+def now() -> datetime:
+    """The default ``--after``: the current instant (the CLI is the edge where the clock is read)."""
+    return datetime.now(UTC)
 
 
 def parse_after(text: str) -> datetime:

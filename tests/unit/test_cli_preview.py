@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from jobsched.cli import COMMAND_MODULES, main
+from jobsched.commands import preview as preview_command
 
 AFTER = "2026-03-07T12:00:00Z"
 
@@ -82,10 +84,13 @@ def test_count_out_of_range_exits_2(capsys):
     assert "out of range 1-1000" in capsys.readouterr().err
 
 
-def test_default_after_is_now(capsys):
-    # Given no --after: the fires are in the future of the real clock (the CLI may read it)
+def test_default_after_is_now(capsys, monkeypatch):
+    # Given no --after, and the CLI's clock fixed at 10:20:30 UTC
+    monkeypatch.setattr(preview_command, "now", lambda: datetime(2026, 6, 1, 10, 20, 30, tzinfo=UTC))
+    # When previewing an hourly schedule
     assert main(["preview", "@hourly", "--count", "1", "--json"]) == 0
-    assert len(json.loads(capsys.readouterr().out)) == 1
+    # Then the first fire is the next hour after that instant
+    assert json.loads(capsys.readouterr().out)[0]["at"] == "2026-06-01T11:00:00Z"
 
 
 def test_preview_is_registered():
