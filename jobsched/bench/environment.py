@@ -1,0 +1,92 @@
+"""The benchmark's AWS: moto in-process, every resource provisioned, and SQS on the simulated clock.
+
+Why SQS follows the fake clock: the dispatcher enqueues runs ahead of their due instant with
+``DelaySeconds`` (look-ahead and enqueue horizon, as deployed), and moto holds a delayed message in
+real time. The benchmark simulates minutes in milliseconds, so while it runs, moto's SQS model reads
+the benchmark clock instead of the wall clock (``moto.sqs.models.unix_time`` and
+``unix_time_millis``, the only time sources of that module). Delays, visibility timeouts and
+retention then behave exactly as they would over the simulated minutes. Nothing else is patched.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+from unittest import mock
+
+import boto3
+from moto import mock_aws
+
+from jobsched import resources
+from jobsched.core.clock import Clock
+from jobsched.local.invoke import function_spec
+from jobsched.local.provision import Provisioned, provision
+
+REGION = "us-east-1"
+#: Variables that would change the deployment defaults the benchmark is meant to measure.
+_CLEARED = (
+    "AWS_ENDPOINT_URL",
+    "AWS_PROFILE",
+    resources.ENV_LOOKAHEAD_SECONDS,
+    resources.ENV_ENQUEUE_HORIZON_SECONDS,
+)
+
+
+def _function_environment(shards: int) -> dict[str, str]:
+    return {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "AWS_REGION": REGION,
+        resources.ENV_SHARDS: str(shards),
+        resources.ENV_AUTH_MODE: "token",
+        resources.ENV_WORKER_TIMEOUT_SECONDS: str(function_spec("worker").timeout_seconds),
+        "POWERTOOLS_SERVICE_NAME": "jobsched",
+        "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+
+
+@contextmanager
+def sqs_on_clock(clock: Clock) -> Iterator[None]:
+    """While active, moto's SQS model takes "now" from ``clock`` (see the module docstring)."""
+    from moto.sqs import models
+
+    original = models.unix_time
+
+    def unix_time(dt: datetime | None = None) -> float:
+        if dt is not None:
+            return original(dt)
+        return clock.now().astimezone(UTC).timestamp()
+
+    with (
+        mock.patch.object(models, "unix_time", unix_time),
+        mock.patch.object(models, "unix_time_millis", lambda dt=None: unix_time(dt) * 1000.0),
+    ):
+        yield
+
+
+@contextmanager
+def bench_environment(shards: int, clock: Clock) -> Iterator[tuple[dict[str, Any], Provisioned]]:
+    """moto with SQS on ``clock``, fake credentials, every resource provisioned from
+    :mod:`jobsched.resources` (the embedded mode's provisioning) and the function environment exported
+    with the deployment defaults. The process environment is restored on exit."""
+    with mock.patch.dict(os.environ, _function_environment(shards)):
+        for name in _CLEARED:
+            os.environ.pop(name, None)
+        with mock_aws(), sqs_on_clock(clock):
+            session = boto3.session.Session(region_name=REGION)
+            clients = {name: session.client(name) for name in ("dynamodb", "sqs", "s3", "stepfunctions")}
+            provisioned = provision(
+                prefix="bench",
+                visibility_timeout_seconds=60,
+                **clients,  # type: ignore[arg-type]
+            )
+            os.environ.update(provisioned.environment())
+            yield clients, provisioned

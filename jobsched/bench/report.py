@@ -1,0 +1,66 @@
+"""Human-readable tables of the benchmark figures (the JSON form is the dicts themselves)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _fmt(value: Any, digits: int = 4) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}".rstrip("0").rstrip(".") if value else "0"
+    return str(value)
+
+
+def pipeline_text(figures: dict[str, Any]) -> str:
+    """The pipeline benchmark as a short report: outcome, per-run units, dollars, per-function breakdown."""
+    setup = figures["setup"]
+    lines = [
+        f"run pipeline: {figures['runs']} runs ({setup['jobs']} jobs x {setup['minutes']} minutes, "
+        f"'{setup['schedule']}', {setup['payload_bytes']} B payload, {setup['shards']} shards) "
+        f"in {setup['elapsed_seconds']} s",
+        f"  succeeded {figures['succeeded']}   duplicates {figures['duplicates']}   lost {figures['lost']}",
+        f"  per successful run: {_fmt(figures['wru'])} WRU, {_fmt(figures['rru'])} RRU, "
+        f"{_fmt(figures['sqs_requests'])} SQS requests, "
+        f"{_fmt(figures['lambda_invocations'])} Lambda invocations, "
+        f"{_fmt(figures['lambda_gb_seconds'], 6)} GB-s",
+    ]
+    usd = figures.get("usd_breakdown_per_million_runs") or {}
+    if usd:
+        lines.append(
+            f"  USD per million runs: {_fmt(usd['total'], 3)}  "
+            f"(goal <= {figures['goal_usd_per_million_runs']:.2f}: "
+            f"{'met' if figures['goal_met'] else 'NOT met'})"
+        )
+        for name in ("dynamodb_writes", "dynamodb_reads", "sqs", "lambda_requests", "lambda_duration"):
+            lines.append(f"    {name:<18} {usd[name]:>8.3f}")
+    lines.append("  per successful run, by function and operation:")
+    lines.append(f"    {'function / operation':<38} {'requests':>9} {'WRU':>8} {'RRU':>8}")
+    for function, entry in figures["breakdown"].items():
+        extra = ""
+        if "invocations" in entry:
+            extra = (
+                f"  ({entry['invocations']} invocations, {entry['handler_ms_per_invocation']} ms each "
+                f"at {entry['memory_mb']} MB)"
+            )
+        lines.append(f"    {function}{extra}")
+        for op, use in entry["operations"].items():
+            lines.append(
+                f"      {op:<36} {_fmt(use['requests']):>9} {_fmt(use['wru']):>8} {_fmt(use['rru']):>8}"
+            )
+    return "\n".join(lines)
+
+
+def lag_text(figures: dict[str, Any]) -> str:
+    """The lag benchmark as two lines."""
+    return "\n".join(
+        [
+            f"embedded-mode schedule lag: {figures['runs']} runs due at the same second, "
+            f"{figures['started']} started",
+            f"  start - due: p50 {_fmt(figures['p50_seconds'], 3)} s   "
+            f"p99 {_fmt(figures['p99_seconds'], 3)} s   "
+            f"max {_fmt(figures['max_seconds'], 3)} s   (goal p99 < {figures['goal_p99_seconds']} s: "
+            f"{'met' if figures['goal_met'] else 'NOT met'})",
+        ]
+    )

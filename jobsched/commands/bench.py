@@ -1,0 +1,109 @@
+"""``jobsched bench``: cost per million runs, and the embedded-mode schedule lag.
+
+By default both benchmarks run: the run pipeline (``--runs N`` cron runs end to end in-process against
+moto, priced at us-east-1 list prices) and the lag of a burst of ``--lag-runs`` one-off runs due in the
+same second in the embedded mode. ``--no-lag`` runs only the first, ``--lag`` only the second.
+
+With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline figures at the top level
+(``runs``, ``succeeded``, ``duplicates``, ``lost``, ``wru``, ``rru``, ``sqs_requests``,
+``lambda_invocations``, ``usd_per_million_runs``, ``breakdown``...) and the lag figures under ``lag``
+(or at the top level with ``--lag``). Everything the functions log while the benchmark runs goes to
+stderr. Exit status 1 when a run was duplicated or lost or a lag run never started; a cost or lag
+goal that is not met is reported in the figures (``goal_met``), not in the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from contextlib import redirect_stdout
+from typing import Any
+
+from jobsched.core.errors import ValidationError
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the ``bench`` subcommand."""
+    parser = subparsers.add_parser(
+        "bench",
+        help="measure cost per million runs and the embedded-mode schedule lag",
+        description="Cost benchmark (in-process, moto) and schedule-lag benchmark (embedded mode).",
+    )
+    parser.add_argument(
+        "--runs", type=int, default=1000, help="cron runs in the cost benchmark (default 1000)"
+    )
+    parser.add_argument("--jobs", type=int, default=100, help="per-minute cron jobs that make the runs (100)")
+    parser.add_argument(
+        "--shards", type=int, default=None, help="dispatcher shards (default: the deployment's)"
+    )
+    parser.add_argument(
+        "--payload-bytes", type=int, default=1024, help="payload size in bytes (default 1024)"
+    )
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--lag", action="store_true", help="run only the schedule-lag benchmark")
+    which.add_argument("--no-lag", action="store_true", help="run only the cost benchmark")
+    parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    parser.set_defaults(func=run)
+
+
+def _validate(args: argparse.Namespace) -> None:
+    if args.runs < 1 or args.jobs < 1:
+        raise ValidationError("--runs and --jobs must be at least 1")
+    if args.shards is not None and args.shards < 1:
+        raise ValidationError("--shards must be at least 1")
+    if not 11 <= args.payload_bytes <= 64 * 1024:
+        raise ValidationError("--payload-bytes must be 11..65536")
+    if not 1 <= args.lag_runs <= 1000:
+        raise ValidationError("--lag-runs must be 1..1000")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the chosen benchmarks; print the report (or the JSON object) on stdout."""
+    _validate(args)
+    figures: dict[str, Any] = {}
+    ok = True
+    stdout = sys.stdout
+    # Functions and moto may print (logs, metrics); keep stdout for our report alone.
+    with redirect_stdout(sys.stderr):
+        if not args.lag:
+            from jobsched import resources
+            from jobsched.bench.pipeline import PipelineConfig, run_pipeline
+
+            config = PipelineConfig(
+                runs=args.runs,
+                jobs=args.jobs,
+                shards=args.shards or resources.DEFAULT_SHARDS,
+                payload_bytes=args.payload_bytes,
+            )
+            result = run_pipeline(config)
+            figures.update(result.to_dict())
+            ok = ok and not result.duplicates and not result.lost
+        if not args.no_lag:
+            from jobsched.bench.lag import LagConfig, run_lag
+
+            lag = run_lag(LagConfig(runs=args.lag_runs)).to_dict()
+            ok = ok and lag["not_started"] == 0
+            if args.lag:
+                figures.update(lag)
+            else:
+                figures["lag"] = lag
+    print_report(figures, args, stdout)
+    return 0 if ok else 1
+
+
+def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) -> None:
+    from jobsched.bench.report import lag_text, pipeline_text
+
+    if args.json:
+        print(json.dumps(figures, separators=(",", ":")), file=out)
+        return
+    parts = []
+    if not args.lag:
+        parts.append(pipeline_text(figures))
+    if args.lag:
+        parts.append(lag_text(figures))
+    elif not args.no_lag:
+        parts.append(lag_text(figures["lag"]))
+    print("\n\n".join(parts), file=out)
