@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from jobsched import __version__
 from jobsched.core.errors import ValidationError
 
-COMMAND_MODULES = ["preview", "jobs", "runs", "dlq", "dev"]
+COMMAND_MODULES = ["preview", "jobs", "runs", "dlq", "dev", "bench"]
 
 
 def build_parser() -> argparse.ArgumentParser:
