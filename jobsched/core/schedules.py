@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import KW_ONLY, dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -253,17 +253,17 @@ def _finish_cron(
             field="expression",
         )
     cron = " ".join(converted)
-    probe_from = datetime(years[0], 1, 1) if years else datetime(2000, 1, 1)
     try:
-        croniter(cron, probe_from, day_or=day_or, second_at_beginning=seconds).get_next(datetime)
-    except CroniterBadDateError:
-        raise ValidationError(
-            f"cron expression '{text}' never fires: no date matches its day-of-month, month and "
-            "day-of-week fields",
-            field="expression",
-        ) from None
+        fires = _ever_fires(cron, day_or, seconds, years)
     except Exception as exc:  # croniter rejects a combination our field checks let through
         raise ValidationError(f"cron expression '{text}' is not valid: {exc}", field="expression") from None
+    if not fires:
+        where = " in its years" if years else ""
+        raise ValidationError(
+            f"cron expression '{text}' never fires: its day-of-month, month and day-of-week fields "
+            f"match no date{where}",
+            field="expression",
+        )
     return {
         "wall_clock": not (minute.startswith("*") or hour.startswith("*")),
         "cron": cron,
@@ -271,6 +271,20 @@ def _finish_cron(
         "day_or": day_or,
         "years": years,
     }
+
+
+def _ever_fires(cron: str, day_or: bool, seconds: bool, years: tuple[int, ...] | None) -> bool:
+    """Whether the expression matches at least one date (in one of ``years`` when given)."""
+    for year in years or (2000,):
+        try:
+            start = datetime(year, 1, 1) - timedelta(seconds=1)  # so that Jan 1 00:00:00 counts
+            found = croniter(cron, start, day_or=day_or, second_at_beginning=seconds)
+            when = found.get_next(datetime)
+        except CroniterBadDateError:
+            return False  # nothing in croniter's 50-year search window: no later year helps
+        if years is None or when.year in years:
+            return True
+    return False
 
 
 def _convert_field(value: str, spec: _Field, *, aws: bool) -> str:

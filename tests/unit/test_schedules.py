@@ -77,6 +77,11 @@ def test_eventbridge_year_field_limits_the_years():
     assert parse_schedule("cron(0 0 1 1 ? 2030/50)").years == (2030, 2080, 2130, 2180)
 
 
+def test_year_limited_schedule_in_the_past_is_valid():
+    # Given a one-year schedule whose year is over / Then it parses (it simply never fires again)
+    assert parse_schedule("cron(0 0 1 1 ? 2020)").years == (2020,)
+
+
 def test_day_rule_is_either_when_both_day_fields_are_restricted():
     # Given both day fields restricted, and one with a '*' step
     both = parse_schedule("0 0 13 * 5")
@@ -118,6 +123,7 @@ INVALID = [
     ("1,,2 * * * *", "UTC", {}, "empty list item"),
     ("H * * * *", "UTC", {}, "minute field 'H' is not valid"),
     ("0 0 31 2 *", "UTC", {}, "never fires"),
+    ("cron(0 0 29 2 ? 2027)", "UTC", {}, "match no date in its years"),
     ("0 0 15 * 5#3", "UTC", {}, "need the other day field to be '*'"),
     ("0 0 * * 1#6", "UTC", {}, "week number after '#' must be 1-5"),
     ("0 0 LW * *", "UTC", {}, "'LW' is not supported"),
