@@ -23,6 +23,7 @@ from jobsched.api.deps import IDENTITY_CONTEXT_KEY
 from jobsched.api.errors import raw_error_response, register_error_handlers
 from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.openapi import polish
+from jobsched.api.quotas import JobQuota
 from jobsched.api.routes.health import health_router
 from jobsched.api.tenants import PrincipalStore, admin_router
 from jobsched.core.clock import Clock
@@ -43,6 +44,7 @@ class ApiServices:
     clock: Clock
     principals: PrincipalStore | None = None
     idempotency: IdempotencyStore | None = None
+    quota: JobQuota | None = None
     jobs: Any = None
     runs: Any = None
     dead_letters: Any = None
@@ -134,7 +136,7 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
     if services.jobs is not None:
         from jobsched.api.routes.jobs import jobs_router
 
-        app.include_router(jobs_router(services.jobs, services.clock, services.idempotency))
+        app.include_router(jobs_router(services.jobs, services.clock, services.idempotency, services.quota))
     if services.runs is not None and services.jobs is not None:
         from jobsched.api.routes.runs import runs_router
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from jobsched.api.app import ApiServices, JobschedResolver, build_app
 from jobsched.api.auth import AuthConfig, Authenticator
 from jobsched.api.idempotency import IdempotencyStore
+from jobsched.api.quotas import DEFAULT_MAX_JOBS_PER_TENANT, ENV_MAX_JOBS_PER_TENANT, JobQuota
 from jobsched.api.tenants import PrincipalStore
 from jobsched.aws.clients import Clients
 from jobsched.core.clock import Clock, SystemClock
@@ -31,7 +32,19 @@ def load_handler_modules(env: Mapping[str, str]) -> None:
         importlib.import_module(module)
 
 
-def build_services(settings: Settings, clients: Clients, clock: Clock) -> ApiServices:
+def max_jobs_per_tenant(env: Mapping[str, str]) -> int:
+    raw = env.get(ENV_MAX_JOBS_PER_TENANT, "").strip()
+    if not raw:
+        return DEFAULT_MAX_JOBS_PER_TENANT
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{ENV_MAX_JOBS_PER_TENANT} must be an integer, got {raw!r}") from None
+
+
+def build_services(
+    settings: Settings, clients: Clients, clock: Clock, *, max_jobs: int = DEFAULT_MAX_JOBS_PER_TENANT
+) -> ApiServices:
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.outputs import OutputStore
     from jobsched.dead_letters import DeadLetterService
@@ -58,6 +71,7 @@ def build_services(settings: Settings, clients: Clients, clock: Clock) -> ApiSer
         clock=clock,
         principals=PrincipalStore(clients.dynamodb, settings.leases_table),
         idempotency=idempotency,
+        quota=JobQuota(clients.dynamodb, settings.leases_table, max_jobs),
         jobs=jobs,
         runs=runs,
         dead_letters=DeadLetterService(runs),
@@ -71,6 +85,6 @@ def app_from_env(
     settings = Settings.from_env(env)
     load_handler_modules(env)
     clients = clients or Clients()
-    services = build_services(settings, clients, clock or SystemClock())
+    services = build_services(settings, clients, clock or SystemClock(), max_jobs=max_jobs_per_tenant(env))
     config = AuthConfig.from_env(env)
     return build_app(services, Authenticator(config, services.principals))

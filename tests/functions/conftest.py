@@ -33,14 +33,16 @@ def clock() -> FakeClock:
 def make_app(aws: AwsEnv, clock: FakeClock) -> Callable[..., JobschedResolver]:  # noqa: F811
     """Build the API for an auth mode (``token`` by default, tenants acme and globex)."""
 
-    def build(mode: str = "token", admins: str = "token:ops," + ADMIN_ROLE, **env: str) -> JobschedResolver:
+    def build(
+        mode: str = "token", admins: str = "token:ops," + ADMIN_ROLE, max_jobs: int = 10_000, **env: str
+    ) -> JobschedResolver:
         environ = {
             ENV_AUTH_MODE: mode,
             ENV_TENANT_TOKENS: json.dumps(TOKENS),
             ENV_ADMIN_PRINCIPALS: admins,
             **env,
         }
-        services = build_services(aws.settings, aws.clients, clock)
+        services = build_services(aws.settings, aws.clients, clock, max_jobs=max_jobs)
         return build_app(services, Authenticator(AuthConfig.from_env(environ), services.principals))
 
     return build

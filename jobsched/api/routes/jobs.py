@@ -15,6 +15,7 @@ from jobsched.api.deps import current_tenant
 from jobsched.api.errors import BadRequestError, PreconditionRequiredError
 from jobsched.api.idempotency import IdempotencyStore, check_key, fingerprint
 from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
+from jobsched.api.quotas import JobQuota
 from jobsched.api.schemas import (
     BackfillIn,
     DeletedOut,
@@ -65,9 +66,22 @@ def _created(body: Any, location: str | None = None) -> Response:
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
 
 
-def jobs_router(jobs: Any, clock: Clock, idempotency: IdempotencyStore | None) -> Router:
-    """``jobs`` is a :class:`jobsched.jobs.JobService`."""
+def jobs_router(
+    jobs: Any, clock: Clock, idempotency: IdempotencyStore | None, quota: JobQuota | None = None
+) -> Router:
+    """``jobs`` is a :class:`jobsched.jobs.JobService`; ``quota`` caps the jobs per tenant."""
     router = Router()
+
+    def create(tenant: str, job: JobIn) -> Any:
+        """Create within the tenant's job limit (the slot is given back if the create fails)."""
+        if quota is not None:
+            quota.take(tenant)
+        try:
+            return jobs.create(tenant, job.to_domain(), clock.now())
+        except BaseException:
+            if quota is not None:
+                quota.give_back(tenant)
+            raise
 
     @router.post("/jobs", tags=["jobs"], summary="Create a job", responses={201: {"description": "Created"}})
     def create_job(
@@ -75,7 +89,7 @@ def jobs_router(jobs: Any, clock: Clock, idempotency: IdempotencyStore | None) -
     ) -> Response[JobOut]:
         now = clock.now()
         if idempotency_key is None or idempotency is None:
-            created = jobs.create(tenant, job.to_domain(), now)
+            created = create(tenant, job)
             body = job_view(created, now).model_dump(mode="json")
             return _created(body, f"/jobs/{created.id}")
         key = check_key(idempotency_key)
@@ -86,7 +100,7 @@ def jobs_router(jobs: Any, clock: Clock, idempotency: IdempotencyStore | None) -
             response.headers["Idempotent-Replayed"] = "true"
             return response
         try:
-            created = jobs.create(tenant, job.to_domain(), now)
+            created = create(tenant, job)
         except BaseException:
             idempotency.release(tenant, key)
             raise
@@ -124,6 +138,8 @@ def jobs_router(jobs: Any, clock: Clock, idempotency: IdempotencyStore | None) -
     def delete_job(job_id: str, tenant: Tenant, if_match: IfMatch = None) -> DeletedOut:
         expected = version_of(if_match)
         withdrawn = jobs.delete(tenant, job_id_of(job_id), clock.now(), expected)
+        if quota is not None:
+            quota.give_back(tenant)
         return DeletedOut(id=job_id, deleted=True, withdrawn_runs=list(withdrawn))
 
     @router.post("/jobs/<job_id>/pause", tags=["jobs"], summary="Pause; withdraws runs queued ahead")

@@ -1,0 +1,57 @@
+"""functions/api.py: the Lambda entry point, built from the environment like in a deployment."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pytest
+
+import functions.api as api
+from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
+from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from tests.aws.conftest import aws_environ  # noqa: F401 - the environment-exporting moto fixture
+from tests.functions.conftest import JOB
+from tests.functions.events import ACME, TOKENS, body_of, http_event
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "jobsched-api"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:jobsched-api"
+    aws_request_id: str = "req-1"
+
+
+@pytest.fixture
+def handler(aws_environ, monkeypatch):  # noqa: F811
+    monkeypatch.setenv(ENV_AUTH_MODE, "token")
+    monkeypatch.setenv(ENV_TENANT_TOKENS, json.dumps(TOKENS))
+    monkeypatch.setenv(ENV_ADMIN_PRINCIPALS, "token:ops")
+    api.get_app.cache_clear()
+    yield api.handler
+    api.get_app.cache_clear()
+
+
+def test_handler_builds_the_app_once_and_serves_requests(handler):
+    created = handler(http_event("POST", "/jobs", body=JOB, headers=ACME), LambdaContext())
+    assert created["statusCode"] == 201
+    job = body_of(created)
+    read = handler(http_event("GET", f"/jobs/{job['id']}", headers=ACME), LambdaContext())
+    assert body_of(read)["id"] == job["id"]
+    assert api.get_app.cache_info().misses == 1
+
+
+def test_handler_answers_health_without_credentials(handler):
+    response = handler(http_event("GET", "/health"), LambdaContext())
+    assert response["statusCode"] == 200
+    assert body_of(response)["status"] == "ok"
+
+
+def test_missing_configuration_fails_at_build_naming_the_variable(aws_environ, monkeypatch):  # noqa: F811
+    monkeypatch.setenv(ENV_AUTH_MODE, "token")
+    monkeypatch.delenv(ENV_TENANT_TOKENS, raising=False)
+    api.get_app.cache_clear()
+    with pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
+        api.handler(http_event("GET", "/health"), LambdaContext())
+    api.get_app.cache_clear()
