@@ -135,7 +135,8 @@ def test_dead_letters_list_by_filter_and_replay_by_filter(as_tenant) -> None:
     job_id = _create(as_tenant, "beta", "--payload", '{"kind": "permanent"}', handler="demo.fail")
     runs = {as_tenant("beta", "jobs", "trigger", job_id, "-q").out.strip() for _ in range(2)}
     for run_id in runs:
-        assert as_tenant("beta", "runs", "watch", run_id, "--timeout", "60", "--interval", "0.2").code == 1
+        watched = as_tenant("beta", "runs", "watch", run_id, "--timeout", "60", "--interval", "0.2")
+        assert (watched.code, watched.err.split(":")[1].strip()) == (1, "run_failed"), watched.err
     # When the dead letters are listed by job and reason, Then both are there
     listed = as_tenant("beta", "dlq", "list", "--job", job_id, "--reason", "permanent", "-q").out.split()
     assert set(listed) == runs
@@ -143,7 +144,8 @@ def test_dead_letters_list_by_filter_and_replay_by_filter(as_tenant) -> None:
     replayed = as_tenant("beta", "dlq", "replay", "--job", job_id)
     assert replayed.out.strip() == f"replayed 2 dead letter(s) of job {job_id}"
     for run_id in runs:
-        assert as_tenant("beta", "runs", "watch", run_id, "--timeout", "60", "--interval", "0.2").code == 1
+        watched = as_tenant("beta", "runs", "watch", run_id, "--timeout", "60", "--interval", "0.2")
+        assert (watched.code, watched.err.split(":")[1].strip()) == (1, "run_failed"), watched.err
     again = json.loads(as_tenant("beta", "dlq", "list", "--job", job_id, "--json").out)["items"]
     assert {item["run_id"] for item in again} == runs
     assert all(len(item["replays"]) == 1 for item in again)
