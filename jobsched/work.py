@@ -205,9 +205,10 @@ class Worker:
         started = self.clock.now()
         error: BaseException | None = None
         output: Any = None
+        heartbeat = Heartbeat(beat, self.config.heartbeat_interval, ctx.cancel_event)
         try:
             payload = self._payload(msg, claim)
-            with Heartbeat(beat, self.config.heartbeat_interval, ctx.cancel_event) as heartbeat:
+            with heartbeat:
                 if claim.run.cancel_requested:
                     cancel_seen.set()
                     ctx.cancel_event.set()
@@ -223,8 +224,9 @@ class Worker:
             error = exc
         finished = self.clock.now()
         self.metrics.add(obs.RUN_DURATION, (finished - started).total_seconds())
-        if heartbeat_lost := heartbeat.lost if "heartbeat" in locals() else False:
+        if heartbeat.lost:  # another worker owns the run now: any write of ours would be rejected
             logger.warning("lease of run %s attempt %s was lost while running", run.id, attempt)
+            return Outcome("lease_lost", run.id, attempt, detail={"heartbeat_lost": True})
         try:
             if cancel_seen.is_set():
                 self.attempts.cancelled(claim, owner, finished)
@@ -235,7 +237,7 @@ class Worker:
             return self._failed(msg, claim, finished, error)
         except LeaseLostError as lost:
             logger.warning("%s", lost.message)
-            return Outcome("lease_lost", run.id, attempt, detail={"heartbeat_lost": heartbeat_lost})
+            return Outcome("lease_lost", run.id, attempt, detail={"heartbeat_lost": False})
 
     def _payload(self, msg: RunMessage, claim: Claim) -> Any:
         assert claim.run is not None

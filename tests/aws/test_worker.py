@@ -88,3 +88,13 @@ def test_malformed_message_raises_so_sqs_redrives_it(kit, clock):
 
     with pytest.raises(ValidationError):
         kit.worker().process("{not json", clock.now())
+
+
+def test_a_delivery_with_too_little_invocation_time_left_is_deferred_unclaimed(kit, clock):
+    # Given a 30 s run delivered to an invocation with 20 s left
+    run, msg = kit.new_run(timeout_seconds=30)
+    # When the worker looks at it
+    out = kit.worker().process(msg.to_json(), clock.now(), remaining_seconds=20)
+    # Then it is left in the queue for another invocation, and the run is not claimed
+    assert out.status == "no_time" and out.defer
+    assert kit.runs.get(run.id).state is RunState.QUEUED
