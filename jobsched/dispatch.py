@@ -133,6 +133,11 @@ class Dispatcher:
         work: list[_Work] = []
         outgoing: list[Outgoing] = []
         for job in jobs:
+            due = [t for t in (job.next_due_at, job.buffered_at) if t is not None]
+            if not due or min(due) > now + self.lookahead:
+                # The index (eventually consistent) lagged behind an advance: nothing is due, write nothing.
+                summary.jobs_held += 1
+                continue
             previous = self._previous(job)
             try:
                 plan = plan_job(job, now, self.horizon, previous, max_fires=self.max_fires_per_job)
