@@ -23,7 +23,6 @@ from jobsched.settings import Settings
 logger = Logger(service="jobsched-dlq-consumer")
 metrics = Metrics(namespace=obs.NAMESPACE, service="dlq_consumer")
 copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
-processor = BatchProcessor(event_type=EventType.SQS)
 clock: Clock = SystemClock()
 
 
@@ -51,5 +50,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return outcome.status
 
     return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
+        event=event,
+        record_handler=record_handler,
+        processor=BatchProcessor(event_type=EventType.SQS),  # per call: the local mode invokes concurrently
+        context=context,
     )

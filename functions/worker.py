@@ -32,7 +32,6 @@ ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
 logger = Logger(service="jobsched-worker")
 metrics = Metrics(namespace=obs.NAMESPACE, service="worker")
 copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
-processor = BatchProcessor(event_type=EventType.SQS)
 clock: Clock = SystemClock()
 
 
@@ -77,5 +76,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return outcome.status
 
     return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
+        event=event,
+        record_handler=record_handler,
+        processor=BatchProcessor(event_type=EventType.SQS),  # per call: the local mode invokes concurrently
+        context=context,
     )
