@@ -172,12 +172,12 @@ calm = st.tuples(st.integers(2026, 2027), st.sampled_from([1, 6, 7, 8, 12]), st.
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=80, deadline=None)
 @given(expr=expressions(), zone=st.sampled_from(ZONES), after=calm)
 def test_policies_agree_away_from_transitions(expr, zone, after):
-    # Given a window of a week that contains no DST transition in any of the zones
+    # Given a window of two days that contains no DST transition in any of the zones
     text, _ = expr
-    until = after + timedelta(days=7)
+    until = after + timedelta(days=2)
     default = parse_schedule(text, zone)
     other = parse_schedule(text, zone, dst_gap="skip", dst_overlap="both")
     # When both policies compute the fires
