@@ -117,3 +117,26 @@ def test_a_permanent_chunk_failure_records_the_failure_and_fails_the_run(aws):
     assert failed["run_id"] == INPUT["run_id"]
     assert failed["error"]["Error"] == "jobsched.PermanentError"
     assert _final_status(sfn, execution)["status"] == "FAILED"
+
+
+def test_a_silent_worker_misses_its_heartbeat_and_the_chunk_is_sent_again(aws):
+    sqs, sfn, url, _ = aws
+    # Given a workflow whose tasks must heartbeat every second (retried after a second)
+    definition = chunked_job_definition(url, heartbeat_seconds=1, retry_interval_seconds=1)
+    arn = sfn.create_state_machine(name="fast-heartbeat", definition=json.dumps(definition), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    sfn.start_execution(stateMachineArn=arn, name="run-4", input=json.dumps(INPUT))
+    (plan,) = _next_messages(sqs, url, 1)
+    sfn.send_task_success(taskToken=plan["task_token"], output=json.dumps({"chunks": ["slow"]}))
+    (first,) = _next_messages(sqs, url, 1)
+    assert first["chunk"] == "slow"
+    # When the worker neither heartbeats nor answers
+    # Then the task times out and the same chunk is sent again (moto reuses the token; AWS issues a
+    # new one per attempt, which is why a worker must answer with the token of the message it holds)
+    (second,) = _next_messages(sqs, url, 1)
+    assert (second["kind"], second["index"], second["chunk"]) == (KIND_RUN, 0, "slow")
+    # And a worker that answers the retry moves the run on to completion
+    sfn.send_task_success(taskToken=second["task_token"], output="{}")
+    (complete,) = _next_messages(sqs, url, 1)
+    assert complete["kind"] == KIND_COMPLETE
