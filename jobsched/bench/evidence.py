@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +49,23 @@ class Executions:
     def duplicates(self) -> int:
         """Executions beyond the first of each run (a handler ran again for a run that already ran)."""
         return sum(n - 1 for n in self.per_run().values() if n > 1)
+
+
+def unsuccessful(
+    expected: Iterable[str], states: Mapping[str, str], executed: Mapping[str, int]
+) -> dict[str, str]:
+    """The expected run ids that did not succeed: run id -> stored state, ``missing`` (no run record),
+    or ``not executed`` (recorded succeeded although the handler never ran for it)."""
+    out: dict[str, str] = {}
+    for run_id in expected:
+        state = states.get(run_id)
+        if state is None:
+            out[run_id] = "missing"
+        elif state != "succeeded":
+            out[run_id] = state
+        elif not executed.get(run_id):
+            out[run_id] = "not executed"
+    return out
 
 
 #: The process-wide record the ``bench.echo`` handler writes to.

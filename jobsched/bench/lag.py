@@ -14,6 +14,7 @@ the benchmarks that reads the real time; nothing in it is asserted on in tests e
 from __future__ import annotations
 
 import math
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ LAG_TOKEN = "bench-lag-token"  # only ever valid inside the benchmark's own embe
 @dataclass(frozen=True)
 class LagConfig:
     runs: int = 100
-    lead_seconds: float = 20.0  # how far ahead of the creation start the burst is due
+    lead_seconds: float = 3.0  # at least this far ahead of the end of the (estimated) creation
     create_threads: int = 8
     timeout_seconds: float = 60.0  # after the due instant, give up waiting for runs to start
     handler: str = "demo.echo"
@@ -71,6 +72,7 @@ class LagResult:
                 "handler": self.config.handler,
                 "worker_slots": LocalConfig().slots,
                 "batch_size": LocalConfig().batch_size,
+                "load_average_1m": round(os.getloadavg()[0], 2),  # the machine was shared with this load
             },
         }
 
@@ -108,22 +110,37 @@ def _read_runs(mode: EmbeddedMode, job_ids: set[str]) -> dict[str, dict[str, Any
     return found
 
 
+def _one_off(due_at: datetime, handler: str) -> dict[str, Any]:
+    return {
+        "name": "lag-bench",
+        "schedule": f"at({due_at.strftime('%Y-%m-%dT%H:%M:%S')})",
+        "timezone": "UTC",
+        "target": {"handler": handler},
+        "payload": {"bench": "lag"},
+    }
+
+
+def _probe_creation_seconds(client: ApiClient, handler: str) -> float:
+    """Time one job creation (a job due in a day, deleted again): how far ahead the burst must be due
+    for its creation to finish first, on this machine, under its current load."""
+    started = time.perf_counter()
+    job = client.create_job(_one_off(datetime.now(UTC) + timedelta(days=1), handler))
+    seconds = time.perf_counter() - started
+    client.delete_job(job["id"], version=job["version"])
+    return seconds
+
+
 def run_lag(config: LagConfig | None = None, *, out: Any = None) -> LagResult:
     """Start the embedded mode, fire the burst, measure; the embedded mode is stopped on return."""
     config = config or LagConfig()
     local = LocalConfig(port=0, tenants={LAG_TENANT: LAG_TOKEN})
     with EmbeddedMode(local, out=out or (lambda _line: None)) as mode:
         client = ApiClient(mode.api_url, token=LAG_TOKEN, timeout=30)
-        begin = datetime.now(UTC)
-        ahead = begin + timedelta(seconds=config.lead_seconds)
+        per_job = _probe_creation_seconds(client, config.handler)
+        estimate = 1.5 * per_job * math.ceil(config.runs / config.create_threads)
+        ahead = datetime.now(UTC) + timedelta(seconds=config.lead_seconds + estimate)
         due_at = ahead.replace(microsecond=0) + timedelta(seconds=1)  # a whole second
-        spec = {
-            "name": "lag-bench",
-            "schedule": f"at({due_at.strftime('%Y-%m-%dT%H:%M:%S')})",
-            "timezone": "UTC",
-            "target": {"handler": config.handler},
-            "payload": {"bench": "lag"},
-        }
+        spec = _one_off(due_at, config.handler)
 
         def create(_: int) -> tuple[str, datetime]:
             job = client.create_job(spec)

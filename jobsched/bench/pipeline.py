@@ -29,6 +29,7 @@ in-process emulation of every AWS call, so it is an upper bound of the handler's
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -37,12 +38,12 @@ from typing import Any
 from jobsched import resources
 from jobsched.bench.bindings import bind_functions, create_cron_jobs
 from jobsched.bench.environment import bench_environment
-from jobsched.bench.evidence import EXECUTIONS, ApiCalls, Tally, register_bench_handler
+from jobsched.bench.evidence import EXECUTIONS, ApiCalls, Tally, register_bench_handler, unsuccessful
 from jobsched.bench.harness import ESM, Harness, run_states
 from jobsched.bench.pricing import Cost, Usage, billed_gb_seconds, cost_per_million_runs
 from jobsched.core.clock import FakeClock
 from jobsched.core.messages import payload_size
-from jobsched.core.models import RunState, make_run_id
+from jobsched.core.models import make_run_id
 from jobsched.settings import Settings
 
 #: A fixed, aware start of the simulated time (a Monday noon UTC); never the wall clock.
@@ -192,11 +193,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
             for m in range(first, last)
         ]
 
-    not_succeeded = {
-        run_id: states.get(run_id, "missing")
-        for run_id in occurrences(0, cycle + minutes)
-        if states.get(run_id) != RunState.SUCCEEDED or not executed.get(run_id)
-    }
+    not_succeeded = unsuccessful(occurrences(0, cycle + minutes), states, executed)
     window = occurrences(cycle, cycle + minutes)
     succeeded = sum(1 for run_id in window if run_id not in not_succeeded)
     memory = {spec.name: spec.memory_mb for spec in resources.FUNCTIONS}
@@ -226,6 +223,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
         "handler": handler,
         "worker_batches": harness.batches,
         "elapsed_seconds": round(time.perf_counter() - started, 2),
+        "load_average_1m": round(os.getloadavg()[0], 2),  # other work on the machine inflates handler time
         "units": "estimated by jobsched.aws.metering from item sizes and index projections "
         "(moto's ConsumedCapacity ignores both)",
         "handler_time": "wall time around each handler call, moto included: an upper bound",

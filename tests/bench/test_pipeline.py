@@ -1,0 +1,119 @@
+"""The cost benchmark end to end on a small run (20 runs: 10 per-minute jobs x 2 measured minutes).
+
+These tests check outcomes and consistency of the figures, never timings: the run is executed once
+(module fixture) through the real dispatcher and worker handlers in moto.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jobsched import cli
+from jobsched.bench import pipeline
+from jobsched.bench.pipeline import PipelineConfig, PipelineResult, bench_payload, run_pipeline
+from jobsched.bench.pricing import cost_per_million_runs
+from jobsched.core.messages import payload_size
+
+pytestmark = pytest.mark.slow
+
+REQUIRED = (
+    "runs",
+    "succeeded",
+    "duplicates",
+    "lost",
+    "wru",
+    "rru",
+    "sqs_requests",
+    "lambda_invocations",
+    "usd_per_million_runs",
+    "breakdown",
+)
+
+
+@pytest.fixture(scope="module")
+def result() -> PipelineResult:
+    return run_pipeline(PipelineConfig(runs=20, jobs=10))
+
+
+@pytest.fixture(scope="module")
+def figures(result: PipelineResult) -> dict:
+    return result.to_dict()
+
+
+def test_every_run_due_succeeds_exactly_once(figures, result):
+    # Given 20 cron runs through dispatcher -> queue -> worker / Then all succeeded, none twice, none lost
+    assert (figures["runs"], figures["succeeded"]) == (20, 20)
+    assert figures["duplicates"] == 0
+    assert figures["lost"] == 0, result.not_succeeded
+
+
+def test_every_figure_per_run_is_positive(figures):
+    # Given the run / Then each run consumed writes, reads, SQS requests, invocations and duration
+    keys = ("wru", "rru", "sqs_requests", "lambda_invocations", "lambda_gb_seconds", "usd_per_million_runs")
+    for key in keys:
+        assert figures[key] > 0, key
+
+
+def test_totals_agree_with_the_per_function_breakdown(figures):
+    # Given the per-function breakdown / When summed / Then it matches the per-run totals
+    breakdown = figures["breakdown"]
+    operations = [op for entry in breakdown.values() for op in entry["operations"].values()]
+    assert sum(op["wru"] for op in operations) == pytest.approx(figures["wru"], abs=1e-3)
+    assert sum(op["rru"] for op in operations) == pytest.approx(figures["rru"], abs=1e-3)
+    assert sum(e["sqs_billed_requests"] for e in breakdown.values()) == pytest.approx(
+        figures["sqs_requests"], abs=1e-3
+    )
+    invocations = sum(e.get("invocations", 0) for e in breakdown.values())
+    assert invocations == pytest.approx(figures["lambda_invocations"], abs=1e-3)
+    assert set(breakdown) == {"dispatcher", "worker", "event_source_mapping"}
+
+
+def test_dollars_are_the_priced_usage_and_add_up(figures, result):
+    # Given the usage / When priced per million runs / Then the reported total is that price, summed
+    expected = cost_per_million_runs(result.usage, result.succeeded)
+    lines = figures["usd_breakdown_per_million_runs"]
+    assert figures["usd_per_million_runs"] == pytest.approx(expected.total, abs=1e-3)
+    assert lines["total"] == pytest.approx(sum(v for k, v in lines.items() if k != "total"), abs=1e-3)
+
+
+def test_worker_batches_carry_up_to_ten_runs(figures):
+    # Given 10 jobs due each minute / Then each worker invocation handled a batch of ten: 0.1 per run
+    assert figures["breakdown"]["worker"]["invocations"] == pytest.approx(0.1)
+
+
+def test_every_aws_call_of_the_functions_went_through_the_meter(figures):
+    # Given the raw API call counter / Then no function made a call the meter did not price
+    assert figures["unmetered_calls"] == {}
+
+
+def test_the_payload_is_exactly_the_configured_size():
+    # Given a 1 KB payload request / Then its compact JSON is 1024 bytes
+    assert payload_size(bench_payload(1024)) == 1024
+
+
+def test_bench_json_prints_one_object_on_the_last_line(result, monkeypatch, capsys):
+    # Given the benchmark (the result computed above, not recomputed)
+    monkeypatch.setattr(pipeline, "run_pipeline", lambda config: result)
+    # When `jobsched bench --no-lag --json` runs
+    status = cli.main(["bench", "--runs", "20", "--jobs", "10", "--no-lag", "--json"])
+    # Then it succeeds and the last stdout line is the JSON object with the issue's fields
+    out = capsys.readouterr().out.strip().splitlines()
+    data = json.loads(out[-1])
+    assert status == 0
+    assert all(key in data for key in REQUIRED)
+
+
+def test_bench_text_report_names_the_cost_and_the_breakdown(result, monkeypatch, capsys):
+    # Given the benchmark / When run without --json / Then a readable report with dollars and functions
+    monkeypatch.setattr(pipeline, "run_pipeline", lambda config: result)
+    assert cli.main(["bench", "--runs", "20", "--jobs", "10", "--no-lag"]) == 0
+    text = capsys.readouterr().out
+    assert "USD per million runs" in text and "dispatcher" in text and "worker" in text
+
+
+def test_bench_rejects_a_payload_over_the_limit(capsys):
+    # Given a payload larger than a job may have / Then a usage error, nothing run
+    assert cli.main(["bench", "--payload-bytes", "70000", "--no-lag"]) == 2
+    assert "--payload-bytes" in capsys.readouterr().err
