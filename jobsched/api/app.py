@@ -8,6 +8,7 @@ Lambda entry point, the local mode and the tests build the same app with differe
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -60,6 +61,10 @@ class JobschedResolver(APIGatewayHttpResolver):
             serializer=partial(json.dumps, separators=(",", ":"), default=str),
         )
         self.authenticator = authenticator
+        # Powertools keeps the current event and the routing context on the resolver (and the event on
+        # the class), so one resolver serves one request at a time. Lambda never overlaps requests in
+        # a container; the embedded mode's threaded HTTP bridge does, hence the lock (uncontended on AWS).
+        self._serving = threading.Lock()
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:
         """Powertools' document with this API's error bodies (used by /openapi.json and /docs)."""
@@ -68,13 +73,14 @@ class JobschedResolver(APIGatewayHttpResolver):
         return OpenAPI.model_validate(polish(document))
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
-        try:
-            identity = gate.admit(event, self.authenticator)
-        except JobschedError as error:
-            return raw_error_response(error)
-        if identity is not None:
-            self.append_context(**{IDENTITY_CONTEXT_KEY: identity})
-        return super().resolve(event, context)
+        with self._serving:
+            try:
+                identity = gate.admit(event, self.authenticator)
+            except JobschedError as error:
+                return raw_error_response(error)
+            if identity is not None:
+                self.append_context(**{IDENTITY_CONTEXT_KEY: identity})
+            return super().resolve(event, context)
 
 
 def _security_schemes(mode: str) -> tuple[dict[str, Any], list[dict[str, list[str]]]]:

@@ -23,6 +23,7 @@ _DESCRIPTIONS = {
     412: "If-Match names a stale version",
     413: "Body or payload over its size limit",
     422: "A field is invalid; the message names it",
+    428: "If-Match is missing",
 }
 _METHODS_WITH_BODY = {"post", "put", "patch"}
 
@@ -39,7 +40,7 @@ def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[int]
         codes.append(409)
     headers = {p.get("name", "").lower() for p in operation.get("parameters", []) if p.get("in") == "header"}
     if "if-match" in headers:
-        codes.append(412)
+        codes += [412, 428]
     if method in _METHODS_WITH_BODY:
         codes.append(413)
     return sorted(codes)

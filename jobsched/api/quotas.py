@@ -64,9 +64,3 @@ class JobQuota:
             )
         except self._ddb.exceptions.ConditionalCheckFailedException:
             pass
-
-    def used(self, tenant: str) -> int:
-        item = self._ddb.get_item(TableName=self._table, Key=self._key(tenant), ConsistentRead=True).get(
-            "Item"
-        )
-        return int(item["jobs"]["N"]) if item and "jobs" in item else 0

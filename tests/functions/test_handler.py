@@ -55,3 +55,23 @@ def test_missing_configuration_fails_at_build_naming_the_variable(aws_environ, m
     with pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
         api.handler(http_event("GET", "/health"), LambdaContext())
     api.get_app.cache_clear()
+
+
+def test_concurrent_requests_on_one_app_each_get_their_own_answer(app):
+    # Given one resolver shared by threads (as the embedded mode's threaded HTTP bridge shares it)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.functions.events import GLOBEX
+
+    def ask(i: int) -> tuple[int, str]:
+        headers = ACME if i % 2 else GLOBEX
+        event = http_event(
+            "GET", "/schedules/preview", query={"schedule": f"{i % 60} 9 * * *"}, headers=headers
+        )
+        return i, body_of(app.resolve(event, None))["schedule"]
+
+    # When many requests arrive at once
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        answers = list(pool.map(ask, range(64)))
+    # Then every answer belongs to its own request
+    assert all(schedule == f"{i % 60} 9 * * *" for i, schedule in answers)

@@ -26,6 +26,43 @@ def test_openapi_document_is_valid_openapi_3(call):
     assert document["openapi"].startswith("3.")
 
 
+def test_openapi_lists_every_route(call):
+    document = body_of(call("GET", "/openapi.json"))
+    operations = {(m.upper(), p) for p, item in document["paths"].items() for m in item}
+    assert operations == {
+        ("GET", "/health"),
+        ("GET", "/schedules/preview"),
+        ("GET", "/admin/principals"),
+        ("PUT", "/admin/principals"),
+        ("DELETE", "/admin/principals"),
+        ("POST", "/jobs"),
+        ("GET", "/jobs"),
+        ("GET", "/jobs/{job_id}"),
+        ("PATCH", "/jobs/{job_id}"),
+        ("DELETE", "/jobs/{job_id}"),
+        ("POST", "/jobs/{job_id}/pause"),
+        ("POST", "/jobs/{job_id}/resume"),
+        ("POST", "/jobs/{job_id}/trigger"),
+        ("POST", "/jobs/{job_id}/backfill"),
+        ("GET", "/jobs/{job_id}/runs"),
+        ("GET", "/runs"),
+        ("GET", "/runs/{run_id}"),
+        ("POST", "/runs/{run_id}/cancel"),
+        ("POST", "/runs/{run_id}/retry"),
+        ("GET", "/dead-letters"),
+        ("POST", "/dead-letters/replay"),
+        ("POST", "/dead-letters/{run_id}/replay"),
+        ("DELETE", "/dead-letters/{run_id}"),
+    }
+
+
+def test_openapi_documents_headers_and_statuses_of_a_versioned_update(call):
+    operation = body_of(call("GET", "/openapi.json"))["paths"]["/jobs/{job_id}"]["patch"]
+    headers = {p["name"].lower() for p in operation["parameters"] if p["in"] == "header"}
+    assert "if-match" in headers
+    assert {"404", "412", "422"} <= set(operation["responses"])
+
+
 def test_openapi_documents_the_error_body_not_powertools_default(call):
     # When the document is read
     document = body_of(call("GET", "/openapi.json"))

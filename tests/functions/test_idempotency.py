@@ -59,3 +59,15 @@ def test_key_in_progress_is_409(call, aws, clock):
 def test_malformed_key_is_400(call):
     response = _create(call, JOB, ACME, key="has space")
     assert response["statusCode"] == 400
+
+
+def test_a_claim_whose_lock_lapsed_is_taken_over_by_the_same_request(call, aws, clock):
+    # Given a request that claimed the key and died (its lock lapses after 60 s)
+    store = IdempotencyStore(aws.clients.dynamodb, aws.settings.idempotency_table)
+    store.begin("acme", "create-1", fingerprint(JobIn(**JOB).model_dump(mode="json")), clock.now())
+    clock.advance(61)
+    # When the client retries with the same body
+    response = _create(call, JOB, ACME)
+    # Then this request creates the job
+    assert response["statusCode"] == 201
+    assert len(body_of(call("GET", "/jobs", headers=ACME))["items"]) == 1
