@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import importlib
 import os
+import secrets
 from collections.abc import Mapping
+from datetime import datetime
 
 from jobsched.api.app import ApiServices, JobschedResolver, build_app
 from jobsched.api.auth import AuthConfig, Authenticator
@@ -42,13 +44,32 @@ def max_jobs_per_tenant(env: Mapping[str, str]) -> int:
         raise ValueError(f"{ENV_MAX_JOBS_PER_TENANT} must be an integer, got {raw!r}") from None
 
 
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+_ID_EPOCH_SPAN_MS = 36**9  # ~3170 years of milliseconds: nine base-36 digits
+
+
+def newest_first_job_id(now: datetime) -> str:
+    """``j`` + nine base-36 digits that *decrease* with the creation instant + 72 random bits.
+
+    The Jobs table sorts a tenant's jobs by id, ascending; with ids like these that order is newest
+    first, so ``GET /jobs`` lists the newest jobs first without an index. Ids stay URL-safe, dot-free
+    and unguessable (the random part), as :func:`jobsched.jobs.new_job_id` promises."""
+    remaining = _ID_EPOCH_SPAN_MS - 1 - int(now.timestamp() * 1000)
+    digits = []
+    for _ in range(9):
+        remaining, digit = divmod(remaining, 36)
+        digits.append(_BASE36[digit])
+    return "j" + "".join(reversed(digits)) + secrets.token_urlsafe(9)
+
+
 def build_services(
     settings: Settings, clients: Clients, clock: Clock, *, max_jobs: int = DEFAULT_MAX_JOBS_PER_TENANT
 ) -> ApiServices:
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.outputs import OutputStore
     from jobsched.dead_letters import DeadLetterService
-    from jobsched.jobs import job_service_from_settings
+    from jobsched.dispatch import dispatcher_from_settings
+    from jobsched.jobs import JobService
     from jobsched.runs import RunService
     from jobsched.targets.registry import is_registered
 
@@ -58,7 +79,15 @@ def build_services(
         idempotency = IdempotencyStore(
             clients.dynamodb, settings.leases_table, key_attribute="lease_key", ttl_attribute="expires_at"
         )
-    jobs = job_service_from_settings(settings, clients, known_handlers=is_registered)
+    dispatcher = dispatcher_from_settings(settings, clients, owner="api")
+    jobs = JobService(
+        dispatcher.jobs,
+        dispatcher.runs,
+        dispatcher,
+        shards=settings.shards,
+        known_handlers=is_registered,
+        id_factory=lambda: newest_first_job_id(clock.now()),
+    )
     runs = RunService(
         runs=jobs.runs,
         attempts=AttemptStore(jobs.runs.dynamo, settings.runs_table),

@@ -253,3 +253,27 @@ def test_job_runs_are_listed_newest_first(call, create_job):
         "2026-03-01T01",
         "2026-03-01T00",
     ]
+
+
+def test_jobs_are_listed_newest_first(call, create_job, clock):
+    # Given three jobs created a second apart
+    created = []
+    for i in range(3):
+        created.append(create_job(ACME, name=f"job {i}")["id"])
+        clock.advance(1)
+    # When the jobs are listed
+    listed = [j["id"] for j in body_of(call("GET", "/jobs", headers=ACME))["items"]]
+    # Then the newest comes first
+    assert listed == list(reversed(created))
+
+
+def test_job_ids_sort_newest_first_and_stay_url_safe():
+    from datetime import UTC, datetime, timedelta
+
+    from jobsched.api.wiring import newest_first_job_id
+    from jobsched.core.models import validate_job_id
+
+    t0 = datetime(2026, 3, 2, 12, tzinfo=UTC)
+    ids = [newest_first_job_id(t0 + timedelta(milliseconds=ms)) for ms in (0, 1, 1000, 86_400_000)]
+    assert ids == sorted(ids, reverse=True)
+    assert all(validate_job_id(i) == i and "." not in i for i in ids)
