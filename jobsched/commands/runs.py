@@ -2,10 +2,11 @@
 
 ``runs watch`` polls one run (``RUN_ID``) or a job's runs (``--job``) and prints one line per state
 transition (``--json``: one JSON object per line) until the watched runs reach terminal states or
-``--timeout`` passes. For a job it follows
-the runs that were not finished when the watch started plus every run that appears while it watches,
-and ends once at least one was seen and all of them are finished. Exit 0 when they ended without a
-failure, 1 when one ended ``failed`` or the timeout passed.
+``--timeout`` passes. For a job it follows the job's runs that are under way when it starts (due and
+queued, running or retrying; scheduled at most a minute before), or, when there are none, the next
+run(s) to fall due; runs queued ahead of their instant are not waited for. So it ends even for a
+per-second job. Exit 0 when the followed runs ended without a failure, 1 when one ended ``failed`` or
+the timeout passed.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from jobsched.client import ApiClient
@@ -33,6 +34,7 @@ from jobsched.commands._output import field as key
 
 RUN_STATES = ("queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "skipped"})
+JOB_WATCH_LOOKBACK = timedelta(seconds=60)
 
 
 def _note(run: dict) -> object:
@@ -173,7 +175,8 @@ class RunWatcher:
     monotonic: Callable[[], float] = time.monotonic
     now: Callable[[], datetime] = field(default=lambda: datetime.now().astimezone())
     states: dict[str, str] = field(default_factory=dict)  # run id -> last state seen
-    _ignored: set[str] = field(default_factory=set)  # a job's runs already finished at the start
+    _targets: set[str] = field(default_factory=set)  # the job's runs this watch waits for
+    _since: str | None = None  # a job watch looks at runs scheduled from a little before it started
 
     def watch(self, *, timeout: float, interval: float) -> int:
         deadline = self.monotonic() + timeout
@@ -195,10 +198,14 @@ class RunWatcher:
     def _poll(self, first: bool) -> list[dict]:
         if self.run_id:
             return [self.client.get_run(self.run_id)]
-        runs = self.client.list_runs(job_id=self.job_id, limit=50).get("items") or []
-        if first:  # history: runs that had already finished are not what the user waits for
-            self._ignored = {r["id"] for r in runs if r.get("state") in TERMINAL_STATES}
-        return [r for r in reversed(runs) if r.get("id") not in self._ignored]  # oldest first
+        now = self.now()
+        if first:
+            self._since = _iso_z(now - JOB_WATCH_LOOKBACK)
+        query = {"job_id": self.job_id, "since": self._since, "limit": 200}
+        runs = [run for run in self.client.list_all("/runs", query) if _is_due(run, now)]
+        if not self._targets:  # the runs under way now, or else the next one(s) to fall due
+            self._targets = {r["id"] for r in runs if r.get("state") not in TERMINAL_STATES}
+        return [r for r in reversed(runs) if r.get("id") in self._targets]  # oldest first
 
     def _observe(self, run: dict) -> None:
         run_id, state = run.get("id", "?"), run.get("state", "?")
@@ -216,3 +223,18 @@ class RunWatcher:
         if note and state in TERMINAL_STATES | {"retrying"}:
             parts.append(str(note))
         print("  ".join(parts), file=self.out, flush=True)
+
+
+def _is_due(run: dict, now: datetime) -> bool:
+    """False for a run queued ahead of its scheduled instant (the dispatcher enqueues ahead): a job
+    watch waits for runs as they fall due, not for the whole look-ahead."""
+    if run.get("state") != "queued" or not run.get("scheduled_at"):
+        return True
+    try:
+        return datetime.fromisoformat(run["scheduled_at"]) <= now
+    except ValueError:
+        return True
+
+
+def _iso_z(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -153,3 +153,17 @@ def test_dead_letters_list_by_filter_and_replay_by_filter(as_tenant) -> None:
     for run_id in runs:
         assert as_tenant("beta", "dlq", "discard", run_id).code == 0
     assert as_tenant("beta", "dlq", "list", "--job", job_id).out.strip() == "no dead letters"
+
+
+def test_watch_a_job_follows_its_next_run_to_the_end(as_tenant) -> None:
+    # Given a job that fires every 2 seconds
+    job_id = _create(as_tenant, "alpha", "--schedule", "*/2 * * * * *")
+    try:
+        # When its runs are watched
+        result = as_tenant("alpha", "runs", "watch", "--job", job_id, "--timeout", "60", "--interval", "0.2")
+    finally:
+        as_tenant("alpha", "jobs", "pause", job_id)
+    # Then the watch saw at least one of its runs succeed, and ended with exit 0
+    assert result.code == 0, result.err
+    lines = result.out.splitlines()
+    assert any(line.split()[1] == "succeeded" and line.split()[2].startswith(job_id) for line in lines), lines

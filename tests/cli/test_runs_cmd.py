@@ -143,7 +143,7 @@ def test_watch_gives_up_at_the_timeout(api: ContractServer, capsys) -> None:
     assert capsys.readouterr().err.strip() == f"error: timeout: {RUN_ID} not finished after 10s"
 
 
-def test_watch_of_a_job_ignores_finished_history_and_follows_new_runs(api: ContractServer) -> None:
+def test_watch_of_a_job_ignores_finished_history_and_follows_the_next_run(api: ContractServer) -> None:
     # Given a job with one old finished run; then a new run appears and succeeds
     old = run_body(id="old", state="succeeded")
     pages = [
@@ -162,7 +162,44 @@ def test_watch_of_a_job_ignores_finished_history_and_follows_new_runs(api: Contr
         ["succeeded", "new"],
     ]
     assert code == 0
-    assert api.requests[0].query == {"job_id": ["job-0001"], "limit": ["50"]}
+    assert api.requests[0].query == {
+        "job_id": ["job-0001"],
+        "since": ["2026-12-01T08:59:00Z"],
+        "limit": ["200"],
+    }
+
+
+def test_watch_of_a_job_leaves_runs_queued_ahead_alone_until_they_fall_due(api: ContractServer) -> None:
+    # Given a due run that succeeds, and a run queued ahead for 09:00:30 that stays queued
+    ahead = run_body(id="ahead", state="queued", scheduled_at="2026-12-01T09:00:30Z")
+    api.respond(
+        "GET", "/runs", 200, {"items": [ahead, run_body(id="due", state="running")], "next_cursor": None}
+    )
+    api.respond(
+        "GET", "/runs", 200, {"items": [ahead, run_body(id="due", state="succeeded")], "next_cursor": None}
+    )
+    watcher, out = _watcher(api, FakeClock(), job_id="job-0001")
+    # When the job is watched
+    code = watcher.watch(timeout=20, interval=1)
+    # Then only the due run is followed, and the watch ends when it finished (at 09:00:01)
+    assert [line.split()[1:3] for line in out.getvalue().splitlines()] == [
+        ["running", "due"],
+        ["succeeded", "due"],
+    ]
+    assert code == 0
+
+
+def test_watch_of_a_job_reads_every_page(api: ContractServer) -> None:
+    api.respond("GET", "/runs", 200, {"items": [run_body(id="b", state="succeeded")], "next_cursor": "p2"})
+    api.respond("GET", "/runs", 200, {"items": [run_body(id="a", state="running")], "next_cursor": None})
+    api.respond("GET", "/runs", 200, {"items": [run_body(id="b", state="succeeded")], "next_cursor": "p2"})
+    api.respond("GET", "/runs", 200, {"items": [run_body(id="a", state="succeeded")], "next_cursor": None})
+    watcher, out = _watcher(api, FakeClock(), job_id="job-0001")
+    assert watcher.watch(timeout=20, interval=1) == 0
+    assert [line.split()[1:3] for line in out.getvalue().splitlines()] == [
+        ["running", "a"],
+        ["succeeded", "a"],
+    ]
 
 
 def test_watch_json_prints_one_object_per_line(api: ContractServer) -> None:
@@ -182,3 +219,15 @@ def test_watch_command_runs_end_to_end_through_the_cli(cli, cli_env: ContractSer
     result = cli("runs", "watch", RUN_ID, "--timeout", "5", "--interval", "0.01")
     assert result.code == 0
     assert result.out.split()[1:3] == ["succeeded", RUN_ID]
+
+
+def test_watch_of_a_busy_job_ends_when_the_runs_it_waits_for_end(api: ContractServer) -> None:
+    # Given a frequent job: each poll shows the previous run done and a new one due and queued
+    for n in range(1, 6):
+        items = [run_body(id=f"r{n}", state="queued"), run_body(id=f"r{n - 1}", state="succeeded")]
+        api.respond("GET", "/runs", 200, {"items": items, "next_cursor": None})
+    watcher, out = _watcher(api, FakeClock(), job_id="job-0001")
+    # When it is watched, Then it follows r1 (under way at the start) to its end, not the runs after it
+    assert watcher.watch(timeout=20, interval=1) == 0
+    lines = out.getvalue().splitlines()
+    assert [line.split()[1:3] for line in lines] == [["queued", "r1"], ["succeeded", "r1"]]
