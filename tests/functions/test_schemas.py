@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from jobsched.api.schemas import check_storable, iso_z
+from jobsched.api.schemas import iso_z
+from jobsched.api.storable import check_storable
 
 
 @pytest.mark.parametrize(
