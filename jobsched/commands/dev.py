@@ -7,12 +7,14 @@ line per run event, and stops cleanly on Ctrl-C (SIGINT) or SIGTERM.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
+import tempfile
 import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TextIO
 
 from jobsched import resources
 from jobsched.client import ENV_TOKEN
@@ -30,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     add_arguments(parser)
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run_and_exit)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,13 +62,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def run_and_exit(args: argparse.Namespace) -> int:
+    """The console command: :func:`run`, then end the process at once.
+
+    Everything is stopped and flushed by then; what is left is the interpreter tearing down the
+    modules of moto, botocore and the functions, which takes seconds on a busy machine and would
+    make Ctrl-C feel slow. (Call :func:`run` to stay in the process.)
+    """
+    code = run(args)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 def run(args: argparse.Namespace, *, out: Callable[[str], None] | None = None) -> int:
     """Run until SIGINT/SIGTERM; 0 on a clean stop, 1 if the embedded mode could not start."""
+    tenants, generated = resolve_tenants(args.tenant, os.environ.get(ENV_TOKEN))
+    with _function_output(args.verbose) as (terminal, log_path):
+        emit = out or (lambda line: print(line, file=terminal, flush=True))
+        return _run(args, tenants, generated, emit, log_path)
+
+
+@contextlib.contextmanager
+def _function_output(verbose: bool) -> Iterator[tuple[TextIO, str | None]]:
+    """Where the functions' own output goes: the terminal with ``--verbose``, else a log file.
+
+    The functions print Powertools JSON logs and EMF metrics to stdout (CloudWatch Logs on AWS); in
+    the terminal they would drown the run-event lines, so ``sys.stdout`` points at a file while the
+    embedded mode runs and the event lines go to the real terminal.
+    """
+    terminal = sys.stdout
+    if verbose:
+        yield terminal, None
+        return
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="jobsched-dev-", suffix=".log", delete=False, buffering=1
+    ) as log_file:
+        sys.stdout = log_file
+        try:
+            yield terminal, log_file.name
+        finally:
+            sys.stdout = terminal
+
+
+def _run(
+    args: argparse.Namespace,
+    tenants: dict[str, str],
+    generated: bool,
+    emit: Callable[[str], None],
+    log_path: str | None,
+) -> int:
     # Imported here: the embedded mode pulls in moto, which the other commands do not need.
     from jobsched.local.runner import EmbeddedMode
 
-    emit = out or (lambda line: print(line, flush=True))
-    tenants, generated = resolve_tenants(args.tenant, os.environ.get(ENV_TOKEN))
     config = LocalConfig(
         port=args.port,
         moto_port=args.moto_port,
@@ -87,6 +135,8 @@ def run(args: argparse.Namespace, *, out: Callable[[str], None] | None = None) -
             )
             return 1
         _print_banner(emit, mode, tenants, generated)
+        if log_path:
+            emit(f"  logs      {log_path}  (the functions' output; --verbose shows it here)")
         if config.demo:
             _register_demo(emit, mode, tenants)
         emit("run events (Ctrl-C to stop):")
@@ -143,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """``python -m jobsched.commands.dev`` (the same as ``jobsched dev``)."""
     parser = argparse.ArgumentParser(prog="jobsched dev")
     add_arguments(parser)
-    return run(parser.parse_args(argv))
+    return run_and_exit(parser.parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,8 @@ class LocalConfig:
     batch_size: int = 10
     batch_sizes: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_BATCH_SIZES))
     visibility_timeout_seconds: int = 60
-    poll_wait_seconds: int = 1
+    poll_wait_seconds: int = 1  # long-poll wait of an idle queue (see jobsched.local.pollers) ...
+    poll_idle_seconds: float = 0.2  # ... and the short-poll interval while it holds delayed messages
     tick_seconds: float = 1.0
     sweeper_seconds: float = 60.0
     events_seconds: float = 0.5

@@ -133,7 +133,9 @@ class _Handler(BaseHTTPRequestHandler):
             request_id=str(uuid.uuid4()),
         )
         try:
-            status, headers, payload = build_response(self.server.function.invoke(event))
+            function = self.server.function
+            assert function is not None  # start() refuses to serve without one
+            status, headers, payload = build_response(function.invoke(event))
         except Exception:
             log.exception("api function raised on %s %s", self.command, self.path)
             status, headers = 500, [("Content-Type", "application/json")]
@@ -157,7 +159,7 @@ class _BridgeServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, address: tuple[str, int], function: Function):
+    def __init__(self, address: tuple[str, int], function: Function | None):
         super().__init__(address, _Handler)
         self.function = function
 
@@ -165,7 +167,8 @@ class _BridgeServer(ThreadingHTTPServer):
 class HttpBridge:
     """An HTTP server on ``host:port`` whose every request invokes ``function`` (the api function)."""
 
-    def __init__(self, function: Function, *, host: str = "127.0.0.1", port: int = 8080):
+    def __init__(self, function: Function | None, *, host: str = "127.0.0.1", port: int = 8080):
+        # Binds at once, so a busy port fails before anything else is started.
         self._server = _BridgeServer((host, port), function)
         self._thread: threading.Thread | None = None
 
@@ -174,8 +177,15 @@ class HttpBridge:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._server.serve_forever, name="http-bridge", daemon=True)
+    def start(self, function: Function | None = None) -> None:
+        """Serve requests with ``function`` (or the one given at construction) on a thread."""
+        if function is not None:
+            self._server.function = function
+        if self._server.function is None:
+            raise ValueError("the HTTP bridge needs a function to invoke")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.1}, name="http-bridge", daemon=True
+        )
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:

@@ -7,6 +7,12 @@ records the handler did not report in ``batchItemFailures``. Failed records are 
 come back after the visibility timeout and, after ``maxReceiveCount`` receives, SQS redrives them
 to the DLQ -- exactly as on AWS. A handler that raises, or reports an unknown item identifier,
 fails the whole batch, as Lambda does.
+
+Latency: moto's long poll does not wake up when a *delayed* message becomes visible (it waits out
+the whole wait time and returns empty), so a run queued ahead with ``DelaySeconds`` could start up
+to a wait time late. While a queue holds delayed messages (checked once a second) it is therefore
+short-polled every ``idle_seconds``; otherwise it is long-polled (``wait_seconds``), which wakes
+at once for a newly sent message.
 """
 
 from __future__ import annotations
@@ -82,6 +88,7 @@ class QueuePoller:
         region: str = "us-east-1",
         batch_size: int = MAX_BATCH,
         wait_seconds: int = 1,
+        idle_seconds: float = 0.2,
         name: str = "",
     ):
         if slots < 1:
@@ -95,6 +102,10 @@ class QueuePoller:
         self.region = region
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
         self.wait_seconds = wait_seconds
+        self.idle_seconds = idle_seconds
+        self._fast = False
+        self._delayed = False
+        self._delayed_checked_at = -1.0
         self.name = name or queue_arn.rsplit(":", 1)[-1]
         self._free = threading.Semaphore(slots)
         self._thread: threading.Thread | None = None
@@ -140,6 +151,8 @@ class QueuePoller:
                 continue
             if not messages or self.stop_event.is_set():
                 self._free.release()
+                if not messages and self._fast:
+                    self.stop_event.wait(self.idle_seconds)
                 continue
             thread = threading.Thread(
                 target=self._run_batch, args=(messages,), name=f"worker-{self.name}", daemon=True
@@ -148,11 +161,23 @@ class QueuePoller:
                 self._busy.add(thread)
             thread.start()
 
+    def _has_delayed(self) -> bool:
+        """Whether the queue holds delayed messages (asked at most once a second)."""
+        now = time.monotonic()
+        if now - self._delayed_checked_at >= 1.0:
+            attributes = self.sqs.get_queue_attributes(
+                QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+            )["Attributes"]
+            self._delayed = int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)) > 0
+            self._delayed_checked_at = now
+        return self._delayed
+
     def _receive(self) -> list[dict[str, Any]]:
+        self._fast = self.wait_seconds == 0 or self._has_delayed()
         response = self.sqs.receive_message(
             QueueUrl=self.queue_url,
             MaxNumberOfMessages=self.batch_size,
-            WaitTimeSeconds=self.wait_seconds,
+            WaitTimeSeconds=0 if self._fast else self.wait_seconds,
             AttributeNames=["All"],
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],

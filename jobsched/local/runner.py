@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
@@ -88,6 +89,8 @@ class EmbeddedMode:
         """Bring everything up; on any failure, tear down what was started and re-raise."""
         self._started = True
         try:
+            if self.overrides.get("api", True) is not None:
+                self.bridge = HttpBridge(None, host=self.config.host, port=self.config.port)
             self._set_env({"MOTO_PORT": str(self.server.port)})
             self.server.start(self.environ)
             self._set_env(self._base_env())
@@ -104,9 +107,11 @@ class EmbeddedMode:
             self.functions = self._load_functions()
             self._start_pollers()
             self._start_schedules()
-            if "api" in self.functions:
-                self.bridge = HttpBridge(self.functions["api"], host=self.config.host, port=self.config.port)
-                self.bridge.start()
+            if self.bridge is not None and "api" in self.functions:
+                self.bridge.start(self.functions["api"])
+            elif self.bridge is not None:
+                self.bridge.stop()
+                self.bridge = None
             self._start_watcher()
         except BaseException:
             self.stop()
@@ -120,13 +125,10 @@ class EmbeddedMode:
         self.stop_event.set()
         if self.bridge is not None:
             self.bridge.stop()
-        grace = self.config.shutdown_grace_seconds
-        for poller in self.pollers:
-            poller.join(grace)
-        for schedule in self.schedules:
-            schedule.join(grace)
-        if self.watcher is not None:
-            self.watcher.join(grace)
+        # One deadline for everything: invocations still running after it are abandoned.
+        deadline = time.monotonic() + self.config.shutdown_grace_seconds
+        for part in [*self.pollers, *self.schedules, *([self.watcher] if self.watcher else [])]:
+            part.join(max(0.0, deadline - time.monotonic()))
         self.server.stop()
         self._restore_env()
 
@@ -227,6 +229,7 @@ class EmbeddedMode:
                 region=REGION,
                 batch_size=batch_size,
                 wait_seconds=self.config.poll_wait_seconds,
+                idle_seconds=self.config.poll_idle_seconds,
                 name=name,
             )
         )

@@ -42,6 +42,9 @@ def test_jobsched_dev_serves_http_and_stops_cleanly_on_a_signal(sig: int) -> Non
     assert seconds < 5
     assert dev.lines[-1] == "stopped"
     assert any("tenant    acme  token tok-acme" in line for line in dev.lines)
+    # And the functions' JSON logs and metrics went to the log file, not between the event lines
+    assert any(line.startswith("  logs      ") for line in dev.lines)
+    assert not any(line.startswith("{") for line in dev.lines)
 
 
 def test_tenants_come_from_name_token_pairs() -> None:
@@ -78,7 +81,8 @@ def test_a_busy_api_port_is_reported_and_leaves_nothing_behind(capsys: pytest.Ca
         before = dict(os.environ)
         # When `jobsched dev` is started on it
         code = run(
-            parser.parse_args(["--port", str(port), "--no-demo", "--tenant", "a=t"]), out=lambda s: None
+            parser.parse_args(["--port", str(port), "--no-demo", "--tenant", "a=t", "--verbose"]),
+            out=lambda s: None,
         )
     # Then it exits 1 naming the port, and the process environment is unchanged
     assert code == 1

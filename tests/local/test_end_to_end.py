@@ -39,7 +39,7 @@ def dev() -> Iterator[tuple[DevProcess, ApiClient]]:
     process = DevProcess("--no-demo", "--tenant", f"e2e={TOKEN}")
     try:
         process.wait_for_line("run events", timeout=60)
-        yield process, ApiClient(process.url, token=TOKEN, timeout=10)
+        yield process, ApiClient(process.url, token=TOKEN, timeout=60)
     finally:
         process.stop()
         process.kill()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from jobsched.local.pollers import failed_ids, to_lambda_record
 from tests.local.conftest import Machinery, wait_for
@@ -149,3 +150,16 @@ def test_message_attributes_are_converted_to_the_lambda_shape() -> None:
         "binaryListValues": [],
         "dataType": "String",
     }
+
+
+def test_a_delayed_message_is_delivered_when_its_delay_ends_not_before(machinery: Machinery) -> None:
+    # Given a message sent with DelaySeconds=2 (as the dispatcher queues runs ahead of their instant)
+    sent = time.monotonic()
+    machinery.sqs.send_message(
+        QueueUrl=machinery.queue("default").url, MessageBody="delayed-2", MessageGroupId="t1", DelaySeconds=2
+    )
+    # When the poller picks it up
+    wait_for(lambda: machinery.handlers["worker"].records("delayed-2"), timeout=10, interval=0.02)
+    lag = time.monotonic() - sent
+    # Then not before the delay, and without waiting out a long poll on top of it
+    assert 2.0 <= lag < 3.5
