@@ -68,3 +68,11 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
         stack=app.node.find_child(STACK),
         validation_error=error,
     )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that synthesize an app as ``slow`` (``-m "not slow"`` skips them)."""
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here) and {"synth", "variant"} & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cfnlint.api import lint
 
-REGIONS = ["us-east-1", "eu-west-1"]
+REGIONS = ["us-east-1"]
 
 
 def test_template_has_no_cfn_lint_errors(synth):
