@@ -91,6 +91,7 @@ class Dispatcher:
         page_size: int = 100,
         max_fires_per_job: int = 500,
         lease_ttl: timedelta = timedelta(seconds=60),
+        batch: int = 10,
     ):
         self.jobs = jobs
         self.runs = runs
@@ -102,6 +103,7 @@ class Dispatcher:
         self.page_size = page_size
         self.max_fires_per_job = max_fires_per_job
         self.lease_ttl = lease_ttl
+        self.batch = batch
 
     def dispatch_shard(self, shard: int, now: datetime) -> DispatchSummary:
         """One tick of ``shard``: take its lease, page through due jobs, dispatch each page."""
@@ -140,7 +142,15 @@ class Dispatcher:
                 continue
             previous = self._previous(job)
             try:
-                plan = plan_job(job, now, self.horizon, previous, max_fires=self.max_fires_per_job)
+                plan = plan_job(
+                    job,
+                    now,
+                    self.horizon,
+                    previous,
+                    max_fires=self.max_fires_per_job,
+                    lookahead=self.lookahead,
+                    batch=self.batch,
+                )
             except ValidationError as exc:
                 summary.jobs_invalid += 1
                 logger.warning("job %s has an invalid schedule, not dispatched: %s", job.id, exc.message)

@@ -99,8 +99,14 @@ def plan_job(
     previous: Run | None = None,
     *,
     max_fires: int = 500,
+    lookahead: timedelta | None = None,
+    batch: int = 10,
 ) -> JobPlan:
-    """Plan one tick for ``job`` at ``now``, enqueueing occurrences up to ``now + horizon`` ahead.
+    """Plan one tick for ``job`` at ``now``.
+
+    Occurrences up to ``now + lookahead`` are always enqueued; beyond that, up to ``now + horizon``,
+    only while fewer than ``batch`` are enqueued ahead: enough to amortize the job advance over
+    several runs of a slow schedule without enqueueing minutes of a fast one.
 
     Raises ValidationError if the stored schedule became invalid (e.g. a zone removed from tzdata).
     """
@@ -137,7 +143,13 @@ def plan_job(
             cursor = first_fire_after(schedule, resume) if resume is not None else cursor
         else:
             pending = misfire.next_due
-            while pending is not None and pending <= until and len(due_fires) + len(ahead) < max_fires:
+            near = now + (lookahead if lookahead is not None else horizon)
+            while (
+                pending is not None
+                and pending <= until
+                and (pending <= near or len(ahead) < batch)
+                and len(due_fires) + len(ahead) < max_fires
+            ):
                 ahead.append(pending)
                 pending = next(real, None)
             cursor = pending

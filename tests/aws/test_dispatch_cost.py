@@ -63,7 +63,7 @@ def test_job_advance_rewrites_the_due_index_entry(pipeline):
     assert wcu["PutItem"] == 2 and wcu["UpdateItem"] == 5
 
 
-@pytest.mark.parametrize(("horizon", "ceiling"), [(60, 5.0), (300, 2.8), (900, 2.3)])
+@pytest.mark.parametrize(("horizon", "ceiling"), [(60, 5.0), (300, 2.6), (900, 2.3)])
 def test_dispatcher_write_units_per_run_by_enqueue_horizon(aws, horizon, ceiling, capsys):
     per_run, lease_per_tick = _dispatcher_wru_per_run(aws, horizon)
     with capsys.disabled():

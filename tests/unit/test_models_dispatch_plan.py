@@ -97,3 +97,12 @@ def test_a_huge_backlog_is_worked_off_over_several_ticks():
 @pytest.mark.parametrize("state", [JobState.PAUSED, JobState.COMPLETED])
 def test_inactive_jobs_are_held(state):
     assert plan_job(_job(state=state), T0, MINUTE).hold
+
+
+def test_beyond_the_lookahead_only_a_batch_is_enqueued_ahead():
+    # A per-minute job: the horizon (15 min) is cut at a batch of 10 runs ahead
+    slow = plan_job(_job(), T0 - timedelta(seconds=1), timedelta(seconds=900), lookahead=MINUTE, batch=10)
+    assert [o.at for o in slow.fire] == [T0 + m * MINUTE for m in range(10)]
+    # A per-second job: everything inside the look-ahead, nothing beyond it
+    fast = plan_job(_job("* * * * * *"), T0, timedelta(seconds=300), lookahead=MINUTE, batch=10)
+    assert len(fast.fire) == 61 and fast.job.next_due_at == T0 + timedelta(seconds=61)
