@@ -74,6 +74,7 @@ def bundle_into(
     if result.returncode != 0:
         raise BundlingError(f"installing {REQUIREMENTS} failed ({command[0]}):\n{result.stderr}")
     shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts are useless in Lambda
+    (target / ".lock").unlink(missing_ok=True)  # uv's install lock, not part of the code
     for package in PACKAGES:
         shutil.copytree(project_root / package, target / package, ignore=_SKIP, dirs_exist_ok=True)
     return target
