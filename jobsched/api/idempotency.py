@@ -1,9 +1,10 @@
 """``Idempotency-Key`` for ``POST /jobs``: the same key and body answer the first response again.
 
-One record per (tenant, key) in the idempotency table (``id`` = ``api#<tenant>#<sha256(key)>``,
-``expiration`` = the table's TTL, 24 h). The first request claims the key with a conditional put
-(``in_progress``, locked for :data:`LOCK_SECONDS`), creates the job and stores the 201 response
-(``completed``). A later request with that key:
+One record per (tenant, key) in the Leases table (``lease_key`` = ``api#<tenant>#<sha256(key)>``,
+``expires_at`` = the table's TTL, 24 h; the store takes any table with a string key and a TTL).
+The first request claims the key with a conditional put (``in_progress``, locked for
+:data:`LOCK_SECONDS`), creates the job and stores the 201 response (``completed``).
+A later request with that key:
 
 - and the same body (compared by a fingerprint of the validated request) gets the stored response;
 - and a different body gets 422 ``idempotency_key_reused``;

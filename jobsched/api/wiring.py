@@ -62,6 +62,10 @@ def newest_first_job_id(now: datetime) -> str:
     return "j" + "".join(reversed(digits)) + secrets.token_urlsafe(9)
 
 
+def api_idempotency_store(dynamodb: object, leases_table: str) -> IdempotencyStore:
+    return IdempotencyStore(dynamodb, leases_table, key_attribute="lease_key", ttl_attribute="expires_at")
+
+
 def build_services(
     settings: Settings, clients: Clients, clock: Clock, *, max_jobs: int = DEFAULT_MAX_JOBS_PER_TENANT
 ) -> ApiServices:
@@ -73,12 +77,10 @@ def build_services(
     from jobsched.runs import RunService
     from jobsched.targets.registry import is_registered
 
-    if settings.idempotency_table:
-        idempotency = IdempotencyStore(clients.dynamodb, settings.idempotency_table)
-    else:  # same records in the Leases table, under its own key and TTL attribute names
-        idempotency = IdempotencyStore(
-            clients.dynamodb, settings.leases_table, key_attribute="lease_key", ttl_attribute="expires_at"
-        )
+    # API idempotency records live in the Leases table beside the principal mapping and the job
+    # counters: the api function already owns that table, and the idempotency table stays the
+    # Powertools store of handlers' external effects.
+    idempotency = api_idempotency_store(clients.dynamodb, settings.leases_table)
     dispatcher = dispatcher_from_settings(settings, clients, owner="api")
     jobs = JobService(
         dispatcher.jobs,

@@ -121,8 +121,7 @@ near_valid = st.fixed_dictionaries(
 def _counts(aws) -> tuple[int, int, int]:
     ddb, s = aws.clients.dynamodb, aws.settings
     return tuple(
-        ddb.scan(TableName=t, Select="COUNT")["Count"]
-        for t in (s.jobs_table, s.runs_table, s.idempotency_table)
+        ddb.scan(TableName=t, Select="COUNT")["Count"] for t in (s.jobs_table, s.runs_table, s.leases_table)
     )
 
 

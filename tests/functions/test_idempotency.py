@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from jobsched.api.idempotency import IdempotencyStore, fingerprint
+from jobsched.api.idempotency import fingerprint
 from jobsched.api.schemas import JobIn
+from jobsched.api.wiring import api_idempotency_store
 from tests.functions.conftest import JOB
 from tests.functions.events import ACME, GLOBEX, body_of
 
@@ -47,7 +48,7 @@ def test_a_rejected_create_releases_its_key(call):
 
 def test_key_in_progress_is_409(call, aws, clock):
     # Given a request that claimed the key and has not finished (its lock still holds)
-    store = IdempotencyStore(aws.clients.dynamodb, aws.settings.idempotency_table)
+    store = api_idempotency_store(aws.clients.dynamodb, aws.settings.leases_table)
     store.begin("acme", "create-1", fingerprint(JobIn(**JOB).model_dump(mode="json")), clock.now())
     # When the same request arrives again
     response = _create(call, JOB, ACME)
@@ -63,7 +64,7 @@ def test_malformed_key_is_400(call):
 
 def test_a_claim_whose_lock_lapsed_is_taken_over_by_the_same_request(call, aws, clock):
     # Given a request that claimed the key and died (its lock lapses after 60 s)
-    store = IdempotencyStore(aws.clients.dynamodb, aws.settings.idempotency_table)
+    store = api_idempotency_store(aws.clients.dynamodb, aws.settings.leases_table)
     store.begin("acme", "create-1", fingerprint(JobIn(**JOB).model_dump(mode="json")), clock.now())
     clock.advance(61)
     # When the client retries with the same body

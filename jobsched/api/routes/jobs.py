@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Depends, Response, content_types
@@ -34,6 +35,8 @@ from jobsched.api.schemas import (
 from jobsched.api.views import job_view, run_view
 from jobsched.core.clock import Clock
 from jobsched.core.errors import NotFoundError, ValidationError
+from jobsched.dispatch_plan import first_fire_after
+from jobsched.job_specs import spec_from_dict, validate_spec
 
 _JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _VERSION = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
@@ -61,6 +64,16 @@ def version_of(if_match: str | None) -> int:
     return int(match.group(1))
 
 
+def precheck(definition: dict[str, Any], known_handlers: Any, now: datetime) -> None:
+    """The job service's own checks of a new definition, run before the quota is touched."""
+    spec = spec_from_dict(definition)
+    schedule = validate_spec(spec, known_handlers)
+    if first_fire_after(schedule, now - timedelta(milliseconds=1)) is None:
+        raise ValidationError(
+            f"schedule {spec.schedule!r} has no occurrence after {now.isoformat()}", field="schedule"
+        )
+
+
 def _created(body: Any, location: str | None = None) -> Response:
     headers = {"Location": location} if location else None
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
@@ -73,11 +86,15 @@ def jobs_router(
     router = Router()
 
     def create(tenant: str, job: JobIn) -> Any:
-        """Create within the tenant's job limit (the slot is given back if the create fails)."""
+        """Create within the tenant's job limit. The definition is checked first, so a bad one costs
+        no write at all; a create that fails anyway gives its slot back."""
+        now = clock.now()
+        definition = job.to_domain()
+        precheck(definition, jobs.known_handlers, now)
         if quota is not None:
             quota.take(tenant)
         try:
-            return jobs.create(tenant, job.to_domain(), clock.now())
+            return jobs.create(tenant, definition, now)
         except BaseException:
             if quota is not None:
                 quota.give_back(tenant)
@@ -87,13 +104,12 @@ def jobs_router(
     def create_job(
         job: Annotated[JobIn, Body()], tenant: Tenant, idempotency_key: IdemKey = None
     ) -> Response[JobOut]:
-        now = clock.now()
         if idempotency_key is None or idempotency is None:
             created = create(tenant, job)
-            body = job_view(created, now).model_dump(mode="json")
+            body = job_view(created, clock.now()).model_dump(mode="json")
             return _created(body, f"/jobs/{created.id}")
         key = check_key(idempotency_key)
-        stored = idempotency.begin(tenant, key, fingerprint(job.model_dump(mode="json")), now)
+        stored = idempotency.begin(tenant, key, fingerprint(job.model_dump(mode="json")), clock.now())
         if stored is not None:
             response = _created(stored.body, f"/jobs/{stored.body.get('id')}")
             response.status_code = stored.status
@@ -104,7 +120,7 @@ def jobs_router(
         except BaseException:
             idempotency.release(tenant, key)
             raise
-        body = job_view(created, now).model_dump(mode="json")
+        body = job_view(created, clock.now()).model_dump(mode="json")
         idempotency.complete(tenant, key, 201, body)
         return _created(body, f"/jobs/{created.id}")
 
