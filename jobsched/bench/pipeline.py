@@ -12,15 +12,16 @@ Shape of a benchmark (``run_pipeline``):
    per shard with its tick event, then drain the queues into the real worker handler
    (:class:`jobsched.bench.harness.Harness`);
 4. a warm-up of one enqueue cycle (horizon / 1 minute) first brings the pipeline to its steady state
-   -- runs enqueued ahead, functions initialised -- and is not counted; then ``runs / jobs`` minutes
-   are measured;
+   -- runs enqueued ahead, functions initialised -- and is not counted; then ``runs / jobs`` minutes,
+   rounded up to whole enqueue cycles, are measured;
 5. the evidence: ``bench.echo`` recorded each execution; the run records are read back (unmetered);
    every occurrence due in the simulated time (warm-up included) must have exactly one execution and
    a succeeded run, or it counts as lost (or duplicated).
 
 The cost per run is the measured window's consumption divided by the runs due in it that succeeded.
-In the steady state, each window minute dispatches as many runs (ahead) as it executes, so the
-division is exact when the window is a whole number of enqueue cycles (``setup.steady_state``).
+A job is advanced (and its next runs created) once per enqueue cycle, so only a window of whole cycles
+creates as many runs as it executes; that is why the window is rounded up to whole cycles (``runs``
+may then exceed the runs asked for: ``setup.requested_runs``).
 
 Each invocation is timed with ``time.perf_counter`` around the handler call; that time includes moto's
 in-process emulation of every AWS call, so it is an upper bound of the handler's duration on Lambda.
@@ -168,6 +169,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
     ):
         settings = Settings.from_env()
         cycle = max(1, math.ceil(settings.enqueue_horizon_seconds / 60))
+        minutes = -(-minutes // cycle) * cycle  # whole enqueue cycles: the steady state
         harness = Harness(functions, clients, provisioned, calls)
         job_ids = create_cron_jobs(
             count=jobs,
@@ -214,7 +216,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
         "jobs": jobs,
         "minutes": minutes,
         "warm_up_minutes": cycle,
-        "steady_state": minutes % cycle == 0,
+        "requested_runs": config.runs,
         "shards": config.shards,
         "lookahead_seconds": settings.lookahead_seconds,
         "enqueue_horizon_seconds": settings.enqueue_horizon_seconds,

@@ -1,4 +1,4 @@
-"""The cost benchmark end to end on a small run (20 runs: 10 per-minute jobs x 2 measured minutes).
+"""The cost benchmark end to end on a small run (20 runs: 4 per-minute jobs x one 5-minute enqueue cycle).
 
 These tests check outcomes and consistency of the figures, never timings: the run is executed once
 (module fixture) through the real dispatcher and worker handlers in moto.
@@ -34,7 +34,7 @@ REQUIRED = (
 
 @pytest.fixture(scope="module")
 def result() -> PipelineResult:
-    return run_pipeline(PipelineConfig(runs=20, jobs=10))
+    return run_pipeline(PipelineConfig(runs=20, jobs=4))
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +78,16 @@ def test_dollars_are_the_priced_usage_and_add_up(figures, result):
     assert lines["total"] == pytest.approx(sum(v for k, v in lines.items() if k != "total"), abs=1e-3)
 
 
-def test_worker_batches_carry_up_to_ten_runs(figures):
-    # Given 10 jobs due each minute / Then each worker invocation handled a batch of ten: 0.1 per run
-    assert figures["breakdown"]["worker"]["invocations"] == pytest.approx(0.1)
+def test_the_runs_due_in_a_minute_reach_the_worker_as_one_batch(figures):
+    # Given 4 jobs due each minute / Then one worker invocation per minute carries all four: 0.25 per run
+    assert figures["breakdown"]["worker"]["invocations"] == pytest.approx(0.25)
+
+
+def test_the_window_creates_the_runs_it_executes(figures):
+    # Given a window of whole enqueue cycles / Then the dispatcher created one run item per run executed
+    assert figures["breakdown"]["dispatcher"]["operations"]["dynamodb.PutItem"]["requests"] == pytest.approx(
+        1.0
+    )
 
 
 def test_every_aws_call_of_the_functions_went_through_the_meter(figures):
@@ -97,7 +104,7 @@ def test_bench_json_prints_one_object_on_the_last_line(result, monkeypatch, caps
     # Given the benchmark (the result computed above, not recomputed)
     monkeypatch.setattr(pipeline, "run_pipeline", lambda config: result)
     # When `jobsched bench --no-lag --json` runs
-    status = cli.main(["bench", "--runs", "20", "--jobs", "10", "--no-lag", "--json"])
+    status = cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag", "--json"])
     # Then it succeeds and the last stdout line is the JSON object with the issue's fields
     out = capsys.readouterr().out.strip().splitlines()
     data = json.loads(out[-1])
@@ -108,7 +115,7 @@ def test_bench_json_prints_one_object_on_the_last_line(result, monkeypatch, caps
 def test_bench_text_report_names_the_cost_and_the_breakdown(result, monkeypatch, capsys):
     # Given the benchmark / When run without --json / Then a readable report with dollars and functions
     monkeypatch.setattr(pipeline, "run_pipeline", lambda config: result)
-    assert cli.main(["bench", "--runs", "20", "--jobs", "10", "--no-lag"]) == 0
+    assert cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag"]) == 0
     text = capsys.readouterr().out
     assert "USD per million runs" in text and "dispatcher" in text and "worker" in text
 
