@@ -57,6 +57,10 @@ def polish(document: dict[str, Any]) -> dict[str, Any]:
             responses.pop(422, None)
             if "204" in responses or 204 in responses:
                 responses.pop("200", None)  # a no-content route has no 200 body to describe
+            created = responses.get("201") or responses.get(201)
+            if created is not None and "200" in responses:
+                # A creating route answers 201 with the body Powertools documented under 200.
+                created.setdefault("content", responses.pop("200").get("content", {}))
             for code in _error_codes(path, method, operation):
                 responses[str(code)] = {
                     "description": _DESCRIPTIONS[code],

@@ -63,6 +63,14 @@ def test_openapi_documents_headers_and_statuses_of_a_versioned_update(call):
     assert {"404", "412", "422"} <= set(operation["responses"])
 
 
+def test_openapi_documents_201_with_the_created_job(call):
+    responses = body_of(call("GET", "/openapi.json"))["paths"]["/jobs"]["post"]["responses"]
+    assert "200" not in responses
+    assert responses["201"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/JobOut"
+    }
+
+
 def test_openapi_documents_the_error_body_not_powertools_default(call):
     # When the document is read
     document = body_of(call("GET", "/openapi.json"))
