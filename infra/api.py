@@ -20,12 +20,13 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
-from infra.config import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM, StackConfig
+from infra.config import StackConfig
 from infra.functions import function_spec, make_function, retention
 from infra.nag import acknowledge
 from infra.queues import Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
+from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM
 from jobsched.resources import ENV_AUTH_MODE, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
 
 ACCESS_LOG_FORMAT = {

@@ -11,17 +11,13 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobsched.api.auth import DEFAULT_JWT_TENANT_CLAIM
 from jobsched.resources import DEFAULT_LOOKAHEAD_SECONDS, DEFAULT_SHARDS, QUEUE_KINDS
 
 AUTH_MODES = ("iam", "jwt")
 
 # Reserved Lambda concurrency per queue (event source mapping MaximumConcurrency, minimum 2).
 DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 10, "low": 5, "long": 5}
-
-# Read by the api function (jobsched.api, another module's constants; repeated here until they are
-# moved to jobsched/resources.py): who may manage principal -> tenant mappings, and the JWT claim.
-ENV_ADMIN_PRINCIPALS = "JOBSCHED_ADMIN_PRINCIPALS"
-ENV_JWT_TENANT_CLAIM = "JOBSCHED_JWT_TENANT_CLAIM"
 
 
 class ConfigError(ValueError):
@@ -40,7 +36,7 @@ class StackConfig:
     auth_mode: str = "iam"
     jwt_issuer: str | None = None
     jwt_audience: tuple[str, ...] = ()
-    jwt_tenant_claim: str = "tenant"
+    jwt_tenant_claim: str = DEFAULT_JWT_TENANT_CLAIM
     admin_principals: tuple[str, ...] = ()
     alert_email: str | None = None
     api_rate_limit: int = 100

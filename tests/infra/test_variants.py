@@ -21,6 +21,8 @@ def variant() -> assertions.Template:
         jwt_audience=("jobsched",),
         alert_email="oncall@example.com",
         shards=2,
+        admin_principals=("arn:aws:iam::123456789012:role/admin", "arn:aws:iam::123456789012:role/ops"),
+        jwt_tenant_claim="org",
     )
     stack = JobschedStack(
         app, "Variant", config=config, code=lambda_.Code.from_inline("def handler(e, c): pass")
@@ -45,6 +47,18 @@ def test_jwt_mode_tells_the_api_function(variant):
     variant.has_resource_properties(
         "AWS::Lambda::Function",
         {"Environment": {"Variables": assertions.Match.object_like({"JOBSCHED_AUTH_MODE": "jwt"})}},
+    )
+
+
+def test_api_function_gets_the_admin_principals_and_the_tenant_claim(variant):
+    from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM
+
+    expected = {
+        ENV_ADMIN_PRINCIPALS: "arn:aws:iam::123456789012:role/admin,arn:aws:iam::123456789012:role/ops",
+        ENV_JWT_TENANT_CLAIM: "org",
+    }
+    variant.has_resource_properties(
+        "AWS::Lambda::Function", {"Environment": {"Variables": assertions.Match.object_like(expected)}}
     )
 
 
