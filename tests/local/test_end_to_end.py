@@ -31,6 +31,9 @@ pytestmark = [
 ]
 
 TOKEN = "tok-e2e"
+# Due instant -> start: about a second on an idle laptop (SQS delays are whole seconds, rounded up);
+# the bound leaves room for a CI machine running other test processes at the same time.
+MAX_LAG = timedelta(seconds=5)
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +72,12 @@ def test_a_per_second_cron_job_runs_every_second(dev: tuple[DevProcess, ApiClien
 
     succeeded = wait_for(last_four_succeeded, timeout=30, interval=0.5)
     client.pause_job(created["id"])
-    # Then consecutive runs were scheduled one second apart, each started within 2 s of its instant
+    # Then consecutive runs were scheduled one second apart, and each started at (never before) its
+    # instant; the bound on the lag is generous because the test machine may be heavily loaded
     instants = [parse(r["scheduled_at"]) for r in succeeded]
     assert all(b - a == timedelta(seconds=1) for a, b in itertools.pairwise(instants))
     for run in succeeded:
-        assert parse(run["started_at"]) - parse(run["scheduled_at"]) < timedelta(seconds=2)
+        assert timedelta(0) <= parse(run["started_at"]) - parse(run["scheduled_at"]) < MAX_LAG
     # And the run-event log printed them
     process.wait_for_line(f"succeeded  e2e.every-second  {succeeded[0]['id']}", timeout=5)
 
@@ -89,14 +93,14 @@ def test_a_one_off_job_fires_at_its_instant(dev: tuple[DevProcess, ApiClient]) -
         timeout=30,
         interval=0.5,
     )
-    # Then exactly one run fired, scheduled at that instant and started within 2 s of it
+    # Then exactly one run fired, scheduled at that instant and started at (never before) it
     assert parse(run["scheduled_at"]) == at
-    assert timedelta(0) <= parse(run["started_at"]) - at < timedelta(seconds=2)
+    assert timedelta(0) <= parse(run["started_at"]) - at < MAX_LAG
     assert len(runs_of(client, created["id"])) == 1
 
 
 def test_a_flaky_job_is_retried_then_succeeds(dev: tuple[DevProcess, ApiClient]) -> None:
-    _, client = dev
+    process, client = dev
     # Given a job whose handler fails (retryably) on its first attempt
     created = client.create_job(
         job(
@@ -119,10 +123,12 @@ def test_a_flaky_job_is_retried_then_succeeds(dev: tuple[DevProcess, ApiClient])
     detail = client.get_run(run["id"])
     assert [a.get("outcome") for a in detail["attempts"]][:1] != ["succeeded"]
     assert len(detail["attempts"]) == 2
+    # And the run-event log shows its end
+    process.wait_for_line(f"succeeded  e2e.flaky  {run['id']}", timeout=5)
 
 
 def test_a_permanent_failure_is_dead_lettered_without_retries(dev: tuple[DevProcess, ApiClient]) -> None:
-    _, client = dev
+    process, client = dev
     # Given a job whose handler fails permanently, with retries allowed
     created = client.create_job(
         job(
@@ -142,5 +148,10 @@ def test_a_permanent_failure_is_dead_lettered_without_retries(dev: tuple[DevProc
     )
     # Then it failed on its first attempt and is in the dead letters
     assert run["attempt"] == 1
-    dead = [d for d in client.list_all("/dead-letters") if d.get("id") == run["id"]]
+    assert len(client.get_run(run["id"])["attempts"]) == 1
+    dead = [
+        d for d in client.list_all("/dead-letters", {"job_id": created["id"]}) if d["run_id"] == run["id"]
+    ]
     assert len(dead) == 1
+    assert "permanent" in (dead[0]["error"] or "")
+    process.wait_for_line(f"failed     e2e.broken  {run['id']}", timeout=5)
