@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.clients import Clients
-from jobsched.aws.jobs_store import JobsStore
+from jobsched.aws.jobs_store import JobsStore, StaleJobError
 from jobsched.aws.metering import Meter
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
@@ -31,6 +31,7 @@ from jobsched.settings import Settings
 SKIP_REASON_PAUSED = "paused"
 SKIP_REASON_DELETED = "deleted"
 MAX_BACKFILL = 1000
+_WRITE_ATTEMPTS = 3
 _EPSILON = timedelta(milliseconds=1)
 
 
@@ -107,35 +108,33 @@ class JobService:
         the last fired one, whichever is later); the job keeps its state (a paused job stays paused).
         """
         require_aware(now, "now")
-        current = self.jobs.get(tenant, job_id)
-        if current.version != expected_version:
-            raise PreconditionFailedError(
-                f"job {job_id} is at version {current.version}, not {expected_version}"
+
+        def build(current: Job) -> Job:
+            merged = {**_spec_dict(current), **dict(changes)}
+            spec = spec_from_dict(merged)
+            schedule = validate_spec(spec, self.known_handlers)
+            timing = ("schedule", "timezone", "dst_gap", "dst_overlap")
+            next_due = current.next_due_at
+            if (
+                any(getattr(spec, f) != getattr(current, f) for f in timing)
+                or current.state is JobState.COMPLETED
+            ):
+                after = max(t for t in (now - _EPSILON, current.last_fired_at) if t is not None)
+                next_due = first_fire_after(schedule, after)
+            state = current.state
+            if state is not JobState.PAUSED:
+                state = JobState.ACTIVE if next_due is not None else JobState.COMPLETED
+            return replace(
+                current,
+                **spec.spec_fields(),
+                version=current.version + 1,
+                updated_at=now,
+                next_due_at=next_due,
+                state=state,
+                buffered_at=None if next_due != current.next_due_at else current.buffered_at,
             )
-        merged = {**_spec_dict(current), **dict(changes)}
-        spec = spec_from_dict(merged)
-        schedule = validate_spec(spec, self.known_handlers)
-        timing = ("schedule", "timezone", "dst_gap", "dst_overlap")
-        next_due = current.next_due_at
-        if (
-            any(getattr(spec, f) != getattr(current, f) for f in timing)
-            or current.state is JobState.COMPLETED
-        ):
-            after = max(t for t in (now - _EPSILON, current.last_fired_at) if t is not None)
-            next_due = first_fire_after(schedule, after)
-        state = current.state
-        if state is not JobState.PAUSED:
-            state = JobState.ACTIVE if next_due is not None else JobState.COMPLETED
-        job = replace(
-            current,
-            **spec.spec_fields(),
-            version=current.version + 1,
-            updated_at=now,
-            next_due_at=next_due,
-            state=state,
-            buffered_at=None if next_due != current.next_due_at else current.buffered_at,
-        )
-        self.jobs.replace(job, expected_version)
+
+        job = self._write(tenant, job_id, expected_version, build)
         return self._dispatch_if_due(job, now)
 
     def delete(
@@ -153,18 +152,20 @@ class JobService:
         require_aware(now, "now")
         if note is not None and (not isinstance(note, str) or len(note) > 500):
             raise ValidationError("pause note must be a string of at most 500 characters", field="note")
-        current = self.jobs.get(tenant, job_id)
-        if current.state is not JobState.ACTIVE:
-            raise ConflictError(f"job {job_id} is {current.state}; only an active job can be paused")
-        job = replace(
-            current,
-            state=JobState.PAUSED,
-            paused_note=note,
-            paused_at=now,
-            version=current.version + 1,
-            updated_at=now,
-        )
-        self.jobs.replace(job, current.version)
+
+        def build(current: Job) -> Job:
+            if current.state is not JobState.ACTIVE:
+                raise ConflictError(f"job {job_id} is {current.state}; only an active job can be paused")
+            return replace(
+                current,
+                state=JobState.PAUSED,
+                paused_note=note,
+                paused_at=now,
+                version=current.version + 1,
+                updated_at=now,
+            )
+
+        job = self._write(tenant, job_id, None, build)
         return PauseResult(job=job, withdrawn=self._withdraw(job, now, SKIP_REASON_PAUSED))
 
     def resume(self, tenant: str, job_id: str, now: datetime, misfire_policy: str | None = None) -> Job:
@@ -176,20 +177,22 @@ class JobService:
                 f"misfire policy {misfire_policy!r} is not allowed: use {', '.join(MISFIRE_POLICIES)}",
                 field="misfire_policy",
             )
-        current = self.jobs.get(tenant, job_id)
-        if current.state is not JobState.PAUSED:
-            raise ConflictError(f"job {job_id} is {current.state}; only a paused job can be resumed")
-        state = JobState.ACTIVE if current.next_due_at or current.buffered_at else JobState.COMPLETED
-        job = replace(
-            current,
-            state=state,
-            paused_note=None,
-            paused_at=None,
-            misfire_override=misfire_policy,
-            version=current.version + 1,
-            updated_at=now,
-        )
-        self.jobs.replace(job, current.version)
+
+        def build(current: Job) -> Job:
+            if current.state is not JobState.PAUSED:
+                raise ConflictError(f"job {job_id} is {current.state}; only a paused job can be resumed")
+            state = JobState.ACTIVE if current.next_due_at or current.buffered_at else JobState.COMPLETED
+            return replace(
+                current,
+                state=state,
+                paused_note=None,
+                paused_at=None,
+                misfire_override=misfire_policy,
+                version=current.version + 1,
+                updated_at=now,
+            )
+
+        job = self._write(tenant, job_id, None, build)
         return self._dispatch_if_due(job, now)
 
     # --- runs on demand -------------------------------------------------------------------------
@@ -240,6 +243,27 @@ class JobService:
         return self.runs.list_for_job(job_id, limit=limit, start_after=cursor)
 
     # --- helpers --------------------------------------------------------------------------------
+
+    def _write(
+        self, tenant: str, job_id: str, expected_version: int | None, build: Callable[[Job], Job]
+    ) -> Job:
+        """Read the job, build its new definition, write it conditionally on what was read.
+
+        A dispatcher advance in between (same version, newer ``updated_at``) is not the caller's
+        conflict: re-read and rebuild, a few times, instead of rolling the dispatch cursor back.
+        """
+        for _ in range(_WRITE_ATTEMPTS):
+            current = self.jobs.get(tenant, job_id)
+            if expected_version is not None and current.version != expected_version:
+                raise PreconditionFailedError(
+                    f"job {job_id} is at version {current.version}, not {expected_version}"
+                )
+            job = build(current)
+            try:
+                return self.jobs.replace(job, current.version, read=current)
+            except StaleJobError:
+                continue
+        raise ConflictError(f"job {job_id} is being dispatched right now; retry the request")
 
     def _create_and_send(self, job: Job, runs: list[Run], now: datetime) -> list[Run]:
         stored_runs, outgoing = [], []

@@ -53,18 +53,25 @@ class JobsStore:
         )
         return [Job.from_item(i) for i in items], (last or {}).get("job_id")
 
-    def replace(self, job: Job, expected_version: int) -> Job:
-        """Write ``job`` in full if the stored version is ``expected_version`` (PreconditionFailed if not)."""
+    def replace(self, job: Job, expected_version: int, read: Job | None = None) -> Job:
+        """Write ``job`` in full if the stored version is ``expected_version`` (PreconditionFailed if not).
+
+        With ``read`` (the job as the caller read it) the write also requires that the dispatcher has
+        not advanced the job since (same ``updated_at``); if it has, :class:`StaleJobError` tells the
+        caller to re-read and retry, so a definition edit never rolls the dispatch cursor back.
+        """
+        condition = "attribute_exists(job_id) AND version = :v"
+        values: dict[str, Any] = {":v": expected_version}
+        if read is not None:
+            condition += " AND updated_at = :u"
+            values[":u"] = to_iso(read.updated_at)
         try:
-            self.dynamo.put(
-                self.table,
-                job.to_item(),
-                condition="attribute_exists(job_id) AND version = :v",
-                values={":v": expected_version},
-            )
+            self.dynamo.put(self.table, job.to_item(), condition=condition, values=values)
         except ConditionFailed as failed:
             if failed.existing is None:
                 raise NotFoundError(f"job {job.id} not found") from None
+            if int(failed.existing.get("version", -1)) == expected_version:
+                raise StaleJobError(f"job {job.id} was advanced by the dispatcher meanwhile") from None
             raise PreconditionFailedError(
                 f"job {job.id} is at version {failed.existing.get('version')}, not {expected_version}"
             ) from None

@@ -159,3 +159,27 @@ def test_tenant_run_listing_uses_the_tenant_index_and_sees_only_own_runs(pipelin
     runs, _ = pipeline.dispatcher.runs.list_for_tenant("acme")
     assert {r.job_id for r in runs} == {acme.id} and len(runs) == 2
     assert runs[0].scheduled_at > runs[1].scheduled_at  # newest first
+
+
+def test_an_edit_racing_a_dispatcher_tick_does_not_roll_the_cursor_back(pipeline):
+    # Given a per-minute job, and a tick that advances it right after the edit has read it
+    from jobsched.aws.jobs_store import JobsStore
+
+    job = pipeline.jobs.create("acme", HOURLY | {"schedule": "* * * * *"}, T0)
+    store = pipeline.jobs.jobs
+    ticked: list[object] = []
+
+    class TickAfterRead(JobsStore):
+        def get(self, tenant, job_id, *, consistent=True):
+            read = super().get(tenant, job_id, consistent=consistent)
+            if not ticked:
+                ticked.append(pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=3)))
+            return read
+
+    pipeline.jobs.jobs = TickAfterRead(store.dynamo, store.table)
+    # When the payload is edited
+    updated = pipeline.jobs.update("acme", job.id, {"payload": {"a": 2}}, 1, T0 + timedelta(minutes=3))
+    # Then the edit is stored on top of the tick's advance, not over it
+    stored = store.get("acme", job.id)
+    assert ticked and stored.payload == {"a": 2} and stored.version == 2
+    assert stored.next_due_at == T0 + timedelta(minutes=5) == updated.next_due_at
