@@ -1,0 +1,57 @@
+"""Settings from the environment and the metering size rules (both pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobsched import resources as r
+from jobsched.aws.metering import item_size, read_units, serialize, write_units
+from jobsched.settings import ConfigurationError, Settings
+
+ENV = {
+    r.ENV_JOBS_TABLE: "jobs",
+    r.ENV_RUNS_TABLE: "runs",
+    r.ENV_LEASES_TABLE: "leases",
+    **{spec.env_var: f"https://sqs.local/q-{spec.kind}" for spec in r.QUEUES},
+}
+
+
+def test_settings_from_a_complete_environment_round_trip():
+    settings = Settings.from_env(ENV | {r.ENV_SHARDS: "8", r.ENV_BUCKET: "b"})
+    assert settings.shards == 8 and settings.bucket == "b" and settings.queue_url("high").endswith("q-high")
+    assert Settings.from_env(settings.to_env()) == settings
+
+
+@pytest.mark.parametrize("missing", [r.ENV_RUNS_TABLE, r.ENV_QUEUE_URL_PREFIX + "LOW"])
+def test_a_missing_variable_is_named(missing):
+    env = {k: v for k, v in ENV.items() if k != missing}
+    with pytest.raises(ConfigurationError, match=missing):
+        Settings.from_env(env)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        (r.ENV_SHARDS, "zero", "must be an integer"),
+        (r.ENV_SHARDS, "0", "must be >= 1"),
+        (r.ENV_LOOKAHEAD_SECONDS, "1000", "SQS delay cap"),
+        (r.ENV_ENQUEUE_HORIZON_SECONDS, "901", "SQS delay cap"),
+    ],
+)
+def test_malformed_tunables_are_refused(name, value, message):
+    with pytest.raises(ConfigurationError, match=message):
+        Settings.from_env(ENV | {name: value})
+
+
+def test_item_size_follows_the_dynamodb_rules():
+    # names + values: "pk"(2) + "abc"(3); "n"(1) + 123 (3 digits -> 1 + 2); "b"(1) + bool(1)
+    assert item_size(serialize({"pk": "abc", "n": 123, "b": True})) == 2 + 3 + 1 + 3 + 1 + 1
+
+
+@pytest.mark.parametrize(("size", "wru"), [(1, 1), (1024, 1), (1025, 2), (4000, 4)])
+def test_write_units_are_per_started_kilobyte(size, wru):
+    assert write_units(size) == wru
+
+
+def test_read_units_are_per_4kb_and_halved_when_eventually_consistent():
+    assert read_units(4096, consistent=True) == 1 and read_units(4097, consistent=False) == 1
