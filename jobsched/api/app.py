@@ -143,10 +143,10 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         from jobsched.api.routes.jobs import jobs_router
 
         app.include_router(jobs_router(services.jobs, services.clock, services.idempotency, services.quota))
-    if services.runs is not None and services.jobs is not None:
+    if services.runs is not None:
         from jobsched.api.routes.runs import runs_router
 
-        app.include_router(runs_router(services.runs, services.jobs, services.clock))
+        app.include_router(runs_router(services.runs, services.clock))
     if services.dead_letters is not None:
         from jobsched.api.routes.dead_letters import dead_letters_router
 

@@ -64,6 +64,14 @@ def test_list_runs_filters_by_job_and_since(call, create_job):
     assert [r["scheduled_at"][:13] for r in items] == ["2026-03-02T12", "2026-03-01T03", "2026-03-01T02"]
 
 
+def test_a_deleted_jobs_runs_stay_listable(call, create_job):
+    job = create_job(ACME)
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    call("DELETE", f"/jobs/{job['id']}", headers={**ACME, "If-Match": "1"})
+    items = body_of(call("GET", "/runs", query={"job_id": job["id"]}, headers=ACME))["items"]
+    assert [r["id"] for r in items] == [run["id"]]
+
+
 def test_list_runs_since_without_job_stops_at_the_bound(call, create_job):
     job = create_job(ACME, schedule="0 * * * *")
     window = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-01T03:00:00Z"}

@@ -39,8 +39,8 @@ def _aware(value: datetime | None, name: str) -> datetime | None:
     return value
 
 
-def runs_router(runs: Any, jobs: Any, clock: Clock) -> Router:
-    """``runs`` is a :class:`jobsched.runs.RunService`, ``jobs`` a :class:`jobsched.jobs.JobService`."""
+def runs_router(runs: Any, clock: Clock) -> Router:
+    """``runs`` is a :class:`jobsched.runs.RunService`."""
     router = Router()
     store = runs.runs
 
@@ -58,10 +58,12 @@ def runs_router(runs: Any, jobs: Any, clock: Clock) -> Router:
         start = (decode_cursor(cursor, scope=scope) or {}).get("after")
 
         def keep(run: Run) -> bool:
-            return state is None or str(run.state) == state
+            # Runs carry their tenant: checked per run, so a deleted job's history stays listable
+            # and another tenant's job id simply lists nothing.
+            return run.tenant == tenant and (state is None or str(run.state) == state)
 
         if job_id is not None:
-            jobs.get(tenant, job_id_of(job_id))  # another tenant's job is not found
+            job_id_of(job_id)
 
             def fetch_job(n: int, after: str | None) -> tuple[list[Run], str | None]:
                 return store.list_for_job(job_id, limit=n, start_after=after, since=since)
