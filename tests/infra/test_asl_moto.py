@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterator
 
 import boto3
@@ -32,12 +33,22 @@ def aws(monkeypatch) -> Iterator[tuple]:
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         sqs = boto3.client("sqs", region_name="us-east-1")
         sfn = boto3.client("stepfunctions", region_name="us-east-1")
-        url = sqs.create_queue(QueueName="long")["QueueUrl"]
+        # A queue name of its own: a stray execution thread can never write into another test's queue
+        url = sqs.create_queue(QueueName=f"long-{uuid.uuid4().hex[:12]}")["QueueUrl"]
         definition = chunked_job_definition(url, max_concurrency=2, heartbeat_seconds=60)
         arn = sfn.create_state_machine(name="chunked", definition=json.dumps(definition), roleArn=ROLE)[
             "stateMachineArn"
         ]
         yield sqs, sfn, url, arn
+        _stop_running_executions(sfn)
+
+
+def _stop_running_executions(sfn) -> None:
+    """moto runs executions in daemon threads that outlive the test; stop the ones still waiting."""
+    for machine in sfn.list_state_machines()["stateMachines"]:
+        running = sfn.list_executions(stateMachineArn=machine["stateMachineArn"], statusFilter="RUNNING")
+        for execution in running["executions"]:
+            sfn.stop_execution(executionArn=execution["executionArn"])
 
 
 def _next_messages(sqs, url: str, count: int, deadline_seconds: float = 20.0) -> list[dict]:
