@@ -84,6 +84,12 @@ def test_worker_has_one_mapping_per_queue_with_reserved_concurrency(synth):
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
+def test_long_queue_delivers_one_chunk_task_per_invocation(synth):
+    long_queue = synth.logical_id(synth.stack.queues.queue("long"))
+    (mapping,) = [m for m in _mappings(synth, "worker") if m["EventSourceArn"]["Fn::GetAtt"][0] == long_queue]
+    assert mapping["BatchSize"] == 1
+
+
 def test_dlq_consumer_drains_every_dlq_and_reports_partial_failures(synth):
     queues = synth.stack.queues
     mappings = _mappings(synth, "dlq_consumer")
