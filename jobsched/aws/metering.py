@@ -23,146 +23,22 @@ keeps the reported figure beside it (``reported_*``; on real AWS the two should 
 
 from __future__ import annotations
 
-import math
 import re
-import threading
-from collections import Counter
-from collections.abc import Iterable, Mapping
-from decimal import Decimal
+from collections.abc import Mapping
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import ClientError
 
+from jobsched.aws.sizing import (  # noqa: F401  (re-exported: callers import them from here)
+    Meter,
+    deserialize,
+    item_size,
+    read_units,
+    serialize,
+    to_dynamo_value,
+    write_units,
+)
 from jobsched.resources import TableSpec
-
-_SER = TypeSerializer()
-_DESER = TypeDeserializer()
-
-
-def to_dynamo_value(value: Any) -> Any:
-    """Plain Python -> what TypeSerializer accepts (floats become Decimal via their shortest repr)."""
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"DynamoDB cannot store {value}")
-        return Decimal(repr(value))
-    if isinstance(value, dict):
-        return {k: to_dynamo_value(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_dynamo_value(v) for v in value]
-    return value
-
-
-def serialize(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _SER.serialize(to_dynamo_value(v)) for k, v in item.items()}
-
-
-def deserialize(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: _DESER.deserialize(v) for k, v in item.items()}
-
-
-def _value_size(value: dict[str, Any]) -> int:
-    (kind, inner), *_ = value.items()
-    if kind == "S":
-        return len(inner.encode())
-    if kind == "N":
-        digits = len(inner.lstrip("-").replace(".", "").strip("0")) or 1
-        return 1 + (digits + 1) // 2
-    if kind == "B":
-        return len(inner)
-    if kind in ("BOOL", "NULL"):
-        return 1
-    if kind == "M":
-        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in inner.items())
-    if kind == "L":
-        return 3 + sum(_value_size(v) + 1 for v in inner)
-    if kind in ("SS", "NS", "BS"):
-        return sum(_value_size({kind[0]: v}) for v in inner)
-    return 0
-
-
-def item_size(wire_item: Mapping[str, Any]) -> int:
-    """Size in bytes of an item in wire format, by the DynamoDB sizing rules."""
-    return sum(len(k.encode()) + _value_size(v) for k, v in wire_item.items())
-
-
-def write_units(size: int) -> int:
-    return max(1, math.ceil(size / 1024))
-
-
-def read_units(size: int, consistent: bool) -> float:
-    units = max(1, math.ceil(size / 4096))
-    return float(units) if consistent else units / 2
-
-
-class Meter:
-    """Thread-safe counters of requests and (estimated and reported) capacity, per service and call."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.reset()
-
-    def reset(self) -> None:
-        with self._lock:
-            self.requests: Counter[str] = Counter()  # "dynamodb.PutItem" -> calls
-            self.wcu: Counter[str] = Counter()  # estimated write units, per operation
-            self.rcu: Counter[str] = Counter()
-            self.wcu_by_table: Counter[str] = Counter()
-            self.rcu_by_table: Counter[str] = Counter()
-            self.reported: Counter[str] = Counter()  # capacity units as reported by the service
-            self.sqs_billed_requests = 0
-            self.sqs_messages = 0
-
-    def record_dynamodb(
-        self,
-        operation: str,
-        *,
-        wcu: float = 0.0,
-        rcu: float = 0.0,
-        response: Mapping | None = None,
-        table: str = "",
-    ) -> None:
-        reported = 0.0
-        consumed = (response or {}).get("ConsumedCapacity")
-        for entry in consumed if isinstance(consumed, list) else [consumed] if consumed else []:
-            reported += float(entry.get("CapacityUnits", 0.0))
-        with self._lock:
-            self.requests[f"dynamodb.{operation}"] += 1
-            self.wcu[operation] += wcu
-            self.rcu[operation] += rcu
-            self.wcu_by_table[table] += wcu
-            self.rcu_by_table[table] += rcu
-            self.reported[operation] += reported
-
-    def record_sqs(self, operation: str, payload_bytes: Iterable[int]) -> None:
-        sizes = list(payload_bytes)
-        billed = max(1, math.ceil(sum(sizes) / (64 * 1024)))
-        with self._lock:
-            self.requests[f"sqs.{operation}"] += 1
-            self.sqs_billed_requests += billed
-            self.sqs_messages += len(sizes)
-
-    def snapshot(self) -> dict[str, Any]:
-        """A JSON-ready summary: totals and the per-operation breakdown."""
-        with self._lock:
-            return {
-                "dynamodb": {
-                    "requests": sum(v for k, v in self.requests.items() if k.startswith("dynamodb.")),
-                    "wcu": float(sum(self.wcu.values())),
-                    "rcu": float(sum(self.rcu.values())),
-                    "reported_capacity_units": float(sum(self.reported.values())),
-                    "wcu_by_operation": dict(self.wcu),
-                    "rcu_by_operation": dict(self.rcu),
-                    "wcu_by_table": dict(self.wcu_by_table),
-                    "rcu_by_table": dict(self.rcu_by_table),
-                },
-                "sqs": {
-                    "requests": sum(v for k, v in self.requests.items() if k.startswith("sqs.")),
-                    "billed_requests": self.sqs_billed_requests,
-                    "messages": self.sqs_messages,
-                },
-                "requests": dict(self.requests),
-            }
 
 
 class ConditionFailed(Exception):
