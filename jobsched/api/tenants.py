@@ -8,7 +8,8 @@ see :func:`jobsched.api.auth.principal_candidates` for the lookup order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -26,14 +27,30 @@ PREFIX = "principal#"
 
 
 class PrincipalStore:
-    """DynamoDB store of principal -> tenant mappings (client injected, table name given)."""
+    """DynamoDB store of principal -> tenant mappings (client injected, table name given).
 
-    def __init__(self, dynamodb: Any, table_name: str):
+    :meth:`resolve` runs on every IAM request, so its answers are kept for ``cache_seconds`` (per
+    container): a changed or removed mapping takes effect within that time, and a busy caller costs
+    one read a minute instead of one per request. ``monotonic`` is injectable for tests."""
+
+    def __init__(
+        self,
+        dynamodb: Any,
+        table_name: str,
+        *,
+        cache_seconds: float = 60.0,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
         self._ddb = dynamodb
         self._table = table_name
+        self._cache_seconds = cache_seconds
+        self._monotonic = monotonic
+        self._cache: dict[tuple[str, ...], tuple[float, str | None]] = {}
 
     def put(self, principal: str, tenant: str, *, now: datetime) -> dict[str, str]:
-        """Map (or re-map) a principal to a tenant; returns the stored mapping."""
+        """Map (or re-map) a principal to a tenant; returns the stored mapping. (This container's
+        cache is cleared; other containers see the change within ``cache_seconds``.)"""
+        self._cache.clear()
         updated_at = iso_z(now)
         self._ddb.put_item(
             TableName=self._table,
@@ -47,6 +64,7 @@ class PrincipalStore:
 
     def delete(self, principal: str) -> None:
         """Remove a mapping; :class:`NotFoundError` when there is none."""
+        self._cache.clear()
         try:
             self._ddb.delete_item(
                 TableName=self._table,
@@ -57,10 +75,21 @@ class PrincipalStore:
             raise NotFoundError(f"principal {principal} is not mapped") from error
 
     def resolve(self, candidates: Sequence[str]) -> str | None:
-        """The tenant of the most specific mapped candidate, or ``None``."""
+        """The tenant of the most specific mapped candidate, or ``None`` (cached, see the class)."""
         unique = list(dict.fromkeys(candidates))[:100]
         if not unique:
             return None
+        key, now = tuple(unique), self._monotonic()
+        cached = self._cache.get(key)
+        if cached is not None and now - cached[0] < self._cache_seconds:
+            return cached[1]
+        tenant = self._lookup(unique)
+        if len(self._cache) > 10_000:
+            self._cache.clear()
+        self._cache[key] = (now, tenant)
+        return tenant
+
+    def _lookup(self, unique: list[str]) -> str | None:
         request = {self._table: {"Keys": [{"lease_key": {"S": PREFIX + c}} for c in unique]}}
         found: dict[str, str] = {}
         while request:

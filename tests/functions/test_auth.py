@@ -6,6 +6,7 @@ import pytest
 
 from jobsched.api.auth import AuthConfig, principal_candidates
 from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from tests.aws.conftest import T0
 from tests.functions.events import ACME, body_of, http_event, iam_authorizer, jwt_authorizer
 
 PREVIEW = {"schedule": "0 9 * * *"}
@@ -165,3 +166,33 @@ def test_jwt_without_the_tenant_claim_is_401(make_app):
     response = app.resolve(event, None)
     assert response["statusCode"] == 401
     assert "jwt:u1" in body_of(response)["message"]
+
+
+def test_principal_lookups_are_cached_for_a_minute(aws):
+    # Given a store with a controllable monotonic clock and a mapped role
+    from jobsched.api.tenants import PrincipalStore
+
+    ticks = [0.0]
+    store = PrincipalStore(aws.clients.dynamodb, aws.settings.leases_table, monotonic=lambda: ticks[0])
+    role = "arn:aws:iam::123456789012:role/acme-app"
+    store.put(role, "acme", now=T0)
+    assert store.resolve([role]) == "acme"
+    # When the mapping is removed behind this store's back (another container)
+    aws.clients.dynamodb.delete_item(
+        TableName=aws.settings.leases_table, Key={"lease_key": {"S": "principal#" + role}}
+    )
+    # Then the cached answer holds for the cache time, and the removal shows after it
+    ticks[0] = 59.0
+    assert store.resolve([role]) == "acme"
+    ticks[0] = 61.0
+    assert store.resolve([role]) is None
+
+
+def test_a_mapping_change_in_this_container_shows_at_once(aws):
+    from jobsched.api.tenants import PrincipalStore
+
+    store = PrincipalStore(aws.clients.dynamodb, aws.settings.leases_table, monotonic=lambda: 0.0)
+    role = "arn:aws:iam::123456789012:role/acme-app"
+    assert store.resolve([role]) is None
+    store.put(role, "acme", now=T0)
+    assert store.resolve([role]) == "acme"
