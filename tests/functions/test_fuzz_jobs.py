@@ -1,4 +1,4 @@
-"""Hypothesis fuzz of POST /jobs: whatever the body, never a 500, and a rejection writes nothing.
+"""Hypothesis fuzz of POST /jobs and PATCH /jobs/{id}: never a 500, and a rejection writes nothing.
 
 Bodies are drawn half from near-valid jobs (each field valid or replaced by arbitrary JSON) and half
 from arbitrary JSON or raw text, so both the request model and the job service's checks are hit.
@@ -81,41 +81,41 @@ targets = st.sampled_from(
         {},
     ]
 )
-near_valid = st.fixed_dictionaries(
-    {
-        "name": field(st.text(min_size=1, max_size=30)),
-        "schedule": field(schedules),
-        "target": field(targets),
-    },
-    optional={
-        "timezone": field(st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Mars/Base", ""])),
-        "payload": field(
-            st.dictionaries(st.text(max_size=8), json_value | awkward_numbers, max_size=5)
-            | st.integers(25, 45).map(nested)
-        ),
-        "priority": field(st.sampled_from(["high", "default", "low", "urgent"])),
-        "timeout_seconds": field(st.integers(-5, 2000)),
-        "retry": field(
-            st.fixed_dictionaries(
-                {},
-                optional={
-                    "max_attempts": st.integers(-1, 200),
-                    "base_seconds": st.floats(-1, 1e6, allow_nan=False),
-                    "max_seconds": st.floats(-1, 1e6, allow_nan=False),
-                },
-            )
-        ),
-        "misfire_policy": field(st.sampled_from(["run_once", "run_all", "skip", "never"])),
-        "misfire_grace_seconds": field(st.integers(-5, 10**7)),
-        "max_catchup": field(st.integers(-5, 20000)),
-        "overlap_policy": field(st.sampled_from(["allow", "skip", "buffer_one", "replace", "queue"])),
-        "dst_gap": field(st.sampled_from(["shift", "skip", "both"])),
-        "dst_overlap": field(st.sampled_from(["first", "both", "last"])),
-        "jitter_seconds": field(st.integers(-5, 5000)),
-        "description": field(st.text(max_size=30)),
-        "extra": json_value,
-    },
-)
+REQUIRED = {
+    "name": field(st.text(min_size=1, max_size=30)),
+    "schedule": field(schedules),
+    "target": field(targets),
+}
+OPTIONAL = {
+    "timezone": field(st.sampled_from(["UTC", "Europe/Berlin", "America/New_York", "Mars/Base", ""])),
+    "payload": field(
+        st.dictionaries(st.text(max_size=8), json_value | awkward_numbers, max_size=5)
+        | st.integers(25, 45).map(nested)
+    ),
+    "priority": field(st.sampled_from(["high", "default", "low", "urgent"])),
+    "timeout_seconds": field(st.integers(-5, 2000)),
+    "retry": field(
+        st.fixed_dictionaries(
+            {},
+            optional={
+                "max_attempts": st.integers(-1, 200),
+                "base_seconds": st.floats(-1, 1e6, allow_nan=False),
+                "max_seconds": st.floats(-1, 1e6, allow_nan=False),
+            },
+        )
+    ),
+    "misfire_policy": field(st.sampled_from(["run_once", "run_all", "skip", "never"])),
+    "misfire_grace_seconds": field(st.integers(-5, 10**7)),
+    "max_catchup": field(st.integers(-5, 20000)),
+    "overlap_policy": field(st.sampled_from(["allow", "skip", "buffer_one", "replace", "queue"])),
+    "dst_gap": field(st.sampled_from(["shift", "skip", "both"])),
+    "dst_overlap": field(st.sampled_from(["first", "both", "last"])),
+    "jitter_seconds": field(st.integers(-5, 5000)),
+    "description": field(st.text(max_size=30)),
+    "extra": json_value,
+}
+near_valid = st.fixed_dictionaries(REQUIRED, optional=OPTIONAL)
+patches = st.fixed_dictionaries({}, optional={**REQUIRED, **OPTIONAL})
 
 
 def _counts(aws) -> tuple[int, int, int]:
@@ -169,3 +169,23 @@ def test_post_jobs_never_500_and_rejections_write_nothing(app, aws, body, use_ke
 def test_post_jobs_with_raw_text_never_500(app, aws, raw, content_type):
     event = http_event("POST", "/jobs", raw_body=raw, headers={**ACME, "content-type": content_type})
     _check(app, aws, event)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(changes=patches | json_value)
+def test_patch_job_never_500_and_rejections_change_nothing(app, aws, changes):
+    # Given an existing job (created once; examples that succeed move its version on)
+    listed = json.loads(app.resolve(http_event("GET", "/jobs", headers=ACME), None)["body"])["items"]
+    if not listed:
+        created = app.resolve(http_event("POST", "/jobs", body=VALID, headers=ACME), None)
+        listed = [json.loads(created["body"])]
+    job = listed[0]
+    headers = {**ACME, "If-Match": str(job["version"])}
+    # When it is patched with the drawn changes
+    response = app.resolve(http_event("PATCH", f"/jobs/{job['id']}", body=changes, headers=headers), None)
+    # Then a 200 or a 4xx, and on a 4xx the job is unchanged
+    status = int(response["statusCode"])
+    assert status in {200, 400, 409, 413, 422}, (status, response["body"][:500])
+    after = json.loads(app.resolve(http_event("GET", f"/jobs/{job['id']}", headers=ACME), None)["body"])
+    if status != 200:
+        assert after == job
