@@ -12,7 +12,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.models import OpenAPI, Server
@@ -30,6 +30,11 @@ from jobsched.api.tenants import PrincipalStore, admin_router
 from jobsched.core.clock import Clock
 from jobsched.core.errors import JobschedError
 
+if TYPE_CHECKING:
+    from jobsched.dead_letters import DeadLetterService
+    from jobsched.jobs import JobService
+    from jobsched.runs import RunService
+
 TITLE = "jobsched"
 DESCRIPTION = (
     "Multi-tenant job scheduler. JSON in and out; instants are ISO 8601 UTC ending in Z; lists are "
@@ -46,9 +51,9 @@ class ApiServices:
     principals: PrincipalStore | None = None
     idempotency: IdempotencyStore | None = None
     quota: JobQuota | None = None
-    jobs: Any = None
-    runs: Any = None
-    dead_letters: Any = None
+    jobs: JobService | None = None
+    runs: RunService | None = None
+    dead_letters: DeadLetterService | None = None
 
 
 class JobschedResolver(APIGatewayHttpResolver):

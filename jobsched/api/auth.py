@@ -30,6 +30,8 @@ from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 ENV_ADMIN_PRINCIPALS = "JOBSCHED_ADMIN_PRINCIPALS"
 ENV_JWT_TENANT_CLAIM = "JOBSCHED_JWT_TENANT_CLAIM"
 AUTH_MODES = ("token", "iam", "jwt")
+#: As :class:`jobsched.settings.Settings`: a deployment that names no mode gets IAM, never open tokens.
+DEFAULT_AUTH_MODE = "iam"
 DEFAULT_JWT_TENANT_CLAIM = "tenant"
 
 TENANT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$")
@@ -57,7 +59,7 @@ class AuthConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AuthConfig:
         """Read the auth settings; a bad value raises ``ValueError`` naming the variable."""
-        mode = env.get(ENV_AUTH_MODE, "token").strip().lower()
+        mode = (env.get(ENV_AUTH_MODE, "") or DEFAULT_AUTH_MODE).strip().lower()
         tokens: dict[str, str] = {}
         raw_tokens = env.get(ENV_TENANT_TOKENS, "")
         if raw_tokens:

@@ -196,3 +196,7 @@ def test_a_mapping_change_in_this_container_shows_at_once(aws):
     assert store.resolve([role]) is None
     store.put(role, "acme", now=T0)
     assert store.resolve([role]) == "acme"
+
+
+def test_a_deployment_that_names_no_mode_gets_iam():
+    assert AuthConfig.from_env({}).mode == "iam"
