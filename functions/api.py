@@ -12,15 +12,11 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from jobsched.api.app import JobschedResolver
 from jobsched.api.wiring import app_from_env
 
 logger = Logger(service="jobsched-api")
-# The library logs through standard loggers (``jobsched.*``); give them the same JSON format, and so
-# the request's correlation id, as this function's logger.
-copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
 
 
 @cache
