@@ -13,6 +13,8 @@ import signal
 import sys
 import tempfile
 import threading
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
@@ -152,7 +154,8 @@ def _run(
 def _print_banner(emit: Callable[[str], None], mode: Any, tenants: dict[str, str], generated: bool) -> None:
     url = mode.api_url
     emit(f"jobsched dev: API on {url}")
-    emit(f"  console   {url}/console/")
+    if _answers(f"{url}/console/"):
+        emit(f"  console   {url}/console/")
     emit(f"  docs      {url}/docs   (OpenAPI: {url}/openapi.json)")
     emit(f"  AWS       {mode.endpoint_url} (moto; AWS_ENDPOINT_URL for the aws CLI)")
     for name, token in tenants.items():
@@ -160,6 +163,15 @@ def _print_banner(emit: Callable[[str], None], mode: Any, tenants: dict[str, str
         emit(f"  tenant    {name}  token {token}{note}")
     first = next(iter(tenants.values()))
     emit(f"  try       JOBSCHED_URL={url} JOBSCHED_TOKEN={first} jobsched jobs list")
+
+
+def _answers(url: str) -> bool:
+    """Whether ``url`` answers 200 (the console is linked only when this build serves it)."""
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def _register_demo(emit: Callable[[str], None], mode: Any, tenants: dict[str, str]) -> None:
