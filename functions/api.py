@@ -7,7 +7,7 @@ in :mod:`jobsched.api`.
 
 from __future__ import annotations
 
-from functools import cache
+import threading
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -19,9 +19,17 @@ from jobsched.api.wiring import app_from_env
 logger = Logger(service="jobsched-api")
 
 
-@cache
+_app: JobschedResolver | None = None
+_building = threading.Lock()
+
+
 def get_app() -> JobschedResolver:
-    return app_from_env()
+    """The container's resolver, built on first use (once, even if first requests race)."""
+    global _app
+    with _building:
+        if _app is None:
+            _app = app_from_env()
+        return _app
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

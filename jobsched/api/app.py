@@ -59,6 +59,11 @@ class ApiServices:
 class JobschedResolver(APIGatewayHttpResolver):
     """An ``APIGatewayHttpResolver`` that authenticates and checks the body before routing."""
 
+    #: Powertools keeps the current event on the router *class* and the routing context on the
+    #: resolver, so a process serves one request at a time. Lambda never overlaps requests in a
+    #: container; the embedded mode's threaded HTTP bridge does, hence this lock (uncontended on AWS).
+    _serving = threading.Lock()
+
     def __init__(self, authenticator: Authenticator):
         super().__init__(
             enable_validation=True,
@@ -66,10 +71,6 @@ class JobschedResolver(APIGatewayHttpResolver):
             serializer=partial(json.dumps, separators=(",", ":"), default=str),
         )
         self.authenticator = authenticator
-        # Powertools keeps the current event and the routing context on the resolver (and the event on
-        # the class), so one resolver serves one request at a time. Lambda never overlaps requests in
-        # a container; the embedded mode's threaded HTTP bridge does, hence the lock (uncontended on AWS).
-        self._serving = threading.Lock()
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:
         """Powertools' document with this API's error bodies (used by /openapi.json and /docs)."""

@@ -28,18 +28,20 @@ def handler(aws_environ, monkeypatch):  # noqa: F811
     monkeypatch.setenv(ENV_AUTH_MODE, "token")
     monkeypatch.setenv(ENV_TENANT_TOKENS, json.dumps(TOKENS))
     monkeypatch.setenv(ENV_ADMIN_PRINCIPALS, "token:ops")
-    api.get_app.cache_clear()
+    monkeypatch.setattr(api, "_app", None)
     yield api.handler
-    api.get_app.cache_clear()
 
 
-def test_handler_builds_the_app_once_and_serves_requests(handler):
+def test_handler_builds_the_app_once_and_serves_requests(handler, monkeypatch):
+    builds = []
+    real = api.app_from_env
+    monkeypatch.setattr(api, "app_from_env", lambda: builds.append(1) or real())
     created = handler(http_event("POST", "/jobs", body=JOB, headers=ACME), LambdaContext())
     assert created["statusCode"] == 201
     job = body_of(created)
     read = handler(http_event("GET", f"/jobs/{job['id']}", headers=ACME), LambdaContext())
     assert body_of(read)["id"] == job["id"]
-    assert api.get_app.cache_info().misses == 1
+    assert len(builds) == 1
 
 
 def test_handler_answers_health_without_credentials(handler):
@@ -51,10 +53,9 @@ def test_handler_answers_health_without_credentials(handler):
 def test_missing_configuration_fails_at_build_naming_the_variable(aws_environ, monkeypatch):  # noqa: F811
     monkeypatch.setenv(ENV_AUTH_MODE, "token")
     monkeypatch.delenv(ENV_TENANT_TOKENS, raising=False)
-    api.get_app.cache_clear()
+    monkeypatch.setattr(api, "_app", None)
     with pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
         api.handler(http_event("GET", "/health"), LambdaContext())
-    api.get_app.cache_clear()
 
 
 def test_concurrent_requests_on_one_app_each_get_their_own_answer(app):
