@@ -277,3 +277,16 @@ def test_job_ids_sort_newest_first_and_stay_url_safe():
     ids = [newest_first_job_id(t0 + timedelta(milliseconds=ms)) for ms in (0, 1, 1000, 86_400_000)]
     assert ids == sorted(ids, reverse=True)
     assert all(validate_job_id(i) == i and "." not in i for i in ids)
+
+
+def test_get_and_patch_answer_the_version_as_etag(call, create_job):
+    job = create_job(ACME)
+    read = call("GET", f"/jobs/{job['id']}", headers=ACME)
+    assert read["headers"]["ETag"] == '"1"'
+    patched = call(
+        "PATCH",
+        f"/jobs/{job['id']}",
+        body={"name": "v2"},
+        headers={**ACME, "If-Match": read["headers"]["ETag"]},
+    )
+    assert patched["headers"]["ETag"] == '"2"'

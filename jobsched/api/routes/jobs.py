@@ -74,6 +74,16 @@ def precheck(definition: dict[str, Any], known_handlers: Any, now: datetime) -> 
         )
 
 
+def _with_etag(job: JobOut, status: int = 200) -> Response:
+    """The job with ``ETag: "<version>"``, the value a later ``If-Match`` sends back."""
+    return Response(
+        status_code=status,
+        content_type=content_types.APPLICATION_JSON,
+        body=job.model_dump(mode="json"),
+        headers={"ETag": f'"{job.version}"'},
+    )
+
+
 def _created(body: Any, location: str | None = None) -> Response:
     headers = {"Location": location} if location else None
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
@@ -135,20 +145,22 @@ def jobs_router(
         )
 
     @router.get("/jobs/<job_id>", tags=["jobs"], summary="Read a job")
-    def get_job(job_id: str, tenant: Tenant) -> JobOut:
-        return job_view(jobs.get(tenant, job_id_of(job_id)), clock.now())
+    def get_job(job_id: str, tenant: Tenant) -> Response[JobOut]:
+        return _with_etag(job_view(jobs.get(tenant, job_id_of(job_id)), clock.now()))
 
     @router.patch("/jobs/<job_id>", tags=["jobs"], summary="Change a job (If-Match: version)")
     def update_job(
         job_id: str, changes: Annotated[JobPatch, Body()], tenant: Tenant, if_match: IfMatch = None
-    ) -> JobOut:
+    ) -> Response[JobOut]:
         expected = version_of(if_match)
         try:
             domain_changes = changes.to_domain()
         except ValueError as error:
             raise ValidationError(str(error)) from error
         now = clock.now()
-        return job_view(jobs.update(tenant, job_id_of(job_id), domain_changes, expected, now), now)
+        return _with_etag(
+            job_view(jobs.update(tenant, job_id_of(job_id), domain_changes, expected, now), now)
+        )
 
     @router.delete("/jobs/<job_id>", tags=["jobs"], summary="Delete a job (If-Match: version)")
     def delete_job(job_id: str, tenant: Tenant, if_match: IfMatch = None) -> DeletedOut:
