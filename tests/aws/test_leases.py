@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from datetime import timedelta
 
 import pytest
@@ -55,22 +54,6 @@ def test_releasing_a_lease_taken_over_does_nothing(leases):
     leases.check(second, T0 + timedelta(seconds=62))  # still b's
 
 
-def test_concurrent_acquisitions_have_exactly_one_winner(leases):
-    # Given eight threads racing for one free lease at the same instant
-    outcomes: list[object] = []
-    barrier = threading.Barrier(8)
-
-    def race(owner: str) -> None:
-        barrier.wait()
-        try:
-            outcomes.append(leases.acquire("shard#1", owner, T0))
-        except LeaseHeldError as exc:
-            outcomes.append(exc)
-
-    threads = [threading.Thread(target=race, args=(f"o{i}",)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    winners = [o for o in outcomes if not isinstance(o, Exception)]
-    assert len(outcomes) == 8 and len(winners) == 1 and winners[0].token == 1
+# No thread race here: moto evaluates a condition and applies the write without a lock, so two threads
+# can both "win" a conditional write in moto (DynamoDB makes each conditional write atomic). The
+# interleavings above are the deterministic form of the same races.
