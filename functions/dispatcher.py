@@ -36,8 +36,10 @@ def _services() -> tuple[Settings, Dispatcher, Clock]:
         settings = Settings.from_env()
         owner = f"dispatcher-{uuid.uuid4().hex[:12]}"
         _state["settings"] = settings
-        _state["dispatcher"] = dispatcher_from_settings(settings, Clients(), owner=owner)
         _state["clock"] = _state.get("clock") or SystemClock()
+        _state["dispatcher"] = dispatcher_from_settings(
+            settings, Clients(), owner=owner, clock=_state["clock"]
+        )
     return _state["settings"], _state["dispatcher"], _state["clock"]
 
 

@@ -25,6 +25,7 @@ from jobsched.aws.leases import Lease, Leases, shard_lease_key
 from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.aws.runs_store import RunsStore
+from jobsched.core.clock import Clock
 from jobsched.core.errors import ValidationError
 from jobsched.core.messages import RunMessage, delay_seconds
 from jobsched.core.models import Job, Run, RunState, Trigger, make_run_id
@@ -92,6 +93,7 @@ class Dispatcher:
         max_fires_per_job: int = 500,
         lease_ttl: timedelta = timedelta(seconds=60),
         batch: int = 10,
+        clock: Clock | None = None,
     ):
         self.jobs = jobs
         self.runs = runs
@@ -104,6 +106,7 @@ class Dispatcher:
         self.max_fires_per_job = max_fires_per_job
         self.lease_ttl = lease_ttl
         self.batch = batch
+        self.clock = clock  # only for re-checking the lease: a tick that overran it must stop
 
     def dispatch_shard(self, shard: int, now: datetime) -> DispatchSummary:
         """One tick of ``shard``: take its lease, page through due jobs, dispatch each page."""
@@ -165,7 +168,7 @@ class Dispatcher:
         summary.messages_sent += len(report.sent)
         summary.send_failures += len(report.failed)
         if lease is not None:
-            self.leases.check(lease, now)
+            self.leases.check(lease, self.clock.now() if self.clock else now)
         for item in work:
             if any(key in report.failed for key in item.keys):
                 continue
@@ -226,7 +229,12 @@ class Dispatcher:
 
 
 def dispatcher_from_settings(
-    settings: Settings, clients: Clients, *, meter: Meter | None = None, owner: str | None = None
+    settings: Settings,
+    clients: Clients,
+    *,
+    meter: Meter | None = None,
+    owner: str | None = None,
+    clock: Clock | None = None,
 ) -> Dispatcher:
     """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``."""
     meter = meter or Meter()
@@ -239,6 +247,7 @@ def dispatcher_from_settings(
         lookahead=timedelta(seconds=settings.lookahead_seconds),
         enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
         owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
+        clock=clock,
     )
 
 

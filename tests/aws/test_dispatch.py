@@ -291,3 +291,26 @@ def test_jitter_delays_the_message_deterministically(pipeline):
 def test_messages_go_to_the_jobs_priority_queue(pipeline):
     pipeline.jobs.create("acme", EVERY_MINUTE | {"priority": "high"}, T0)
     assert len(pipeline.messages("high")) == 2 and pipeline.messages("default") == []
+
+
+def test_a_tick_that_overran_its_lease_stops_before_advancing(pipeline):
+    # Given a dispatcher whose sends take longer than its 60 s lease
+    from jobsched.core.clock import FakeClock
+
+    job = pipeline.jobs.create("acme", EVERY_MINUTE, T0)
+    clock = FakeClock(T0 + timedelta(minutes=2))
+
+    class SlowQueues(RunQueues):
+        def send(self, outgoing):
+            clock.advance(seconds=61)
+            return super().send(outgoing)
+
+    slow = _clone(
+        pipeline, "slow", queues=SlowQueues(pipeline.env.clients.sqs, pipeline.env.settings.queue_urls)
+    )
+    slow.clock = clock
+    before = pipeline.dispatcher.jobs.get("acme", job.id)
+    # When it ticks / Then the lease re-check refuses, and the job is left for the next tick
+    with pytest.raises(LeaseLostError, match="expired"):
+        slow.dispatch_shard(job.shard, clock.now())
+    assert pipeline.dispatcher.jobs.get("acme", job.id) == before
