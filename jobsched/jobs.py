@@ -9,11 +9,14 @@ on time instead of waiting for the next tick.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
 
 from jobsched.aws.clients import Clients
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
@@ -31,6 +34,7 @@ from jobsched.settings import Settings
 SKIP_REASON_PAUSED = "paused"
 SKIP_REASON_DELETED = "deleted"
 MAX_BACKFILL = 1000
+logger = logging.getLogger(__name__)
 _WRITE_ATTEMPTS = 3
 _EPSILON = timedelta(milliseconds=1)
 
@@ -284,7 +288,12 @@ class JobService:
         due = [t for t in (job.next_due_at, job.buffered_at) if t is not None]
         if job.state is not JobState.ACTIVE or not due or min(due) > now + self.dispatcher.lookahead:
             return job
-        self.dispatcher.dispatch_jobs([job], now)
+        try:
+            self.dispatcher.dispatch_jobs([job], now)
+        except (ClientError, BotoCoreError) as exc:
+            # The job is stored; the shard's next tick dispatches it (at most one tick late).
+            logger.warning("immediate dispatch of job %s failed, left to the next tick: %s", job.id, exc)
+            return job
         return self.jobs.get(job.tenant, job.id)
 
     def _withdraw(self, job: Job, now: datetime, reason: str) -> list[str]:

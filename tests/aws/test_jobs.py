@@ -183,3 +183,36 @@ def test_an_edit_racing_a_dispatcher_tick_does_not_roll_the_cursor_back(pipeline
     stored = store.get("acme", job.id)
     assert ticked and stored.payload == {"a": 2} and stored.version == 2
     assert stored.next_due_at == T0 + timedelta(minutes=5) == updated.next_due_at
+
+
+def test_tenant_run_listing_pages_with_a_cursor(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY | {"schedule": "*/20 * * * * *"}, T0)  # 12:00:00 .. 12:01:00
+    first, cursor = pipeline.dispatcher.runs.list_for_tenant("acme", limit=2)
+    rest, end = pipeline.dispatcher.runs.list_for_tenant("acme", limit=10, start_after=cursor)
+    ids = [r.id for r in first + rest]
+    assert len(first) == 2 and cursor is not None and end is None
+    assert ids == [make_run_id(job.id, T0 + timedelta(seconds=s)) for s in (60, 40, 20, 0)]
+
+
+def test_job_run_listing_pages_with_a_cursor(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY | {"schedule": "*/20 * * * * *"}, T0)
+    first, cursor = pipeline.jobs.runs_of("acme", job.id, limit=3)
+    rest, _ = pipeline.jobs.runs_of("acme", job.id, limit=3, cursor=cursor)
+    assert [r.scheduled_at for r in first + rest] == [T0 + timedelta(seconds=s) for s in (60, 40, 20, 0)]
+
+
+def test_a_failed_immediate_dispatch_leaves_the_job_to_the_next_tick(pipeline):
+    # Given SQS refusing the API's sends (a queue URL that does not exist)
+    from jobsched.aws.queues import RunQueues
+
+    good = pipeline.dispatcher.queues
+    broken = {k: v + "-missing" for k, v in pipeline.env.settings.queue_urls.items()}
+    pipeline.dispatcher.queues = RunQueues(pipeline.env.clients.sqs, broken)
+    # When a job due now is created / Then it is stored, its run exists, the job is not advanced
+    job = pipeline.jobs.create("acme", HOURLY | {"schedule": "* * * * *"}, T0)
+    assert job.next_due_at == T0 and pipeline.messages() == []
+    # And the shard's next tick sends the run and advances the job
+    pipeline.dispatcher.queues = good
+    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(seconds=30))
+    assert make_run_id(job.id, T0) in [m["body"]["run_id"] for m in pipeline.messages()]
+    assert pipeline.jobs.get("acme", job.id).next_due_at > T0
