@@ -172,6 +172,9 @@ class Dispatcher:
         for item in work:
             if any(key in report.failed for key in item.keys):
                 continue
+            if _bookkeeping(item.job) == _bookkeeping(item.plan.job):
+                summary.jobs_held += 1  # e.g. a buffered occurrence still waiting: no write needed
+                continue
             try:
                 self.jobs.advance(item.job, item.plan.job, lease.token if lease else None)
             except StaleJobError as exc:
@@ -248,6 +251,18 @@ def dispatcher_from_settings(
         enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
         owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
         clock=clock,
+    )
+
+
+def _bookkeeping(job: Job) -> tuple:
+    """The fields a job advance writes (besides ``updated_at`` and the fence)."""
+    return (
+        job.state,
+        job.next_due_at,
+        job.buffered_at,
+        job.last_fired_at,
+        job.last_run_id,
+        job.misfire_override,
     )
 
 

@@ -120,3 +120,15 @@ def test_concurrent_dispatchers_in_threads_create_each_run_once(aws):
             T0 + timedelta(minutes=m) for m in (2, 1, 0)
         ]
     assert len(busy) >= 1
+
+
+def test_a_job_waiting_on_its_buffered_occurrence_costs_no_write_per_tick(pipeline):
+    job = pipeline.jobs.create("acme", EVERY_MINUTE | {"overlap_policy": "buffer_one"}, T0)
+    _start(pipeline, job, 0)
+    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=1, seconds=1))  # 12:01 buffered
+    pipeline.meter.reset()
+    # When a tick finds the previous run still running and nothing new due
+    summary = pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=1, seconds=20))
+    # Then the job is read but not written (only the lease is)
+    by_table = pipeline.meter.snapshot()["dynamodb"]["wcu_by_table"]
+    assert summary.jobs_held == 1 and by_table.get(pipeline.env.settings.jobs_table, 0) == 0
