@@ -1,4 +1,6 @@
-"""The Jobs table: one item per job (pk ``tenant``, sk ``job_id``) and the sparse ``due_index``.
+"""The Jobs table: one item per job (pk ``tenant``, sk ``job_id``) and the sparse ``due_index``; a
+payload over 256 bytes is kept in a second item (sk ``<job_id>#payload#<hash>``) so that the job item
+the dispatcher rewrites on every advance stays under 1 KB.
 
 Every write here is conditional: creation on absence, edits on the caller's ``version`` (optimistic
 concurrency), dispatcher advances on the exact ``next_due_at`` and ``version`` the dispatcher read
@@ -7,14 +9,43 @@ plus its fencing token. A condition that fails raises, and nothing is written.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from typing import Any
 
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError, PreconditionFailedError
+from jobsched.core.messages import payload_size
 from jobsched.core.models import Job, JobState, to_epoch_ms, to_iso
 
 DUE_INDEX = "due_index"
+#: Payloads up to this size (compact JSON) stay in the job item; larger ones get an item of their own,
+#: so the dispatcher's advance — billed by the size of the whole item — stays at 1 WRU.
+INLINE_PAYLOAD_BYTES = 256
+BODY_MARK = "#payload#"
+
+
+def _payload_hash(payload: dict[str, Any]) -> str:
+    canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()[:20]
+
+
+def _split(job: Job) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """(head item, body item or None): the payload moves out when it is over the inline size."""
+    head = job.to_item()
+    if payload_size(job.payload) <= INLINE_PAYLOAD_BYTES:
+        return head, None
+    digest = _payload_hash(job.payload)
+    head.pop("payload")
+    head["payload_body"] = digest
+    return head, {"tenant": job.tenant, "job_id": f"{job.id}{BODY_MARK}{digest}", "payload": job.payload}
+
+
+def _body_key(job: Job) -> dict[str, str] | None:
+    if payload_size(job.payload) <= INLINE_PAYLOAD_BYTES:
+        return None
+    return {"tenant": job.tenant, "job_id": f"{job.id}{BODY_MARK}{_payload_hash(job.payload)}"}
 
 
 class StaleJobError(ConflictError):
@@ -30,8 +61,11 @@ class JobsStore:
         self.table = table
 
     def create(self, job: Job) -> Job:
+        head, body = _split(job)
+        if body is not None:
+            self.dynamo.put(self.table, body)  # unreachable until the head points at it
         try:
-            self.dynamo.put(self.table, job.to_item(), condition="attribute_not_exists(job_id)")
+            self.dynamo.put(self.table, head, condition="attribute_not_exists(job_id)")
         except ConditionFailed:
             raise ConflictError(f"job {job.id} already exists") from None
         return job
@@ -39,9 +73,9 @@ class JobsStore:
     def get(self, tenant: str, job_id: str, *, consistent: bool = True) -> Job:
         """The tenant's job; another tenant's job is reported exactly like a missing one."""
         item = self.dynamo.get(self.table, {"tenant": tenant, "job_id": job_id}, consistent=consistent)
-        if item is None:
+        if item is None or BODY_MARK in job_id:
             raise NotFoundError(f"job {job_id} not found")
-        return Job.from_item(item)
+        return self._hydrate([item], consistent)[0]
 
     def list(
         self, tenant: str, *, limit: int = 50, start_after: str | None = None
@@ -49,9 +83,16 @@ class JobsStore:
         """A page of the tenant's jobs ordered by id; the cursor is the last job id of the page."""
         start = {"tenant": tenant, "job_id": start_after} if start_after else None
         items, last = self.dynamo.query(
-            self.table, "tenant = :t", {":t": tenant}, limit=limit, start_key=start
+            self.table,
+            "tenant = :t",
+            {":t": tenant},
+            limit=limit,
+            start_key=start,
+            filter_expression="attribute_exists(#name)",  # leaves out payload bodies
+            names={"#name": "name"},
         )
-        return [Job.from_item(i) for i in items], (last or {}).get("job_id")
+        cursor = (last or {}).get("job_id")
+        return self._hydrate(items, False), cursor.split(BODY_MARK)[0] if cursor else None
 
     def replace(self, job: Job, expected_version: int, read: Job | None = None) -> Job:
         """Write ``job`` in full if the stored version is ``expected_version`` (PreconditionFailed if not).
@@ -59,14 +100,20 @@ class JobsStore:
         With ``read`` (the job as the caller read it) the write also requires that the dispatcher has
         not advanced the job since (same ``updated_at``); if it has, :class:`StaleJobError` tells the
         caller to re-read and retry, so a definition edit never rolls the dispatch cursor back.
+        A large payload lives in its own item keyed by its content hash: written before the head that
+        points at it (an unchanged payload is not rewritten), the old one deleted after.
         """
+        head, body = _split(job)
+        old_body = _body_key(read) if read is not None else None
+        if body is not None and (old_body is None or old_body["job_id"] != body["job_id"]):
+            self.dynamo.put(self.table, body)
         condition = "attribute_exists(job_id) AND version = :v"
         values: dict[str, Any] = {":v": expected_version}
         if read is not None:
             condition += " AND updated_at = :u"
             values[":u"] = to_iso(read.updated_at)
         try:
-            self.dynamo.put(self.table, job.to_item(), condition=condition, values=values)
+            self.dynamo.put(self.table, head, condition=condition, values=values)
         except ConditionFailed as failed:
             if failed.existing is None:
                 raise NotFoundError(f"job {job.id} not found") from None
@@ -75,13 +122,15 @@ class JobsStore:
             raise PreconditionFailedError(
                 f"job {job.id} is at version {failed.existing.get('version')}, not {expected_version}"
             ) from None
+        if old_body is not None and (body is None or old_body["job_id"] != body["job_id"]):
+            self.dynamo.delete(self.table, old_body)
         return job
 
     def delete(self, tenant: str, job_id: str, expected_version: int | None = None) -> None:
         condition = "attribute_exists(job_id)" + (" AND version = :v" if expected_version is not None else "")
         values = {":v": expected_version} if expected_version is not None else None
         try:
-            self.dynamo.delete(
+            old = self.dynamo.delete(
                 self.table, {"tenant": tenant, "job_id": job_id}, condition=condition, values=values
             )
         except ConditionFailed:
@@ -91,6 +140,30 @@ class JobsStore:
             raise PreconditionFailedError(
                 f"job {job_id} is at version {current.get('version')}, not {expected_version}"
             ) from None
+        if old and old.get("payload_body"):
+            self.dynamo.delete(
+                self.table, {"tenant": tenant, "job_id": f"{job_id}{BODY_MARK}{old['payload_body']}"}
+            )
+
+    def _hydrate(self, items: list[dict[str, Any]], consistent: bool) -> list[Job]:
+        """Jobs from head items, with the payloads kept in body items read back in one batch."""
+        keys = [
+            {"tenant": i["tenant"], "job_id": f"{i['job_id']}{BODY_MARK}{i['payload_body']}"}
+            for i in items
+            if i.get("payload_body")
+        ]
+        bodies = {
+            b["job_id"]: b["payload"] for b in self.dynamo.batch_get(self.table, keys, consistent=consistent)
+        }
+        jobs = []
+        for item in items:
+            if item.get("payload_body"):
+                item = {
+                    **item,
+                    "payload": bodies.get(f"{item['job_id']}{BODY_MARK}{item['payload_body']}", {}),
+                }
+            jobs.append(Job.from_item(item))
+        return jobs
 
     # --- dispatcher side ------------------------------------------------------------------------
 
@@ -115,7 +188,7 @@ class JobsStore:
         items = self.dynamo.batch_get(
             self.table, [{"tenant": t, "job_id": j} for t, j in keys], consistent=True
         )
-        by_key = {(i["tenant"], i["job_id"]): Job.from_item(i) for i in items}
+        by_key = {(j.tenant, j.id): j for j in self._hydrate(items, True)}
         return [by_key[k] for k in keys if k in by_key]
 
     def advance(self, read: Job, updated: Job, fence: int | None) -> None:

@@ -70,3 +70,18 @@ def test_dispatcher_write_units_per_run_by_enqueue_horizon(aws, horizon, ceiling
         print(f"\n[cost] horizon {horizon:>3} s: {per_run:.2f} WRU/run + {lease_per_tick:.0f} WRU/shard tick")
     assert per_run <= ceiling
     assert lease_per_tick == 2  # acquire + release, whatever the number of jobs
+
+
+def test_a_large_payload_does_not_make_the_job_advance_dearer(pipeline):
+    # Given an hourly job with a 20 KB payload (kept in its own item)
+    big = {"blob": "x" * 20_000}
+    job = pipeline.jobs.create(
+        "acme", EVERY_MINUTE | {"schedule": "0 * * * *", "payload": big}, T0 + timedelta(minutes=1)
+    )
+    pipeline.meter.reset()
+    # When the tick before 13:00 enqueues its run
+    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=59, seconds=30))
+    # Then the advance still costs 1 + 2 WRU, and the message carries the full payload
+    assert pipeline.meter.snapshot()["dynamodb"]["wcu_by_operation"]["UpdateItem"] == 5  # advance 3 + lease 2
+    [message] = pipeline.messages()
+    assert message["body"]["payload"] == big

@@ -216,3 +216,22 @@ def test_a_failed_immediate_dispatch_leaves_the_job_to_the_next_tick(pipeline):
     pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(seconds=30))
     assert make_run_id(job.id, T0) in [m["body"]["run_id"] for m in pipeline.messages()]
     assert pipeline.jobs.get("acme", job.id).next_due_at > T0
+
+
+def _items(pipeline) -> list[str]:
+    table = pipeline.env.settings.jobs_table
+    return sorted(i["job_id"]["S"] for i in pipeline.env.clients.dynamodb.scan(TableName=table)["Items"])
+
+
+def test_a_large_payload_round_trips_and_its_item_follows_the_job(pipeline):
+    big = {"blob": "y" * 5000}
+    job = pipeline.jobs.create("acme", HOURLY | {"payload": big}, T1)
+    assert pipeline.jobs.get("acme", job.id).payload == big
+    assert pipeline.jobs.list("acme")[0][0].payload == big and len(pipeline.jobs.list("acme")[0]) == 1
+    assert len(_items(pipeline)) == 2  # the job and its payload
+    pipeline.jobs.pause("acme", job.id, T1)  # unchanged payload: not rewritten
+    smaller = {"blob": "z" * 4000}
+    pipeline.jobs.update("acme", job.id, {"payload": smaller}, 2, T1)
+    assert pipeline.jobs.get("acme", job.id).payload == smaller and len(_items(pipeline)) == 2
+    pipeline.jobs.delete("acme", job.id, T1)
+    assert _items(pipeline) == []
