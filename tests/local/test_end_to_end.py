@@ -146,3 +146,22 @@ def test_a_permanent_failure_is_dead_lettered_without_retries(dev: tuple[DevProc
     assert len(dead) == 1
     assert "permanent" in (dead[0]["error"] or "")
     process.wait_for_line(f"failed     e2e.broken  {run['id']}", timeout=5)
+
+
+def test_make_run_registers_the_demo_jobs_for_the_default_tenant() -> None:
+    # Given `jobsched dev` as `make run` starts it: demo on, no --tenant, JOBSCHED_TOKEN set
+    process = DevProcess(env={"JOBSCHED_TOKEN": "tok-default"})
+    code = None
+    try:
+        process.wait_for_line("run events", timeout=60)
+        # Then the default tenant has that token and owns the three demo jobs
+        assert any("tenant    default  token tok-default" in line for line in process.lines)
+        client = ApiClient(process.url, token="tok-default", timeout=60)
+        names = sorted(job["name"] for job in client.list_all("/jobs"))
+        assert names == ["demo.echo", "demo.flaky", "demo.sleep"]
+        # And the every-10-seconds demo.sleep runs to completion, shown in the run-event log
+        process.wait_for_line("succeeded  demo.sleep", timeout=30)
+    finally:
+        code, _ = process.stop()
+        process.kill()
+    assert code == 0
