@@ -39,7 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--port", type=int, default=8080, help="API port on 127.0.0.1 (default 8080; 0 = any)"
+        "--port", type=_port, default=8080, help="API port on 127.0.0.1 (default 8080; 0 = any)"
     )
     parser.add_argument(
         "--tenant",
@@ -50,9 +50,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-demo", action="store_true", help="start empty: register no demo jobs")
     parser.add_argument(
-        "--shards", type=int, default=resources.DEFAULT_SHARDS, help="dispatcher shards (default %(default)s)"
+        "--shards",
+        type=_positive(int),
+        default=resources.DEFAULT_SHARDS,
+        help="dispatcher shards (default %(default)s)",
     )
-    parser.add_argument("--moto-port", type=int, default=None, help="port of the AWS emulator (default: any)")
+    parser.add_argument(
+        "--moto-port", type=_port, default=None, help="port of the AWS emulator (default: any)"
+    )
     parser.add_argument(
         "--sweeper-seconds",
         type=float,
@@ -62,6 +67,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--verbose", action="store_true", help="also show the functions' JSON logs and EMF metrics"
     )
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{text} is not a port (0-65535; 0 picks a free one)")
+    return value
+
+
+def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"{text} must be greater than 0")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
 
 
 def run_and_exit(args: argparse.Namespace) -> int:

@@ -88,3 +88,14 @@ def test_a_busy_api_port_is_reported_and_leaves_nothing_behind(capsys: pytest.Ca
     assert code == 1
     assert f"is port {port} in use?" in capsys.readouterr().err
     assert dict(os.environ) == before
+
+
+@pytest.mark.parametrize(
+    "argv", [["--port", "70000"], ["--port", "-1"], ["--shards", "0"], ["--sweeper-seconds", "0"]]
+)
+def test_out_of_range_options_are_usage_errors(argv: list[str]) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(argv)
+    assert exited.value.code == 2
