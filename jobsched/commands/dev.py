@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--sweeper-seconds",
-        type=float,
+        type=_positive(float),
         default=60.0,
         help="sweeper interval in seconds (default %(default)s)",
     )
