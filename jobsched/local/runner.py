@@ -40,6 +40,10 @@ class EmbeddedMode:
     ``handlers`` maps function names (``api``, ``dispatcher``, ``worker``, ``dlq_consumer``,
     ``sweeper``) to callables used instead of the real ones; a name mapped to None is not run.
     Functions not overridden are imported from their ``resources.FUNCTIONS`` handler path.
+
+    moto keeps its state per process, so two embedded modes in one process need different
+    ``config.prefix`` values; and the real functions cache their settings once per process, so run
+    the real ones in one embedded mode per process (the tests start ``jobsched dev`` as a child).
     """
 
     def __init__(
