@@ -28,7 +28,7 @@ import random
 import threading
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jobsched import observability as obs
 from jobsched.aws.attempts import AttemptStore, Claim, ClaimStatus
@@ -39,6 +39,9 @@ from jobsched.core.messages import MAX_SQS_DELAY_SECONDS, RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
 from jobsched.targets.context import IdempotentEffects, JobContext
 from jobsched.targets.executor import Heartbeat, error_info, execute_target
+
+if TYPE_CHECKING:
+    from jobsched.long_jobs.runner import ChunkRunner
 
 logger = logging.getLogger(__name__)
 
@@ -91,6 +94,7 @@ class Worker:
         effects: IdempotentEffects | None = None,
         metrics: obs.MetricSink | None = None,
         rng: random.Random | None = None,
+        chunks: ChunkRunner | None = None,
     ):
         self.attempts = attempts
         self.outputs = outputs
@@ -101,6 +105,8 @@ class Worker:
         self.effects = effects
         self.metrics = metrics or obs.NullSink()
         self.rng = rng or random.Random()
+        #: Chunked jobs (Step Functions); None when the deployment has no state machine.
+        self.chunks = chunks
 
     # --- entry -----------------------------------------------------------------------------------
 
@@ -114,6 +120,14 @@ class Worker:
         remaining_seconds: float = 900.0,
     ) -> Outcome:
         """Handle one delivery at ``now``; see the module docstring for the steps."""
+        if self.chunks is not None and self.chunks.accepts(body):  # a chunked job's workflow task
+            return self.chunks.handle(
+                body,
+                now,
+                receipt_handle=receipt_handle,
+                queue_url=queue_url,
+                remaining_seconds=remaining_seconds,
+            )
         msg = RunMessage.from_json(body)
         if msg.due_at > now + timedelta(seconds=EARLY_TOLERANCE_SECONDS):
             self._send(msg, now)
@@ -131,6 +145,8 @@ class Worker:
         assert claim.run is not None
         if claim.attempt == 1:
             self.metrics.add(obs.SCHEDULE_LAG, max(0.0, (now - claim.run.due_at).total_seconds()))
+        if self.chunks is not None and (chunked := self.chunks.job_for(msg.target)) is not None:
+            return self.chunks.start(msg, claim, chunked, now)  # the workflow finishes the run
         return self._execute(
             msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle
         )
@@ -343,6 +359,20 @@ def worker_from_settings(
         ),
         effects=effects,
         metrics=metrics,
+        chunks=_chunk_runner(settings, clients, dynamo, clock, owner, metrics, lease_seconds),
+    )
+
+
+def _chunk_runner(
+    settings: Any, clients: Any, dynamo: Any, clock: Clock, owner: str, metrics: Any, lease_seconds: float
+) -> ChunkRunner | None:
+    """The chunked-job runner when the deployment has a state machine (``JOBSCHED_STATE_MACHINE_ARN``)."""
+    if not getattr(settings, "state_machine_arn", None):
+        return None
+    from jobsched.long_jobs.runner import chunk_runner_from_settings
+
+    return chunk_runner_from_settings(
+        settings, clients, dynamo, clock, owner, metrics=metrics, heartbeat_seconds=lease_seconds / 3
     )
 
 

@@ -33,7 +33,8 @@ Messages on the long queue (JSON; ``kind`` tells the worker what to do):
   ``Cause`` from Step Functions).
 
 A worker that reports ``SendTaskFailure(error="jobsched.PermanentError")`` stops the retries of that
-task at once; any other failure, a timeout or a missed heartbeat is retried with exponential backoff.
+task at once; ``jobsched.RetryableError`` (what the worker reports for any other failure), a timeout
+or a missed heartbeat is retried with exponential backoff.
 Every message carries ``MessageGroupId = tenant`` (SQS fair queues), like every other run message.
 """
 
@@ -54,6 +55,9 @@ KIND_FAILED = "chunk.failed"
 MESSAGE_KINDS = (KIND_PLAN, KIND_RUN, KIND_COMPLETE, KIND_FAILED)
 
 PERMANENT_ERROR = "jobsched.PermanentError"
+#: What a worker reports for a failure worth retrying (listed explicitly: ``States.TaskFailed``
+#: matches any task error on AWS, but the rule should not depend on that wildcard).
+RETRYABLE_ERROR = "jobsched.RetryableError"
 FAILED_ERROR = "jobsched.ChunkedJobFailed"
 
 SEND_WAIT = "arn:aws:states:::sqs:sendMessage.waitForTaskToken"
@@ -73,7 +77,12 @@ def _retry(max_attempts: int, interval_seconds: int) -> list[dict[str, Any]]:
     return [
         {"ErrorEquals": [PERMANENT_ERROR], "MaxAttempts": 0},
         {
-            "ErrorEquals": ["States.Timeout", "States.HeartbeatTimeout", "States.TaskFailed"],
+            "ErrorEquals": [
+                RETRYABLE_ERROR,
+                "States.Timeout",
+                "States.HeartbeatTimeout",
+                "States.TaskFailed",
+            ],
             "IntervalSeconds": interval_seconds,
             "MaxAttempts": max_attempts,
             "BackoffRate": 2.0,

@@ -1,0 +1,463 @@
+"""The worker side of chunked jobs: start a run's execution, answer the workflow's task messages.
+
+:class:`ChunkRunner` is plugged into :class:`jobsched.work.Worker` (``chunks=``); the worker hands it
+
+* a claimed run whose handler is a chunked job (:meth:`ChunkRunner.start`): it starts the Step
+  Functions execution named after the run (a second start of the same run is refused by Step
+  Functions, so a duplicate delivery never starts a second execution), hands the run over to the
+  execution (``lease_owner = sfn:<execution>``, progress ``0/?``) and the message is acknowledged;
+  the run then finishes through the workflow;
+* every message whose ``kind`` is one of the workflow's (:meth:`ChunkRunner.handle`):
+  ``chunk.plan`` -> plan, record the total, ``SendTaskSuccess({"chunks": [...]})``;
+  ``chunk.run`` -> run the chunk (resuming from its checkpoint), store its output, count it once,
+  ``SendTaskSuccess``; a chunk already done is answered at once without running it again;
+  ``chunk.complete`` -> complete with the chunk outputs, the run ``succeeded``, ``SendTaskSuccess``;
+  ``chunk.failed`` -> the run ``failed`` and dead-lettered.
+
+A step runs under the run's timeout (bounded by the Lambda's time left) with a heartbeat thread that
+sends ``SendTaskHeartbeat``, extends the message's visibility and renews the run's lease (reading the
+cancel flag). Failures answer ``SendTaskFailure`` with :data:`RETRYABLE_ERROR` (the ASL retries it
+with backoff) or :data:`~jobsched.long_jobs.asl.PERMANENT_ERROR` (no retry: the workflow records the
+failure). A cancelled run stops its execution and ends ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from jobsched import observability as obs
+from jobsched.aws.attempts import AttemptStore, Claim
+from jobsched.aws.outputs import OutputStore, encode
+from jobsched.core.clock import Clock
+from jobsched.core.errors import LeaseLostError, PermanentError
+from jobsched.core.messages import RunMessage
+from jobsched.long_jobs.asl import KIND_COMPLETE, KIND_FAILED, KIND_PLAN, KIND_RUN, MESSAGE_KINDS
+from jobsched.long_jobs.checkpoints import ChunkStore
+from jobsched.long_jobs.chunked import (
+    ChunkContext,
+    ChunkedJob,
+    chunked_handler_of,
+    execution_name,
+    get_chunked,
+)
+from jobsched.long_jobs.parent import Parent, ParentStore
+from jobsched.long_jobs.steps import StepResult, answer_failure, answer_success, run_step
+from jobsched.targets.executor import error_info
+from jobsched.work import Outcome
+
+logger = logging.getLogger(__name__)
+
+#: The whole plan travels in the execution's state (256 KB limit with everything else).
+MAX_PLAN_BYTES = 200_000
+#: Seconds a task message waits when its run is still being handed over to the execution.
+HANDOVER_WAIT_SECONDS = 5
+
+
+def chunk_kind(body: str) -> str | None:
+    """The workflow message kind of an SQS body, or None for anything else (a run message)."""
+    try:
+        data = json.loads(body)
+    except (TypeError, ValueError):
+        return None
+    kind = data.get("kind") if isinstance(data, dict) else None
+    return kind if kind in MESSAGE_KINDS else None
+
+
+class ChunkRunner:
+    """Starts executions and handles the workflow's messages; every dependency is injected."""
+
+    def __init__(
+        self,
+        *,
+        attempts: AttemptStore,
+        outputs: OutputStore,
+        chunks: ChunkStore,
+        sqs: Any,
+        stepfunctions: Any,
+        state_machine_arn: str,
+        clock: Clock,
+        owner: str,
+        heartbeat_seconds: float = 20.0,
+        safety_margin_seconds: float = 5.0,
+        metrics: obs.MetricSink | None = None,
+    ):
+        self.parents = ParentStore(attempts)
+        self.outputs = outputs
+        self.chunks = chunks
+        self.sqs = sqs
+        self.sfn = stepfunctions
+        self.state_machine_arn = state_machine_arn
+        self.clock = clock
+        self.owner = owner
+        self.heartbeat_seconds = heartbeat_seconds
+        self.safety_margin_seconds = safety_margin_seconds
+        self.metrics = metrics or obs.NullSink()
+
+    # --- starting --------------------------------------------------------------------------------
+
+    @staticmethod
+    def accepts(body: str) -> bool:
+        """True for a workflow message (``chunk.*``), False for a run message."""
+        return chunk_kind(body) is not None
+
+    @staticmethod
+    def job_for(target: dict) -> ChunkedJob | None:
+        """The chunked job a run's target names, or None for any other target."""
+        return chunked_handler_of(target)
+
+    def execution_arn(self, name: str) -> str:
+        return self.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + ":" + name
+
+    def start(self, msg: RunMessage, claim: Claim, job: ChunkedJob, now: datetime) -> Outcome:
+        """Start (or find) the run's execution and hand the run over to it."""
+        run = claim.run
+        assert run is not None
+        name = execution_name(run.id, len(run.replays))
+        snapshot = _snapshot(msg, run.payload_override)
+        execution_input = {
+            "run_id": run.id,
+            "job_id": run.job_id,
+            "tenant": run.tenant,
+            "message": snapshot.to_dict(),
+        }
+        started = True
+        try:
+            self.sfn.start_execution(
+                stateMachineArn=self.state_machine_arn,
+                name=name,
+                input=json.dumps(execution_input, sort_keys=True, separators=(",", ":")),
+            )
+        except ClientError as exc:
+            if _code(exc) != "ExecutionAlreadyExists":
+                raise  # the delivery fails and comes back; the next one takes the run over
+            started = False
+        if not started:
+            described = self.sfn.describe_execution(executionArn=self.execution_arn(name))
+            if described["status"] != "RUNNING":
+                return self._settle_closed(claim, name, described, snapshot, now)
+        self.parents.hand_over(claim, self.owner, name, job.name, msg.timeout_seconds, now)
+        status = "chunked_started" if started else "chunked_running"
+        return Outcome(status, run.id, claim.attempt, detail={"execution": name})
+
+    def _settle_closed(
+        self, claim: Claim, name: str, described: dict, snapshot: RunMessage, now: datetime
+    ) -> Outcome:
+        """The run's execution already ended but the run did not (its last write was lost): copy the
+        execution's ending onto the run."""
+        run = claim.run
+        assert run is not None
+        attempts = self.parents.attempts
+        if described["status"] == "SUCCEEDED":
+            result = (json.loads(described.get("output") or "{}") or {}).get("result") or {}
+            attempts.succeed(
+                claim, self.owner, now, output=result.get("output"), output_ref=result.get("output_ref")
+            )
+            self.metrics.add(obs.RUNS_SUCCEEDED)
+            return Outcome("succeeded", run.id, claim.attempt, detail={"execution": name})
+        why = f"{described.get('error', '')} {described.get('cause', '')}".strip()
+        error = f"execution {name} ended {described['status']}: {why}"
+        attempts.dead_letter(claim, self.owner, now, error.strip(), "chunked_execution", snapshot.to_json())
+        self.metrics.add(obs.RUNS_FAILED)
+        self.metrics.add(obs.RUNS_DEAD_LETTERED)
+        return Outcome("dead_lettered", run.id, claim.attempt, detail={"execution": name, "error": error})
+
+    # --- workflow messages -----------------------------------------------------------------------
+
+    def handle(
+        self,
+        body: str,
+        now: datetime,
+        *,
+        receipt_handle: str | None = None,
+        queue_url: str | None = None,
+        remaining_seconds: float = 900.0,
+    ) -> Outcome:
+        """Handle one workflow message (see the module docstring)."""
+        data = json.loads(body)
+        kind = data["kind"]
+        arn = str(data["execution_id"])
+        name = arn.rsplit(":", 1)[-1]
+        run_id = data["run_id"] if "run_id" in data else data["run"]["run_id"]
+        parent = self.parents.read(run_id)
+        if kind == KIND_FAILED:
+            return self._failed(parent, name, arn, data, now)
+        gate = self._gate(parent, name, arn, kind, data, queue_url, receipt_handle)
+        if gate is not None:
+            return gate
+        assert parent is not None
+        try:
+            if self.parents.heartbeat(parent, name, now):
+                return self._cancel(parent, name, arn, now)
+        except LeaseLostError:
+            return Outcome("chunk_stale", run_id, detail={"kind": kind})
+        budget = remaining_seconds - self.safety_margin_seconds
+        timeout = min(parent.timeout_seconds, budget)
+        if budget < min(parent.timeout_seconds, 60):
+            _set_visibility(self.sqs, queue_url, receipt_handle, 0)
+            return Outcome("no_time", run_id, defer=True, detail={"kind": kind})
+        job = get_chunked(str(parent.item.get("chunk_handler")))
+        if job is None:
+            error = PermanentError(f"chunked job {parent.item.get('chunk_handler')!r} is not registered here")
+            answer_failure(self.sfn, data["task_token"], error)
+            return Outcome("chunk_failed", run_id, detail={"kind": kind, "error": error.message})
+        step = {KIND_PLAN: self._plan, KIND_RUN: self._chunk, KIND_COMPLETE: self._complete}[kind]
+        visibility = (queue_url, receipt_handle)
+        return step(job, parent, name, arn, data, now, timeout, visibility)
+
+    def _gate(
+        self, parent: Parent | None, name: str, arn: str, kind: str, data: dict, queue_url: Any, receipt: Any
+    ) -> Outcome | None:
+        """None when the run is driven by this execution; otherwise what to do with the message."""
+        run_id = data.get("run_id") or data["run"]["run_id"]
+        if parent is not None and parent.owned_by(name):
+            return None
+        if parent is not None and parent.item.get("state") == "running" and parent.execution in (None, name):
+            # the worker that started the execution has not handed the run over yet: look again soon
+            _set_visibility(self.sqs, queue_url, receipt, HANDOVER_WAIT_SECONDS)
+            return Outcome("chunk_waiting", run_id, defer=True, detail={"kind": kind})
+        if parent is not None and kind == KIND_COMPLETE and parent.execution == name:
+            run = parent.run
+            if run.state.value == "succeeded":  # our completion was recorded, its answer was lost
+                answer_success(self.sfn, data["task_token"], _result(run.output, run.output_ref))
+                return Outcome("chunk_answered", run_id, detail={"kind": kind})
+        self._stop(arn, "jobsched.Stale", "the run is not driven by this execution any more")
+        return Outcome("chunk_stale", run_id, detail={"kind": kind})
+
+    def _plan(self, job, parent, name, arn, data, now, timeout, visibility) -> Outcome:
+        run = parent.run
+        message = data["run"]["message"]
+        payload = self._payload(message)
+        ctx = ChunkContext(run.id, run.job_id, run.tenant, name, timeout)
+        result = self._run(lambda: job.plan(payload, ctx), ctx, parent, name, data, timeout, visibility)
+        if result.error is None and not _valid_plan(result.value):
+            result.error = PermanentError(
+                f"plan must return a JSON list of chunks under {MAX_PLAN_BYTES} bytes "
+                "(descriptors such as ranges or keys, not the data)"
+            )
+        if (ended := self._ended(result, parent, name, arn, data, "plan")) is not None:
+            return ended
+        chunks = list(result.value)
+        self.parents.set_total(parent, name, len(chunks), self.clock.now())
+        answer_success(self.sfn, data["task_token"], {"chunks": chunks})
+        return Outcome("chunk_planned", run.id, detail={"chunks": len(chunks)})
+
+    def _chunk(self, job, parent, name, arn, data, now, timeout, visibility) -> Outcome:
+        run = parent.run
+        index, token = int(data["index"]), data["task_token"]
+        record = {} if index in parent.done else self.chunks.get(name, index)
+        if index in parent.done or record.get("done_at"):
+            if index not in parent.done:  # done, but the count was lost (crash in between)
+                self.parents.count_done(parent, name, index, now)
+            answer_success(self.sfn, token, {"index": index})
+            return Outcome("chunk_already_done", run.id, detail={"index": index})
+
+        def save(value: Any) -> None:
+            self.chunks.save_checkpoint(name, index, value, self.clock.now())
+
+        ctx = ChunkContext(
+            run.id,
+            run.job_id,
+            run.tenant,
+            name,
+            timeout,
+            index=index,
+            total=int(data["total"]),
+            checkpoint=record.get("checkpoint"),
+            on_checkpoint=save,
+        )
+        result = self._run(
+            lambda: job.run_chunk(data["chunk"], ctx), ctx, parent, name, data, timeout, visibility
+        )
+        if (ended := self._ended(result, parent, name, arn, data, "chunk")) is not None:
+            return ended
+        finished = self.clock.now()
+        inline, ref = result.value, None
+        if len(encode(result.value)) > self.outputs.inline_limit:
+            ref = self.outputs.put_payload(run.tenant, run.id, result.value, f"{name}-chunk-{index}-output")
+            inline = None
+        self.chunks.mark_done(name, index, finished, inline, ref)
+        self.parents.count_done(parent, name, index, finished)
+        answer_success(self.sfn, token, {"index": index})
+        return Outcome("chunk_succeeded", run.id, detail={"index": index})
+
+    def _complete(self, job, parent, name, arn, data, now, timeout, visibility) -> Outcome:
+        run = parent.run
+        total = len(data["run"].get("plan", {}).get("chunks", []))
+        outputs = [
+            self.outputs.get_json(r["output_ref"]) if r.get("output_ref") else r.get("output")
+            for r in self.chunks.outputs(name, total)
+        ]
+        summary = {"chunks": total, "outputs": outputs}
+        payload = self._payload(data["run"]["message"])
+        ctx = ChunkContext(run.id, run.job_id, run.tenant, name, timeout)
+        fn = lambda: job.complete(payload, ctx, summary)  # noqa: E731
+        result = self._run(fn, ctx, parent, name, data, timeout, visibility)
+        if (ended := self._ended(result, parent, name, arn, data, "complete")) is not None:
+            return ended
+        finished = self.clock.now()
+        inline, ref = self.outputs.place_output(run.tenant, run.id, run.attempt, result.value)
+        try:
+            self.parents.succeed(parent, name, finished, output=inline, output_ref=ref)
+        except LeaseLostError:
+            return Outcome("chunk_stale", run.id, detail={"kind": KIND_COMPLETE})
+        self.metrics.add(obs.RUNS_SUCCEEDED)
+        answer_success(self.sfn, data["task_token"], _result(inline, ref))
+        return Outcome("succeeded", run.id, run.attempt, detail={"execution": name, "output_ref": ref})
+
+    def _failed(self, parent: Parent | None, name: str, arn: str, data: dict, now: datetime) -> Outcome:
+        run_id = data["run_id"]
+        if parent is None or not parent.owned_by(name):
+            return Outcome("chunk_stale", run_id, detail={"kind": KIND_FAILED})
+        error = data.get("error") or {}
+        cause = error.get("Cause") or parent.item.get("error") or "no cause given"
+        text = f"{error.get('Error', 'error')}: {cause}"
+        try:
+            message = json.loads(self.sfn.describe_execution(executionArn=arn)["input"])["message"]
+            replayable = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
+        except (ClientError, KeyError, ValueError):
+            logger.warning("could not read the input of %s; the dead letter replays from the job", arn)
+            replayable = None
+        try:
+            run = self.parents.dead_letter(parent, name, now, text[:4000], "chunk_failed", replayable)
+        except LeaseLostError:
+            return Outcome("chunk_stale", run_id, detail={"kind": KIND_FAILED})
+        self.metrics.add(obs.RUNS_FAILED)
+        self.metrics.add(obs.RUNS_DEAD_LETTERED)
+        return Outcome("dead_lettered", run_id, run.attempt, detail={"reason": "chunk_failed", "error": text})
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def _run(
+        self,
+        fn: Callable[[], Any],
+        ctx: ChunkContext,
+        parent: Parent,
+        name: str,
+        data: dict,
+        timeout: float,
+        visibility: tuple[Any, Any],
+    ) -> StepResult:
+        cancel_seen = threading.Event()
+        queue_url, receipt = visibility
+
+        def renew() -> None:
+            _set_visibility(self.sqs, queue_url, receipt, int(self.heartbeat_seconds * 3) + 30)
+            if self.parents.heartbeat(parent, name, self.clock.now()):
+                cancel_seen.set()
+                ctx.cancel_event.set()
+
+        return run_step(
+            fn,
+            sfn=self.sfn,
+            task_token=data["task_token"],
+            renew=renew,
+            interval_seconds=self.heartbeat_seconds,
+            timeout_seconds=timeout,
+            cancel_event=ctx.cancel_event,
+            cancel_seen=cancel_seen,
+        )
+
+    def _ended(
+        self, result: StepResult, parent: Parent, name: str, arn: str, data: dict, what: str
+    ) -> Outcome | None:
+        """None when the step succeeded; otherwise the outcome of a cancelled, lost or failed step."""
+        run_id = parent.run.id
+        if result.cancelled:
+            return self._cancel(parent, name, arn, self.clock.now())
+        if result.lost:
+            return Outcome("chunk_lost", run_id, detail={"step": what})
+        if result.error is not None:
+            code = answer_failure(self.sfn, data["task_token"], result.error)
+            info = error_info(result.error)
+            where = f"chunk {data['index']}" if "index" in data else what
+            self.parents.note_error(parent, name, f"{where}: {info['type']}: {info['message']}")
+            return Outcome("chunk_failed", run_id, detail={"step": what, "error": code, **_index(data)})
+        return None
+
+    def _cancel(self, parent: Parent, name: str, arn: str, now: datetime) -> Outcome:
+        self._stop(arn, "jobsched.Cancelled", "the run was cancelled")
+        try:
+            self.parents.cancelled(parent, name, now)
+        except LeaseLostError:
+            return Outcome("chunk_stale", parent.run.id)
+        self.metrics.add(obs.RUNS_CANCELLED)
+        return Outcome("cancelled", parent.run.id, parent.run.attempt, detail={"execution": name})
+
+    def _stop(self, arn: str, error: str, cause: str) -> None:
+        try:
+            self.sfn.stop_execution(executionArn=arn, error=error, cause=cause)
+        except ClientError:  # already closed or unknown: nothing left to stop
+            logger.info("execution %s could not be stopped (already closed?)", arn)
+
+    def _payload(self, message: dict) -> Any:
+        if message.get("payload_ref"):
+            return self.outputs.get_json(message["payload_ref"])
+        return message.get("payload") if message.get("payload") is not None else {}
+
+
+def _snapshot(msg: RunMessage, override: dict | None) -> RunMessage:
+    """The run message as the execution input keeps it: independent of the delivery (attempt, due
+    instant), so every start of the same run sends the same input."""
+    snapshot = replace(msg, attempt=1, due_at=msg.scheduled_at)
+    if override is not None:
+        snapshot = replace(snapshot, payload=override, payload_ref=None)
+    return snapshot
+
+
+def _valid_plan(value: Any) -> bool:
+    return isinstance(value, list | tuple) and len(encode(list(value))) <= MAX_PLAN_BYTES
+
+
+def _result(output: Any, output_ref: str | None) -> dict:
+    return {"output_ref": output_ref} if output_ref else {"output": output}
+
+
+def _index(data: dict) -> dict:
+    return {"index": data["index"]} if "index" in data else {}
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", ""))
+
+
+def _set_visibility(sqs: Any, queue_url: str | None, receipt: str | None, seconds: int) -> None:
+    if queue_url and receipt:
+        try:
+            sqs.change_message_visibility(
+                QueueUrl=queue_url, ReceiptHandle=receipt, VisibilityTimeout=max(0, min(int(seconds), 43_200))
+            )
+        except ClientError:  # the message may be gone; the run's lease is what fences
+            logger.warning("could not change the visibility of a chunk message", exc_info=True)
+
+
+def chunk_runner_from_settings(
+    settings: Any,
+    clients: Any,
+    dynamo: Any,
+    clock: Clock,
+    owner: str,
+    *,
+    metrics: obs.MetricSink | None = None,
+    heartbeat_seconds: float = 20.0,
+) -> ChunkRunner:
+    """A runner over the deployment's tables, bucket and state machine (the worker's factory calls it)."""
+    return ChunkRunner(
+        attempts=AttemptStore(dynamo, settings.runs_table),
+        outputs=OutputStore(clients.s3, settings.bucket),
+        chunks=ChunkStore(dynamo, settings.leases_table),
+        sqs=clients.sqs,
+        stepfunctions=clients.stepfunctions,
+        state_machine_arn=settings.state_machine_arn,
+        clock=clock,
+        owner=owner,
+        heartbeat_seconds=heartbeat_seconds,
+        metrics=metrics,
+    )
