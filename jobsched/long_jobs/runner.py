@@ -27,7 +27,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -45,10 +44,10 @@ from jobsched.long_jobs.chunked import (
     ChunkContext,
     ChunkedJob,
     chunked_handler_of,
-    execution_name,
     get_chunked,
 )
 from jobsched.long_jobs.parent import Parent, ParentStore
+from jobsched.long_jobs.starter import ExecutionStarter
 from jobsched.long_jobs.steps import StepResult, answer_failure, answer_success, run_step
 from jobsched.targets.executor import error_info
 from jobsched.work import Outcome
@@ -100,6 +99,7 @@ class ChunkRunner:
         self.heartbeat_seconds = heartbeat_seconds
         self.safety_margin_seconds = safety_margin_seconds
         self.metrics = metrics or obs.NullSink()
+        self.starter = ExecutionStarter(self.parents, stepfunctions, state_machine_arn, owner, self.metrics)
 
     # --- starting --------------------------------------------------------------------------------
 
@@ -114,60 +114,11 @@ class ChunkRunner:
         return chunked_handler_of(target)
 
     def execution_arn(self, name: str) -> str:
-        return self.state_machine_arn.replace(":stateMachine:", ":execution:", 1) + ":" + name
+        return self.starter.execution_arn(name)
 
     def start(self, msg: RunMessage, claim: Claim, job: ChunkedJob, now: datetime) -> Outcome:
-        """Start (or find) the run's execution and hand the run over to it."""
-        run = claim.run
-        assert run is not None
-        name = execution_name(run.id, len(run.replays))
-        snapshot = _snapshot(msg, run.payload_override)
-        execution_input = {
-            "run_id": run.id,
-            "job_id": run.job_id,
-            "tenant": run.tenant,
-            "message": snapshot.to_dict(),
-        }
-        started = True
-        try:
-            self.sfn.start_execution(
-                stateMachineArn=self.state_machine_arn,
-                name=name,
-                input=json.dumps(execution_input, sort_keys=True, separators=(",", ":")),
-            )
-        except ClientError as exc:
-            if _code(exc) != "ExecutionAlreadyExists":
-                raise  # the delivery fails and comes back; the next one takes the run over
-            started = False
-        if not started:
-            described = self.sfn.describe_execution(executionArn=self.execution_arn(name))
-            if described["status"] != "RUNNING":
-                return self._settle_closed(claim, name, described, snapshot, now)
-        self.parents.hand_over(claim, self.owner, name, job.name, msg.timeout_seconds, now)
-        status = "chunked_started" if started else "chunked_running"
-        return Outcome(status, run.id, claim.attempt, detail={"execution": name})
-
-    def _settle_closed(
-        self, claim: Claim, name: str, described: dict, snapshot: RunMessage, now: datetime
-    ) -> Outcome:
-        """The run's execution already ended but the run did not (its last write was lost): copy the
-        execution's ending onto the run."""
-        run = claim.run
-        assert run is not None
-        attempts = self.parents.attempts
-        if described["status"] == "SUCCEEDED":
-            result = (json.loads(described.get("output") or "{}") or {}).get("result") or {}
-            attempts.succeed(
-                claim, self.owner, now, output=result.get("output"), output_ref=result.get("output_ref")
-            )
-            self.metrics.add(obs.RUNS_SUCCEEDED)
-            return Outcome("succeeded", run.id, claim.attempt, detail={"execution": name})
-        why = f"{described.get('error', '')} {described.get('cause', '')}".strip()
-        error = f"execution {name} ended {described['status']}: {why}"
-        attempts.dead_letter(claim, self.owner, now, error.strip(), "chunked_execution", snapshot.to_json())
-        self.metrics.add(obs.RUNS_FAILED)
-        self.metrics.add(obs.RUNS_DEAD_LETTERED)
-        return Outcome("dead_lettered", run.id, claim.attempt, detail={"execution": name, "error": error})
+        """Start (or find) the run's execution and hand the run over to it (see :mod:`.starter`)."""
+        return self.starter.start(msg, claim, job, now)
 
     # --- workflow messages -----------------------------------------------------------------------
 
@@ -403,15 +354,6 @@ class ChunkRunner:
         return message.get("payload") if message.get("payload") is not None else {}
 
 
-def _snapshot(msg: RunMessage, override: dict | None) -> RunMessage:
-    """The run message as the execution input keeps it: independent of the delivery (attempt, due
-    instant), so every start of the same run sends the same input."""
-    snapshot = replace(msg, attempt=1, due_at=msg.scheduled_at)
-    if override is not None:
-        snapshot = replace(snapshot, payload=override, payload_ref=None)
-    return snapshot
-
-
 def _valid_plan(value: Any) -> bool:
     return isinstance(value, list | tuple) and len(encode(list(value))) <= MAX_PLAN_BYTES
 
@@ -422,10 +364,6 @@ def _result(output: Any, output_ref: str | None) -> dict:
 
 def _index(data: dict) -> dict:
     return {"index": data["index"]} if "index" in data else {}
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
 
 
 def _set_visibility(sqs: Any, queue_url: str | None, receipt: str | None, seconds: int) -> None:

@@ -12,6 +12,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -164,6 +165,14 @@ class Env:
 @pytest.fixture
 def env(monkeypatch, clock) -> Iterator[Env]:
     _fake_credentials(monkeypatch)
+    with chunked_environment(clock) as environment:
+        yield environment
+
+
+@contextmanager
+def chunked_environment(clock) -> Iterator[Env]:
+    """moto with Step Functions executing: every table, queue and the bucket, and the chunked-job
+    state machine over the long queue (2 chunks at a time, retries after 1 s)."""
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         clients = Clients(region_name=REGION)
         prefix = f"chunked-{uuid.uuid4().hex[:8]}"  # a stray execution thread never writes into another test

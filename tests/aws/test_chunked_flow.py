@@ -1,0 +1,131 @@
+"""Chunked jobs: heartbeats against a short HeartbeatSeconds, a run whose execution ended without it,
+the demo job end to end, and the worker factory. Shares the moto environment of test_chunked."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from jobsched.core.clock import FakeClock
+from jobsched.core.models import RunState
+from jobsched.long_jobs.asl import chunked_job_definition
+from jobsched.long_jobs.chunked import chunked_job, execution_name
+from jobsched.long_jobs.parent import PARENT_LEASE_SECONDS
+from jobsched.targets.registry import unregister
+from jobsched.work import worker_from_settings
+from tests.aws.conftest import T0, _fake_credentials
+from tests.aws.test_chunked import CALLS, FAIL_ONCE, ROLE, Env, _start, chunked_environment
+
+SLOW_CHUNK_SECONDS = 2.5
+
+
+@pytest.fixture
+def env(monkeypatch, clock) -> Iterator[Env]:
+    _fake_credentials(monkeypatch)
+    CALLS.clear()
+    FAIL_ONCE.clear()
+    with chunked_environment(clock) as environment:
+        yield environment
+    CALLS.clear()
+
+
+def _one_chunk(payload: dict, ctx: Any) -> list:
+    return ["slow"]
+
+
+@chunked_job("test.slow", plan=_one_chunk)
+def _slow(chunk: str, ctx: Any) -> dict:
+    """Takes longer than the workflow's HeartbeatSeconds (1 s): only heartbeats keep the task alive."""
+    CALLS.append(("chunk", chunk))
+    ctx.cancel_event.wait(SLOW_CHUNK_SECONDS)
+    return {"chunk": chunk}
+
+
+def _short_heartbeat_env(env: Env) -> Env:
+    definition = chunked_job_definition(env.long_url, heartbeat_seconds=1, retry_interval_seconds=1)
+    arn = env.sfn.create_state_machine(name="heartbeat-1s", definition=json.dumps(definition), roleArn=ROLE)[
+        "stateMachineArn"
+    ]
+    return Env(kit=env.kit, sfn=env.sfn, arn=arn, long_url=env.long_url)
+
+
+def test_heartbeats_keep_a_chunk_longer_than_heartbeat_seconds_alive(env):
+    # Given a workflow whose tasks time out after 1 s of silence, and a chunk that takes 2.5 s
+    fast = _short_heartbeat_env(env)
+    beats: list[str] = []
+    lock = threading.Lock()
+
+    def count(params: dict, **_: Any) -> None:
+        with lock:
+            beats.append(params["taskToken"])
+
+    fast.sfn.meta.events.register("provide-client-params.states.SendTaskHeartbeat", count)
+    run, msg = fast.kit.new_run({"handler": "test.slow"}, {})
+    fast.worker(heartbeat=0.2).process(msg.to_json(), fast.kit.clock.now())
+    name = execution_name(run.id)
+    # When the worker (heartbeat every 0.2 s) drains the workflow
+    fast.drain(fast.worker(heartbeat=0.2), fast.finished(name))
+    # Then the chunk ran once (no heartbeat timeout, no retry) and the run succeeded
+    assert [c for c in CALLS if c[0] == "chunk"] == [("chunk", "slow")]
+    assert fast.status(name)["status"] == "SUCCEEDED"
+    assert fast.kit.runs.get(run.id).state is RunState.SUCCEEDED
+    assert len(beats) >= int(SLOW_CHUNK_SECONDS / 0.2) // 2
+
+
+def test_a_run_whose_execution_succeeded_without_it_takes_the_execution_result(env, clock):
+    # Given a chunked run whose workflow completed, but whose own success write was lost
+    run, msg, _ = _start(env, payload={"chunks": 2})
+    name = execution_name(run.id)
+    env.drain(env.worker(), env.finished(name))
+    table, key = env.kit.aws.settings.runs_table, {"job_id": run.job_id, "run_key": run.run_key}
+    env.kit.dynamo.update(
+        table,
+        key,
+        "SET #state = :running, lease_until = :lu, lease_owner = :o REMOVE #output, finished_at",
+        names={"#state": "state", "#output": "output"},
+        values={":running": "running", ":lu": "2026-03-02T12:00:01.000Z", ":o": f"sfn:{name}"},
+    )
+    clock.advance(seconds=PARENT_LEASE_SECONDS + 60)
+    # When the run's message is delivered again (the sweeper re-sends a run whose lease expired)
+    out = env.worker("worker-b").process(msg.to_json(), clock.now())
+    # Then no second execution starts and the run succeeds with the execution's completion output
+    assert out.status == "succeeded"
+    assert len(env.executions()) == 1
+    stored = env.kit.runs.get(run.id)
+    assert stored.state is RunState.SUCCEEDED and stored.output == {"total": sum(range(6)), "chunks": 2}
+
+
+def test_the_demo_chunked_sum_adds_every_number(env):
+    import jobsched.long_jobs.demo  # noqa: F401  (opt-in demo: registers demo.chunked_sum)
+
+    # Given the demo job over 1..10 in 4 chunks, without pauses
+    run, _, _ = _start(
+        env, "demo.chunked_sum", {"numbers": list(range(1, 11)), "chunks": 4, "item_seconds": 0}
+    )
+    name = execution_name(run.id)
+    # When the workflow is drained
+    env.drain(env.worker(), env.finished(name))
+    # Then the run's output is the sum and its progress shows every chunk done
+    stored = env.kit.runs.get(run.id)
+    assert stored.output == {"sum": 55, "chunks": 4}
+    assert stored.progress == {"done": 4, "total": 4}
+
+
+def test_the_worker_factory_adds_the_chunk_runner_only_with_a_state_machine(env):
+    settings = env.kit.aws.settings
+    clock = FakeClock(T0)
+    # Then a deployment with a state machine gets a runner, one without gets none
+    with_sm = worker_from_settings(settings, env.kit.aws.clients, clock, "w")
+    without = worker_from_settings(
+        type(settings)(**{**settings.__dict__, "state_machine_arn": None}), env.kit.aws.clients, clock, "w"
+    )
+    assert with_sm.chunks is not None and with_sm.chunks.state_machine_arn == env.arn
+    assert without.chunks is None
+
+
+def teardown_module() -> None:
+    unregister("test.slow")
