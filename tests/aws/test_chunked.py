@@ -30,7 +30,7 @@ from jobsched.long_jobs.runner import ChunkRunner
 from jobsched.observability import RUNS_CANCELLED, RUNS_DEAD_LETTERED, RUNS_SUCCEEDED
 from jobsched.targets.registry import unregister
 from jobsched.work import Worker, WorkerConfig
-from tests.aws.conftest import REGION, _fake_credentials, provision
+from tests.aws.conftest import REGION, AwsEnv, _fake_credentials, provision
 from tests.aws.conftest_worker import Kit
 
 ROLE = "arn:aws:iam::123456789012:role/jobsched-chunked-job"
@@ -42,7 +42,6 @@ CALLS: list[tuple[str, Any]] = []
 FAIL_ONCE: set[tuple[int, int]] = set()  # (chunk index, item) that raise a retryable error once
 
 
-@chunked_job("test.sum")
 class Sum:
     def plan(self, payload: dict, ctx: Any) -> list:
         CALLS.append(("plan", payload))
@@ -69,11 +68,28 @@ def _bad_plan(payload: dict, ctx: Any) -> list:
     return [{"row": 1}, {"row": 2}]
 
 
-@chunked_job("test.bad_row", plan=_bad_plan)
 def _bad_row(chunk: dict, ctx: Any) -> dict:
     if chunk["row"] == 2:
         raise PermanentError("row 2 is malformed")
     return {"ok": chunk["row"]}
+
+
+def register_test_handlers() -> None:
+    """Register the chunked jobs above (again: registering the same object twice is harmless)."""
+    chunked_job("test.sum")(Sum)
+    chunked_job("test.bad_row", plan=_bad_plan)(_bad_row)
+
+
+def unregister_test_handlers() -> None:
+    unregister("test.sum")
+    unregister("test.bad_row")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_handlers() -> Iterator[None]:
+    register_test_handlers()
+    yield
+    unregister_test_handlers()
 
 
 @pytest.fixture(autouse=True)
@@ -184,7 +200,7 @@ def chunked_environment(clock) -> Iterator[Env]:
             name=f"{prefix}-chunked", definition=json.dumps(definition), roleArn=ROLE
         )["stateMachineArn"]
         settings = replace(settings, state_machine_arn=arn)
-        kit = Kit(type("Aws", (), {"settings": settings, "clients": clients})(), clock)
+        kit = Kit(AwsEnv(settings=settings, clients=clients), clock)
         yield Env(kit=kit, sfn=clients.stepfunctions, arn=arn, long_url=settings.queue_urls["long"])
         for execution in clients.stepfunctions.list_executions(stateMachineArn=arn, statusFilter="RUNNING")[
             "executions"
@@ -195,8 +211,14 @@ def chunked_environment(clock) -> Iterator[Env]:
                 pass
 
 
+def unique_job_id() -> str:
+    """moto keeps Step Functions executions across mocks: a run id (hence an execution name) of its own."""
+    return f"job-{uuid.uuid4().hex[:12]}"
+
+
 def _start(env: Env, handler: str = "test.sum", payload: dict | None = None, **kw: Any):
-    run, msg = env.kit.new_run({"handler": handler}, payload or {"chunks": 3}, priority="default", **kw)
+    kw.setdefault("job_id", unique_job_id())
+    run, msg = env.kit.new_run({"handler": handler}, payload if payload is not None else {"chunks": 3}, **kw)
     out = env.worker().process(msg.to_json(), env.kit.clock.now())
     return run, msg, out
 
@@ -327,7 +349,7 @@ def test_cancelling_a_chunked_run_stops_its_execution(env):
 def test_a_chunked_job_without_a_state_machine_is_a_permanent_failure_that_says_why(aws, clock):
     # Given a worker of a deployment without Step Functions
     kit = Kit(aws, clock)
-    run, msg = kit.new_run({"handler": "test.sum"}, {"chunks": 1})
+    run, msg = kit.new_run({"handler": "test.sum"}, {"chunks": 1}, job_id=unique_job_id())
     # When it gets a chunked run
     out = kit.worker().process(msg.to_json(), clock.now())
     # Then the run is dead-lettered with a message naming what is missing
@@ -342,8 +364,3 @@ def test_registering_the_same_chunked_class_twice_is_harmless():
     from jobsched.long_jobs.chunked import get_chunked
 
     assert get_chunked("test.sum") is not None
-
-
-def teardown_module() -> None:
-    unregister("test.sum")
-    unregister("test.bad_row")

@@ -18,9 +18,28 @@ from jobsched.long_jobs.parent import PARENT_LEASE_SECONDS
 from jobsched.targets.registry import unregister
 from jobsched.work import worker_from_settings
 from tests.aws.conftest import T0, _fake_credentials
-from tests.aws.test_chunked import CALLS, FAIL_ONCE, ROLE, Env, _start, chunked_environment
+from tests.aws.test_chunked import (
+    CALLS,
+    FAIL_ONCE,
+    ROLE,
+    Env,
+    _start,
+    chunked_environment,
+    register_test_handlers,
+    unique_job_id,
+    unregister_test_handlers,
+)
 
 SLOW_CHUNK_SECONDS = 2.5
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _test_handlers() -> Iterator[None]:
+    register_test_handlers()
+    chunked_job("test.slow", plan=_one_chunk)(_slow)
+    yield
+    unregister_test_handlers()
+    unregister("test.slow")
 
 
 @pytest.fixture
@@ -37,7 +56,6 @@ def _one_chunk(payload: dict, ctx: Any) -> list:
     return ["slow"]
 
 
-@chunked_job("test.slow", plan=_one_chunk)
 def _slow(chunk: str, ctx: Any) -> dict:
     """Takes longer than the workflow's HeartbeatSeconds (1 s): only heartbeats keep the task alive."""
     CALLS.append(("chunk", chunk))
@@ -64,7 +82,7 @@ def test_heartbeats_keep_a_chunk_longer_than_heartbeat_seconds_alive(env):
             beats.append(params["taskToken"])
 
     fast.sfn.meta.events.register("provide-client-params.states.SendTaskHeartbeat", count)
-    run, msg = fast.kit.new_run({"handler": "test.slow"}, {})
+    run, msg = fast.kit.new_run({"handler": "test.slow"}, {}, job_id=unique_job_id())
     fast.worker(heartbeat=0.2).process(msg.to_json(), fast.kit.clock.now())
     name = execution_name(run.id)
     # When the worker (heartbeat every 0.2 s) drains the workflow
@@ -127,5 +145,32 @@ def test_the_worker_factory_adds_the_chunk_runner_only_with_a_state_machine(env)
     assert without.chunks is None
 
 
-def teardown_module() -> None:
-    unregister("test.slow")
+def test_a_plan_with_no_chunks_completes_at_once_with_an_empty_summary(env):
+    # Given a chunked run whose plan yields no chunks
+    run, _, _ = _start(env, payload={"chunks": 0})
+    name = execution_name(run.id)
+    # When the workflow is drained
+    env.drain(env.worker(), env.finished(name))
+    # Then complete() ran with an empty summary and the run succeeded at 0/0
+    assert [c[1] for c in CALLS if c[0] == "complete"] == [{"chunks": 0, "outputs": []}]
+    stored = env.kit.runs.get(run.id)
+    assert stored.state is RunState.SUCCEEDED and stored.progress == {"done": 0, "total": 0}
+
+
+def test_a_replayed_chunked_run_starts_a_new_execution_from_scratch(env, clock):
+    from tests.aws.conftest_worker import run_service
+
+    # Given a chunked run that failed permanently in its second chunk
+    run, _, _ = _start(env, "test.bad_row", {})
+    env.drain(env.worker(), lambda: env.kit.runs.get(run.id).state is RunState.FAILED)
+    # When the dead letter is replayed and the replay's message processed
+    clock.advance(seconds=60)
+    run_service(env.kit).replay("acme", run.id, clock.now())
+    replays = [m for m in env.kit.bodies("default") if m.get("run_id") == run.id and m["attempt"] > 1]
+    out = env.worker().process(json.dumps(replays[-1]), clock.now())
+    # Then a second execution (the replay's name) drives the run, with progress back at 0/?
+    assert out.status == "chunked_started"
+    names = {e["name"] for e in env.executions()}
+    assert names == {execution_name(run.id), execution_name(run.id, 1)}
+    stored = env.kit.runs.get(run.id)
+    assert stored.state is RunState.RUNNING and stored.progress == {"done": 0, "total": None}
