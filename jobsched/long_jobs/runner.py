@@ -38,6 +38,7 @@ from jobsched.aws.outputs import OutputStore, encode
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, PermanentError
 from jobsched.core.messages import RunMessage
+from jobsched.core.models import RunState
 from jobsched.long_jobs.asl import KIND_COMPLETE, KIND_FAILED, KIND_PLAN, KIND_RUN, MESSAGE_KINDS
 from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunked import (
@@ -170,13 +171,14 @@ class ChunkRunner:
         run_id = data.get("run_id") or data["run"]["run_id"]
         if parent is not None and parent.owned_by(name):
             return None
-        if parent is not None and parent.item.get("state") == "running" and parent.execution in (None, name):
+        running = parent is not None and parent.item.get("state") == str(RunState.RUNNING)
+        if running and parent is not None and parent.execution in (None, name):
             # the worker that started the execution has not handed the run over yet: look again soon
             _set_visibility(self.sqs, queue_url, receipt, HANDOVER_WAIT_SECONDS)
             return Outcome("chunk_waiting", run_id, defer=True, detail={"kind": kind})
         if parent is not None and kind == KIND_COMPLETE and parent.execution == name:
             run = parent.run
-            if run.state.value == "succeeded":  # our completion was recorded, its answer was lost
+            if run.state is RunState.SUCCEEDED:  # our completion was recorded, its answer was lost
                 answer_success(self.sfn, data["task_token"], _result(run.output, run.output_ref))
                 return Outcome("chunk_answered", run_id, detail={"kind": kind})
         self._stop(arn, "jobsched.Stale", "the run is not driven by this execution any more")
