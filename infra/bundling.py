@@ -20,6 +20,8 @@ from aws_cdk import aws_lambda as lambda_
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("jobsched", "functions")
+#: Your own job handlers: a package at the project root, bundled when it exists (see docs/deploy.md).
+OPTIONAL_PACKAGES = ("handlers",)
 REQUIREMENTS = "requirements.txt"
 
 # The Lambda runtime and the wheels bundled for it must agree; change them together.
@@ -55,6 +57,12 @@ def _installer(python_version: str, platform: str, target: Path, requirements: P
     ]  # fmt: skip
 
 
+def bundled_packages(project_root: Path = PROJECT_ROOT) -> tuple[str, ...]:
+    """Our packages plus the optional ones (the user's ``handlers/``) that exist in ``project_root``."""
+    extra = tuple(p for p in OPTIONAL_PACKAGES if (project_root / p / "__init__.py").is_file())
+    return (*PACKAGES, *extra)
+
+
 def bundle_into(
     output_dir: str | Path,
     *,
@@ -75,7 +83,7 @@ def bundle_into(
         raise BundlingError(f"installing {REQUIREMENTS} failed ({command[0]}):\n{result.stderr}")
     shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts are useless in Lambda
     (target / ".lock").unlink(missing_ok=True)  # uv's install lock, not part of the code
-    for package in PACKAGES:
+    for package in bundled_packages(project_root):
         shutil.copytree(project_root / package, target / package, ignore=_SKIP, dirs_exist_ok=True)
     return target
 
@@ -88,7 +96,7 @@ def source_hash(
     """A digest of everything that goes into the asset: our sources, the requirements, the target."""
     digest = hashlib.sha256(f"{python_version}|{platform}".encode())
     files = [project_root / REQUIREMENTS]
-    for package in PACKAGES:
+    for package in bundled_packages(project_root):
         files += sorted(
             p for p in (project_root / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts
         )

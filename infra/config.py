@@ -48,6 +48,7 @@ class StackConfig:
     alarm_lag_p99_seconds: int = 10
     alarm_error_rate_percent: int = 5
     allowed_http_hosts: str = ""
+    handler_modules: tuple[str, ...] = ()
     removal_policy_destroy: bool = False
 
     def __post_init__(self) -> None:

@@ -26,6 +26,7 @@ from infra.workers import Workers
 from jobsched.resources import (
     ENV_ALLOWED_HTTP_HOSTS,
     ENV_BUCKET,
+    ENV_HANDLER_MODULES,
     ENV_LOOKAHEAD_SECONDS,
     ENV_SHARDS,
     ENV_STATE_MACHINE_ARN,
@@ -76,6 +77,7 @@ class JobschedStack(cdk.Stack):
             ENV_LOOKAHEAD_SECONDS: str(config.lookahead_seconds),
             ENV_WORKER_TIMEOUT_SECONDS: str(function_spec(QUEUE_CONSUMER).timeout_seconds),
             ENV_ALLOWED_HTTP_HOSTS: config.allowed_http_hosts,
+            ENV_HANDLER_MODULES: ",".join(config.handler_modules),
         }
         shared = {"code": code, "config": config, "environment": environment, "tables": self.tables}
         self.dispatch = Dispatch(self, "Dispatch", queues=self.queues, **shared)

@@ -27,6 +27,9 @@ ENV_ALLOWED_HTTP_HOSTS = "JOBSCHED_ALLOWED_HTTP_HOSTS"
 ENV_AUTH_MODE = "JOBSCHED_AUTH_MODE"
 ENV_TENANT_TOKENS = "JOBSCHED_TENANT_TOKENS"
 ENV_WORKER_TIMEOUT_SECONDS = "JOBSCHED_WORKER_TIMEOUT_SECONDS"
+#: Comma-separated modules that register job handlers (``@job``), imported by the api function (so an
+#: unknown handler is refused at job creation) and by the worker (so it can run them).
+ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
 
 PRIORITIES = ("high", "default", "low")
 QUEUE_KINDS = (*PRIORITIES, "long")

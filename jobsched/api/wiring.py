@@ -20,11 +20,10 @@ from jobsched.api.quotas import DEFAULT_MAX_JOBS_PER_TENANT, ENV_MAX_JOBS_PER_TE
 from jobsched.api.tenants import PrincipalStore
 from jobsched.aws.clients import Clients
 from jobsched.core.clock import Clock, SystemClock
+from jobsched.resources import ENV_HANDLER_MODULES
 from jobsched.settings import Settings
 
-#: Comma-separated modules that register job handlers (``@job``); the API imports them so that an
-#: unknown handler is refused when a job is created. ``jobsched.demo_handlers`` is always loaded.
-ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
+#: ``jobsched.demo_handlers`` is always loaded; ``ENV_HANDLER_MODULES`` names the deployment's own.
 DEFAULT_HANDLER_MODULES = ("jobsched.demo_handlers",)
 
 

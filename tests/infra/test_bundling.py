@@ -48,3 +48,22 @@ def test_source_hash_ignores_bytecode(project):
     before = source_hash(project_root=project)
     (project / "jobsched" / "__pycache__" / "other.cpython-311.pyc").write_bytes(b"\1")
     assert source_hash(project_root=project) == before
+
+
+def test_a_handlers_package_at_the_project_root_is_bundled(project, tmp_path):
+    # Given the deployment's own job handlers in handlers/ (a package)
+    (project / "handlers").mkdir()
+    (project / "handlers" / "__init__.py").write_text("")
+    (project / "handlers" / "billing.py").write_text("X = 1\n")
+    # When the asset is bundled / Then the package is in it, next to ours
+    out = bundle_into(tmp_path / "out", project_root=project)
+    assert (out / "handlers" / "billing.py").read_text() == "X = 1\n"
+    assert sorted(p.name for p in out.iterdir()) == ["functions", "handlers", "jobsched"]
+
+
+def test_editing_a_handler_changes_the_asset_hash(project):
+    (project / "handlers").mkdir()
+    (project / "handlers" / "__init__.py").write_text("")
+    before = source_hash(project_root=project)
+    (project / "handlers" / "__init__.py").write_text("# changed\n")
+    assert source_hash(project_root=project) != before

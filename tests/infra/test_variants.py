@@ -71,3 +71,19 @@ def test_alert_email_subscribes_to_the_topic(variant):
 def test_shard_count_sets_the_number_of_ticks(variant):
     # 2 shards -> 2 ticks + the sweeper's schedule
     variant.resource_count_is("AWS::Scheduler::Schedule", 3)
+
+
+def test_handler_modules_reach_every_function():
+    # Given a deployment that names its own handler modules in context
+    app = cdk.App()
+    config = StackConfig.from_context({"handler_modules": "handlers.billing, handlers.reports"}.get)
+    stack = JobschedStack(
+        app, "Handlers", config=config, code=lambda_.Code.from_inline("def handler(e, c): pass")
+    )
+    # Then every function (the API validates names with them, the worker runs them) gets the list
+    functions = assertions.Template.from_stack(stack).find_resources("AWS::Lambda::Function")
+    ours = [f for f in functions.values() if "JOBSCHED_JOBS_TABLE" in str(f)]
+    assert ours
+    for function in ours:
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["JOBSCHED_HANDLER_MODULES"] == "handlers.billing,handlers.reports"
