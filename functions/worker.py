@@ -5,6 +5,10 @@ by another worker's live lease, or too little time is left) is reported in ``bat
 SQS keeps it; every other record, including a duplicate of a finished run, is acknowledged. One bad
 record never fails the batch. A malformed body raises, is reported as failed, and after
 ``maxReceiveCount`` receives SQS redrives it to the DLQ, where the DLQ consumer records it.
+
+With ``JOBSCHED_STATE_MACHINE_ARN`` set, the worker also drives chunked jobs: it starts a chunked
+run's Step Functions execution and answers the workflow's ``chunk.*`` messages on the ``long`` queue
+(:mod:`jobsched.long_jobs.runner`). Chunked job modules are listed in ``JOBSCHED_HANDLER_MODULES``.
 """
 
 from __future__ import annotations
