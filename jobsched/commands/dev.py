@@ -102,10 +102,19 @@ def run_and_exit(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, *, out: Callable[[str], None] | None = None) -> int:
     """Run until SIGINT/SIGTERM; 0 on a clean stop, 1 if the embedded mode could not start."""
+    _import_from_working_directory()
     tenants, generated = resolve_tenants(args.tenant, os.environ.get(ENV_TOKEN))
     with _function_output(args.verbose) as (terminal, log_path):
         emit = out or (lambda line: print(line, file=terminal, flush=True))
         return _run(args, tenants, generated, emit, log_path)
+
+
+def _import_from_working_directory() -> None:
+    """Let ``JOBSCHED_HANDLER_MODULES`` name modules of the project you run ``jobsched dev`` in (a console
+    script, unlike ``python -m``, does not put the working directory on ``sys.path``)."""
+    cwd = os.getcwd()
+    if cwd not in sys.path:
+        sys.path.insert(0, cwd)
 
 
 @contextlib.contextmanager
