@@ -26,6 +26,8 @@ import logging
 import math
 import random
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -47,7 +49,8 @@ logger = logging.getLogger(__name__)
 
 #: Seconds of the Lambda's remaining time kept back for recording the outcome.
 SAFETY_MARGIN_SECONDS = 5.0
-#: A delivery up to this early is run at once (SQS delays are whole seconds).
+#: A delivery up to this early is waited out in the worker, then run (``DelaySeconds`` is whole seconds,
+#: rounded down: see :func:`jobsched.core.messages.delay_seconds`); an earlier one is re-delayed.
 EARLY_TOLERANCE_SECONDS = 1.0
 #: The message stays invisible this long past the lease, so a dead worker's run reappears soon after.
 VISIBILITY_SLACK_SECONDS = 30
@@ -95,6 +98,7 @@ class Worker:
         metrics: obs.MetricSink | None = None,
         rng: random.Random | None = None,
         chunks: ChunkRunner | None = None,
+        sleep: Callable[[float], None] = time.sleep,
     ):
         self.attempts = attempts
         self.outputs = outputs
@@ -107,6 +111,8 @@ class Worker:
         self.rng = rng or random.Random()
         #: Chunked jobs (Step Functions); None when the deployment has no state machine.
         self.chunks = chunks
+        #: Waits out the sub-second rest of an early delivery (tests inject one that moves their clock).
+        self.sleep = sleep
 
     # --- entry -----------------------------------------------------------------------------------
 
@@ -132,6 +138,10 @@ class Worker:
         if msg.due_at > now + timedelta(seconds=EARLY_TOLERANCE_SECONDS):
             self._send(msg, now)
             return Outcome("redelayed", msg.run_id, msg.attempt)
+        if msg.due_at > now:  # up to 1 s early by design: wait, so the run starts on time, never before
+            early = (msg.due_at - now).total_seconds()
+            self.sleep(early)
+            now, remaining_seconds = max(now, self.clock.now()), remaining_seconds - early
         budget = remaining_seconds - self.config.safety_margin_seconds
         if budget < min(msg.timeout_seconds, 60):
             self._set_visibility(queue_url, receipt_handle, 0)

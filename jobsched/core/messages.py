@@ -9,6 +9,7 @@ change a run already queued. Payloads over :data:`INLINE_PAYLOAD_LIMIT` travel b
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -31,14 +32,15 @@ def payload_size(payload: Any) -> int:
 
 
 def delay_seconds(due_at: datetime, now: datetime) -> int:
-    """SQS ``DelaySeconds`` for a run due at ``due_at``: ``clamp(ceil(due_at - now), 0, 900)``.
+    """SQS ``DelaySeconds`` for a run due at ``due_at``: ``clamp(floor(due_at - now), 0, 900)``.
 
-    Rounded up so a run never starts before its due instant; a run due beyond 900 s is delivered at
-    900 s and the worker re-delays it (the dispatcher's look-ahead keeps that rare).
+    Rounded *down*, so the message becomes visible at most one second before its due instant and the
+    worker waits out the sub-second rest before it claims the run (:mod:`jobsched.work`): the run
+    starts on time instead of up to a second late, and never early. A run due beyond 900 s is
+    delivered at 900 s and the worker re-delays it (the dispatcher's look-ahead keeps that rare).
     """
-    seconds = (due_at - now).total_seconds()
-    whole = int(seconds) + (1 if seconds > int(seconds) else 0)
-    return max(0, min(MAX_SQS_DELAY_SECONDS, whole))
+    seconds = math.floor((due_at - now).total_seconds())
+    return max(0, min(MAX_SQS_DELAY_SECONDS, seconds))
 
 
 @dataclass(kw_only=True)
