@@ -82,6 +82,7 @@ def run_view(run: Run) -> RunOut:
         skip_reason=run.skip_reason,
         skipped_count=run.skipped_count,
         cancel_requested=run.cancel_requested,
+        replays=list(run.replays),
     )
 
 
