@@ -1,0 +1,176 @@
+"""Helpers of the end-to-end tests: the real embedded mode in a child process, and run-record queries.
+
+:class:`EmbeddedProcess` starts :class:`jobsched.local.runner.EmbeddedMode` with the real functions,
+exactly as ``jobsched dev`` does, but with a :class:`LocalConfig` the test chooses (``jobsched dev``
+has no flag for the look-ahead). A child process, not a thread of the test process: moto keeps its
+state per process and the real functions cache their settings once per process, so each test module
+gets a fresh, isolated embedded mode. Run this file as ``python -m tests.local.e2e_helpers '<json>'``
+to get that child: the JSON holds ``LocalConfig`` fields plus ``enqueue_horizon_seconds``.
+
+Why a short look-ahead: a job's runs are queued ahead of their due instant (look-ahead and enqueue
+horizon, decision 0001), and pausing withdraws them; with the default 60 s a pause shorter than a
+minute never reaches the misfire policy. With 2 s the tests see misfires after a pause of seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from jobsched import resources
+from jobsched.client import ApiClient
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class EmbeddedProcess:
+    """The embedded mode with the real functions in a child process; its output lines are collected."""
+
+    def __init__(
+        self,
+        tenants: dict[str, str],
+        *,
+        lookahead_seconds: int = 2,
+        enqueue_horizon_seconds: int = 2,
+        tick_seconds: float = 0.5,
+        shards: int = 2,
+    ):
+        options = {
+            "port": 0,
+            "tenants": tenants,
+            "demo": False,
+            "shards": shards,
+            "lookahead_seconds": lookahead_seconds,
+            "tick_seconds": tick_seconds,
+            "enqueue_horizon_seconds": enqueue_horizon_seconds,
+        }
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JOBSCHED_"))}
+        env["PYTHONUNBUFFERED"] = "1"
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.local.e2e_helpers", json.dumps(options)],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._read, daemon=True).start()
+        self.tokens = dict(tenants)
+        self.url = ""
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_ready(self, timeout: float = 90.0) -> str:
+        """Wait for the banner; returns the API URL. Fails with the child's output if it died."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if line.startswith("API on "):
+                    self.url = line.removeprefix("API on ").strip()
+                    return self.url
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError("the embedded mode did not start:\n" + "\n".join(self.lines))
+
+    def client(self, tenant: str) -> ApiClient:
+        return ApiClient(self.url, token=self.tokens[tenant], timeout=60)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+# --- run records ------------------------------------------------------------------------------------
+
+
+def parse(instant: str) -> datetime:
+    return datetime.fromisoformat(instant.replace("Z", "+00:00"))
+
+
+def runs_of(client: ApiClient, job_id: str) -> list[dict[str, Any]]:
+    """Every run of the job, oldest scheduled first."""
+    runs = [r for r in client.list_all("/runs", {"job_id": job_id}) if r.get("job_id") == job_id]
+    return sorted(runs, key=lambda r: (r["scheduled_at"], r["id"]))
+
+
+def run_state(client: ApiClient, run_id: str, *states: str) -> dict[str, Any] | None:
+    """The run when it is in one of ``states``, else None (for ``wait_for``)."""
+    run = client.get_run(run_id)
+    return run if run["state"] in states else None
+
+
+def job(name: str, schedule: str, handler: str, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "schedule": schedule, "target": {"handler": handler}, **extra}
+
+
+# --- the child process ------------------------------------------------------------------------------
+
+VALIDATE_HANDLER = "e2e.validate"
+
+
+def validate(payload: dict, ctx: Any) -> dict:
+    """A handler whose outcome depends on the payload only: ``{"valid": true}`` succeeds, anything else
+    fails permanently -- so a dead letter can be replayed with a corrected payload. Registered in the
+    child only (the test process's handler registry stays as the other tests expect it)."""
+    from jobsched.core.errors import PermanentError
+
+    if payload.get("valid") is not True:
+        raise PermanentError("payload.valid must be true")
+    return {"valid": True, "attempt": ctx.attempt}
+
+
+def main(argv: list[str]) -> int:
+    """Run the embedded mode until SIGTERM/SIGINT, printing ``API on <url>`` and the run events."""
+    options = json.loads(argv[0])
+    os.environ[resources.ENV_ENQUEUE_HORIZON_SECONDS] = str(options.pop("enqueue_horizon_seconds"))
+    from jobsched.local.config import LocalConfig
+    from jobsched.local.runner import EmbeddedMode
+    from jobsched.targets.registry import job as register
+
+    register(VALIDATE_HANDLER)(validate)
+
+    terminal = sys.stdout
+    # The functions' JSON logs go to a file, the event lines to the parent (as `jobsched dev` does).
+    log = tempfile.NamedTemporaryFile(  # noqa: SIM115 -- open until os._exit below
+        "w", prefix="jobsched-e2e-", suffix=".log", delete=False, buffering=1
+    )
+    sys.stdout = log
+
+    def emit(line: str) -> None:
+        print(line, file=terminal, flush=True)
+
+    mode = EmbeddedMode(LocalConfig(**options), out=emit)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: mode.request_stop())
+    try:
+        mode.start()
+        emit(f"logs {log.name}")
+        emit(f"API on {mode.api_url}")
+        mode.wait()
+    finally:
+        mode.stop()
+    terminal.flush()
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
