@@ -6,6 +6,13 @@ SQS keeps it; every other record, including a duplicate of a finished run, is ac
 record never fails the batch. A malformed body raises, is reported as failed, and after
 ``maxReceiveCount`` receives SQS redrives it to the DLQ, where the DLQ consumer records it.
 
+The records of a batch are handled concurrently, up to ``JOBSCHED_WORKER_CONCURRENCY`` threads
+(default 10 = the batch size): each record is a different run with its own lease and fenced writes,
+so they do not interfere, and the tenth run of a batch no longer waits for the nine before it (lag),
+nor does the invocation bill their durations one after the other (cost). The response is built here
+in Lambda's documented partial-batch shape (``{"batchItemFailures": [{"itemIdentifier": id}]}``);
+log keys are per thread (``thread_safe_append_keys``) and metrics go through a lock.
+
 With ``JOBSCHED_STATE_MACHINE_ARN`` set, the worker also drives chunked jobs: it starts a chunked
 run's Step Functions execution and answers the workflow's ``chunk.*`` messages on the ``long`` queue
 (:mod:`jobsched.long_jobs.runner`). Chunked job modules are listed in ``JOBSCHED_HANDLER_MODULES``.
@@ -15,12 +22,13 @@ from __future__ import annotations
 
 import importlib
 import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
-from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 import jobsched.demo_handlers  # noqa: F401  (registers demo.*)
@@ -32,6 +40,9 @@ from jobsched.work import Worker, queue_url_for_arn, worker_from_settings
 
 #: Comma-separated modules that define ``@job`` handlers, imported at cold start.
 ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
+#: Records of one batch handled at once (threads); 1 handles them one after the other.
+ENV_WORKER_CONCURRENCY = "JOBSCHED_WORKER_CONCURRENCY"
+DEFAULT_WORKER_CONCURRENCY = 10
 
 logger = Logger(service="jobsched-worker")
 metrics = Metrics(namespace=obs.NAMESPACE, service="worker")
@@ -51,11 +62,32 @@ def environment() -> tuple[Settings, Clients]:
     return Settings.from_env(), Clients()
 
 
+class LockedSink:
+    """A metric sink safe to share between the record threads (Powertools ``Metrics`` is not)."""
+
+    def __init__(self, sink: obs.MetricSink):
+        self._sink = sink
+        self._lock = threading.Lock()
+
+    def add(self, name: str, value: float = 1) -> None:
+        with self._lock:
+            self._sink.add(name, value)
+
+
+def concurrency() -> int:
+    """``JOBSCHED_WORKER_CONCURRENCY`` (at least 1); the default when unset or not a number."""
+    try:
+        return max(1, int(os.environ.get(ENV_WORKER_CONCURRENCY, DEFAULT_WORKER_CONCURRENCY)))
+    except ValueError:
+        return DEFAULT_WORKER_CONCURRENCY
+
+
 def make_worker(context: Any) -> Worker:
     """A worker whose lease owner is this invocation (its request id)."""
     settings, clients = environment()
     owner = f"worker:{getattr(context, 'aws_request_id', 'local')}"
-    return worker_from_settings(settings, clients, clock, owner, metrics=obs.PowertoolsSink(metrics))
+    sink = LockedSink(obs.PowertoolsSink(metrics))
+    return worker_from_settings(settings, clients, clock, owner, metrics=sink)
 
 
 @logger.inject_lambda_context(clear_state=True)
@@ -65,7 +97,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings, _ = environment()
 
     def record_handler(record: SQSRecord) -> str:
-        logger.append_keys(**obs.log_keys_of(record.body))
+        logger.thread_safe_append_keys(**obs.log_keys_of(record.body))
         remaining = context.get_remaining_time_in_millis() / 1000 if context else 900.0
         outcome = worker.process(
             record.body,
@@ -79,9 +111,25 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             raise DeferredDelivery(outcome.status)
         return outcome.status
 
-    return process_partial_response(
-        event=event,
-        record_handler=record_handler,
-        processor=BatchProcessor(event_type=EventType.SQS),  # per call: the local mode invokes concurrently
-        context=context,
-    )
+    def failed(raw: dict[str, Any]) -> str | None:
+        """The record's message id if it is to stay in the queue, else None (acknowledged)."""
+        record = SQSRecord(raw)
+        try:
+            record_handler(record)
+            return None
+        except DeferredDelivery:
+            return record.message_id
+        except Exception:  # one bad record never fails the batch: it is retried, then redriven
+            logger.exception("run delivery failed", extra={"message_id": record.message_id})
+            return record.message_id
+        finally:
+            logger.thread_safe_clear_keys()
+
+    records = list(event.get("Records") or [])
+    threads = min(concurrency(), len(records))
+    if threads <= 1:
+        results = [failed(r) for r in records]
+    else:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="record") as pool:
+            results = list(pool.map(failed, records))
+    return {"batchItemFailures": [{"itemIdentifier": i} for i in results if i is not None]}
