@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 
 from jobsched import observability as obs
 from jobsched.aws.attempts import Claim
+from jobsched.core.errors import LeaseLostError
 from jobsched.core.messages import RunMessage
 from jobsched.long_jobs.chunked import ChunkedJob, execution_name
 from jobsched.long_jobs.parent import ParentStore
@@ -69,7 +70,10 @@ class ExecutionStarter:
             described = self.sfn.describe_execution(executionArn=self.execution_arn(name))
             if described["status"] != "RUNNING":
                 return self._settle_closed(claim, name, described, snapshot, now)
-        self.parents.hand_over(claim, self.owner, name, job.name, msg.timeout_seconds, now)
+        try:
+            self.parents.hand_over(claim, self.owner, name, job.name, msg.timeout_seconds, now)
+        except LeaseLostError:  # another worker took the run over meanwhile; it hands it over instead
+            return Outcome("lease_lost", run.id, claim.attempt, detail={"execution": name})
         status = "chunked_started" if started else "chunked_running"
         return Outcome(status, run.id, claim.attempt, detail={"execution": name})
 
