@@ -10,6 +10,8 @@ Order of the writes for each job, chosen so that a crash at any point leaves a s
 3. only then is the job advanced, with a conditional update on the ``next_due_at``/``version`` it was
    read with and the shard lease's fencing token. A job whose sends failed is not advanced: the next
    tick re-plans it from the same cursor, finds its runs and re-sends them.
+4. an advance refused because the job was paused or deleted since the tick read it withdraws the runs
+   the tick queued ahead of the pause (or delete): they were created after its own withdrawal.
 """
 
 from __future__ import annotations
@@ -26,14 +28,17 @@ from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.clock import Clock
-from jobsched.core.errors import ValidationError
+from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.messages import RunMessage, delay_seconds
-from jobsched.core.models import Job, Run, RunState, Trigger, make_run_id
+from jobsched.core.models import Job, JobState, Run, RunState, Trigger, make_run_id
 from jobsched.core.policies import jitter_offset
 from jobsched.dispatch_plan import SKIP_REASON_REPLACED, JobPlan, plan_job
 from jobsched.settings import Settings
 
 logger = logging.getLogger(__name__)
+
+SKIP_REASON_PAUSED = "paused"
+SKIP_REASON_DELETED = "deleted"
 
 
 @dataclass
@@ -180,6 +185,7 @@ class Dispatcher:
             except StaleJobError as exc:
                 summary.jobs_stale += 1
                 logger.info("job %s not advanced: %s", item.job.id, exc.message)
+                summary.runs_skipped += self._withdraw_if_stopped(item.job, item.plan, now)
                 continue
             summary.jobs_advanced += 1
         return summary
@@ -219,6 +225,31 @@ class Dispatcher:
             summary.runs_cancelled += self._cancel(previous, now)
         plan.job.last_run_id = last_run_id
         return outgoing
+
+    def _withdraw_if_stopped(self, job: Job, plan: JobPlan, now: datetime) -> int:
+        """Withdraw the plan's runs queued ahead of a pause or delete that happened since ``job`` was read.
+
+        The pause withdraws the queued-ahead runs it finds; runs this tick created after that would
+        escape it and run while the job is paused. Their advance was refused, so here the ones still
+        queued and due after the pause (or this tick, for a deleted job) are recorded skipped as the
+        pause would have; their messages then run nothing. Returns how many were withdrawn.
+        """
+        if not plan.fire:
+            return 0
+        try:
+            current = self.jobs.get(job.tenant, job.id)
+        except NotFoundError:
+            reason, stopped_at = SKIP_REASON_DELETED, now
+        else:
+            if current.state is not JobState.PAUSED or current.paused_at is None:
+                return 0  # another tick or an edit advanced it: its runs stand
+            reason, stopped_at = SKIP_REASON_PAUSED, current.paused_at
+        withdrawn = 0
+        for occurrence in plan.fire:
+            run = self.runs.find(make_run_id(job.id, occurrence.at))
+            if run is not None and run.state is RunState.QUEUED and run.due_at > stopped_at:
+                withdrawn += self.runs.transition(run, RunState.SKIPPED, now, reason=reason) is not None
+        return withdrawn
 
     def _cancel(self, previous: Run, now: datetime) -> int:
         if previous.state is RunState.QUEUED:

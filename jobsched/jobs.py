@@ -26,13 +26,18 @@ from jobsched.core.errors import ConflictError, PreconditionFailedError, Validat
 from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware, shard_for
 from jobsched.core.policies import MISFIRE_POLICIES
 from jobsched.core.timeline import fires_between
-from jobsched.dispatch import Dispatcher, dispatcher_from_settings, new_run, outgoing_for
+from jobsched.dispatch import (
+    SKIP_REASON_DELETED,
+    SKIP_REASON_PAUSED,
+    Dispatcher,
+    dispatcher_from_settings,
+    new_run,
+    outgoing_for,
+)
 from jobsched.dispatch_plan import first_fire_after, schedule_of
 from jobsched.job_specs import KnownHandlers, spec_from_dict, validate_payload, validate_spec
 from jobsched.settings import Settings
 
-SKIP_REASON_PAUSED = "paused"
-SKIP_REASON_DELETED = "deleted"
 MAX_BACKFILL = 1000
 logger = logging.getLogger(__name__)
 _WRITE_ATTEMPTS = 3
