@@ -37,9 +37,11 @@ SLOW_CHUNK_SECONDS = 2.5
 def _test_handlers() -> Iterator[None]:
     register_test_handlers()
     chunked_job("test.slow", plan=_one_chunk)(_slow)
+    chunked_job("test.big", plan=_two_chunks, complete=_lengths)(_big)
     yield
     unregister_test_handlers()
     unregister("test.slow")
+    unregister("test.big")
 
 
 @pytest.fixture
@@ -61,6 +63,19 @@ def _slow(chunk: str, ctx: Any) -> dict:
     CALLS.append(("chunk", chunk))
     ctx.cancel_event.wait(SLOW_CHUNK_SECONDS)
     return {"chunk": chunk}
+
+
+def _two_chunks(payload: dict, ctx: Any) -> list:
+    return ["a", "b"]
+
+
+def _big(chunk: str, ctx: Any) -> dict:
+    """An output over the 4 KB inline limit: stored in S3, handed to complete() all the same."""
+    return {"blob": chunk * 5000}
+
+
+def _lengths(payload: dict, ctx: Any, summary: dict) -> list:
+    return [len(o["blob"]) for o in summary["outputs"]]
 
 
 def _short_heartbeat_env(env: Env) -> Env:
@@ -174,3 +189,37 @@ def test_a_replayed_chunked_run_starts_a_new_execution_from_scratch(env, clock):
     assert names == {execution_name(run.id), execution_name(run.id, 1)}
     stored = env.kit.runs.get(run.id)
     assert stored.state is RunState.RUNNING and stored.progress == {"done": 0, "total": None}
+
+
+def test_chunk_outputs_over_the_inline_limit_reach_complete_through_s3(env):
+    # Given chunks whose outputs are 5000 bytes each
+    run, _, _ = _start(env, "test.big", {})
+    name = execution_name(run.id)
+    # When the workflow is drained
+    env.drain(env.worker(), env.finished(name))
+    # Then complete() saw both outputs whole, and they were kept in S3, not on the chunk records
+    assert env.kit.runs.get(run.id).output == [5000, 5000]
+    keys = env.kit.aws.clients.s3.list_objects_v2(Bucket=env.kit.aws.settings.bucket)["Contents"]
+    assert sorted(k["Key"].rsplit("/", 1)[-1] for k in keys) == [
+        f"{name}-chunk-0-output.json",
+        f"{name}-chunk-1-output.json",
+    ]
+
+
+def test_a_message_of_an_execution_that_no_longer_drives_its_run_is_dropped_and_the_execution_stopped(env):
+    # Given a chunked run that finished, and a copy of one of its chunk messages
+    run, _, _ = _start(env, payload={"chunks": 1})
+    name = execution_name(run.id)
+    env.drain(env.worker(), env.finished(name))
+    (chunk_message,) = [m for m in env.seen if m["kind"] == "chunk.run"]
+    stops: list[dict] = []
+    env.sfn.meta.events.register(
+        "provide-client-params.states.StopExecution", lambda params, **_: stops.append(dict(params))
+    )
+    # When the copy is delivered late
+    out = env.worker().process(json.dumps(chunk_message), env.kit.clock.now())
+    # Then it is acknowledged as stale without running the chunk, and its execution is told to stop
+    assert out.status == "chunk_stale" and not out.defer
+    assert len([c for c in CALLS if c[0] == "chunk"]) == 1
+    assert [p["executionArn"] for p in stops] == [chunk_message["execution_id"]]
+    assert env.kit.runs.get(run.id).state is RunState.SUCCEEDED
