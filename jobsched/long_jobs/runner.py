@@ -27,6 +27,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -59,6 +60,23 @@ logger = logging.getLogger(__name__)
 MAX_PLAN_BYTES = 200_000
 #: Seconds a task message waits when its run is still being handed over to the execution.
 HANDOVER_WAIT_SECONDS = 5
+
+
+@dataclass
+class _Task:
+    """One workflow task in hand: the job, its run, the execution and the message."""
+
+    job: ChunkedJob
+    parent: Parent
+    name: str  # execution name
+    arn: str  # execution ARN
+    data: dict[str, Any]  # the message body
+    timeout: float  # seconds the step may run
+    visibility: tuple[str | None, str | None]  # (queue URL, receipt handle) of the message
+
+    @property
+    def token(self) -> str:
+        return str(self.data["task_token"])
 
 
 def chunk_kind(body: str) -> str | None:
@@ -161,8 +179,11 @@ class ChunkRunner:
             answer_failure(self.sfn, data["task_token"], error)
             return Outcome("chunk_failed", run_id, detail={"kind": kind, "error": error.message})
         step = {KIND_PLAN: self._plan, KIND_RUN: self._chunk, KIND_COMPLETE: self._complete}[kind]
-        visibility = (queue_url, receipt_handle)
-        return step(job, parent, name, arn, data, now, timeout, visibility)
+        try:
+            return step(_Task(job, parent, name, arn, data, timeout, (queue_url, receipt_handle)))
+        except LeaseLostError as lost:  # the run moved on (taken over, ended) while the step ran
+            logger.warning("%s", lost.message)
+            return Outcome("chunk_stale", run_id, detail={"kind": kind})
 
     def _gate(
         self, parent: Parent | None, name: str, arn: str, kind: str, data: dict, queue_url: Any, receipt: Any
@@ -184,32 +205,31 @@ class ChunkRunner:
         self._stop(arn, "jobsched.Stale", "the run is not driven by this execution any more")
         return Outcome("chunk_stale", run_id, detail={"kind": kind})
 
-    def _plan(self, job, parent, name, arn, data, now, timeout, visibility) -> Outcome:
-        run = parent.run
-        message = data["run"]["message"]
-        payload = self._payload(message)
-        ctx = ChunkContext(run.id, run.job_id, run.tenant, name, timeout)
-        result = self._run(lambda: job.plan(payload, ctx), ctx, parent, name, data, timeout, visibility)
+    def _plan(self, task: _Task) -> Outcome:
+        run = task.parent.run
+        payload = self._payload(task.data["run"]["message"])
+        ctx = ChunkContext(run.id, run.job_id, run.tenant, task.name, task.timeout)
+        result = self._run(lambda: task.job.plan(payload, ctx), ctx, task)
         if result.error is None and not _valid_plan(result.value):
             result.error = PermanentError(
                 f"plan must return a JSON list of chunks under {MAX_PLAN_BYTES} bytes "
                 "(descriptors such as ranges or keys, not the data)"
             )
-        if (ended := self._ended(result, parent, name, arn, data, "plan")) is not None:
+        if (ended := self._ended(result, task, "plan")) is not None:
             return ended
         chunks = list(result.value)
-        self.parents.set_total(parent, name, len(chunks), self.clock.now())
-        answer_success(self.sfn, data["task_token"], {"chunks": chunks})
+        self.parents.set_total(task.parent, task.name, len(chunks), self.clock.now())
+        answer_success(self.sfn, task.token, {"chunks": chunks})
         return Outcome("chunk_planned", run.id, detail={"chunks": len(chunks)})
 
-    def _chunk(self, job, parent, name, arn, data, now, timeout, visibility) -> Outcome:
-        run = parent.run
-        index, token = int(data["index"]), data["task_token"]
+    def _chunk(self, task: _Task) -> Outcome:
+        parent, name, run = task.parent, task.name, task.parent.run
+        index = int(task.data["index"])
         record = {} if index in parent.done else self.chunks.get(name, index)
         if index in parent.done or record.get("done_at"):
             if index not in parent.done:  # done, but the count was lost (crash in between)
-                self.parents.count_done(parent, name, index, now)
-            answer_success(self.sfn, token, {"index": index})
+                self.parents.count_done(parent, name, index, self.clock.now())
+            answer_success(self.sfn, task.token, {"index": index})
             return Outcome("chunk_already_done", run.id, detail={"index": index})
 
         def save(value: Any) -> None:
@@ -220,16 +240,14 @@ class ChunkRunner:
             run.job_id,
             run.tenant,
             name,
-            timeout,
+            task.timeout,
             index=index,
-            total=int(data["total"]),
+            total=int(task.data["total"]),
             checkpoint=record.get("checkpoint"),
             on_checkpoint=save,
         )
-        result = self._run(
-            lambda: job.run_chunk(data["chunk"], ctx), ctx, parent, name, data, timeout, visibility
-        )
-        if (ended := self._ended(result, parent, name, arn, data, "chunk")) is not None:
+        result = self._run(lambda: task.job.run_chunk(task.data["chunk"], ctx), ctx, task)
+        if (ended := self._ended(result, task, "chunk")) is not None:
             return ended
         finished = self.clock.now()
         inline, ref = result.value, None
@@ -238,32 +256,28 @@ class ChunkRunner:
             inline = None
         self.chunks.mark_done(name, index, finished, inline, ref)
         self.parents.count_done(parent, name, index, finished)
-        answer_success(self.sfn, token, {"index": index})
+        answer_success(self.sfn, task.token, {"index": index})
         return Outcome("chunk_succeeded", run.id, detail={"index": index})
 
-    def _complete(self, job, parent, name, arn, data, now, timeout, visibility) -> Outcome:
-        run = parent.run
-        total = len(data["run"].get("plan", {}).get("chunks", []))
+    def _complete(self, task: _Task) -> Outcome:
+        run = task.parent.run
+        total = len(task.data["run"].get("plan", {}).get("chunks", []))
         outputs = [
             self.outputs.get_json(r["output_ref"]) if r.get("output_ref") else r.get("output")
-            for r in self.chunks.outputs(name, total)
+            for r in self.chunks.outputs(task.name, total)
         ]
         summary = {"chunks": total, "outputs": outputs}
-        payload = self._payload(data["run"]["message"])
-        ctx = ChunkContext(run.id, run.job_id, run.tenant, name, timeout)
-        fn = lambda: job.complete(payload, ctx, summary)  # noqa: E731
-        result = self._run(fn, ctx, parent, name, data, timeout, visibility)
-        if (ended := self._ended(result, parent, name, arn, data, "complete")) is not None:
+        payload = self._payload(task.data["run"]["message"])
+        ctx = ChunkContext(run.id, run.job_id, run.tenant, task.name, task.timeout)
+        result = self._run(lambda: task.job.complete(payload, ctx, summary), ctx, task)
+        if (ended := self._ended(result, task, "complete")) is not None:
             return ended
         finished = self.clock.now()
         inline, ref = self.outputs.place_output(run.tenant, run.id, run.attempt, result.value)
-        try:
-            self.parents.succeed(parent, name, finished, output=inline, output_ref=ref)
-        except LeaseLostError:
-            return Outcome("chunk_stale", run.id, detail={"kind": KIND_COMPLETE})
+        self.parents.succeed(task.parent, task.name, finished, output=inline, output_ref=ref)
         self.metrics.add(obs.RUNS_SUCCEEDED)
-        answer_success(self.sfn, data["task_token"], _result(inline, ref))
-        return Outcome("succeeded", run.id, run.attempt, detail={"execution": name, "output_ref": ref})
+        answer_success(self.sfn, task.token, _result(inline, ref))
+        return Outcome("succeeded", run.id, run.attempt, detail={"execution": task.name, "output_ref": ref})
 
     def _failed(self, parent: Parent | None, name: str, arn: str, data: dict, now: datetime) -> Outcome:
         run_id = data["run_id"]
@@ -288,51 +302,41 @@ class ChunkRunner:
 
     # --- helpers ---------------------------------------------------------------------------------
 
-    def _run(
-        self,
-        fn: Callable[[], Any],
-        ctx: ChunkContext,
-        parent: Parent,
-        name: str,
-        data: dict,
-        timeout: float,
-        visibility: tuple[Any, Any],
-    ) -> StepResult:
+    def _run(self, fn: Callable[[], Any], ctx: ChunkContext, task: _Task) -> StepResult:
+        """Run one step with heartbeats that also keep the message invisible and the run leased."""
         cancel_seen = threading.Event()
-        queue_url, receipt = visibility
+        queue_url, receipt = task.visibility
 
         def renew() -> None:
             _set_visibility(self.sqs, queue_url, receipt, int(self.heartbeat_seconds * 3) + 30)
-            if self.parents.heartbeat(parent, name, self.clock.now()):
+            if self.parents.heartbeat(task.parent, task.name, self.clock.now()):
                 cancel_seen.set()
                 ctx.cancel_event.set()
 
         return run_step(
             fn,
             sfn=self.sfn,
-            task_token=data["task_token"],
+            task_token=task.token,
             renew=renew,
             interval_seconds=self.heartbeat_seconds,
-            timeout_seconds=timeout,
+            timeout_seconds=task.timeout,
             cancel_event=ctx.cancel_event,
             cancel_seen=cancel_seen,
         )
 
-    def _ended(
-        self, result: StepResult, parent: Parent, name: str, arn: str, data: dict, what: str
-    ) -> Outcome | None:
+    def _ended(self, result: StepResult, task: _Task, what: str) -> Outcome | None:
         """None when the step succeeded; otherwise the outcome of a cancelled, lost or failed step."""
-        run_id = parent.run.id
+        run_id = task.parent.run.id
         if result.cancelled:
-            return self._cancel(parent, name, arn, self.clock.now())
+            return self._cancel(task.parent, task.name, task.arn, self.clock.now())
         if result.lost:
             return Outcome("chunk_lost", run_id, detail={"step": what})
         if result.error is not None:
-            code = answer_failure(self.sfn, data["task_token"], result.error)
+            code = answer_failure(self.sfn, task.token, result.error)
             info = error_info(result.error)
-            where = f"chunk {data['index']}" if "index" in data else what
-            self.parents.note_error(parent, name, f"{where}: {info['type']}: {info['message']}")
-            return Outcome("chunk_failed", run_id, detail={"step": what, "error": code, **_index(data)})
+            where = f"chunk {task.data['index']}" if "index" in task.data else what
+            self.parents.note_error(task.parent, task.name, f"{where}: {info['type']}: {info['message']}")
+            return Outcome("chunk_failed", run_id, detail={"step": what, "error": code, **_index(task.data)})
         return None
 
     def _cancel(self, parent: Parent, name: str, arn: str, now: datetime) -> Outcome:
