@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import aws_cdk as cdk
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_stepfunctions as sfn
@@ -16,6 +17,7 @@ from constructs import Construct
 
 from infra.config import StackConfig
 from infra.functions import function_spec, make_function
+from infra.nag import acknowledge
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
@@ -52,6 +54,18 @@ class Workers(Construct):
         payloads.grant_objects(self.worker, "s3:GetObject", "s3:PutObject")
         state_machine.grant_task_response(self.worker)
         state_machine.grant_start_execution(self.worker)
+        # Chunked runs: read an execution's result, stop the execution of a cancelled run.
+        state_machine.grant_execution(self.worker, "states:DescribeExecution", "states:StopExecution")
+        machine_id = cdk.Stack.of(self).resolve(state_machine.node.default_child.logical_id)  # type: ignore[union-attr]
+        execution_name = '{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"' + machine_id + '"}]}]}'
+        acknowledge(
+            self.worker.role,  # type: ignore[arg-type]
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>"
+            f":execution:{execution_name}:*]",
+            "Execution names are run ids, known only at run time, so DescribeExecution/StopExecution are "
+            "granted on the executions of this one state machine ('execution:<machine>:*'); the actions "
+            "are listed explicitly.",
+        )
         self.mappings: dict[str, sources.SqsEventSource] = {}
         for kind in queues.kinds:
             queue = queues.queue(kind)

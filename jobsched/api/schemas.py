@@ -302,6 +302,10 @@ class RunOut(BaseModel):
     skip_reason: str | None = None
     skipped_count: int | None = None
     cancel_requested: bool = False
+    progress: dict[str, int | None] | None = Field(
+        default=None,
+        description="chunked runs: {done, total} chunks (total is null until the plan step has run)",
+    )
     replays: list[dict[str, Any]] = Field(
         default_factory=list,
         description="each replay, retry and discard of the run: {action, at, from_attempt, payload_changed}",

@@ -82,8 +82,17 @@ def run_view(run: Run) -> RunOut:
         skip_reason=run.skip_reason,
         skipped_count=run.skipped_count,
         cancel_requested=run.cancel_requested,
+        progress=_progress(run.progress),
         replays=list(run.replays),
     )
+
+
+def _progress(progress: dict[str, Any] | None) -> dict[str, int | None] | None:
+    """A chunked run's ``{done, total}`` (stored as DynamoDB numbers) as plain integers."""
+    if not progress:
+        return None
+    total = progress.get("total")
+    return {"done": int(progress.get("done") or 0), "total": None if total is None else int(total)}
 
 
 def _output_ref(run: Run) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from jobsched.core.keys import parse_run_id
 from tests.functions.events import ACME, body_of
 
 FAILING = {"target": {"handler": "demo.fail"}, "payload": {"kind": "permanent", "message": "bad input"}}
@@ -184,3 +185,25 @@ def test_replay_of_a_run_that_is_not_a_dead_letter_is_404(call, create_job):
     run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
     response = call("POST", f"/dead-letters/{run['id']}/replay", headers=ACME)
     assert response["statusCode"] == 404
+
+
+def test_a_chunked_runs_progress_is_shown_as_integers(call, create_job, work_queue, aws):
+    # Given a run whose item carries chunk progress (as the chunk runner writes it: DynamoDB numbers)
+    job = create_job(ACME, payload={"greeting": "hi"})
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    job_id, run_key = parse_run_id(run["id"])
+    aws.clients.dynamodb.update_item(
+        TableName=aws.settings.runs_table,
+        Key={"job_id": {"S": job_id}, "run_key": {"S": run_key}},
+        UpdateExpression="SET progress = :p",
+        ExpressionAttributeValues={":p": {"M": {"done": {"N": "2"}, "total": {"N": "5"}}}},
+    )
+    # When it is read through the API / Then progress is {done, total} as plain numbers
+    body = body_of(call("GET", f"/runs/{run['id']}", headers=ACME))
+    assert body["progress"] == {"done": 2, "total": 5}
+
+
+def test_a_plain_run_has_no_progress(call, create_job):
+    job = create_job(ACME)
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    assert body_of(call("GET", f"/runs/{run['id']}", headers=ACME))["progress"] is None

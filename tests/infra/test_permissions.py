@@ -86,3 +86,13 @@ def test_api_reads_payload_objects_but_cannot_write_them(synth):
 @pytest.mark.parametrize("function_name", ["api", "dispatcher", "dlq_consumer", "sweeper"])
 def test_only_the_worker_answers_task_tokens(synth, function_name):
     assert "states:SendTaskSuccess" not in _actions(synth, function_name)
+
+
+def test_worker_may_read_and_stop_executions_of_chunked_runs_only(synth):
+    # Chunked runs: the worker reads an execution's result and stops the execution of a cancelled run;
+    # both are scoped to executions of our state machine, and no other function may do either.
+    for action in ("states:DescribeExecution", "states:StopExecution"):
+        resources = _resources_for(synth, "worker", action)
+        assert resources and all("execution" in str(r) for r in resources), resources
+        for other in ("api", "dispatcher", "dlq_consumer", "sweeper"):
+            assert action not in _actions(synth, other)
