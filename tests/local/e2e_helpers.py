@@ -26,6 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import boto3
+
 from jobsched import resources
 from jobsched.client import ApiClient
 
@@ -43,8 +45,11 @@ class EmbeddedProcess:
         enqueue_horizon_seconds: int = 2,
         tick_seconds: float = 0.5,
         shards: int = 2,
+        **config: Any,
     ):
+        """``config``: further :class:`LocalConfig` fields (e.g. ``slots``)."""
         options = {
+            **config,
             "port": 0,
             "tenants": tenants,
             "demo": False,
@@ -85,6 +90,22 @@ class EmbeddedProcess:
                 break
             time.sleep(0.05)
         raise AssertionError("the embedded mode did not start:\n" + "\n".join(self.lines))
+
+    def queue_depth(self, kind: str) -> int:
+        """Messages in the ``kind`` queue, visible, in flight or delayed (read from the child's moto)."""
+        line = next(line for line in self.lines if line.startswith("QUEUES "))
+        url = json.loads(line.removeprefix("QUEUES "))[kind]
+        sqs = boto3.client(
+            "sqs",
+            endpoint_url=url.split("/", 3)[0] + "//" + url.split("/", 3)[2],
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+        names = ["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"]
+        names.append("ApproximateNumberOfMessagesDelayed")
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
+        return sum(int(attributes.get(name, 0)) for name in names)
 
     def client(self, tenant: str) -> ApiClient:
         return ApiClient(self.url, token=self.tokens[tenant], timeout=60)
@@ -164,6 +185,9 @@ def main(argv: list[str]) -> int:
     try:
         mode.start()
         emit(f"logs {log.name}")
+        assert mode.provisioned is not None
+        queues = {kind: ref.url for kind, ref in mode.provisioned.queues.items()}
+        emit(f"QUEUES {json.dumps(queues)}")
         emit(f"API on {mode.api_url}")
         mode.wait()
     finally:

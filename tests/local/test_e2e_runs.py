@@ -20,17 +20,24 @@ pytestmark = pytest.mark.slow
 TENANT, TOKEN = "e2e", "tok-e2e-runs"
 # The worker heartbeats every third of its 60 s lease: a running run sees its cancel flag within 20 s.
 CANCEL_SEEN_WITHIN = 45.0
+LOW_SLOTS = 2  # concurrent worker invocations of the low queue
 
 
 @pytest.fixture(scope="module")
-def client() -> Iterator[ApiClient]:
-    """Given the embedded mode with the real functions and one tenant, and that tenant's API client."""
-    process = EmbeddedProcess({TENANT: TOKEN})
+def process() -> Iterator[EmbeddedProcess]:
+    """Given the embedded mode with the real functions and one tenant."""
+    process = EmbeddedProcess({TENANT: TOKEN}, slots={"high": 2, "default": 2, "low": LOW_SLOTS, "long": 1})
     try:
         process.wait_ready()
-        yield process.client(TENANT)
+        yield process
     finally:
         process.stop()
+
+
+@pytest.fixture
+def client(process: EmbeddedProcess) -> ApiClient:
+    """The tenant's API client."""
+    return process.client(TENANT)
 
 
 def test_a_permanent_failure_replayed_with_a_corrected_payload_succeeds(client: ApiClient) -> None:
@@ -90,7 +97,7 @@ def test_cancelling_a_running_sleep_stops_it_early(client: ApiClient) -> None:
     assert client.list_all("/dead-letters", {"job_id": created["id"]}) == []
 
 
-def test_cancelling_a_queued_run_cancels_it_at_once(client: ApiClient) -> None:
+def test_cancelling_a_queued_run_cancels_it_at_once(process: EmbeddedProcess, client: ApiClient) -> None:
     # Given both worker slots of the low queue busy with long sleeps, and a third low run waiting
     created = client.create_job(
         job(
@@ -103,11 +110,12 @@ def test_cancelling_a_queued_run_cancels_it_at_once(client: ApiClient) -> None:
         )
     )
     busy = []
-    for _ in range(2):  # one at a time, so each takes its own slot
+    for _ in range(LOW_SLOTS):  # one at a time, so each takes its own slot
         busy.append(client.trigger_job(created["id"])["id"])
         wait_for(lambda: run_state(client, busy[-1], "running"), timeout=60, interval=0.2)
     waiting = client.trigger_job(created["id"])["id"]
     assert client.get_run(waiting)["state"] == "queued"
+    assert process.queue_depth("low") == LOW_SLOTS + 1  # its message waits for a slot
 
     try:
         # When the waiting run is cancelled
@@ -115,9 +123,10 @@ def test_cancelling_a_queued_run_cancels_it_at_once(client: ApiClient) -> None:
 
         # Then it is cancelled at once, never attempted
         assert answer["state"] == "cancelled" and answer["attempts"] == []
-        # And when a slot frees up, its message runs nothing: it stays cancelled with no attempt
+        # And when a slot frees up, its message is consumed and runs nothing: it stays cancelled
         client.cancel_run(busy[0])
         wait_for(lambda: run_state(client, busy[0], "cancelled"), timeout=CANCEL_SEEN_WITHIN, interval=0.3)
+        wait_for(lambda: process.queue_depth("low") == LOW_SLOTS - 1, timeout=30, interval=0.3)
         after = client.get_run(waiting)
         assert after["state"] == "cancelled" and after["attempts"] == []
         assert {r["id"] for r in runs_of(client, created["id"])} == {*busy, waiting}
