@@ -4,7 +4,8 @@ The watcher needs no hook in the worker or the dispatcher: every ``interval`` se
 tenant's recent runs through the KEYS_ONLY ``tenant_index`` (its sort key starts with the scheduled
 instant, so a key range bounds the scan), reads the state of the runs not yet seen finished, and
 prints what changed: ``HH:MM:SS  <event>  <job name>  <run id>``. Runs the dispatcher queued ahead
-of their instant are reported as queued when that instant comes, so the log reads in time order.
+of their instant are reported as queued when that instant comes, so the log reads in time order (and
+are not read before it: a burst queued ahead costs the emulated DynamoDB nothing until it falls due).
 A state that lasted less than one interval may go unseen (a fast run can show queued then
 succeeded); the final state is always seen.
 """
@@ -94,7 +95,15 @@ class RunEventWatcher:
             # Runs in the window, plus every run seen unfinished however old (a long backoff, a slow job).
             active = [k for k, (state, _) in seen.items() if state not in FINAL_STATES]
             candidates = dict.fromkeys([*self._recent_keys(tenant, now), *active])
-            keys = [k for k in candidates if seen.get(k, ("", 0))[0] not in FINAL_STATES]
+            # A run not seen yet whose instant is still ahead can only be queued (nothing starts before its
+            # instant), and would not be reported yet: not read at all, so a burst queued ahead costs
+            # the server nothing until it falls due.
+            keys = [
+                k
+                for k in candidates
+                if seen.get(k, ("", 0))[0] not in FINAL_STATES
+                and (k in seen or scheduled_at_from_run_key(k[1]) <= now)
+            ]
             for item in self._get_runs(keys):
                 key = (item["job_id"]["S"], item["run_key"]["S"])
                 state = item["state"]["S"]

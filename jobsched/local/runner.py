@@ -5,14 +5,24 @@ infra sets on the Lambda functions, plus ``AWS_ENDPOINT_URL`` and fake credentia
 (from :mod:`jobsched.resources`), the functions (imported only now, so they build their clients
 exactly as on AWS), then the queue pollers, the schedules, the HTTP bridge and the run-event log.
 ``stop()`` undoes all of it -- threads joined, server closed, environment restored -- in a few seconds.
+
+moto runs in a child process (:class:`MotoProcess`), not in a thread of this one: everything else here
+(pollers, worker invocations, ticks, the API) is Python sharing one interpreter lock, and moto's
+request handling is most of the CPU a run costs, so in its own process it gets the second core instead
+of competing with the workers (the 100-run lag burst of ``jobsched bench --lag`` uses a third of the
+CPU in this process and starts its runs sooner; see docs/performance.md).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import subprocess
+import sys
+import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
@@ -26,12 +36,77 @@ from jobsched.local.http_bridge import HttpBridge
 from jobsched.local.invoke import Function, Handler, function_spec, load_handler
 from jobsched.local.pollers import QueuePoller
 from jobsched.local.provision import Provisioned, provision
-from jobsched.local.server import MotoServer
+from jobsched.local.server import MOTO_CONFIG, MotoServer
 from jobsched.local.ticker import Periodic, dispatcher_schedules
 
 log = logging.getLogger(__name__)
 
 REGION = "us-east-1"
+
+#: The child's program: moto's own server (``moto.server.main``), quiet, ended when our end of its
+#: stdin closes -- so a parent that dies without ``stop()`` (SIGKILL) leaves no server behind.
+_MOTO_CHILD = """
+import logging, os, sys, threading
+logging.getLogger("werkzeug").setLevel(logging.WARNING)
+def _orphaned():
+    sys.stdin.buffer.read()
+    os._exit(0)
+threading.Thread(target=_orphaned, daemon=True).start()
+from moto.server import main
+main(sys.argv[1:])
+"""
+
+
+class MotoProcess(MotoServer):
+    """moto's server in a child process on ``host:port`` (same interface as :class:`MotoServer`)."""
+
+    START_TIMEOUT_SECONDS = 60.0
+
+    def __init__(self, port: int | None = None, *, host: str = "127.0.0.1"):
+        super().__init__(port, host=host)
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self, environ: MutableMapping[str, str]) -> None:
+        environ["MOTO_PORT"] = str(self.port)
+        with tempfile.TemporaryFile() as errors:  # the child's stderr: read only if it fails to start
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", _MOTO_CHILD, "-H", self.host, "-p", str(self.port)],
+                env=dict(environ),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+            )
+            deadline = time.monotonic() + self.START_TIMEOUT_SECONDS
+            while not self._ready():
+                if self._process.poll() is not None or time.monotonic() > deadline:
+                    self.stop()
+                    errors.seek(0)
+                    detail = " ".join(errors.read().decode(errors="replace").strip().splitlines()[-3:])
+                    raise RuntimeError(f"moto server on port {self.port} did not start: {detail}")
+                time.sleep(0.05)
+        self._post_config(MOTO_CONFIG)
+
+    def _ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"{self.endpoint_url}/moto-api/data.json", timeout=1) as response:
+                response.read()
+            return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        """Terminate the child and wait for it (killed after 5 s); idempotent."""
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.stdin is not None:
+            process.stdin.close()
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
 
 
 class EmbeddedMode:
@@ -59,7 +134,7 @@ class EmbeddedMode:
         self.environ = os.environ if environ is None else environ
         self.out = out
         self.stop_event = threading.Event()
-        self.server = MotoServer(config.moto_port, host=config.host)
+        self.server = MotoProcess(config.moto_port, host=config.host)
         self.functions: dict[str, Function] = {}
         self.provisioned: Provisioned | None = None
         self.bridge: HttpBridge | None = None

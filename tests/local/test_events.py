@@ -130,3 +130,33 @@ def test_a_run_queued_ahead_is_reported_when_it_falls_due(runs: RunsFixture) -> 
     clock[0] = NOW + timedelta(seconds=30)
     # Then the queued line comes at its instant
     assert [line.split()[1:] for line in w.poll()] == [["queued", "ahead", run_id]]
+
+
+class CountingDynamo:
+    """The real client, with the keys of every ``batch_get_item`` noted."""
+
+    def __init__(self, client) -> None:
+        self.client = client
+        self.keys_read: list[str] = []
+
+    def batch_get_item(self, **kwargs):
+        for request in kwargs["RequestItems"].values():
+            self.keys_read += [key["run_key"]["S"] for key in request["Keys"]]
+        return self.client.batch_get_item(**kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_a_run_queued_ahead_is_not_read_before_its_instant(runs: RunsFixture) -> None:
+    # Given a run queued 30 s ahead and a run due now, watched through a client that notes its reads
+    lines: list[str] = []
+    runs.job("ev5", "j-ahead", "ahead")
+    runs.run("ev5", "j-ahead", NOW + timedelta(seconds=30), "queued")
+    runs.run("ev5", "j-now", NOW, "queued")
+    w = watcher(runs, "ev5", lines)
+    w.dynamodb = counting = CountingDynamo(runs.dynamodb)
+    # When the watcher polls before the first run's instant
+    w.poll()
+    # Then only the run due now was read
+    assert counting.keys_read == [run_key_for(NOW)]
