@@ -1,8 +1,10 @@
 """Independent evidence of what the pipeline executed, and per-function tallies of what it consumed.
 
-:class:`Executions` is fed by a handler registered only for the benchmark (``bench.echo``: it returns
-its payload, as ``demo.echo`` does, and records ``(run_id, attempt)``), so duplicates and lost runs are
-counted from what actually ran, not from the system's own counters.
+:class:`Executions` is fed by the handlers registered only for the benchmark, which record
+``(run_id, attempt)``, so duplicates and lost runs are counted from what actually ran, not from the
+system's own counters. ``bench.summary`` (the headline) returns a small result about its payload, as a
+typical job returns a status or a count; ``bench.echo`` returns its whole payload, as ``demo.echo``
+does, so a 1 KB payload makes a 1 KB output stored on the run item (the variant reported beside it).
 
 :class:`Tally` attributes the metering recorder's counters to the function (or the event source
 mapping) that caused them, by taking the difference of its meter around each invocation. The harness
@@ -20,10 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobsched.aws.metering import Meter
+from jobsched.core.messages import payload_size
 from jobsched.targets.context import JobContext
 from jobsched.targets.registry import is_registered, job
 
 BENCH_HANDLER = "bench.echo"
+SUMMARY_HANDLER = "bench.summary"
+#: What the handler returns -> its name: ``summary`` (a small result) or ``echo`` (the payload itself).
+HANDLERS = {"summary": SUMMARY_HANDLER, "echo": BENCH_HANDLER}
 
 
 class Executions:
@@ -72,8 +78,8 @@ def unsuccessful(
 EXECUTIONS = Executions()
 
 
-def register_bench_handler() -> str:
-    """Register ``bench.echo`` (once per process) and return its name."""
+def register_bench_handler(output: str = "echo") -> str:
+    """Register the benchmark handlers (once per process); return the name of the one for ``output``."""
     if not is_registered(BENCH_HANDLER):
 
         @job(BENCH_HANDLER)
@@ -82,7 +88,15 @@ def register_bench_handler() -> str:
             EXECUTIONS.record(ctx.run_id, ctx.attempt)
             return payload
 
-    return BENCH_HANDLER
+    if not is_registered(SUMMARY_HANDLER):
+
+        @job(SUMMARY_HANDLER)
+        def bench_summary(payload: dict, ctx: JobContext) -> Any:
+            """Return what a job typically returns (a status and a count), record the execution."""
+            EXECUTIONS.record(ctx.run_id, ctx.attempt)
+            return {"ok": True, "payload_bytes": payload_size(payload)}
+
+    return HANDLERS[output]
 
 
 @dataclass

@@ -6,17 +6,22 @@ Shape of a benchmark (``run_pipeline``):
    mode's provisioning) and export the function environment with the deployment defaults (shards,
    look-ahead, enqueue horizon); moto's SQS follows the benchmark's fake clock
    (:mod:`jobsched.bench.environment`);
-2. create ``jobs`` per-minute cron jobs (``* * * * *``, 1 KB payload, handler ``bench.echo``) through
-   the job service, spread over the shards by job id as in production;
+2. create ``jobs`` per-minute cron jobs (``* * * * *``, 1 KB payload) through the job service, spread
+   over the shards by job id as in production; the handler is ``bench.summary`` (returns a small
+   result, as a typical job does) or, with ``output="echo"``, ``bench.echo`` (returns its 1 KB payload,
+   which then sits on the run item: 1 WRU more per completion);
 3. every simulated minute: set the fake clock to the minute, invoke the real dispatcher handler once
    per shard with its tick event, then drain the queues into the real worker handler
    (:class:`jobsched.bench.harness.Harness`);
 4. a warm-up of one enqueue cycle (horizon / 1 minute) first brings the pipeline to its steady state
    -- runs enqueued ahead, functions initialised -- and is not counted; then ``runs / jobs`` minutes,
    rounded up to whole enqueue cycles, are measured;
-5. the evidence: ``bench.echo`` recorded each execution; the run records are read back (unmetered);
+5. the evidence: the handler recorded each execution; the run records are read back (unmetered);
    every occurrence due in the simulated time (warm-up included) must have exactly one execution and
    a succeeded run, or it counts as lost (or duplicated).
+
+With ``echo_variant`` (the default) the same benchmark then runs again with ``bench.echo`` and its
+figures are reported beside the headline (``variants.echo_output``), so both are always measured.
 
 The cost per run is the measured window's consumption divided by the runs due in it that succeeded.
 A job is advanced (and its next runs created) once per enqueue cycle, so only a window of whole cycles
@@ -32,7 +37,7 @@ from __future__ import annotations
 import math
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -62,6 +67,8 @@ class PipelineConfig:
     shards: int = resources.DEFAULT_SHARDS
     payload_bytes: int = 1024
     start: datetime = DEFAULT_START
+    output: str = "summary"  # what the handler returns: "summary" (small) or "echo" (the payload)
+    echo_variant: bool = True  # also measure output="echo" and report it beside the headline
 
     def window(self) -> tuple[int, int]:
         """(jobs, minutes): as many jobs as asked (at most ``runs``), minutes rounded up to cover ``runs``."""
@@ -88,6 +95,7 @@ class PipelineResult:
     not_succeeded: dict[str, str] = field(default_factory=dict)  # run id -> state (or "missing")
     unmetered_calls: dict[str, dict[str, int]] = field(default_factory=dict)  # function -> op -> calls
     aws_call_seconds: dict[str, float] = field(default_factory=dict)  # function -> time inside AWS calls
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> summary of its figures
 
     def per_run(self) -> Usage | None:
         return self.usage.per_run(self.succeeded) if self.succeeded else None
@@ -146,6 +154,19 @@ class PipelineResult:
             "breakdown": self.breakdown(),
             "unmetered_calls": self.unmetered_calls,
             "setup": self.setup,
+            **({"variants": self.variants} if self.variants else {}),
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """The headline figures and the worker's share, for reporting a variant beside another run."""
+        full = self.to_dict()
+        keys = ("runs", "succeeded", "duplicates", "lost", "wru", "rru", "lambda_gb_seconds")
+        return {
+            **{k: full[k] for k in keys},
+            "usd_per_million_runs": full["usd_per_million_runs"],
+            "usd_breakdown_per_million_runs": full["usd_breakdown_per_million_runs"],
+            "worker_operations": full["breakdown"].get("worker", {}).get("operations", {}),
+            "handler": self.setup["handler"],
         }
 
 
@@ -159,7 +180,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
     """Run the benchmark described by ``config`` and return its figures (see the module docstring)."""
     config = config or PipelineConfig()
     jobs, minutes = config.window()
-    handler = register_bench_handler()
+    handler = register_bench_handler(config.output)
     started = time.perf_counter()
     clock = FakeClock(config.start - timedelta(seconds=30))
     with (
@@ -230,7 +251,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
         "(moto's ConsumedCapacity ignores both)",
         "handler_time": "wall time around each handler call, moto included: an upper bound",
     }
-    return PipelineResult(
+    result = PipelineResult(
         config=config,
         runs=len(window),
         succeeded=succeeded,
@@ -245,3 +266,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
         unmetered_calls=unmetered,
         aws_call_seconds=dict(calls.seconds),
     )
+    if config.echo_variant and config.output != "echo":
+        echo = run_pipeline(replace(config, output="echo", echo_variant=False))
+        result.variants["echo_output"] = echo.summary()
+    return result

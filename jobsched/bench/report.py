@@ -18,7 +18,8 @@ def pipeline_text(figures: dict[str, Any]) -> str:
     setup = figures["setup"]
     lines = [
         f"run pipeline: {figures['runs']} runs ({setup['jobs']} jobs x {setup['minutes']} minutes, "
-        f"'{setup['schedule']}', {setup['payload_bytes']} B payload, {setup['shards']} shards) "
+        f"'{setup['schedule']}', {setup['payload_bytes']} B payload, handler {setup['handler']}, "
+        f"{setup['shards']} shards) "
         f"in {setup['elapsed_seconds']} s",
         f"  succeeded {figures['succeeded']}   duplicates {figures['duplicates']}   lost {figures['lost']}",
         f"  per successful run: {_fmt(figures['wru'])} WRU, {_fmt(figures['rru'])} RRU, "
@@ -35,6 +36,12 @@ def pipeline_text(figures: dict[str, Any]) -> str:
         )
         for name in ("dynamodb_writes", "dynamodb_reads", "sqs", "lambda_requests", "lambda_duration"):
             lines.append(f"    {name:<18} {usd[name]:>8.3f}")
+    for name, variant in (figures.get("variants") or {}).items():
+        lines.append(
+            f"  variant {name} (handler {variant['handler']}): {_fmt(variant['wru'])} WRU per run, "
+            f"USD per million runs {_fmt(variant['usd_per_million_runs'], 3)}; succeeded "
+            f"{variant['succeeded']}, duplicates {variant['duplicates']}, lost {variant['lost']}"
+        )
     lines.append("  per successful run, by function and operation:")
     lines.append(f"    {'function / operation':<38} {'requests':>9} {'WRU':>8} {'RRU':>8}")
     for function, entry in figures["breakdown"].items():
