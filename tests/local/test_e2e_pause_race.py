@@ -49,3 +49,19 @@ def test_a_run_due_before_the_pause_is_left_to_run(pipeline) -> None:  # noqa: F
 
     # Then the run, due before the pause (not queued ahead of it), stays queued, as the pause leaves it
     assert pipeline.dispatcher.runs.get(make_run_id(job.id, DUE)).state is RunState.QUEUED
+
+
+def test_runs_a_tick_enqueues_for_a_job_deleted_since_it_read_it_are_withdrawn(pipeline) -> None:  # noqa: F811
+    # Given an hourly job as a tick read it 30 s before its occurrence, deleted right after that read
+    job = pipeline.jobs.create("acme", HOURLY, T0 + timedelta(minutes=1))
+    tick_now = DUE - timedelta(seconds=30)
+    read_by_tick = pipeline.jobs.get("acme", job.id)
+    assert pipeline.jobs.delete("acme", job.id, tick_now + timedelta(milliseconds=5)) == []
+
+    # When the tick goes on with the job it read
+    summary = pipeline.dispatcher.dispatch_jobs([read_by_tick], tick_now)
+
+    # Then the run it created is withdrawn as the delete would have: skipped, reason deleted
+    assert summary.jobs_stale == 1
+    run = pipeline.dispatcher.runs.get(make_run_id(job.id, DUE))
+    assert (run.state, run.skip_reason) == (RunState.SKIPPED, "deleted")
