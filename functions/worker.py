@@ -35,13 +35,11 @@ import jobsched.demo_handlers  # noqa: F401  (registers demo.*)
 from jobsched import observability as obs
 from jobsched.aws.clients import Clients
 from jobsched.core.clock import Clock, SystemClock
+from jobsched.resources import ENV_HANDLER_MODULES, ENV_WORKER_CONCURRENCY
 from jobsched.settings import Settings
 from jobsched.work import Worker, queue_url_for_arn, worker_from_settings
 
-#: Comma-separated modules that define ``@job`` handlers, imported at cold start.
-ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
 #: Records of one batch handled at once (threads); 1 handles them one after the other.
-ENV_WORKER_CONCURRENCY = "JOBSCHED_WORKER_CONCURRENCY"
 DEFAULT_WORKER_CONCURRENCY = 10
 
 logger = Logger(service="jobsched-worker")

@@ -30,6 +30,8 @@ ENV_WORKER_TIMEOUT_SECONDS = "JOBSCHED_WORKER_TIMEOUT_SECONDS"
 #: Comma-separated modules that register job handlers (``@job``), imported by the api function (so an
 #: unknown handler is refused at job creation) and by the worker (so it can run them).
 ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
+#: Records of one SQS batch the worker handles at once (threads; each record has its own lease).
+ENV_WORKER_CONCURRENCY = "JOBSCHED_WORKER_CONCURRENCY"
 
 PRIORITIES = ("high", "default", "low")
 QUEUE_KINDS = (*PRIORITIES, "long")
