@@ -1,8 +1,9 @@
 """The HTTP API: API Gateway HTTP API in front of the ``api`` function.
 
-Every route but ``GET /health`` needs an identity: IAM (SigV4) by default, or a JWT authorizer when
-the deployment sets ``auth_mode=jwt``. The ``$default`` stage writes JSON access logs and throttles.
-The tenant is resolved by the function from the authenticated identity, never from the request.
+Every route but ``GET /health``, ``/docs`` and ``/openapi.json`` needs an identity: IAM (SigV4) by
+default, or a JWT authorizer when the deployment sets ``auth_mode=jwt``. The ``$default`` stage
+writes JSON access logs and throttles. The tenant is resolved by the function from the authenticated
+identity, never from the request.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from infra.queues import Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM
+from jobsched.api.gate import PUBLIC_PATHS
 from jobsched.resources import ENV_AUTH_MODE, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
 
 ACCESS_LOG_FORMAT = {
@@ -95,19 +97,21 @@ class Api(Construct):
         )
         integration = integrations.HttpLambdaIntegration("Api", self.function)
         self.http_api.add_routes(path="/{proxy+}", methods=[apigw.HttpMethod.ANY], integration=integration)
-        health = self.http_api.add_routes(
-            path="/health",
-            methods=[apigw.HttpMethod.GET],
-            integration=integration,
-            authorizer=apigw.HttpNoneAuthorizer(),
-        )
-        for route in health:
-            acknowledge(
-                route,
-                "AwsSolutions-APIG4",
-                "GET /health is the unauthenticated liveness probe; it returns only a "
-                "status and reads no tenant data. Every other route requires IAM or JWT.",
-            )
+        # The same public paths as the function's own gate (jobsched.api.gate.PUBLIC_PATHS): the liveness
+        # probe and the API's documentation, none of which reads tenant data.
+        for path in sorted(PUBLIC_PATHS):
+            for route in self.http_api.add_routes(
+                path=path,
+                methods=[apigw.HttpMethod.GET],
+                integration=integration,
+                authorizer=apigw.HttpNoneAuthorizer(),
+            ):
+                acknowledge(
+                    route,
+                    "AwsSolutions-APIG4",
+                    f"GET {path} is public (liveness probe or the API's own OpenAPI document / Swagger UI); "
+                    "it reads no tenant data. Every other route requires IAM or JWT.",
+                )
         access_logs = logs.LogGroup(
             self,
             "AccessLogs",

@@ -20,11 +20,13 @@ def test_one_http_api(synth):
     assert api["Properties"]["ProtocolType"] == "HTTP"
 
 
-def test_every_route_but_health_requires_iam(synth):
+def test_every_route_but_health_and_the_docs_requires_iam(synth):
     routes = _routes(synth)
     assert routes["ANY /{proxy+}"]["AuthorizationType"] == "AWS_IAM"
     assert routes["GET /health"]["AuthorizationType"] == "NONE"
-    assert set(routes) == {"ANY /{proxy+}", "GET /health"}
+    assert routes["GET /docs"]["AuthorizationType"] == "NONE"
+    assert routes["GET /openapi.json"]["AuthorizationType"] == "NONE"
+    assert set(routes) == {"ANY /{proxy+}", "GET /health", "GET /docs", "GET /openapi.json"}
 
 
 def test_default_stage_writes_json_access_logs(synth):
