@@ -37,7 +37,7 @@ from jobsched.aws.attempts import AttemptStore, Claim, ClaimStatus
 from jobsched.aws.outputs import OutputStore
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError
-from jobsched.core.messages import MAX_SQS_DELAY_SECONDS, RunMessage
+from jobsched.core.messages import RunMessage, delay_seconds
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
 from jobsched.targets.context import IdempotentEffects, JobContext
 from jobsched.targets.executor import Heartbeat, error_info, execute_target
@@ -329,12 +329,14 @@ def retry_delay(msg: RunMessage, attempt: int, rng: random.Random) -> float:
 
 
 def send_run_message(sqs: Any, queue_url: str, msg: RunMessage, now: datetime) -> None:
-    """Send one run message with ``DelaySeconds = clamp(due_at - now, 0, 900)`` and the tenant as the
-    message group (SQS fair queues)."""
-    seconds = (msg.due_at - now).total_seconds()
-    delay = max(0, min(MAX_SQS_DELAY_SECONDS, math.ceil(seconds)))
+    """Send one run message (a retry, a replay, a sweeper re-send) with ``DelaySeconds`` rounded down as
+    the dispatcher does (:func:`jobsched.core.messages.delay_seconds`: the worker waits out the
+    sub-second rest, so the attempt starts at its due instant) and the tenant as the message group."""
     sqs.send_message(
-        QueueUrl=queue_url, MessageBody=msg.to_json(), DelaySeconds=delay, MessageGroupId=msg.tenant
+        QueueUrl=queue_url,
+        MessageBody=msg.to_json(),
+        DelaySeconds=delay_seconds(msg.due_at, now),
+        MessageGroupId=msg.tenant,
     )
 
 
