@@ -19,7 +19,8 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from jobsched.aws.clients import Clients
 from jobsched.aws.leases import LeaseHeldError
-from jobsched.core.clock import Clock, SystemClock
+from jobsched.clock import SystemClock
+from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, ValidationError
 from jobsched.dispatch import Dispatcher, DispatchSummary, dispatcher_from_settings
 from jobsched.settings import Settings

@@ -16,7 +16,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from jobsched import observability as obs
 from jobsched.aws.clients import Clients
-from jobsched.core.clock import Clock, SystemClock
+from jobsched.clock import SystemClock
+from jobsched.core.clock import Clock
 from jobsched.dlq import DlqConsumer, dlq_consumer_from_settings
 from jobsched.settings import Settings
 

@@ -10,7 +10,8 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 
 from jobsched import observability as obs
 from jobsched.aws.clients import Clients
-from jobsched.core.clock import Clock, SystemClock
+from jobsched.clock import SystemClock
+from jobsched.core.clock import Clock
 from jobsched.settings import Settings
 from jobsched.sweeper import Sweeper, sweeper_from_settings
 

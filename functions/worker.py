@@ -34,7 +34,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 import jobsched.demo_handlers  # noqa: F401  (registers demo.*)
 from jobsched import observability as obs
 from jobsched.aws.clients import Clients
-from jobsched.core.clock import Clock, SystemClock
+from jobsched.clock import SystemClock
+from jobsched.core.clock import Clock
 from jobsched.resources import ENV_HANDLER_MODULES, ENV_WORKER_CONCURRENCY
 from jobsched.settings import Settings
 from jobsched.work import Worker, queue_url_for_arn, worker_from_settings

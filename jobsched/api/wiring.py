@@ -19,7 +19,8 @@ from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.quotas import DEFAULT_MAX_JOBS_PER_TENANT, ENV_MAX_JOBS_PER_TENANT, JobQuota
 from jobsched.api.tenants import PrincipalStore
 from jobsched.aws.clients import Clients
-from jobsched.core.clock import Clock, SystemClock
+from jobsched.clock import SystemClock
+from jobsched.core.clock import Clock
 from jobsched.resources import ENV_HANDLER_MODULES
 from jobsched.settings import Settings
 

@@ -103,13 +103,7 @@ class Dynamo:
         wire = serialize(item)
         size = item_size(wire)
         kwargs: dict[str, Any] = {"TableName": table, "Item": wire, "ReturnConsumedCapacity": "TOTAL"}
-        if condition:
-            kwargs["ConditionExpression"] = condition
-            kwargs["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        if names:
-            kwargs["ExpressionAttributeNames"] = dict(names)
-        if values:
-            kwargs["ExpressionAttributeValues"] = serialize(values)
+        _add_expressions(kwargs, condition, names, values, return_old_on_failure=True)
         try:
             response = self.client.put_item(**kwargs)
         except ClientError as exc:
@@ -143,13 +137,7 @@ class Dynamo:
             "ReturnValues": "ALL_NEW",
             "ReturnConsumedCapacity": "TOTAL",
         }
-        if condition:
-            kwargs["ConditionExpression"] = condition
-            kwargs["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        if names:
-            kwargs["ExpressionAttributeNames"] = dict(names)
-        if values:
-            kwargs["ExpressionAttributeValues"] = serialize(values)
+        _add_expressions(kwargs, condition, names, values, return_old_on_failure=True)
         try:
             response = self.client.update_item(**kwargs)
         except ClientError as exc:
@@ -203,10 +191,7 @@ class Dynamo:
             "ReturnValues": "ALL_OLD",
             "ReturnConsumedCapacity": "TOTAL",
         }
-        if condition:
-            kwargs["ConditionExpression"] = condition
-        if values:
-            kwargs["ExpressionAttributeValues"] = serialize(values)
+        _add_expressions(kwargs, condition, None, values)
         try:
             response = self.client.delete_item(**kwargs)
         except ClientError as exc:
@@ -322,3 +307,23 @@ def table_specs(settings: Any) -> dict[str, TableSpec]:
 def dynamo_for(settings: Any, client: Any, meter: Meter | None = None) -> Dynamo:
     """A metered :class:`Dynamo` over ``client`` that knows the deployment's tables."""
     return Dynamo(client, table_specs(settings), meter)
+
+
+def _add_expressions(
+    kwargs: dict[str, Any],
+    condition: str | None,
+    names: Mapping[str, str] | None,
+    values: Mapping[str, Any] | None,
+    *,
+    return_old_on_failure: bool = False,
+) -> None:
+    """Add a write's condition and its expression names/values to the request ``kwargs``; with
+    ``return_old_on_failure`` a failed condition returns the stored item (no extra read to learn why)."""
+    if condition:
+        kwargs["ConditionExpression"] = condition
+        if return_old_on_failure:
+            kwargs["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+    if names:
+        kwargs["ExpressionAttributeNames"] = dict(names)
+    if values:
+        kwargs["ExpressionAttributeValues"] = serialize(values)

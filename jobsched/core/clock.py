@@ -1,13 +1,14 @@
 """Where "now" comes from.
 
 Service functions take ``now`` as a parameter; only entry points (Lambda handlers, the local tick
-loop, the CLI) hold a :class:`Clock` and ask it once per invocation. :class:`SystemClock` is the single
-place in the library that reads the wall clock; tests use :class:`FakeClock` and move it by hand.
+loop, the CLI) hold a :class:`Clock` and ask it once per invocation. The core only defines the
+protocol and the clocks tests move by hand (:class:`FakeClock`); the wall clock,
+:class:`jobsched.clock.SystemClock`, lives outside the pure core, with the other adapters.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from jobsched.core.models import require_aware
@@ -17,13 +18,6 @@ class Clock(Protocol):
     def now(self) -> datetime:
         """The current instant, timezone-aware (UTC)."""
         ...
-
-
-class SystemClock:
-    """The wall clock, in UTC."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
 
 
 class FakeClock:
