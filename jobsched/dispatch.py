@@ -1,8 +1,12 @@
 """The dispatcher service: due jobs -> runs -> queue messages, one shard per tick.
 
-Order of the writes for each job, chosen so that a crash at any point leaves a state the next tick
-(or the sweeper) completes without duplicates (docs/decisions/0001-data-model.md):
+Order of the writes, chosen so that a crash at any point leaves a state the next tick (or the
+sweeper) completes without duplicates (docs/decisions/0001-data-model.md):
 
+0. once per page: every due job is planned, and all the records and runs the page will create are
+   recorded in their tenants' run feeds (docs/decisions/0004-tenant-run-feed.md) — before any put,
+   so a crash can leave a feed entry without its run (skipped when listing) but never a run the
+   tenant listing cannot see. Then, for each job:
 1. skipped occurrences and runs are created with a conditional put on their deterministic ids
    (an id that exists is reused, never duplicated);
 2. every run that is (still) ``queued`` is sent — a re-send after a crash is a duplicate delivery, and
@@ -75,6 +79,22 @@ class DispatchSummary:
 
 
 @dataclass
+class _Planned:
+    """A due job's plan and the run items it creates (built before the feed write, put after it)."""
+
+    job: Job
+    plan: JobPlan
+    previous: Run | None
+    skipped: list[Run]
+    summary_record: Run | None
+    fired: list[Run]
+
+    @property
+    def records(self) -> list[Run]:
+        return self.skipped + ([self.summary_record] if self.summary_record else []) + self.fired
+
+
+@dataclass
 class _Work:
     job: Job
     plan: JobPlan
@@ -140,8 +160,7 @@ class Dispatcher:
         advance; without one (the API's immediate dispatch) only the job's own conditions protect it.
         """
         summary = DispatchSummary(jobs_seen=len(jobs))
-        work: list[_Work] = []
-        outgoing: list[Outgoing] = []
+        planned: list[_Planned] = []
         for job in jobs:
             due = [t for t in (job.next_due_at, job.buffered_at) if t is not None]
             if not due or min(due) > now + self.lookahead:
@@ -166,9 +185,14 @@ class Dispatcher:
             if plan.hold:
                 summary.jobs_held += 1
                 continue
-            messages = self._perform(job, plan, previous, now, summary)
+            planned.append(_records(job, plan, previous, now))
+        self.runs.announce(run for p in planned for run in p.records)
+        work: list[_Work] = []
+        outgoing: list[Outgoing] = []
+        for p in planned:
+            messages = self._perform(p, now, summary)
             outgoing.extend(messages)
-            work.append(_Work(job, plan, [m.key for m in messages]))
+            work.append(_Work(p.job, p.plan, [m.key for m in messages]))
         report = self.queues.send(outgoing)
         summary.messages_sent += len(report.sent)
         summary.send_failures += len(report.failed)
@@ -197,32 +221,29 @@ class Dispatcher:
             return None
         return self.runs.find(job.last_run_id)
 
-    def _perform(
-        self, job: Job, plan: JobPlan, previous: Run | None, now: datetime, summary: DispatchSummary
-    ) -> list[Outgoing]:
-        """Write the plan's skipped records and runs; return the messages for runs still queued."""
+    def _perform(self, planned: _Planned, now: datetime, summary: DispatchSummary) -> list[Outgoing]:
+        """Put the plan's skipped records and runs (already in the feed); return the messages for
+        runs still queued."""
+        job, plan = planned.job, planned.plan
         outgoing: list[Outgoing] = []
-        for at, reason in plan.skipped:
-            stored, created = self.runs.create(skipped_run(job, at, reason, now))
+        for record in planned.skipped:
+            stored, created = self.runs.put_announced(record)
             summary.runs_skipped += created
             if not created and stored.state is RunState.QUEUED:
                 outgoing.append(outgoing_for(job, stored, now))  # created by a crashed tick: finish it
-        if plan.summary is not None:
-            record = skipped_run(job, plan.summary.first, plan.summary.reason, now)
-            record.skipped_count = plan.summary.count
-            record.skipped_until = plan.summary.last
-            _, created = self.runs.create(record)
+        if planned.summary_record is not None and plan.summary is not None:
+            _, created = self.runs.put_announced(planned.summary_record)
             summary.runs_skipped += plan.summary.count if created else 0
         last_run_id = job.last_run_id
-        for occurrence in plan.fire:
-            stored, created = self.runs.create(new_run(job, occurrence.at, occurrence.trigger, now))
+        for run in planned.fired:
+            stored, created = self.runs.put_announced(run)
             summary.runs_created += created
             summary.runs_reused += not created
             if stored.state is RunState.QUEUED:
                 outgoing.append(outgoing_for(job, stored, now))
             last_run_id = stored.id
-        if plan.cancel_previous and previous is not None:
-            summary.runs_cancelled += self._cancel(previous, now)
+        if plan.cancel_previous and planned.previous is not None:
+            summary.runs_cancelled += self._cancel(planned.previous, now)
         plan.job.last_run_id = last_run_id
         return outgoing
 
@@ -282,6 +303,23 @@ def dispatcher_from_settings(
         enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
         owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
         clock=clock,
+    )
+
+
+def _records(job: Job, plan: JobPlan, previous: Run | None, now: datetime) -> _Planned:
+    """The run items ``plan`` creates for ``job``: skipped records, the summary record, the runs."""
+    summary_record = None
+    if plan.summary is not None:
+        summary_record = skipped_run(job, plan.summary.first, plan.summary.reason, now)
+        summary_record.skipped_count = plan.summary.count
+        summary_record.skipped_until = plan.summary.last
+    return _Planned(
+        job=job,
+        plan=plan,
+        previous=previous,
+        skipped=[skipped_run(job, at, reason, now) for at, reason in plan.skipped],
+        summary_record=summary_record,
+        fired=[new_run(job, o.at, o.trigger, now) for o in plan.fire],
     )
 
 

@@ -276,8 +276,9 @@ class JobService:
 
     def _create_and_send(self, job: Job, runs: list[Run], now: datetime) -> list[Run]:
         stored_runs, outgoing = [], []
+        self.runs.announce(runs)  # in the tenant's run feed before any put (one batch for a backfill)
         for run in runs:
-            stored, _ = self.runs.create(run)
+            stored, _ = self.runs.put_announced(run)
             stored_runs.append(stored)
             if stored.state is RunState.QUEUED:
                 outgoing.append(outgoing_for(job, stored, now))

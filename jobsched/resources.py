@@ -118,13 +118,13 @@ RUNS_TABLE = TableSpec(
     partition=Key("job_id", "S"),
     sort=Key("run_key", "S"),
     indexes=(
-        # Written once when the run is created (keys never change), so transitions cost no index write.
-        Index("tenant_index", Key("tenant", "S"), Key("tenant_sort", "S"), projection="KEYS_ONLY"),
-        # Sparse: only dead-lettered runs carry dl_tenant/dl_at.
+        # Sparse: only dead-lettered runs carry dl_tenant/dl_at. (No tenant index: a tenant's runs are
+        # listed through the run feed items kept in this table, docs/decisions/0004-tenant-run-feed.md.)
         Index("dead_letter_index", Key("dl_tenant", "S"), Key("dl_at", "S"), projection="ALL"),
     ),
     ttl_attribute="expires_at",
-    doc="One item per run (id derived from job id + scheduled instant); history, attempts, leases.",
+    doc="One item per run (id derived from job id + scheduled instant); history, attempts, leases; "
+    "the tenant run feed (pk feed#<tenant>).",
 )
 
 LEASES_TABLE = TableSpec(

@@ -16,6 +16,8 @@ keeps the reported figure beside it (``reported_*``; on real AWS the two should 
   that *changes* a GSI key costs two (delete old entry + put new one), one that removes it one.
   For an update the old image is not known: a key named in the update expression counts as a change
   (2) when the new image has it, a removal (1) when it does not; a put counts as a new item;
+* BatchWriteItem: each item put is billed like a PutItem (``ceil(size / 1 KB)`` + its index entries);
+  items DynamoDB left unprocessed are not billed (they are retried, and billed then);
 * reads: ``ceil(size / 4 KB)`` units per item, halved when eventually consistent; a query sums the
   sizes of the items it returns before rounding.
 * SQS: each request is billed per started 64 KiB of payload; a batch of ten 1 KB messages is one.
@@ -24,6 +26,7 @@ keeps the reported figure beside it (``reported_*``; on real AWS the two should 
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,6 +71,7 @@ class Dynamo:
         self.client = client
         self.specs = dict(specs)
         self.meter = meter or Meter()
+        self.sleep = time.sleep  # the backoff between retries of unprocessed batch items
 
     # --- estimation --------------------------------------------------------------------------------
 
@@ -78,6 +82,11 @@ class Dynamo:
             if all(k.name in wire for k in (index.partition, index.sort) if k):
                 units += write_units(self._projected_size(spec, index, wire, size))
         return units
+
+    def _put_units(self, table: str, wire: Mapping[str, Any]) -> int:
+        """What a put of ``wire`` (a new item) is billed: the item and its index entries."""
+        size = item_size(wire)
+        return write_units(size) + self._index_units_for_item(table, wire, size)
 
     @staticmethod
     def _projected_size(spec: TableSpec, index: Any, wire: Mapping[str, Any], size: int) -> int:
@@ -113,10 +122,7 @@ class Dynamo:
             old = exc.response.get("Item")
             raise ConditionFailed(deserialize(old) if old else None) from None
         self.meter.record_dynamodb(
-            "PutItem",
-            table=table,
-            wcu=write_units(size) + self._index_units_for_item(table, wire, size),
-            response=response,
+            "PutItem", table=table, wcu=self._put_units(table, wire), response=response
         )
 
     def update(
@@ -264,6 +270,27 @@ class Dynamo:
         )
         last = response.get("LastEvaluatedKey")
         return [deserialize(w) for w in wires], deserialize(last) if last else None
+
+    def batch_write(self, table: str, items: list[Mapping[str, Any]]) -> None:
+        """BatchWriteItem puts in chunks of 25, retrying unprocessed items with a short backoff.
+
+        Unconditional puts: meant for items whose key nobody else writes (feed items), so a retry
+        that repeats a put is harmless."""
+        for start in range(0, len(items), 25):
+            wires = [serialize(i) for i in items[start : start + 25]]
+            pending: dict[str, Any] = {table: [{"PutRequest": {"Item": w}} for w in wires]}
+            for attempt in range(8):
+                response = self.client.batch_write_item(RequestItems=pending, ReturnConsumedCapacity="TOTAL")
+                left = (response.get("UnprocessedItems") or {}).get(table, [])
+                done = [r["PutRequest"]["Item"] for r in pending[table] if r not in left]
+                wcu = sum(self._put_units(table, w) for w in done)
+                self.meter.record_dynamodb("BatchWriteItem", wcu=wcu, response=response, table=table)
+                if not left:
+                    break
+                pending = {table: left}
+                self.sleep(min(1.0, 0.05 * 2**attempt))
+            else:
+                raise RuntimeError(f"BatchWriteItem on {table} left items unprocessed after 8 tries")
 
     def batch_get(
         self, table: str, keys: list[Mapping[str, Any]], *, consistent: bool = False

@@ -1,39 +1,58 @@
-"""The Runs table: one item per run (pk ``job_id``, sk ``run_key``), the ``tenant_index`` (KEYS_ONLY,
-written once at creation) and the sparse ``dead_letter_index``.
+"""The Runs table: one item per run (pk ``job_id``, sk ``run_key``), the tenant run feed (items under
+``feed#<tenant>``, see :mod:`jobsched.aws.run_feed`) and the sparse ``dead_letter_index``.
 
 A run is created with a conditional put on its deterministic key — the "one run per occurrence"
 guarantee — and the stored run is returned when it already exists, so a retried dispatch reuses it.
-Listing a job's runs is a Query on the partition; a tenant's runs a Query on the tenant index plus a
-BatchGetItem; dead letters a Query on their sparse index: no scans.
+Every new run is recorded in its tenant's feed *before* it is put (:meth:`RunsStore.create` does both;
+a caller creating many runs records them with one :meth:`RunsStore.announce` and then puts each with
+:meth:`RunsStore.put_announced`), so a crash can leave a feed entry without its run (skipped on read)
+but never a run the tenant listing cannot see. Listing a job's runs is a Query on the partition; a
+tenant's runs a Query on its feed plus BatchGetItem; dead letters a Query on their sparse index: no
+scans.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.run_feed import RunFeed
 from jobsched.core.errors import ConflictError, NotFoundError
+from jobsched.core.feed import entry_key
 from jobsched.core.models import (
     Run,
     RunState,
     check_transition,
     parse_run_id,
     run_key_for,
+    tenant_sort_for,
     to_iso,
 )
 
-TENANT_INDEX = "tenant_index"
 DEAD_LETTER_INDEX = "dead_letter_index"
 
 
 class RunsStore:
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Dynamo, table: str, *, feed: RunFeed | None = None):
         self.dynamo = dynamo
         self.table = table
+        self.feed = feed or RunFeed(dynamo, table)
 
     def create(self, run: Run) -> tuple[Run, bool]:
-        """Put ``run`` unless its id exists: ``(run, True)`` when created, ``(stored run, False)`` if not."""
+        """Record ``run`` in its tenant's feed, then put it unless its id exists: ``(run, True)`` when
+        created, ``(stored run, False)`` if not."""
+        self.announce([run])
+        return self.put_announced(run)
+
+    def announce(self, runs: Iterable[Run]) -> int:
+        """Record runs about to be put in their tenants' feeds (batched); returns feed items written."""
+        return self.feed.record(runs)
+
+    def put_announced(self, run: Run) -> tuple[Run, bool]:
+        """:meth:`create` for a run already recorded by :meth:`announce` (never call it otherwise: a
+        run missing from the feed is missing from its tenant's listing)."""
         try:
             self.dynamo.put(self.table, run.to_item(), condition="attribute_not_exists(run_key)")
         except ConditionFailed as failed:
@@ -79,30 +98,32 @@ class RunsStore:
     def list_for_tenant(
         self, tenant: str, *, limit: int = 50, start_after: str | None = None
     ) -> tuple[list[Run], str | None]:
-        """A page of the tenant's runs, newest scheduled first; the cursor is the last ``tenant_sort``."""
-        start = None
-        if start_after:
-            run_key, _, job_id = start_after.partition("#")
-            start = {"tenant": tenant, "tenant_sort": start_after, "job_id": job_id, "run_key": run_key}
-        keys, last = self.dynamo.query(
-            self.table,
-            "tenant = :t",
-            {":t": tenant},
-            index=TENANT_INDEX,
-            limit=limit,
-            forward=False,
-            start_key=start,
-        )
-        items = self.dynamo.batch_get(
-            self.table, [{"job_id": k["job_id"], "run_key": k["run_key"]} for k in keys]
-        )
-        by_key = {(i["job_id"], i["run_key"]): i for i in items}
-        runs = [
-            Run.from_item(by_key[(k["job_id"], k["run_key"])])
-            for k in keys
-            if (k["job_id"], k["run_key"]) in by_key
-        ]
-        return runs, (last or {}).get("tenant_sort")
+        """A page of the tenant's runs, newest scheduled first; the cursor is the last ``tenant_sort``.
+
+        Reads the tenant's feed bucket by bucket (newest first), and the runs its entries name with
+        BatchGetItem, only as many as the page still needs; entries whose run does not exist are
+        skipped. ``None`` as the cursor: the list ended."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        runs: list[Run] = []
+        for entries in self.feed.buckets(tenant, before=start_after):
+            while entries:
+                # Fetch no more entries than the page still needs: every run found fits in the page.
+                n = min(100, limit - len(runs))
+                chunk, entries = entries[:n], entries[n:]
+                runs += self._found(tenant, chunk)
+                if len(runs) == limit:
+                    last = runs[-1]
+                    return runs, tenant_sort_for(last.run_key, last.job_id)
+        return runs, None
+
+    def _found(self, tenant: str, entries: list[str]) -> list[Run]:
+        """The runs ``entries`` name that exist (and are the tenant's), in the entries' order."""
+        keys = [entry_key(e) for e in entries]
+        items = self.dynamo.batch_get(self.table, keys)
+        by_key = {(i["job_id"], i["run_key"]): i for i in items if i.get("tenant") == tenant}
+        found = (by_key.get((k["job_id"], k["run_key"])) for k in keys)
+        return [Run.from_item(i) for i in found if i is not None]
 
     def list_dead_letters(
         self, tenant: str, *, limit: int = 50, start_key: dict[str, Any] | None = None

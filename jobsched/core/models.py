@@ -264,7 +264,8 @@ class Attempt:
 
 
 def tenant_sort_for(run_key: str, job_id: str) -> str:
-    """Sort key of the tenant index: scheduled instant first, so a tenant's runs list newest-first."""
+    """A run's entry in its tenant's run feed and the tenant listing's cursor: scheduled instant
+    first, so a tenant's runs sort newest-first (:mod:`jobsched.core.feed`)."""
     return f"{run_key}#{job_id}"
 
 
@@ -273,8 +274,9 @@ class Run:
     """One occurrence of a job (or a manual/backfill/replay run) and its whole history.
 
     The item stays small (well under 1 KB for a cron run): no payload copy unless overridden (the payload
-    travels in the SQS message), no empty attributes. ``tenant``/``tenant_sort`` are written once at
-    creation and never change, so state transitions cost no tenant-index write.
+    travels in the SQS message), no empty attributes, no index keys but the sparse dead-letter ones.
+    ``tenant`` is kept for isolation checks; the tenant listing reads the run feed, written once per
+    batch of created runs (docs/decisions/0004-tenant-run-feed.md).
     """
 
     id: str
@@ -315,7 +317,6 @@ class Run:
             "job_id": self.job_id,
             "run_key": self.run_key,
             "tenant": self.tenant,
-            "tenant_sort": tenant_sort_for(self.run_key, self.job_id),
             "state": str(self.state),
             "trigger": str(self.trigger),
             "scheduled_at": to_iso(self.scheduled_at),

@@ -1,8 +1,9 @@
 """The run-event log of ``jobsched dev``: one line per run state change, read from the Runs table.
 
 The watcher needs no hook in the worker or the dispatcher: every ``interval`` seconds it lists each
-tenant's recent runs through the KEYS_ONLY ``tenant_index`` (its sort key starts with the scheduled
-instant, so a key range bounds the scan), reads the state of the runs not yet seen finished, and
+tenant's recent runs through the tenant's run feed (feed items are keyed by the hour of their runs'
+scheduled instants, so a key range bounds the read: no table scan, see
+docs/decisions/0004-tenant-run-feed.md), reads the state of the runs not yet seen finished, and
 prints what changed: ``HH:MM:SS  <event>  <job name>  <run id>``. Runs the dispatcher queued ahead
 of their instant are reported as queued when that instant comes, so the log reads in time order (and
 are not read before it: a burst queued ahead costs the emulated DynamoDB nothing until it falls due).
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from jobsched.core.feed import bucket_of, entry_key, feed_partition
 from jobsched.core.models import run_key_for, scheduled_at_from_run_key
 
 log = logging.getLogger(__name__)
@@ -123,19 +125,26 @@ class RunEventWatcher:
         return lines
 
     def _recent_keys(self, tenant: str, now: datetime) -> list[tuple[str, str]]:
+        """The tenant's runs scheduled in the window (and any later), from the feed buckets it spans."""
         lower = run_key_for(now - self.window)
-        keys: list[tuple[str, str]] = []
+        keys: dict[tuple[str, str], None] = {}  # ordered set: an entry may be in the feed twice
         kwargs: dict[str, Any] = {
             "TableName": self.runs_table,
-            "IndexName": "tenant_index",
-            "KeyConditionExpression": "tenant = :t AND tenant_sort >= :lo",
-            "ExpressionAttributeValues": {":t": {"S": tenant}, ":lo": {"S": lower}},
+            "KeyConditionExpression": "job_id = :p AND run_key >= :lo",
+            "ExpressionAttributeValues": {
+                ":p": {"S": feed_partition(tenant)},
+                ":lo": {"S": bucket_of(lower)},
+            },
         }
         while True:
             page = self.dynamodb.query(**kwargs)
-            keys += [(i["job_id"]["S"], i["run_key"]["S"]) for i in page.get("Items", [])]
+            for item in page.get("Items", []):
+                for entry in item.get("runs", {}).get("L", []):
+                    key = entry_key(entry["S"])
+                    if key["run_key"] >= lower:
+                        keys[(key["job_id"], key["run_key"])] = None
             if "LastEvaluatedKey" not in page:
-                return keys
+                return list(keys)
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
     def _get_runs(self, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:

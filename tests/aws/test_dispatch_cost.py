@@ -1,7 +1,9 @@
 """What the dispatcher costs per run, measured by the metering wrapper (DynamoDB sizing rules).
 
 Figures for per-minute jobs over one simulated hour of one-minute ticks; the enqueue horizon spreads
-the job advance (1 item write + 2 due-index writes) over the runs enqueued ahead.
+the job advance (1 item write + 2 due-index writes) over the runs enqueued ahead, and the tenant run
+feed (one batched item per tenant and hour per tick, docs/decisions/0004-tenant-run-feed.md) over the
+runs a tick creates for a tenant.
 """
 
 from __future__ import annotations
@@ -42,14 +44,30 @@ def test_a_run_item_stays_well_under_one_kilobyte(pipeline):
     assert item_size(serialize(run.to_item())) < 400
 
 
-def test_run_creation_costs_one_item_write_and_one_tenant_index_write(pipeline):
+def test_putting_a_run_costs_one_write_unit_and_a_refused_put_one_more(pipeline):
+    # Given a run already recorded in its tenant's feed
+    job = pipeline.jobs.create("acme", EVERY_MINUTE, T0 + timedelta(hours=1))
+    run = new_run(job, T0, "schedule", T0)
+    pipeline.dispatcher.runs.announce([run])
+    pipeline.meter.reset()
+    # When it is put, and put again (a duplicate tick)
+    _, created = pipeline.dispatcher.runs.put_announced(run)
+    # Then the run item is the whole cost: no index entry is written with it
+    assert created and pipeline.meter.snapshot()["dynamodb"]["wcu_by_operation"] == {"PutItem": 1}
+    pipeline.meter.reset()
+    _, created = pipeline.dispatcher.runs.put_announced(run)
+    assert not created and pipeline.meter.snapshot()["dynamodb"]["wcu"] == 1  # refused writes are billed
+
+
+def test_creating_one_run_alone_writes_its_feed_entry_first(pipeline):
+    # Given a job / When one run is created on its own (the API's trigger path)
     job = pipeline.jobs.create("acme", EVERY_MINUTE, T0 + timedelta(hours=1))
     pipeline.meter.reset()
     _, created = pipeline.dispatcher.runs.create(new_run(job, T0, "schedule", T0))
-    assert created and pipeline.meter.snapshot()["dynamodb"]["wcu"] == 2
-    pipeline.meter.reset()
-    _, created = pipeline.dispatcher.runs.create(new_run(job, T0, "schedule", T0))
-    assert not created and pipeline.meter.snapshot()["dynamodb"]["wcu"] == 1  # refused writes are billed
+    # Then one feed item (1 WRU, batched with nothing) and the run (1 WRU)
+    snapshot = pipeline.meter.snapshot()
+    assert created and snapshot["dynamodb"]["wcu_by_operation"] == {"BatchWriteItem": 1, "PutItem": 1}
+    assert snapshot["requests"]["dynamodb.BatchWriteItem"] == 1
 
 
 def test_job_advance_rewrites_the_due_index_entry(pipeline):
@@ -59,11 +77,30 @@ def test_job_advance_rewrites_the_due_index_entry(pipeline):
     # When the tick 30 s before 13:00 enqueues the 13:00 run
     pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=59, seconds=30))
     wcu = pipeline.meter.snapshot()["dynamodb"]["wcu_by_operation"]
-    # Then: run put 1 + tenant index 1; advance 1 + due index delete and put 2; lease acquire + release 2
-    assert wcu["PutItem"] == 2 and wcu["UpdateItem"] == 5
+    # Then: feed item 1, run put 1; advance 1 + due index delete and put 2; lease acquire + release 2
+    assert wcu["BatchWriteItem"] == 1 and wcu["PutItem"] == 1 and wcu["UpdateItem"] == 5
 
 
-@pytest.mark.parametrize(("horizon", "ceiling"), [(60, 5.0), (300, 2.6), (900, 2.3)])
+def test_the_feed_costs_far_below_one_write_unit_per_run_when_a_tick_creates_many(aws):
+    # Given 100 hourly jobs of one tenant on one shard, next due at 13:00 (nothing dispatched yet)
+    aws.settings = provision(aws.clients, prefix="feedcost", shards=1)
+    p = build_pipeline(aws)
+    for _ in range(100):
+        p.jobs.create("acme", EVERY_MINUTE | {"schedule": "0 * * * *"}, T0 + timedelta(minutes=1))
+    p.meter.reset()
+    # When the tick 30 s before 13:00 creates their 100 runs
+    summary = p.dispatcher.dispatch_shard(0, T0 + timedelta(minutes=59, seconds=30))
+    snapshot = p.meter.snapshot()
+    wcu, requests = snapshot["dynamodb"]["wcu_by_operation"], snapshot["requests"]
+    # Then the tenant listing's share is one batched feed write: at most 0.1 WRU per run (vs 1 for an
+    # index entry per run), and each run item costs exactly 1 WRU
+    assert summary.runs_created == 100
+    assert requests["dynamodb.BatchWriteItem"] == 1
+    assert wcu["BatchWriteItem"] / summary.runs_created <= 0.1
+    assert wcu["PutItem"] / summary.runs_created == 1.0
+
+
+@pytest.mark.parametrize(("horizon", "ceiling"), [(60, 5.0), (300, 1.9), (900, 1.5)])
 def test_dispatcher_write_units_per_run_by_enqueue_horizon(aws, horizon, ceiling, capsys):
     per_run, lease_per_tick = _dispatcher_wru_per_run(aws, horizon)
     with capsys.disabled():

@@ -153,7 +153,7 @@ def test_delete_keeps_history_and_withdraws_runs_queued_ahead(pipeline):
     assert pipeline.dispatcher.runs.get(withdrawn[0]).skip_reason == "deleted"
 
 
-def test_tenant_run_listing_uses_the_tenant_index_and_sees_only_own_runs(pipeline):
+def test_tenant_run_listing_reads_the_run_feed_and_sees_only_own_runs(pipeline):
     acme = pipeline.jobs.create("acme", HOURLY | {"schedule": "* * * * *"}, T0)
     pipeline.jobs.create("globex", HOURLY | {"schedule": "* * * * *"}, T0)
     runs, _ = pipeline.dispatcher.runs.list_for_tenant("acme")

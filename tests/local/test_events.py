@@ -9,7 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobsched import resources
-from jobsched.core.models import run_key_for
+from jobsched.aws.metering import Dynamo
+from jobsched.aws.run_feed import RunFeed
+from jobsched.core.feed import FeedEntry
+from jobsched.core.models import run_key_for, tenant_sort_for
 from jobsched.local.events import RunEventWatcher, format_event
 from tests.local.conftest import Machinery
 
@@ -23,6 +26,8 @@ class RunsFixture:
         self.dynamodb = machinery.mode.clients["dynamodb"]
         self.runs = os.environ[resources.ENV_RUNS_TABLE]
         self.jobs = os.environ[resources.ENV_JOBS_TABLE]
+        self.feed = RunFeed(Dynamo(self.dynamodb, {}), self.runs)
+        self.created: set[tuple[str, str]] = set()
 
     def job(self, tenant: str, job_id: str, name: str) -> None:
         self.dynamodb.put_item(
@@ -32,13 +37,15 @@ class RunsFixture:
 
     def run(self, tenant: str, job_id: str, scheduled_at: datetime, state: str, attempt: int = 0) -> str:
         key = run_key_for(scheduled_at)
+        if (job_id, key) not in self.created:  # a new run: in its tenant's feed before it is put
+            self.feed.record_entries([FeedEntry(tenant, tenant_sort_for(key, job_id))])
+            self.created.add((job_id, key))
         self.dynamodb.put_item(
             TableName=self.runs,
             Item={
                 "job_id": {"S": job_id},
                 "run_key": {"S": key},
                 "tenant": {"S": tenant},
-                "tenant_sort": {"S": f"{key}#{job_id}"},
                 "state": {"S": state},
                 "attempt": {"N": str(attempt)},
             },
@@ -160,3 +167,28 @@ def test_a_run_queued_ahead_is_not_read_before_its_instant(runs: RunsFixture) ->
     w.poll()
     # Then only the run due now was read
     assert counting.keys_read == [run_key_for(NOW)]
+
+
+class NoScans(CountingDynamo):
+    """The real client, refusing table scans."""
+
+    def scan(self, **kwargs):
+        raise AssertionError(f"the watcher scanned {kwargs.get('TableName')}")
+
+
+def test_the_watcher_reads_the_feed_buckets_the_window_spans_without_scanning(runs: RunsFixture) -> None:
+    # Given a window that crosses an hour (21:03 back to 20:53), a run inside it in the previous hour,
+    # one earlier in that hour (outside the window), and a run recorded twice in the feed
+    lines: list[str] = []
+    now = datetime(2026, 11, 29, 21, 3, 0, tzinfo=UTC)
+    runs.job("ev6", "j-feed", "feed")
+    inside = runs.run("ev6", "j-feed", now - timedelta(minutes=8), "succeeded", 1)
+    runs.run("ev6", "j-feed", now - timedelta(minutes=25), "succeeded", 1)
+    twice = runs.run("ev6", "j-feed", now, "queued")
+    runs.feed.record_entries([FeedEntry("ev6", tenant_sort_for(run_key_for(now), "j-feed"))])
+    w = watcher(runs, "ev6", lines, now)
+    w.dynamodb = NoScans(runs.dynamodb)
+    # When the watcher polls
+    printed = sorted(line.split()[1:] for line in w.poll())
+    # Then the two runs in the window are printed once each, the earlier one not at all
+    assert printed == [["queued", "feed", twice], ["succeeded", "feed", inside]]

@@ -22,6 +22,7 @@ from jobsched.core.models import (
     make_run_id,
     parse_run_id,
     shard_for,
+    tenant_sort_for,
     to_iso,
 )
 
@@ -117,7 +118,8 @@ def test_run_item_round_trips_and_omits_empty_attributes():
         created_at=T,
     )
     item = run.to_item()
-    assert item["tenant_sort"] == "20260329T013000.250Z#job_abc"
+    assert item["tenant"] == "acme" and "tenant_sort" not in item  # no tenant index key (ADR 0004)
+    assert tenant_sort_for(run.run_key, run.job_id) == "20260329T013000.250Z#job_abc"  # its feed entry
     assert "attempts" not in item and "cancel_requested" not in item and "dl_tenant" not in item
     assert Run.from_item(item) == run
 
