@@ -96,3 +96,12 @@ def test_worker_may_read_and_stop_executions_of_chunked_runs_only(synth):
         assert resources and all("execution" in str(r) for r in resources), resources
         for other in ("api", "dispatcher", "dlq_consumer", "sweeper"):
             assert action not in _actions(synth, other)
+
+
+@pytest.mark.parametrize("function_name", ["api", "dispatcher"])
+def test_functions_that_create_runs_may_batch_write_the_run_feed(synth, function_name):
+    # The run feed (docs/decisions/0004) is written with BatchWriteItem on the Runs table
+    from jobsched.resources import RUNS_TABLE
+
+    runs = _arn_of(synth, synth.stack.tables.table(RUNS_TABLE))
+    assert runs in _resources_for(synth, function_name, "dynamodb:BatchWriteItem")

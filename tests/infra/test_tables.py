@@ -57,6 +57,14 @@ def test_secondary_indexes_match_the_spec(synth, spec):
         assert got["Projection"]["ProjectionType"] == index.projection
 
 
+def test_the_runs_table_has_no_tenant_index(synth):
+    # A tenant's runs are listed through the run feed items (docs/decisions/0004), not a GSI entry per run
+    from jobsched.resources import RUNS_TABLE
+
+    indexes = [i["IndexName"] for i in _table(synth, RUNS_TABLE)["GlobalSecondaryIndexes"]]
+    assert indexes == ["dead_letter_index"]
+
+
 def test_tables_are_retained_on_stack_deletion_by_default(synth):
     for spec in TABLES:
         logical_id = synth.logical_id(synth.stack.tables.table(spec))
