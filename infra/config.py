@@ -17,7 +17,7 @@ from jobsched.resources import DEFAULT_LOOKAHEAD_SECONDS, DEFAULT_SHARDS, QUEUE_
 AUTH_MODES = ("iam", "jwt")
 
 # Reserved Lambda concurrency per queue (event source mapping MaximumConcurrency, minimum 2).
-DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 10, "low": 5, "long": 5}
+DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 20, "low": 5, "long": 5}
 
 
 class ConfigError(ValueError):

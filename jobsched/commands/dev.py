@@ -189,7 +189,8 @@ def _print_banner(emit: Callable[[str], None], mode: Any, tenants: dict[str, str
     if _answers(f"{url}/console/"):
         emit(f"  console   {url}/console/")
     emit(f"  docs      {url}/docs   (OpenAPI: {url}/openapi.json)")
-    emit(f"  AWS       {mode.endpoint_url} (moto; AWS_ENDPOINT_URL for the aws CLI)")
+    emit(f"  AWS       {mode.endpoint_url} (moto: SQS, Step Functions, S3; AWS_ENDPOINT_URL for the aws CLI)")
+    emit(f"  DynamoDB  {mode.dynamodb_endpoint_url} (moto; AWS_ENDPOINT_URL_DYNAMODB)")
     for name, token in tenants.items():
         note = " (generated; set JOBSCHED_TOKEN to choose it)" if generated else ""
         emit(f"  tenant    {name}  token {token}{note}")

@@ -12,7 +12,7 @@ from jobsched.core.errors import ValidationError
 DEFAULT_TENANT = "default"
 
 # Reserved worker slots per queue: concurrent worker invocations (Lambda MaximumConcurrency on AWS).
-DEFAULT_SLOTS = {"high": 4, "default": 10, "low": 2, "long": 2}
+DEFAULT_SLOTS = {"high": 4, "default": 20, "low": 2, "long": 2}
 # Records per invocation, as infra's event source mappings: a chunk of a long job may run for minutes.
 DEFAULT_BATCH_SIZES = {"long": 1}
 

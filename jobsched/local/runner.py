@@ -6,11 +6,13 @@ infra sets on the Lambda functions, plus ``AWS_ENDPOINT_URL`` and fake credentia
 exactly as on AWS), then the queue pollers, the schedules, the HTTP bridge and the run-event log.
 ``stop()`` undoes all of it -- threads joined, server closed, environment restored -- in a few seconds.
 
-moto runs in a child process (:class:`MotoProcess`), not in a thread of this one: everything else here
-(pollers, worker invocations, ticks, the API) is Python sharing one interpreter lock, and moto's
-request handling is most of the CPU a run costs, so in its own process it gets the second core instead
-of competing with the workers (the 100-run lag burst of ``jobsched bench --lag`` uses a third of the
-CPU in this process and starts its runs sooner; see docs/performance.md).
+moto runs in two child processes (:class:`MotoProcess`), not in a thread of this one: everything else
+here (pollers, worker invocations, ticks, the API) is Python sharing one interpreter lock, and moto's
+request handling is most of the CPU a run costs. One child serves DynamoDB (``AWS_ENDPOINT_URL_DYNAMODB``,
+which botocore honours per service), the other everything else (``AWS_ENDPOINT_URL``: SQS, Step Functions
+-- whose executions send to SQS inside moto, so the two must share a process -- and S3). A burst of runs
+is mostly conditional writes: in a process of their own they no longer slow down the queue receives that
+hand the next runs to the workers (see docs/performance.md, schedule lag).
 """
 
 from __future__ import annotations
@@ -65,17 +67,30 @@ class MotoProcess(MotoServer):
     def __init__(self, port: int | None = None, *, host: str = "127.0.0.1"):
         super().__init__(port, host=host)
         self._process: subprocess.Popen[bytes] | None = None
+        self._errors: Any = None
 
     def start(self, environ: MutableMapping[str, str]) -> None:
+        self.spawn(environ)
+        self.wait_started()
+
+    def spawn(self, environ: MutableMapping[str, str]) -> None:
+        """Start the child without waiting for it to serve (see :meth:`wait_started`)."""
         environ["MOTO_PORT"] = str(self.port)
-        with tempfile.TemporaryFile() as errors:  # the child's stderr: read only if it fails to start
-            self._process = subprocess.Popen(
-                [sys.executable, "-c", _MOTO_CHILD, "-H", self.host, "-p", str(self.port)],
-                env=dict(environ),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-            )
+        # The child's stderr, read only if it fails to start; closed by wait_started() or stop().
+        self._errors = tempfile.TemporaryFile()  # noqa: SIM115
+        self._process = subprocess.Popen(
+            [sys.executable, "-c", _MOTO_CHILD, "-H", self.host, "-p", str(self.port)],
+            env=dict(environ),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=self._errors,
+        )
+
+    def wait_started(self) -> None:
+        """Wait until the spawned child answers, then switch on the features the embedded mode needs."""
+        assert self._process is not None and self._errors is not None, "spawn() first"
+        errors, self._errors = self._errors, None
+        with errors:
             deadline = time.monotonic() + self.START_TIMEOUT_SECONDS
             while not self._ready():
                 if self._process.poll() is not None or time.monotonic() > deadline:
@@ -97,6 +112,9 @@ class MotoProcess(MotoServer):
     def stop(self) -> None:
         """Terminate the child and wait for it (killed after 5 s); idempotent."""
         process, self._process = self._process, None
+        errors, self._errors = self._errors, None
+        if errors is not None:
+            errors.close()
         if process is None:
             return
         if process.stdin is not None:
@@ -135,6 +153,7 @@ class EmbeddedMode:
         self.out = out
         self.stop_event = threading.Event()
         self.server = MotoProcess(config.moto_port, host=config.host)
+        self.dynamodb_server = MotoProcess(None, host=config.host)
         self.functions: dict[str, Function] = {}
         self.provisioned: Provisioned | None = None
         self.bridge: HttpBridge | None = None
@@ -162,7 +181,13 @@ class EmbeddedMode:
 
     @property
     def endpoint_url(self) -> str:
+        """moto for every service but DynamoDB (``AWS_ENDPOINT_URL``)."""
         return self.server.endpoint_url
+
+    @property
+    def dynamodb_endpoint_url(self) -> str:
+        """moto for DynamoDB (``AWS_ENDPOINT_URL_DYNAMODB``)."""
+        return self.dynamodb_server.endpoint_url
 
     def start(self) -> None:
         """Bring everything up; on any failure, tear down what was started and re-raise."""
@@ -171,7 +196,12 @@ class EmbeddedMode:
             if self.overrides.get("api", True) is not None:
                 self.bridge = HttpBridge(None, host=self.config.host, port=self.config.port)
             self._set_env({"MOTO_PORT": str(self.server.port)})
-            self.server.start(self.environ)
+            # Both children import moto at the same time; queue URLs are built from MOTO_PORT, which
+            # is the main server's port in both environments.
+            self.dynamodb_server.spawn(dict(self.environ))
+            self.server.spawn(self.environ)
+            self.dynamodb_server.wait_started()
+            self.server.wait_started()
             self._set_env(self._base_env())
             self.clients = self._make_clients()
             self.provisioned = provision(
@@ -209,6 +239,7 @@ class EmbeddedMode:
         for part in [*self.pollers, *self.schedules, *([self.watcher] if self.watcher else [])]:
             part.join(max(0.0, deadline - time.monotonic()))
         self.server.stop()
+        self.dynamodb_server.stop()
         self._restore_env()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -223,6 +254,7 @@ class EmbeddedMode:
     def _base_env(self) -> dict[str, str]:
         env = {
             "AWS_ENDPOINT_URL": self.server.endpoint_url,
+            "AWS_ENDPOINT_URL_DYNAMODB": self.dynamodb_server.endpoint_url,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_SESSION_TOKEN": "testing",

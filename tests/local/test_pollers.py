@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
 
-from jobsched.local.pollers import failed_ids, to_lambda_record
+from jobsched.local.pollers import due_epoch, failed_ids, to_lambda_record
 from tests.local.conftest import Machinery, wait_for
 
 
@@ -163,3 +164,46 @@ def test_a_delayed_message_is_delivered_when_its_delay_ends_not_before(machinery
     lag = time.monotonic() - sent
     # Then not before the delay, and without waiting out a long poll on top of it
     assert 2.0 <= lag < 3.5
+
+
+def _run_body(tag: str, due: datetime) -> str:
+    return json.dumps({"run_id": tag, "due_at": due.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"})
+
+
+def test_due_epoch_reads_a_run_message_and_ignores_anything_else() -> None:
+    due = datetime(2026, 3, 29, 1, 30, 0, 250000, tzinfo=UTC)
+    assert due_epoch(_run_body("r", due)) == due.timestamp()
+    assert due_epoch("hello") is None
+    assert due_epoch(json.dumps({"TaskToken": "x"})) is None
+    assert due_epoch(json.dumps({"due_at": 5})) is None
+
+
+def test_runs_surfacing_before_their_instant_are_gathered_into_one_batch(machinery: Machinery) -> None:
+    # Given runs all due at the same instant T, whose messages surface at different moments before T
+    # (as DelaySeconds, whole seconds, makes them do)
+    due = datetime.now(UTC) + timedelta(seconds=1.5)
+    bodies = [_run_body(f"gather-{i}", due) for i in range(6)]
+    for body in bodies[:3]:
+        machinery.sqs.send_message(QueueUrl=machinery.queue("high").url, MessageBody=body, MessageGroupId="t")
+    time.sleep(0.2)  # within half the test queues' 1 s visibility timeout, the longest a batch is held
+    for body in bodies[3:]:
+        machinery.sqs.send_message(QueueUrl=machinery.queue("high").url, MessageBody=body, MessageGroupId="t")
+    # When the poller hands them to the worker
+    wait_for(lambda: len([b for b in bodies if machinery.handlers["worker"].records(b)]) == len(bodies))
+    # Then they arrive in one invocation (not one slot per message), before T
+    events = [
+        e for e in machinery.handlers["worker"].events if any(r["body"] in bodies for r in e["Records"])
+    ]
+    assert len(events) == 1
+    assert sorted(r["body"] for r in events[0]["Records"]) == sorted(bodies)
+    assert datetime.now(UTC) < due + timedelta(seconds=0.5)
+
+
+def test_a_run_already_due_is_handed_out_at_once(machinery: Machinery) -> None:
+    # Given a run message whose instant has passed (a retry or a trigger)
+    body = _run_body("due-now", datetime.now(UTC) - timedelta(seconds=1))
+    sent = time.monotonic()
+    machinery.sqs.send_message(QueueUrl=machinery.queue("high").url, MessageBody=body, MessageGroupId="t")
+    # When the poller receives it, it is not held back waiting for a fuller batch
+    wait_for(lambda: machinery.handlers["worker"].records(body), interval=0.02)
+    assert time.monotonic() - sent < 1.0

@@ -39,6 +39,12 @@ def test_every_queue_has_a_dlq_with_the_spec_redrive_policy(machinery: Machinery
 
 def test_the_functions_see_the_same_environment_as_on_aws(machinery: Machinery) -> None:
     assert os.environ["AWS_ENDPOINT_URL"] == machinery.mode.endpoint_url
+    # DynamoDB is served by a moto process of its own; botocore picks the per-service variable up
+    assert os.environ["AWS_ENDPOINT_URL_DYNAMODB"] == machinery.mode.dynamodb_endpoint_url
+    assert machinery.mode.dynamodb_endpoint_url != machinery.mode.endpoint_url
+    dynamodb = machinery.mode.clients["dynamodb"]
+    assert dynamodb.meta.endpoint_url == machinery.mode.dynamodb_endpoint_url
+    assert machinery.mode.clients["sqs"].meta.endpoint_url == machinery.mode.endpoint_url
     assert os.environ["AWS_DEFAULT_REGION"] == "us-east-1"
     assert os.environ[resources.ENV_AUTH_MODE] == "token"
     assert json.loads(os.environ[resources.ENV_TENANT_TOKENS]) == {"tok-acme": "acme"}
