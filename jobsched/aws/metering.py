@@ -280,6 +280,8 @@ class Dynamo:
             wires = [serialize(i) for i in items[start : start + 25]]
             pending: dict[str, Any] = {table: [{"PutRequest": {"Item": w}} for w in wires]}
             for attempt in range(8):
+                if attempt:  # a backoff between tries, none after the last
+                    self.sleep(min(1.0, 0.05 * 2 ** (attempt - 1)))
                 response = self.client.batch_write_item(RequestItems=pending, ReturnConsumedCapacity="TOTAL")
                 left = (response.get("UnprocessedItems") or {}).get(table, [])
                 done = [r["PutRequest"]["Item"] for r in pending[table] if r not in left]
@@ -288,9 +290,8 @@ class Dynamo:
                 if not left:
                     break
                 pending = {table: left}
-                self.sleep(min(1.0, 0.05 * 2**attempt))
             else:
-                raise RuntimeError(f"BatchWriteItem on {table} left items unprocessed after 8 tries")
+                raise unprocessed_error("BatchWriteItem", table, "items")
 
     def batch_get(
         self, table: str, keys: list[Mapping[str, Any]], *, consistent: bool = False
@@ -314,8 +315,16 @@ class Dynamo:
                 if not pending:
                     break
             else:
-                raise RuntimeError(f"BatchGetItem on {table} left keys unprocessed after 8 tries")
+                raise unprocessed_error("BatchGetItem", table, "keys")
         return out
+
+
+def unprocessed_error(operation: str, table: str, what: str) -> ClientError:
+    """A batch call that kept leaving work unprocessed (DynamoDB under throttling): raised as a
+    ``ClientError`` so every caller treats it like the throttling it is (e.g. the API's immediate
+    dispatch leaves the stored job to the next tick instead of failing the request)."""
+    message = f"{operation} on {table} left {what} unprocessed after 8 tries"
+    return ClientError({"Error": {"Code": "UnprocessedItems", "Message": message}}, operation)
 
 
 def table_specs(settings: Any) -> dict[str, TableSpec]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import itertools
 from datetime import timedelta
 
+import pytest
+from botocore.exceptions import ClientError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -188,3 +190,27 @@ def test_unprocessed_feed_items_are_retried_after_a_backoff_and_billed_once(pipe
     assert all(len(_feed_items(pipeline, f"tenant{i}")) == 1 for i in range(3))
     snapshot = dynamo.meter.snapshot()
     assert snapshot["requests"]["dynamodb.BatchWriteItem"] == 2 and snapshot["dynamodb"]["wcu"] == 3
+
+
+class AlwaysThrottled(Throttled):
+    """The moto client, except that BatchWriteItem never processes anything."""
+
+    def batch_write_item(self, RequestItems, **kwargs):
+        return {"UnprocessedItems": RequestItems}
+
+
+def test_feed_items_left_unprocessed_eight_times_raise_a_throttling_client_error(pipeline):
+    # Given a table that keeps handing every item back (sustained throttling)
+    settings_ = pipeline.env.settings
+    sleeps: list[float] = []
+    dynamo = Dynamo(AlwaysThrottled(pipeline.env.clients.dynamodb), pipeline.dispatcher.runs.dynamo.specs)
+    dynamo.sleep = sleeps.append
+    feed = RunFeed(dynamo, settings_.runs_table)
+    # When runs are recorded
+    with pytest.raises(ClientError) as raised:
+        feed.record([_run("acme", JOBS[0], 0)])
+    # Then, after eight tries with backoff, it fails as a ClientError (callers treat it as throttling:
+    # the API's immediate dispatch leaves the stored job to the next tick), nothing billed as written
+    assert raised.value.response["Error"]["Code"] == "UnprocessedItems"
+    assert len(sleeps) == 7
+    assert dynamo.meter.snapshot()["dynamodb"]["wcu"] == 0
