@@ -1,7 +1,8 @@
 """Queue pollers: what a Lambda SQS event source mapping does, for the embedded mode.
 
-One poller per queue receives batches (short waits, so a stop is seen within about a second), turns
-them into the exact SQS event Lambda delivers, invokes the handler on a thread pool sized by the
+One poller per queue receives batches (short waits, so a stop is seen within about a second; up to
+``MAX_RECEIVERS`` receives at once while a burst lasts, one while the queue is idle), turns them into
+the exact SQS event Lambda delivers, invokes the handler on a thread pool sized by the
 queue's reserved worker slots (so ``low`` can never take ``high``'s slots), and then deletes the
 records the handler did not report in ``batchItemFailures``. Failed records are left alone: they
 come back after the visibility timeout and, after ``maxReceiveCount`` receives, SQS redrives them
@@ -42,6 +43,9 @@ log = logging.getLogger(__name__)
 MAX_BATCH = 10  # SQS ReceiveMessage and DeleteMessageBatch limit
 #: A partial batch of runs is handed out when its earliest run is this close to due (see module doc).
 GATHER_MARGIN_SECONDS = 0.1
+#: Receivers per queue during a burst (a Lambda SQS event source mapping starts with five pollers);
+#: only the first polls an idle queue, the others join while receives keep finding messages.
+MAX_RECEIVERS = 5
 #: Pause between the short polls that top up a gathering batch.
 GATHER_POLL_SECONDS = 0.02
 
@@ -136,12 +140,19 @@ class QueuePoller:
         self.name = name or queue_arn.rsplit(":", 1)[-1]
         self._free = threading.Semaphore(slots)
         self._thread: threading.Thread | None = None
+        self._helpers: list[threading.Thread] = []
+        self._active = threading.Event()  # set while receives find messages: the helpers poll too
         self._busy: set[threading.Thread] = set()
         self._lock = threading.Lock()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._loop, name=f"poller-{self.name}", daemon=True)
-        self._thread.start()
+        self._helpers = [
+            threading.Thread(target=self._helper_loop, name=f"poller-{self.name}-{i}", daemon=True)
+            for i in range(1, min(self.slots, MAX_RECEIVERS))
+        ]
+        for thread in [self._thread, *self._helpers]:
+            thread.start()
 
     @property
     def busy(self) -> int:
@@ -156,42 +167,63 @@ class QueuePoller:
         come back after their visibility timeout, as after a Lambda crash) so shutdown stays prompt.
         """
         deadline = time.monotonic() + timeout
-        if self._thread is not None:
-            self._thread.join(max(0.0, deadline - time.monotonic()))
+        for receiver in [self._thread, *self._helpers]:
+            if receiver is not None:
+                receiver.join(max(0.0, deadline - time.monotonic()))
         with self._lock:
             running = list(self._busy)
         for thread in running:
             thread.join(max(0.0, deadline - time.monotonic()))
 
     def _loop(self) -> None:
+        """The first receiver: polls whenever the queue may hold something, and wakes the others."""
         while not self.stop_event.is_set():
-            # A slot is taken before receiving, so no message waits out its visibility in our hands.
-            if not self._free.acquire(timeout=0.5):
+            handed = self._poll_once()
+            if handed:
+                self._active.set()
+            elif handed is False and self._fast:
+                self.stop_event.wait(self.idle_seconds)
+
+    def _helper_loop(self) -> None:
+        """A further receiver: polls only while receives find messages (a burst), then rests."""
+        while not self.stop_event.is_set():
+            if not self._active.wait(timeout=0.5):
                 continue
-            try:
-                messages = self._receive()
-            except Exception:
-                self._free.release()
-                if not self.stop_event.is_set():
-                    log.exception("receive from %s failed", self.name)
-                    self.stop_event.wait(1.0)
-                continue
-            if not messages or self.stop_event.is_set():
-                self._free.release()
-                if not messages and self._fast:
-                    self.stop_event.wait(self.idle_seconds)
-                continue
-            try:
-                messages = self._gather(messages)
-            except Exception:  # what was gathered so far is handed out; the failure is moto's, logged
-                if not self.stop_event.is_set():
-                    log.exception("topping up a batch from %s failed", self.name)
-            thread = threading.Thread(
-                target=self._run_batch, args=(messages,), name=f"worker-{self.name}", daemon=True
-            )
-            with self._lock:
-                self._busy.add(thread)
-            thread.start()
+            if self._poll_once(short=True) is False:
+                self._active.clear()
+
+    def _poll_once(self, *, short: bool = False) -> bool | None:
+        """Take a slot, receive, hand a batch to a new invocation thread.
+
+        True when a batch was handed out, False when the receive was empty, None when no slot was
+        free or the receive failed.
+        """
+        # A slot is taken before receiving, so no message waits out its visibility in our hands.
+        if not self._free.acquire(timeout=0.5):
+            return None
+        try:
+            messages = self._receive(short=short)
+        except Exception:
+            self._free.release()
+            if not self.stop_event.is_set():
+                log.exception("receive from %s failed", self.name)
+                self.stop_event.wait(1.0)
+            return None
+        if not messages or self.stop_event.is_set():
+            self._free.release()
+            return False if not messages else None
+        try:
+            messages = self._gather(messages)
+        except Exception:  # what was gathered so far is handed out; the failure is moto's, logged
+            if not self.stop_event.is_set():
+                log.exception("topping up a batch from %s failed", self.name)
+        thread = threading.Thread(
+            target=self._run_batch, args=(messages,), name=f"worker-{self.name}", daemon=True
+        )
+        with self._lock:
+            self._busy.add(thread)
+        thread.start()
+        return True
 
     def _has_delayed(self) -> bool:
         """Whether the queue holds delayed messages (asked at most once a second)."""
@@ -237,11 +269,12 @@ class QueuePoller:
         return self._visibility
 
     def _receive(self, count: int | None = None, *, short: bool = False) -> list[dict[str, Any]]:
-        self._fast = short or self.wait_seconds == 0 or self._has_delayed()
+        if not short:
+            self._fast = self.wait_seconds == 0 or self._has_delayed()
         response = self.sqs.receive_message(
             QueueUrl=self.queue_url,
             MaxNumberOfMessages=count or self.batch_size,
-            WaitTimeSeconds=0 if self._fast else self.wait_seconds,
+            WaitTimeSeconds=0 if short or self._fast else self.wait_seconds,
             AttributeNames=["All"],
             MessageSystemAttributeNames=["All"],
             MessageAttributeNames=["All"],
