@@ -77,8 +77,16 @@ class JobService:
 
     # --- definitions ----------------------------------------------------------------------------
 
-    def create(self, tenant: str, spec: JobSpec | Mapping[str, Any], now: datetime) -> Job:
-        """Validate and store a new job; dispatch it at once if it is due within the look-ahead."""
+    def create(
+        self, tenant: str, spec: JobSpec | Mapping[str, Any], now: datetime, *, job_id: str | None = None
+    ) -> Job:
+        """Validate and store a new job; dispatch it at once if it is due within the look-ahead.
+
+        ``job_id`` (from :meth:`new_id`) is the id an ``Idempotency-Key`` claim fixed for this create;
+        without it a new id is drawn. If a job with that id is already stored, the store's
+        :class:`~jobsched.aws.jobs_store.JobExistsError` says so and the stored job is left as it is:
+        the caller answers with :meth:`finish_create`.
+        """
         require_aware(now, "now")
         spec = spec if isinstance(spec, JobSpec) else spec_from_dict(spec)
         schedule = validate_spec(spec, self.known_handlers)
@@ -87,7 +95,7 @@ class JobService:
             raise ValidationError(
                 f"schedule {spec.schedule!r} has no occurrence after {now.isoformat()}", field="schedule"
             )
-        job_id = self.id_factory()
+        job_id = job_id or self.id_factory()
         job = Job(
             **spec.spec_fields(),
             id=job_id,
@@ -99,6 +107,21 @@ class JobService:
         )
         self.jobs.create(job)
         return self._dispatch_if_due(job, now)
+
+    def new_id(self) -> str:
+        """A fresh job id, as :meth:`create` would draw it (an ``Idempotency-Key`` claim keeps one)."""
+        return self.id_factory()
+
+    def finish_create(self, tenant: str, job_id: str, now: datetime) -> Job:
+        """The job a create stored under ``job_id`` earlier, dispatched now if it is due.
+
+        For a create found already written (a retried request whose first attempt died after the write,
+        or a write the SDK retried): that attempt may have died before its immediate dispatch, so it is
+        done here. Dispatching again creates no second run: run ids derive from the job and the instant,
+        and the job's advance is conditional. :class:`NotFoundError` if no such job is stored.
+        """
+        require_aware(now, "now")
+        return self._dispatch_if_due(self.jobs.get(tenant, job_id), now)
 
     def get(self, tenant: str, job_id: str) -> Job:
         return self.jobs.get(tenant, job_id)

@@ -55,19 +55,37 @@ class StaleJobError(ConflictError):
     code = "stale_job"
 
 
+class JobExistsError(ConflictError):
+    """Raised when a job is created under an id that is already stored for the tenant. Ids are random
+    or fixed per ``Idempotency-Key`` claim, so this means the same create was written before: by an
+    earlier request with the same key, or by this call's own write that the SDK retried."""
+
+    code = "job_exists"
+
+    def __init__(self, job_id: str):
+        super().__init__(f"job {job_id} already exists")
+        self.job_id = job_id
+
+
 class JobsStore:
     def __init__(self, dynamo: Dynamo, table: str):
         self.dynamo = dynamo
         self.table = table
 
     def create(self, job: Job) -> Job:
+        """Store a new job, on the condition that the tenant has no job with its id
+        (:class:`JobExistsError` if it has: the stored job is left as it is)."""
         head, body = _split(job)
         if body is not None:
             self.dynamo.put(self.table, body)  # unreachable until the head points at it
         try:
             self.dynamo.put(self.table, head, condition="attribute_not_exists(job_id)")
-        except ConditionFailed:
-            raise ConflictError(f"job {job.id} already exists") from None
+        except ConditionFailed as failed:
+            stored = failed.existing
+            if body is not None and stored is not None and stored.get("payload_body") != head["payload_body"]:
+                # The stored job (edited since) points at another payload item: ours would be orphaned.
+                self.dynamo.delete(self.table, {"tenant": job.tenant, "job_id": body["job_id"]})
+            raise JobExistsError(job.id) from None
         return job
 
     def get(self, tenant: str, job_id: str, *, consistent: bool = True) -> Job:

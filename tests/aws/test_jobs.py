@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import pytest
 
+from jobsched.aws.jobs_store import JobExistsError
 from jobsched.core.errors import (
     ConflictError,
     NotFoundError,
@@ -14,7 +15,7 @@ from jobsched.core.errors import (
     PreconditionFailedError,
     ValidationError,
 )
-from jobsched.core.models import JobState, RunState, Trigger, make_run_id
+from jobsched.core.models import JobState, RunState, Trigger, make_run_id, shard_for
 from tests.aws.conftest import T0
 
 T1 = T0 + timedelta(minutes=1)  # just after an hourly occurrence: nothing due within the look-ahead
@@ -235,3 +236,60 @@ def test_a_large_payload_round_trips_and_its_item_follows_the_job(pipeline):
     assert pipeline.jobs.get("acme", job.id).payload == smaller and len(_items(pipeline)) == 2
     pipeline.jobs.delete("acme", job.id, T1)
     assert _items(pipeline) == []
+
+
+# --- create under a given id (Idempotency-Key claims) ------------------------------------------
+
+
+def test_create_under_a_given_id_stores_the_job_under_that_id(pipeline):
+    job = pipeline.jobs.create("acme", HOURLY, T1, job_id="jGivenId0000000000001")
+    assert job.id == "jGivenId0000000000001"
+    assert job.shard == shard_for(job.id, pipeline.env.settings.shards)
+    assert pipeline.jobs.get("acme", job.id).name == "report"
+
+
+def test_a_second_create_under_the_same_id_is_refused_and_changes_nothing(pipeline):
+    pipeline.jobs.create("acme", HOURLY, T1, job_id="jGivenId0000000000001")
+    with pytest.raises(JobExistsError) as refused:
+        pipeline.jobs.create("acme", HOURLY | {"payload": {"a": 2}}, T1, job_id="jGivenId0000000000001")
+    assert refused.value.job_id == "jGivenId0000000000001"
+    stored = pipeline.jobs.get("acme", "jGivenId0000000000001")
+    assert stored.payload == {"a": 1} and stored.version == 1 and _job_count(pipeline) == 1
+
+
+def test_a_refused_create_leaves_no_payload_item_beside_an_edited_job(pipeline):
+    # Given a job with a large payload, created under an id, whose payload was edited since
+    big = {"blob": "y" * 5000}
+    pipeline.jobs.create("acme", HOURLY | {"payload": big}, T1, job_id="jGivenId0000000000001")
+    pipeline.jobs.update("acme", "jGivenId0000000000001", {"payload": {"blob": "z" * 4000}}, 1, T1)
+    # When the original create is written again under the same id
+    with pytest.raises(JobExistsError):
+        pipeline.jobs.create("acme", HOURLY | {"payload": big}, T1, job_id="jGivenId0000000000001")
+    # Then the job and its current payload item are all there is; the edit stands
+    assert len(_items(pipeline)) == 2
+    assert pipeline.jobs.get("acme", "jGivenId0000000000001").payload == {"blob": "z" * 4000}
+
+
+def test_finish_create_dispatches_a_due_job_whose_create_died_before_its_dispatch(pipeline, monkeypatch):
+    # Given a create of a job due now that dies right after the job is written
+    def die(*args, **kwargs):
+        raise RuntimeError("the function stopped")
+
+    real_dispatch = pipeline.dispatcher.dispatch_jobs
+    monkeypatch.setattr(pipeline.dispatcher, "dispatch_jobs", die)
+    with pytest.raises(RuntimeError):
+        pipeline.jobs.create("acme", HOURLY | {"schedule": "* * * * *"}, T0, job_id="jGivenId0000000000001")
+    assert pipeline.messages() == []
+    monkeypatch.setattr(pipeline.dispatcher, "dispatch_jobs", real_dispatch)
+    # When a retry finds the job, twice
+    found = pipeline.jobs.finish_create("acme", "jGivenId0000000000001", T0 + timedelta(seconds=1))
+    pipeline.jobs.finish_create("acme", "jGivenId0000000000001", T0 + timedelta(seconds=2))
+    # Then the run due at T0 is sent once and the job is advanced past it
+    run_ids = [m["body"]["run_id"] for m in pipeline.messages()]
+    assert run_ids.count(make_run_id("jGivenId0000000000001", T0)) == 1
+    assert found.next_due_at > T0
+
+
+def test_finish_create_of_a_job_that_is_not_stored_is_not_found(pipeline):
+    with pytest.raises(NotFoundError):
+        pipeline.jobs.finish_create("acme", "jGivenId0000000000001", T0)

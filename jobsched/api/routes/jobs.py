@@ -13,8 +13,15 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Query
 
 from jobsched.api.deps import current_tenant
-from jobsched.api.errors import BadRequestError, PreconditionRequiredError
-from jobsched.api.idempotency import IdempotencyStore, check_key, fingerprint
+from jobsched.api.errors import BadRequestError, PreconditionRequiredError, error_body
+from jobsched.api.idempotency import (
+    Claim,
+    IdempotencyStore,
+    IdempotentJobDeletedError,
+    StoredResponse,
+    check_key,
+    fingerprint,
+)
 from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
 from jobsched.api.quotas import JobQuota
 from jobsched.api.schemas import (
@@ -33,8 +40,10 @@ from jobsched.api.schemas import (
     TriggerIn,
 )
 from jobsched.api.views import job_view, run_view
+from jobsched.aws.jobs_store import JobExistsError
 from jobsched.core.clock import Clock
-from jobsched.core.errors import NotFoundError, ValidationError
+from jobsched.core.errors import JobschedError, NotFoundError, ValidationError
+from jobsched.core.models import Job, to_iso
 from jobsched.dispatch_plan import first_fire_after
 from jobsched.job_specs import spec_from_dict, validate_spec
 
@@ -84,9 +93,19 @@ def _with_etag(job: JobOut, status: int = 200) -> Response:
     )
 
 
-def _created(body: Any, location: str | None = None) -> Response:
-    headers = {"Location": location} if location else None
+def _created(body: Any, location: str | None = None, *, replayed: bool = False) -> Response:
+    headers = {"Location": location} if location else {}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
     return Response(status_code=201, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
+
+
+def _replay(stored: StoredResponse) -> Response:
+    """The response stored for an ``Idempotency-Key``, answered again. The one error stored for a key
+    is the 409 of a create whose job was deleted before its answer was stored: it is raised again."""
+    if stored.status != 201:
+        raise IdempotentJobDeletedError(stored.body["message"])
+    return _created(stored.body, f"/jobs/{stored.body['id']}", replayed=True)
 
 
 def jobs_router(
@@ -95,44 +114,80 @@ def jobs_router(
     """``jobs`` is a :class:`jobsched.jobs.JobService`; ``quota`` caps the jobs per tenant."""
     router = Router()
 
-    def create(tenant: str, job: JobIn) -> Any:
-        """Create within the tenant's job limit. The definition is checked first, so a bad one costs
-        no write at all; a create that fails anyway gives its slot back."""
+    def create(tenant: str, job: JobIn, job_id: str | None = None) -> tuple[Job, bool]:
+        """Create within the tenant's job limit: (the job, whether an earlier request created it).
+
+        The definition is checked first, so a bad one costs no write at all. A create that is refused
+        gives its slot back; one that fails otherwise (a timeout: the job may be written) keeps it, so
+        the count errs high, never low. A job found stored under the id was written either by this
+        call (the SDK retried its put: it keeps the slot) or by an earlier request with the same
+        ``Idempotency-Key``, which took a slot for it (this call's goes back).
+        """
         now = clock.now()
         definition = job.to_domain()
         precheck(definition, jobs.known_handlers, now)
         if quota is not None:
             quota.take(tenant)
         try:
-            return jobs.create(tenant, definition, now)
-        except BaseException:
+            return jobs.create(tenant, definition, now, job_id=job_id), False
+        except JobExistsError as exists:
+            found = jobs.finish_create(tenant, exists.job_id, now)
+            if to_iso(found.created_at) == to_iso(now):
+                return found, False
+            if quota is not None:
+                quota.give_back(tenant)
+            return found, True
+        except JobschedError:
             if quota is not None:
                 quota.give_back(tenant)
             raise
+
+    def resume_claim(tenant: str, key: str, job: JobIn, claim: Claim) -> tuple[Job, bool]:
+        """Finish a create whose first attempt did not: answer with its job if it wrote one (it counts
+        in the limit already), refuse if that job was deleted since, else create it."""
+        now = clock.now()
+        try:
+            return jobs.finish_create(tenant, claim.job_id, now), True
+        except NotFoundError:
+            pass
+        if idempotency is not None and idempotency.was_deleted(tenant, claim.job_id, now):
+            gone = IdempotentJobDeletedError(
+                f"job {claim.job_id}, created by an earlier request with this Idempotency-Key, has "
+                "been deleted since; use a new key to create the job again"
+            )
+            idempotency.complete(tenant, key, 409, error_body(gone.code, gone.message))
+            raise gone
+        return create(tenant, job, claim.job_id)
 
     @router.post("/jobs", tags=["jobs"], summary="Create a job", responses={201: {"description": "Created"}})
     def create_job(
         job: Annotated[JobIn, Body()], tenant: Tenant, idempotency_key: IdemKey = None
     ) -> Response[JobOut]:
         if idempotency_key is None or idempotency is None:
-            created = create(tenant, job)
+            created, replayed = create(tenant, job)
             body = job_view(created, clock.now()).model_dump(mode="json")
-            return _created(body, f"/jobs/{created.id}")
+            return _created(body, f"/jobs/{created.id}", replayed=replayed)
         key = check_key(idempotency_key)
-        stored = idempotency.begin(tenant, key, fingerprint(job.model_dump(mode="json")), clock.now())
-        if stored is not None:
-            response = _created(stored.body, f"/jobs/{stored.body.get('id')}")
-            response.status_code = stored.status
-            response.headers["Idempotent-Replayed"] = "true"
-            return response
+        digest = fingerprint(job.model_dump(mode="json"))
+        claim = idempotency.begin(tenant, key, digest, clock.now(), job_id=jobs.new_id())
+        if isinstance(claim, StoredResponse):
+            return _replay(claim)
         try:
-            created = create(tenant, job)
+            if claim.resumed:
+                created, replayed = resume_claim(tenant, key, job, claim)
+            else:
+                created, replayed = create(tenant, job, claim.job_id)
+        except IdempotentJobDeletedError:
+            raise  # its answer is stored for the key
+        except JobschedError:
+            idempotency.release(tenant, key)  # refused before anything was written
+            raise
         except BaseException:
-            idempotency.release(tenant, key)
+            idempotency.unlock(tenant, key)  # the job may be written: a retry finds it at once
             raise
         body = job_view(created, clock.now()).model_dump(mode="json")
         idempotency.complete(tenant, key, 201, body)
-        return _created(body, f"/jobs/{created.id}")
+        return _created(body, f"/jobs/{created.id}", replayed=replayed)
 
     @router.get("/jobs", tags=["jobs"], summary="List the tenant's jobs")
     def list_jobs(tenant: Tenant, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> JobList:
@@ -165,7 +220,12 @@ def jobs_router(
     @router.delete("/jobs/<job_id>", tags=["jobs"], summary="Delete a job (If-Match: version)")
     def delete_job(job_id: str, tenant: Tenant, if_match: IfMatch = None) -> DeletedOut:
         expected = version_of(if_match)
-        withdrawn = jobs.delete(tenant, job_id_of(job_id), clock.now(), expected)
+        job_id = job_id_of(job_id)
+        now = clock.now()
+        if idempotency is not None:
+            # Before the delete: a create of this job retried later under its key must not revive it.
+            idempotency.record_deletion(tenant, job_id, now)
+        withdrawn = jobs.delete(tenant, job_id, now, expected)
         if quota is not None:
             quota.give_back(tenant)
         return DeletedOut(id=job_id, deleted=True, withdrawn_runs=list(withdrawn))
