@@ -6,6 +6,11 @@ worker with no attempts left, a poison message). Its item then carries the spars
 delivery: target, payload, timeout, retry), so listing is a Query on that index and a replay needs
 no job read. Replay and discard take the run out of the index; every replay and discard is appended
 to the run's ``replays`` history, so the run shows what was done to it and when.
+
+A run being replayed keeps its index keys until its message is sent (``replay_pending_at`` set, see
+:mod:`jobsched.runs`); it is no dead letter any more: listings skip it (filling the page from the
+following items, :func:`jobsched.api.routes.listing.filtered_page`), and a replay or discard of it
+answers 404.
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from jobsched.api.routes.listing import filtered_page
 from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.runs_store import DEAD_LETTER_INDEX
 from jobsched.core.errors import ConflictError, NotFoundError, ValidationError
 from jobsched.core.models import Run, to_iso
-from jobsched.runs import RunService
+from jobsched.runs import REPLAY_PENDING, RunService
 
 MAX_PAGE = 100
 MAX_BULK = 1000
@@ -57,6 +63,11 @@ def dead_letter_view(item: dict[str, Any]) -> dict[str, Any]:
         "target": message.get("target"),
         "replays": run.replays,
     }
+
+
+def _index_key(item: dict[str, Any]) -> dict[str, Any]:
+    """The ``dead_letter_index`` key of an item (what DynamoDB returns as ``LastEvaluatedKey``)."""
+    return {k: item[k] for k in ("dl_tenant", "dl_at", "job_id", "run_key")}
 
 
 def encode_cursor(key: dict[str, Any] | None) -> str | None:
@@ -111,16 +122,26 @@ class DeadLetterService:
             filters.append("contains(#error, :needle)")
             values[":needle"] = flt.error_contains
             names["#error"] = "error"
-        items, last = self.dynamo.query(
-            self.table,
-            condition,
-            values,
-            names=names or None,
-            index=DEAD_LETTER_INDEX,
+
+        def fetch(n: int, after: dict[str, Any] | None) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+            return self.dynamo.query(
+                self.table,
+                condition,
+                values,
+                names=names or None,
+                index=DEAD_LETTER_INDEX,
+                limit=n,
+                forward=False,
+                start_key=after,
+                filter_expression=" AND ".join(filters) or None,
+            )
+
+        items, last = filtered_page(
+            fetch,  # page keys here are index keys (dicts), not strings
+            _index_key,
+            lambda item: REPLAY_PENDING not in item,
             limit=limit,
-            forward=False,
-            start_key=decode_cursor(cursor),
-            filter_expression=" AND ".join(filters) or None,
+            start_after=decode_cursor(cursor),
         )
         return [dead_letter_view(i) for i in items], encode_cursor(last)
 
@@ -181,6 +202,6 @@ class DeadLetterService:
 
     def _dead_item(self, tenant: str, run_id: str) -> dict[str, Any]:
         item = self.service.attempts.get_item(run_id)
-        if item is None or item.get("tenant") != tenant or "dl_at" not in item:
+        if item is None or item.get("tenant") != tenant or "dl_at" not in item or REPLAY_PENDING in item:
             raise NotFoundError(f"dead letter {run_id} not found")
         return item

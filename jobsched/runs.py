@@ -5,22 +5,37 @@ in SQS later finds the run finished and is acknowledged); a running run gets ``c
 which the worker's heartbeat reads: the handler sees ``ctx.cancelled`` and stops at a safe point,
 or finishes, and either way the run ends ``cancelled`` (its result is ignored).
 
-Replay (also "retry a failed run"): ``failed -> queued`` with a fresh attempt budget, an optional
-corrected payload (kept as ``payload_override``) and a record appended to the run's ``replays``;
-then the next attempt's message is sent. The state change comes first and is conditional on the
-attempt read, so two concurrent replays cannot both send; if the send fails the change is undone
-and the caller gets a retryable error.
+Replay (also "retry a failed run") takes three steps, so that a crash between any two of them
+loses nothing (guarantee 4):
+
+1. ``failed -> queued`` with a fresh attempt budget, an optional corrected payload (kept as
+   ``payload_override``) and a record appended to the run's ``replays``; conditional on the attempt
+   read, so two concurrent replays cannot both send. The run *stays* in the sparse dead-letter index
+   (``dl_tenant``, ``dl_at``) and gets ``replay_pending_at`` (when) and ``replay_message`` (the exact
+   message of attempt ``n + 1``): listings leave such a run out, and the sweeper finds it there.
+2. The message is sent. If the send fails, step 1 is undone (the failed state restored) and the
+   caller gets a retryable error.
+3. :func:`finish_replay` removes the index keys and the pending marker, conditional on the marker and
+   ``dl_at`` it wrote, so it never removes a newer dead letter. If this write fails (throttling,
+   crash), the sweeper does it later (:mod:`jobsched.sweeper`).
+
+A crash between 1 and 2 leaves the run ``queued`` with no message; the sweeper re-sends
+``replay_message`` after its grace period. Duplicates are harmless: the worker's claim is
+conditional on state and attempt.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.jobs_store import JobsStore
-from jobsched.aws.metering import ConditionFailed
+from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.outputs import OutputStore
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.errors import ConflictError, NotFoundError, PayloadTooLargeError, RetryableError
@@ -29,7 +44,31 @@ from jobsched.core.models import Run, RunState, to_iso
 from jobsched.dispatch import outgoing_for
 from jobsched.work import send_run_message
 
+logger = logging.getLogger(__name__)
+
 CANCEL_ATTEMPTS = 3
+
+#: Set by step 1 of a replay, removed by step 3: when the replay began, and the message it sends.
+REPLAY_PENDING = "replay_pending_at"
+REPLAY_MESSAGE = "replay_message"
+
+#: What step 3 removes.
+_CLEARED_BY_FINISH = ("dl_tenant", "dl_at", "dl_reason", "dl_message", REPLAY_PENDING, REPLAY_MESSAGE)
+
+#: What step 1 changes on the item and an undo puts back (or removes, when the item had none).
+_RESTORED_ON_UNDO = (
+    "dl_tenant",
+    "dl_at",
+    "dl_reason",
+    "dl_message",
+    "finished_at",
+    "error",
+    "retry_at",
+    "discarded_at",
+    "max_attempts",
+    "replays",
+    "payload_override",
+)
 
 
 class RunService:
@@ -109,10 +148,16 @@ class RunService:
             "from_attempt": run.attempt,
             "payload_changed": payload is not None,
         }
+        since = to_iso(now)
+        dl_at = item.get("dl_at") or since  # a discarded run re-enters the index until step 3
         sets = [
             "#state = :queued",
             "max_attempts = :max",
             "replays = list_append(if_not_exists(replays, :empty), :record)",
+            "dl_tenant = :tenant",
+            "dl_at = :dl_at",
+            f"{REPLAY_PENDING} = :since",
+            f"{REPLAY_MESSAGE} = :msg",
         ]
         values: dict[str, Any] = {
             ":queued": "queued",
@@ -121,6 +166,10 @@ class RunService:
             ":max": run.attempt + snapshot.retry.max_attempts,
             ":empty": [],
             ":record": [record],
+            ":tenant": tenant,
+            ":dl_at": dl_at,
+            ":since": since,
+            ":msg": message.to_json(),
         }
         if payload is not None:
             sets.append("payload_override = :p")
@@ -130,8 +179,8 @@ class RunService:
             updated = self.runs.dynamo.update(
                 self.runs.table,
                 key,
-                "SET " + ", ".join(sets) + " REMOVE dl_tenant, dl_at, dl_reason, dl_message, finished_at, "
-                "#error, retry_at, discarded_at",
+                "SET " + ", ".join(sets) + " REMOVE dl_reason, dl_message, finished_at, #error, retry_at, "
+                "discarded_at",
                 condition="#state = :failed AND attempt = :a",
                 names={"#state": "state", "#error": "error"},
                 values=values,
@@ -141,9 +190,16 @@ class RunService:
         try:
             send_run_message(self.sqs, self.queue_urls[message.priority], message, now)
         except Exception as exc:
-            self._undo_replay(key, item, run.attempt)
+            self._undo_replay(key, item, run.attempt, since)
             raise RetryableError(f"could not enqueue the replay of {run_id}: {exc}") from exc
-        return Run.from_item(updated)
+        try:
+            finished = finish_replay(self.runs.dynamo, self.runs.table, key, since, dl_at)
+        except (ClientError, BotoCoreError) as exc:  # the message is on its way: the sweeper cleans up
+            logger.warning("replay of run %s sent; its pending marker stays for the sweeper: %s", run_id, exc)
+            finished = None
+        if finished is None:  # no longer a dead letter either way: answer without the index keys
+            finished = {k: v for k, v in updated.items() if k not in _CLEARED_BY_FINISH}
+        return Run.from_item(finished)
 
     def _snapshot(self, run: Run, item: dict[str, Any], now: datetime) -> RunMessage:
         """The job snapshot the run failed with (kept on the dead letter), or the job as it is now."""
@@ -152,24 +208,46 @@ class RunService:
         job = self.jobs.get(run.tenant, run.job_id)
         return outgoing_for(job, run, now).message
 
-    def _undo_replay(self, key: dict, item: dict[str, Any], attempt: int) -> None:
-        restore = {k: item[k] for k in ("dl_tenant", "dl_at", "max_attempts", "replays") if k in item}
-        sets = ["#state = :failed"] + [f"{k} = :{k}" for k in restore]
-        values = {":failed": "failed", ":queued": "queued", ":a": attempt}
-        values.update({f":{k}": v for k, v in restore.items()})
+    def _undo_replay(self, key: dict, item: dict[str, Any], attempt: int, since: str) -> None:
+        """Put back what step 1 changed (the failed state, its dead-letter attributes, budget, history
+        and payload override), conditional on step 1's own marker."""
+        sets, removes = ["#state = :failed"], [REPLAY_PENDING, REPLAY_MESSAGE]
+        names = {"#state": "state"}
+        values: dict[str, Any] = {":failed": "failed", ":queued": "queued", ":a": attempt, ":since": since}
+        for i, name in enumerate(_RESTORED_ON_UNDO):
+            names[f"#r{i}"] = name
+            if name in item:
+                sets.append(f"#r{i} = :r{i}")
+                values[f":r{i}"] = item[name]
+            else:
+                removes.append(f"#r{i}")
         try:
             self.runs.dynamo.update(
                 self.runs.table,
                 key,
-                "SET " + ", ".join(sets),
-                condition="#state = :queued AND attempt = :a",
-                names={"#state": "state"},
-                values={
-                    ":failed": "failed",
-                    ":queued": "queued",
-                    ":a": attempt,
-                    **{f":{k}": v for k, v in restore.items()},
-                },
+                "SET " + ", ".join(sets) + " REMOVE " + ", ".join(removes),
+                condition=f"#state = :queued AND attempt = :a AND {REPLAY_PENDING} = :since",
+                names=names,
+                values=values,
             )
         except ConditionFailed:
             pass
+
+
+def finish_replay(
+    dynamo: Dynamo, table: str, key: dict[str, Any], since: str, dl_at: str
+) -> dict[str, Any] | None:
+    """Step 3 of a replay: take the run out of the dead-letter index and drop the pending marker,
+    whatever its state now, conditional on the marker (``since``) and the ``dl_at`` step 1 kept, so a
+    newer dead letter of the same run is never removed. The item as written, or None when the
+    condition did not hold."""
+    try:
+        return dynamo.update(
+            table,
+            key,
+            "REMOVE " + ", ".join(_CLEARED_BY_FINISH),
+            condition=f"{REPLAY_PENDING} = :since AND dl_at = :dl_at",
+            values={":since": since, ":dl_at": dl_at},
+        )
+    except ConditionFailed:
+        return None

@@ -1,25 +1,36 @@
 """The sweeper: finds runs that nothing will move on and hands them to a worker again (guarantee 4).
 
-Three ways a run can be stranded, each found by its timestamps:
+Four ways a run can be stranded, each found by its timestamps:
 
 - **lost send** — ``queued`` and ``due_at`` more than ``grace`` ago: the dispatcher (or a replay)
   wrote the run and died before its message was sent;
 - **lost retry** — ``retrying`` and ``retry_at`` more than ``grace`` ago (the worker sends the retry
   before marking the run, so this needs a message lost after the fact);
 - **expired lease** — ``running`` and ``lease_until`` more than ``grace`` ago with no message left
-  to bring it back (SQS normally redelivers it, and the next worker takes over).
+  to bring it back (SQS normally redelivers it, and the next worker takes over);
+- **stranded replay** — ``replay_pending_at`` more than ``grace`` ago: a replay (or retry) of a failed
+  run moved it to ``queued`` and died before sending its message or before its last write
+  (:mod:`jobsched.runs`). Such a run keeps its ``dead_letter_index`` keys while the replay is
+  pending, so it is found by one Query per tenant on that index, whatever its age. Still ``queued``
+  at the attempt before the one in ``replay_message``: that exact message (corrected payload
+  included) is re-sent, then the marker and index keys are removed; moved on (running, finished,
+  failed again): only the removal, conditional on the marker and ``dl_at`` read, so a newer dead
+  letter stays. The tenants are those of the Jobs scan: a tenant with no job left is not swept this
+  way.
 
-For each, the sweeper marks the run (``swept_at``, ``sweeps + 1``, conditional on the state and
-attempt it read, so two sweepers never both act) and sends a message for the next attempt from the
-job's definition. Duplicates are harmless: the worker's claim is conditional on state and attempt,
-and a takeover bumps the attempt (fencing). A run is re-sent at most ``max_sweeps`` times; a queue
-backlog therefore cannot make the sweeper multiply messages.
+For each of the first three, the sweeper marks the run (``swept_at``, ``sweeps + 1``, conditional on
+the state and attempt it read, so two sweepers never both act) and sends a message for the next
+attempt from the job's definition. Duplicates are harmless: the worker's claim is conditional on
+state and attempt, and a takeover bumps the attempt (fencing). A run is re-sent at most
+``max_sweeps`` times; a queue backlog therefore cannot make the sweeper multiply messages.
 
 Cost: the sweep reads, it writes only for stranded runs. It lists job keys with a Scan of the Jobs
 table (billed by the table's size: ~0.5 RRU per 4 KB of jobs) and reads each job's runs scheduled in
 the last ``lookback`` with one Query (billed by the size of those runs, about ``lookback / interval``
 runs per job). Runs stranded longer than ``lookback`` before a sweep saw them are out of reach; with
-the default 30 minutes and a 5-minute sweep that takes six missed sweeps in a row.
+the default 30 minutes and a 5-minute sweep that takes six missed sweeps in a row. Stranded replays
+cost one Query per tenant on the dead-letter index, billed by the size of the tenant's dead letters
+(the filter on ``replay_pending_at`` is applied after the read).
 """
 
 from __future__ import annotations
@@ -33,9 +44,12 @@ from jobsched import observability as obs
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo, item_size, read_units
+from jobsched.aws.runs_store import DEAD_LETTER_INDEX
 from jobsched.core.errors import ConflictError, NotFoundError
+from jobsched.core.messages import RunMessage
 from jobsched.core.models import Job, Run, RunState, from_iso, run_key_for, to_iso
 from jobsched.dispatch import outgoing_for
+from jobsched.runs import REPLAY_MESSAGE, REPLAY_PENDING, finish_replay
 from jobsched.work import send_run_message
 
 logger = logging.getLogger(__name__)
@@ -53,6 +67,8 @@ class SweepSummary:
     reclaimed: int = 0  # expired leases
     gave_up: int = 0  # already swept max_sweeps times
     failed: int = 0  # the job is gone: the run is failed (dead letter)
+    replays_resent: int = 0  # stranded replays whose message was re-sent
+    replays_cleaned: int = 0  # replays whose run had moved on: only the pending marker removed
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -91,7 +107,8 @@ class Sweeper:
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine the runs scheduled in ``[now - lookback, now]`` of every job and re-send the stranded."""
         summary = SweepSummary()
-        for tenant, job_id in self._job_keys():
+        keys = self._job_keys()
+        for tenant, job_id in keys:
             summary.jobs += 1
             jobs: list[Job | None] = []  # the job, read once and only when one of its runs is stranded
             for item in self._active_runs(job_id, now):
@@ -102,6 +119,9 @@ class Sweeper:
                 if not jobs:
                     jobs.append(self._job(tenant, job_id))
                 self._rescue(item, kind, jobs[0], now, summary)
+        for tenant in sorted({tenant for tenant, _ in keys}):
+            for item in self._pending_replays(tenant, now):
+                self._finish_replay(item, now, summary)
         return summary
 
     # --- finding ---------------------------------------------------------------------------------
@@ -136,6 +156,23 @@ class Sweeper:
                 },
                 names={"#state": "state"},
                 filter_expression="#state IN (:q, :r, :w)",
+                start_key=start,
+            )
+            out.extend(items)
+            if start is None:
+                return out
+
+    def _pending_replays(self, tenant: str, now: datetime) -> list[dict[str, Any]]:
+        """The tenant's runs whose replay began more than ``grace`` ago and was not finished."""
+        out: list[dict[str, Any]] = []
+        start = None
+        while True:
+            items, start = self.dynamo.query(
+                self.runs_table,
+                "dl_tenant = :t",
+                {":t": tenant, ":limit": to_iso(now - self.grace)},
+                index=DEAD_LETTER_INDEX,
+                filter_expression=f"{REPLAY_PENDING} < :limit",
                 start_key=start,
             )
             out.extend(items)
@@ -216,6 +253,26 @@ class Sweeper:
         else:
             summary.resent += 1
             self.metrics.add(obs.RUNS_RESENT)
+
+    def _finish_replay(self, item: dict[str, Any], now: datetime, summary: SweepSummary) -> None:
+        """Re-send a stranded replay's message if its run still waits for it, then do the replay's
+        last write (:func:`jobsched.runs.finish_replay`)."""
+        message = RunMessage.from_json(item[REPLAY_MESSAGE])
+        waiting = item.get("state") == RunState.QUEUED and int(item.get("attempt", 0)) + 1 == message.attempt
+        if waiting:
+            send_run_message(self.sqs, self.queue_urls[message.priority], message, now)
+            summary.replays_resent += 1
+            self.metrics.add(obs.RUNS_RESENT)
+            logger.warning(
+                "replay of run %s was stranded; re-sent attempt %s", message.run_id, message.attempt
+            )
+        key = {"job_id": item["job_id"], "run_key": item["run_key"]}
+        cleaned = finish_replay(self.dynamo, self.runs_table, key, item[REPLAY_PENDING], item["dl_at"])
+        if cleaned is not None and not waiting:  # None: done meanwhile, or failed again (a new dead letter)
+            summary.replays_cleaned += 1
+            logger.info(
+                "replay of run %s had moved on (%s); removed its marker", message.run_id, item.get("state")
+            )
 
 
 def sweeper_from_settings(

@@ -249,7 +249,9 @@ class AttemptStore:
         self, claim: Claim, owner: str, now: datetime, error: str, reason: str, message: str | None
     ) -> Run:
         """running -> failed and into the dead-letter index (fenced). ``message`` (the delivery's job
-        snapshot and payload, as its JSON body) is kept so the dead letter can be replayed without the job."""
+        snapshot and payload, as its JSON body) is kept so the dead letter can be replayed without the job.
+        A replay's pending marker left on the run (its last write not done yet) is removed, so the new
+        dead letter is listed and that late write cannot take it out of the index."""
         assert claim.run is not None
         i = claim.index
         sets = [
@@ -272,7 +274,7 @@ class AttemptStore:
         if message is not None:
             sets.append("dl_message = :msg")
             values[":msg"] = message
-        return self._finish(claim, owner, sets, values, ["progress"])
+        return self._finish(claim, owner, sets, values, ["progress", *_REPLAY_MARKERS])
 
     def cancelled(self, claim: Claim, owner: str, now: datetime) -> Run:
         """running -> cancelled after the handler saw the flag (fenced)."""
@@ -306,7 +308,10 @@ class AttemptStore:
         try:
             item = self._update(
                 run.id,
-                "SET " + ", ".join(sets) + " REMOVE lease_until, lease_owner, progress, retry_at",
+                "SET "
+                + ", ".join(sets)
+                + " REMOVE lease_until, lease_owner, progress, retry_at, "
+                + ", ".join(_REPLAY_MARKERS),
                 "#state = :st AND (attribute_not_exists(attempt) OR attempt = :cur)",
                 values,
                 {"#error": "error"},
@@ -316,6 +321,10 @@ class AttemptStore:
                 f"run {run.id} changed while being dead-lettered: {_state_of(rejected.item)}"
             ) from None
         return Run.from_item(item)
+
+
+#: A replay's pending marker (see :mod:`jobsched.runs`); a new dead letter removes it.
+_REPLAY_MARKERS = ("replay_pending_at", "replay_message")
 
 
 class _Rejected(Exception):
