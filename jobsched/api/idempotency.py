@@ -19,11 +19,14 @@ The id is fixed per claim rather than derived from (tenant, key): a key may be u
 job, whose run history (run ids derive from the job id) stays — and the API's ids sort newest first.
 
 A job deleted before its create's response was stored must not come back when that create is retried:
-deleting a job leaves a tombstone (``apidel#<tenant>#<job id>``, 24 h), and a resumed claim whose job is
-gone and tombstoned is answered 409 ``idempotency_job_deleted``, an answer then stored for the key.
-A job deleted after its 201 was stored is not looked up: a retry gets the stored 201 again.
+deleting a job first leaves a tombstone (``apidel#<tenant>#<job id>``, 24 h TTL: one write per delete,
+read only by a resumed claim that finds no job), and a resumed claim whose job is gone and tombstoned
+is answered 409 ``idempotency_job_deleted``, an answer then stored for the key. A job deleted after
+its 201 was stored is not looked up: a retry gets the stored 201 again.
 
-A request that is refused (validation, limit) releases its claim, so it leaves nothing behind.
+A request that is refused (validation, limit) releases its claim, so it leaves nothing behind; one
+that fails otherwise (its job may be written) keeps the claim and lifts the lock, for a retry to
+take over at once.
 """
 
 from __future__ import annotations
