@@ -2,10 +2,10 @@
 schedule), or of every shard when the event names none (handy locally and for a manual catch-up).
 
 Thin on purpose: parse the event, call :meth:`jobsched.dispatch.Dispatcher.dispatch_shard`, return the
-summary and emit two metrics: ``RunsSkipped`` and the dispatch summary (``RunsDispatched``,
-``JobsAdvanced``, ``SendFailures``, ``StaleJobs``, ``ShardsBusy``), with no per-run or per-tenant
-dimension (those would be billed as separate metrics). Services are built once per container, on the
-first invocation, never at import time.
+summary and emit its metrics: ``RunsSkipped``, ``RunsDispatched``, ``JobsAdvanced``, ``SendFailures``,
+``StaleJobs``, ``ShardsBusy`` and ``JobsHeldBack`` (due ``low`` jobs held back by backpressure), with no
+per-run or per-tenant dimension (those would be billed as separate metrics). Services are built once
+per container, on the first invocation, never at import time.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from jobsched.clock import SystemClock
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, ValidationError
 from jobsched.dispatch import Dispatcher, DispatchSummary, dispatcher_from_settings
+from jobsched.observability import JOBS_HELD_BACK
 from jobsched.settings import Settings
 
 logger = Logger(service="jobsched-dispatcher")
@@ -81,6 +82,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="SendFailures", unit=MetricUnit.Count, value=summary.send_failures)
     metrics.add_metric(name="StaleJobs", unit=MetricUnit.Count, value=summary.jobs_stale)
     metrics.add_metric(name="ShardsBusy", unit=MetricUnit.Count, value=len(summary.lease_busy))
+    metrics.add_metric(name=JOBS_HELD_BACK, unit=MetricUnit.Count, value=summary.jobs_held_back)
     result = summary.to_dict()
     logger.info("dispatch tick", extra={"summary": result})
     return result

@@ -12,7 +12,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobsched.api.auth import DEFAULT_JWT_TENANT_CLAIM
-from jobsched.resources import DEFAULT_LOOKAHEAD_SECONDS, DEFAULT_SHARDS, QUEUE_KINDS
+from jobsched.resources import (
+    DEFAULT_LOOKAHEAD_SECONDS,
+    DEFAULT_LOW_BACKLOG_LIMIT,
+    DEFAULT_SHARDS,
+    QUEUE_KINDS,
+)
 
 AUTH_MODES = ("iam", "jwt")
 
@@ -30,6 +35,7 @@ class StackConfig:
 
     shards: int = DEFAULT_SHARDS
     lookahead_seconds: int = DEFAULT_LOOKAHEAD_SECONDS
+    low_backlog_limit: int = DEFAULT_LOW_BACKLOG_LIMIT  # backpressure on the low queue; 0 = off
     max_concurrency: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_CONCURRENCY))
     payload_retention_days: int = 30
     log_retention_days: int = 30
@@ -68,6 +74,10 @@ class StackConfig:
                 raise ConfigError(f"{name} must be at least 1 day")
         if not 0 < self.lookahead_seconds <= 900:
             raise ConfigError(f"lookahead_seconds must be between 1 and 900, got {self.lookahead_seconds}")
+        if self.low_backlog_limit < 0:
+            raise ConfigError(
+                f"low_backlog_limit must be 0 (no backpressure) or more, got {self.low_backlog_limit}"
+            )
 
     @classmethod
     def from_context(cls, get: Any) -> StackConfig:

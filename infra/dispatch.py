@@ -23,7 +23,7 @@ from infra.functions import function_spec, make_function
 from infra.nag import acknowledge
 from infra.queues import Queues
 from infra.tables import Tables
-from jobsched.resources import JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
+from jobsched.resources import ENV_LOW_BACKLOG_LIMIT, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
 
 TICK_RETRY_ATTEMPTS = 2
 TICK_MAX_EVENT_AGE_SECONDS = 60
@@ -45,7 +45,11 @@ class Dispatch(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.dispatcher = make_function(
-            self, function_spec("dispatcher"), code=code, config=config, environment=environment
+            self,
+            function_spec("dispatcher"),
+            code=code,
+            config=config,
+            environment={**environment, ENV_LOW_BACKLOG_LIMIT: str(config.low_backlog_limit)},
         )
         for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
             tables.table(spec).grant_read_write_data(self.dispatcher)

@@ -31,6 +31,7 @@ from jobsched.aws.leases import Lease, Leases, shard_lease_key
 from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.aws.runs_store import RunsStore
+from jobsched.backpressure import LowBacklog, TickGate
 from jobsched.core.clock import Clock
 from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.messages import RunMessage, delay_seconds
@@ -54,6 +55,7 @@ class DispatchSummary:
     jobs_seen: int = 0
     jobs_advanced: int = 0
     jobs_held: int = 0
+    jobs_held_back: int = 0  # due low jobs left for a later tick: backpressure (jobsched/backpressure.py)
     jobs_stale: int = 0
     jobs_invalid: int = 0
     runs_created: int = 0
@@ -119,6 +121,7 @@ class Dispatcher:
         lease_ttl: timedelta = timedelta(seconds=60),
         batch: int = 10,
         clock: Clock | None = None,
+        backpressure: LowBacklog | None = None,
     ):
         self.jobs = jobs
         self.runs = runs
@@ -132,6 +135,7 @@ class Dispatcher:
         self.lease_ttl = lease_ttl
         self.batch = batch
         self.clock = clock  # only for re-checking the lease: a tick that overran it must stop
+        self.backpressure = backpressure
 
     def dispatch_shard(self, shard: int, now: datetime) -> DispatchSummary:
         """One tick of ``shard``: take its lease, page through due jobs, dispatch each page."""
@@ -139,25 +143,31 @@ class Dispatcher:
         lease = self.leases.acquire(shard_lease_key(shard), self.owner, now, self.lease_ttl)
         summary.fences[shard] = lease.token
         start = None
+        gate = self.backpressure.tick() if self.backpressure else None
         try:
             while True:
                 keys, start = self.jobs.due_keys(
                     shard, now + self.lookahead, limit=self.page_size, start_key=start
                 )
-                summary.merge(self.dispatch_jobs(self.jobs.get_many(keys), now, lease=lease))
+                summary.merge(self.dispatch_jobs(self.jobs.get_many(keys), now, lease=lease, gate=gate))
                 if not start:
                     break
+            if gate is not None:
+                gate.log(shard)
         finally:
             # Every write above is idempotent, so handing the shard on early is safe even after an
             # error; a process that dies here instead simply lets the lease expire.
             self.leases.release(lease, now)
         return summary
 
-    def dispatch_jobs(self, jobs: list[Job], now: datetime, *, lease: Lease | None = None) -> DispatchSummary:
+    def dispatch_jobs(
+        self, jobs: list[Job], now: datetime, *, lease: Lease | None = None, gate: TickGate | None = None
+    ) -> DispatchSummary:
         """Dispatch the given jobs (a page of a shard, or one job the API just created).
 
         With a ``lease`` the lease is re-checked before any job is advanced and its token fences every
         advance; without one (the API's immediate dispatch) only the job's own conditions protect it.
+        A ``gate`` (the tick's backpressure) may hold due ``low`` jobs back, untouched.
         """
         summary = DispatchSummary(jobs_seen=len(jobs))
         planned: list[_Planned] = []
@@ -166,6 +176,9 @@ class Dispatcher:
             if not due or min(due) > now + self.lookahead:
                 # The index (eventually consistent) lagged behind an advance: nothing is due, write nothing.
                 summary.jobs_held += 1
+                continue
+            if gate is not None and gate.holds(job.priority):
+                summary.jobs_held_back += 1
                 continue
             previous = self._previous(job)
             try:
@@ -294,6 +307,8 @@ def dispatcher_from_settings(
     """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``."""
     meter = meter or Meter()
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    limit = settings.low_backlog_limit
+    backlog = LowBacklog(clients.sqs, settings.queue_url("low"), limit, meter) if limit else None
     return Dispatcher(
         JobsStore(dynamo, settings.jobs_table),
         RunsStore(dynamo, settings.runs_table),
@@ -303,6 +318,7 @@ def dispatcher_from_settings(
         enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
         owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
         clock=clock,
+        backpressure=backlog,
     )
 
 

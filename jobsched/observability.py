@@ -1,4 +1,4 @@
-"""Logging and metrics shared by the worker, the DLQ consumer and the sweeper.
+"""Logging and metrics shared by the worker, the DLQ consumer, the sweeper and the dispatcher.
 
 Metrics are CloudWatch EMF through Powertools ``Metrics`` in the functions; services emit through a
 small :class:`MetricSink` so they stay testable and the local mode can print or count them.
@@ -29,6 +29,7 @@ RUNS_CANCELLED = "RunsCancelled"
 RUNS_RESENT = "RunsResent"  # sweeper: lost sends re-sent
 RUNS_RECLAIMED = "RunsReclaimed"  # sweeper: expired leases handed to a new attempt
 POISON_MESSAGES = "PoisonMessages"  # DLQ consumer
+JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due low jobs left for a later tick (backpressure)
 
 UNITS = {SCHEDULE_LAG: MetricUnit.Seconds, RUN_DURATION: MetricUnit.Seconds}
 

@@ -22,6 +22,9 @@ ENV_LOOKAHEAD_SECONDS = "JOBSCHED_LOOKAHEAD_SECONDS"
 # How far ahead a due job's occurrences are enqueued (SQS DelaySeconds): amortizes the job advance
 # (1 item write + 2 due-index writes) over several runs. See docs/decisions/0001-data-model.md.
 ENV_ENQUEUE_HORIZON_SECONDS = "JOBSCHED_ENQUEUE_HORIZON_SECONDS"
+#: Backpressure: a dispatcher tick holds back its due ``low`` jobs while the ``low`` queue has at least
+#: this many visible messages (0 = never). See jobsched/backpressure.py.
+ENV_LOW_BACKLOG_LIMIT = "JOBSCHED_LOW_BACKLOG_LIMIT"
 ENV_STATE_MACHINE_ARN = "JOBSCHED_STATE_MACHINE_ARN"
 ENV_ALLOWED_HTTP_HOSTS = "JOBSCHED_ALLOWED_HTTP_HOSTS"
 ENV_AUTH_MODE = "JOBSCHED_AUTH_MODE"
@@ -194,4 +197,5 @@ FUNCTIONS = (
 DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60
 DEFAULT_ENQUEUE_HORIZON_SECONDS = 300
+DEFAULT_LOW_BACKLOG_LIMIT = 1000
 MAX_SQS_DELAY_SECONDS = 900

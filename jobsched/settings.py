@@ -36,6 +36,7 @@ class Settings:
     shards: int = r.DEFAULT_SHARDS
     lookahead_seconds: int = r.DEFAULT_LOOKAHEAD_SECONDS
     enqueue_horizon_seconds: int = r.DEFAULT_ENQUEUE_HORIZON_SECONDS
+    low_backlog_limit: int = r.DEFAULT_LOW_BACKLOG_LIMIT  # 0 = no backpressure
     state_machine_arn: str | None = None
     allowed_http_hosts: tuple[str, ...] = ()
     auth_mode: str = "iam"
@@ -101,6 +102,7 @@ class Settings:
             shards=integer(r.ENV_SHARDS, r.DEFAULT_SHARDS, 1),
             lookahead_seconds=lookahead,
             enqueue_horizon_seconds=horizon,
+            low_backlog_limit=integer(r.ENV_LOW_BACKLOG_LIMIT, r.DEFAULT_LOW_BACKLOG_LIMIT, 0),
             state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN) or None,
             allowed_http_hosts=hosts,
             auth_mode=env.get(r.ENV_AUTH_MODE, "iam") or "iam",
@@ -117,6 +119,7 @@ class Settings:
             r.ENV_SHARDS: str(self.shards),
             r.ENV_LOOKAHEAD_SECONDS: str(self.lookahead_seconds),
             r.ENV_ENQUEUE_HORIZON_SECONDS: str(self.enqueue_horizon_seconds),
+            r.ENV_LOW_BACKLOG_LIMIT: str(self.low_backlog_limit),
             r.ENV_AUTH_MODE: self.auth_mode,
             r.ENV_WORKER_TIMEOUT_SECONDS: str(self.worker_timeout_seconds),
         }

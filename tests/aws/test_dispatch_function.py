@@ -58,3 +58,28 @@ def test_missing_environment_names_the_variable(aws_environ, monkeypatch):
     with pytest.raises(ConfigurationError, match="JOBSCHED_JOBS_TABLE"):
         fn.handler({"shard": 0}, _Context())
     fn.reset()
+
+
+def test_held_back_low_jobs_are_counted_in_the_summary_and_the_metric(
+    aws_environ, dispatcher_fn, monkeypatch, capsys
+):
+    import json
+
+    from jobsched import resources as r
+
+    # Given a low job every minute and a low queue with 2 visible messages, limit 2
+    monkeypatch.setenv(r.ENV_LOW_BACKLOG_LIMIT, "2")
+    job = build_pipeline(aws_environ).jobs.create(
+        "acme", {"name": "m", "schedule": "* * * * *", "target": {"handler": "echo"}, "priority": "low"}, T0
+    )
+    url = aws_environ.settings.queue_url("low")
+    aws_environ.clients.sqs.send_message(QueueUrl=url, MessageBody="filler")  # + the 12:00 run's message
+    dispatcher_fn.advance(minutes=2)
+    capsys.readouterr()
+    # When the function runs for the job's shard
+    result = fn.handler({"shard": job.shard}, _Context())
+    # Then the summary and the JobsHeldBack metric (service dimension only) count the held job
+    assert result["jobs_held_back"] == 1 and result["jobs_advanced"] == 0
+    [emf] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert emf["JobsHeldBack"] == [1.0]
+    assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]

@@ -56,6 +56,8 @@ def test_command_line_strings_are_parsed():
         ({"auth_mode": "jwt"}, "jwt_issuer"),
         ({"log_retention_days": "0"}, "log_retention_days"),
         ({"lookahead_seconds": "901"}, "lookahead_seconds"),
+        ({"low_backlog_limit": "-1"}, "low_backlog_limit"),
+        ({"low_backlog_limit": "lots"}, "low_backlog_limit"),
     ],
 )
 def test_invalid_settings_are_rejected_naming_the_setting(context, message):

@@ -22,6 +22,15 @@ def test_settings_from_a_complete_environment_round_trip():
     assert Settings.from_env(settings.to_env()) == settings
 
 
+@pytest.mark.parametrize(("raw", "limit"), [(None, r.DEFAULT_LOW_BACKLOG_LIMIT), ("0", 0), ("250", 250)])
+def test_low_backlog_limit_defaults_and_zero_disables(raw, limit):
+    # Given the variable unset, 0 (backpressure off) or a number / Then the setting follows it
+    env = ENV if raw is None else ENV | {r.ENV_LOW_BACKLOG_LIMIT: raw}
+    settings = Settings.from_env(env)
+    assert settings.low_backlog_limit == limit
+    assert Settings.from_env(settings.to_env()) == settings
+
+
 @pytest.mark.parametrize("missing", [r.ENV_RUNS_TABLE, r.ENV_QUEUE_URL_PREFIX + "LOW"])
 def test_a_missing_variable_is_named(missing):
     env = {k: v for k, v in ENV.items() if k != missing}
@@ -36,6 +45,8 @@ def test_a_missing_variable_is_named(missing):
         (r.ENV_SHARDS, "0", "must be >= 1"),
         (r.ENV_LOOKAHEAD_SECONDS, "1000", "SQS delay cap"),
         (r.ENV_ENQUEUE_HORIZON_SECONDS, "901", "SQS delay cap"),
+        (r.ENV_LOW_BACKLOG_LIMIT, "-1", "must be >= 0"),
+        (r.ENV_LOW_BACKLOG_LIMIT, "many", "must be an integer"),
     ],
 )
 def test_malformed_tunables_are_refused(name, value, message):
