@@ -84,5 +84,6 @@ def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_d
         "ConcurrentExecutions",
         "Duration",
         "Dead-letter queue depth",
+        "JobsHeldBack",  # backpressure on the low queue, beside the queue depths
     ):
         assert needle in body, needle
