@@ -70,7 +70,6 @@ class TickGate:
         self._backlog = backlog
         self._hold: bool | None = None  # undecided until the first due low job
         self.seen_backlog: int | None = None
-        self.held = 0
 
     def holds(self, priority: str) -> bool:
         if priority != HELD_PRIORITY or self._backlog.limit <= 0:
@@ -78,16 +77,15 @@ class TickGate:
         if self._hold is None:
             self.seen_backlog = self._backlog.read()
             self._hold = over_limit(self.seen_backlog, self._backlog.limit)
-        self.held += self._hold
         return self._hold
 
-    def log(self, shard: int) -> None:
-        """One line per tick that held jobs back (the count is also in the tick's summary)."""
-        if self.held:
+    def log(self, shard: int, held: int) -> None:
+        """One line per tick that held ``held`` jobs back (the count the tick's summary keeps)."""
+        if held:
             logger.info(
                 "shard %s: held back %d due low job(s): low queue backlog %s >= limit %d",
                 shard,
-                self.held,
+                held,
                 self.seen_backlog,
                 self._backlog.limit,
             )

@@ -153,7 +153,7 @@ class Dispatcher:
                 if not start:
                     break
             if gate is not None:
-                gate.log(shard)
+                gate.log(shard, summary.jobs_held_back)
         finally:
             # Every write above is idempotent, so handing the shard on early is safe even after an
             # error; a process that dies here instead simply lets the lease expire.

@@ -33,7 +33,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from jobsched.aws.attempts import AttemptStore
+from jobsched.aws.attempts import REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.outputs import OutputStore
@@ -47,10 +47,6 @@ from jobsched.work import send_run_message
 logger = logging.getLogger(__name__)
 
 CANCEL_ATTEMPTS = 3
-
-#: Set by step 1 of a replay, removed by step 3: when the replay began, and the message it sends.
-REPLAY_PENDING = "replay_pending_at"
-REPLAY_MESSAGE = "replay_message"
 
 #: What step 3 removes.
 _CLEARED_BY_FINISH = ("dl_tenant", "dl_at", "dl_reason", "dl_message", REPLAY_PENDING, REPLAY_MESSAGE)

@@ -140,44 +140,30 @@ class Sweeper:
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
     def _active_runs(self, job_id: str, now: datetime) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        start = None
-        while True:
-            items, start = self.dynamo.query(
-                self.runs_table,
-                "job_id = :j AND run_key BETWEEN :from AND :to",
-                {
-                    ":j": job_id,
-                    ":from": run_key_for(now - self.lookback),
-                    ":to": run_key_for(now) + "~",  # "~" sorts after the manual/backfill suffixes
-                    ":q": "queued",
-                    ":r": "running",
-                    ":w": "retrying",
-                },
-                names={"#state": "state"},
-                filter_expression="#state IN (:q, :r, :w)",
-                start_key=start,
-            )
-            out.extend(items)
-            if start is None:
-                return out
+        return self.dynamo.query_all(
+            self.runs_table,
+            "job_id = :j AND run_key BETWEEN :from AND :to",
+            {
+                ":j": job_id,
+                ":from": run_key_for(now - self.lookback),
+                ":to": run_key_for(now) + "~",  # "~" sorts after the manual/backfill suffixes
+                ":q": "queued",
+                ":r": "running",
+                ":w": "retrying",
+            },
+            names={"#state": "state"},
+            filter_expression="#state IN (:q, :r, :w)",
+        )
 
     def _pending_replays(self, tenant: str, now: datetime) -> list[dict[str, Any]]:
         """The tenant's runs whose replay began more than ``grace`` ago and was not finished."""
-        out: list[dict[str, Any]] = []
-        start = None
-        while True:
-            items, start = self.dynamo.query(
-                self.runs_table,
-                "dl_tenant = :t",
-                {":t": tenant, ":limit": to_iso(now - self.grace)},
-                index=DEAD_LETTER_INDEX,
-                filter_expression=f"{REPLAY_PENDING} < :limit",
-                start_key=start,
-            )
-            out.extend(items)
-            if start is None:
-                return out
+        return self.dynamo.query_all(
+            self.runs_table,
+            "dl_tenant = :t",
+            {":t": tenant, ":limit": to_iso(now - self.grace)},
+            index=DEAD_LETTER_INDEX,
+            filter_expression=f"{REPLAY_PENDING} < :limit",
+        )
 
     def _stranded(self, item: dict[str, Any], now: datetime) -> str | None:
         """``resend`` | ``reclaim`` | None, from the run's own timestamps."""

@@ -323,8 +323,11 @@ class AttemptStore:
         return Run.from_item(item)
 
 
-#: A replay's pending marker (see :mod:`jobsched.runs`); a new dead letter removes it.
-_REPLAY_MARKERS = ("replay_pending_at", "replay_message")
+#: A replay's pending marker (see :mod:`jobsched.runs`): when the replay began, and the message it
+#: sends. A new dead letter removes it.
+REPLAY_PENDING = "replay_pending_at"
+REPLAY_MESSAGE = "replay_message"
+_REPLAY_MARKERS = (REPLAY_PENDING, REPLAY_MESSAGE)
 
 
 class _Rejected(Exception):

@@ -271,6 +271,18 @@ class Dynamo:
         last = response.get("LastEvaluatedKey")
         return [deserialize(w) for w in wires], deserialize(last) if last else None
 
+    def query_all(
+        self, table: str, key_condition: str, values: Mapping[str, Any], **kwargs: Any
+    ) -> list[dict]:
+        """Every item of a Query, page after page (``kwargs`` as :meth:`query`, without ``start_key``)."""
+        out: list[dict[str, Any]] = []
+        start: dict[str, Any] | None = None
+        while True:
+            items, start = self.query(table, key_condition, values, start_key=start, **kwargs)
+            out.extend(items)
+            if start is None:
+                return out
+
     def batch_write(self, table: str, items: list[Mapping[str, Any]]) -> None:
         """BatchWriteItem puts in chunks of 25, retrying unprocessed items with a short backoff.
 

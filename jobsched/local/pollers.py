@@ -35,8 +35,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
+
+from jobsched.core.errors import ValidationError
+from jobsched.core.keys import from_iso
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +55,8 @@ GATHER_POLL_SECONDS = 0.02
 def due_epoch(body: str) -> float | None:
     """The due instant (epoch seconds) of a run message body; None for anything else."""
     try:
-        data = json.loads(body)
-        return datetime.fromisoformat(data["due_at"].replace("Z", "+00:00")).timestamp()
-    except (ValueError, TypeError, KeyError, AttributeError):
+        return from_iso(json.loads(body)["due_at"]).timestamp()
+    except (ValueError, TypeError, KeyError, AttributeError, ValidationError):
         return None
 
 

@@ -121,6 +121,22 @@ def sent_messages(aws: Any, kind: str = "default") -> list[tuple[dict, int]]:
     return out
 
 
+def sweeper_for(kit: Kit, jobs: Any):
+    """The sweeper over the kit's tables, queues, attempts and metrics (``jobs``: a JobsStore)."""
+    from jobsched.sweeper import Sweeper
+
+    return Sweeper(
+        dynamo=kit.dynamo,
+        jobs_table=kit.aws.settings.jobs_table,
+        runs_table=kit.aws.settings.runs_table,
+        jobs=jobs,
+        attempts=kit.attempts,
+        sqs=kit.aws.clients.sqs,
+        queue_urls=dict(kit.aws.settings.queue_urls),
+        metrics=kit.metrics,
+    )
+
+
 def run_service(kit: Kit):
     """A RunService over the kit's stores."""
     from jobsched.aws.jobs_store import JobsStore

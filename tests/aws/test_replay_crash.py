@@ -18,8 +18,8 @@ from jobsched.core.models import Job, JobState, RetrySpec, RunState
 from jobsched.dead_letters import DeadLetterService
 from jobsched.observability import RUNS_RESENT
 from jobsched.runs import finish_replay
-from jobsched.sweeper import DEFAULT_GRACE, Sweeper
-from tests.aws.conftest_worker import Kit, run_service, sent_messages
+from jobsched.sweeper import DEFAULT_GRACE
+from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
 
 REPLAY_ATTRIBUTES = ("dl_tenant", "dl_at", "dl_reason", "dl_message", "replay_pending_at", "replay_message")
 
@@ -60,16 +60,7 @@ def sweeper(kit):
             updated_at=kit.clock.now() - timedelta(days=2),
         )
     )
-    return Sweeper(
-        dynamo=kit.dynamo,
-        jobs_table=kit.aws.settings.jobs_table,
-        runs_table=kit.aws.settings.runs_table,
-        jobs=jobs,
-        attempts=kit.attempts,
-        sqs=kit.aws.clients.sqs,
-        queue_urls=dict(kit.aws.settings.queue_urls),
-        metrics=kit.metrics,
-    )
+    return sweeper_for(kit, jobs)
 
 
 def old_dead_letter(kit, payload: dict | None = None, *, job_id: str = "job1"):

@@ -10,8 +10,7 @@ import pytest
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.core.models import Job, JobState, RetrySpec, RunState
 from jobsched.observability import RUNS_RECLAIMED, RUNS_RESENT
-from jobsched.sweeper import Sweeper
-from tests.aws.conftest_worker import Kit, sent_messages
+from tests.aws.conftest_worker import Kit, sent_messages, sweeper_for
 
 
 @pytest.fixture
@@ -26,16 +25,7 @@ def jobs(kit):
 
 @pytest.fixture
 def sweeper(kit, jobs):
-    return Sweeper(
-        dynamo=kit.dynamo,
-        jobs_table=kit.aws.settings.jobs_table,
-        runs_table=kit.aws.settings.runs_table,
-        jobs=jobs,
-        attempts=kit.attempts,
-        sqs=kit.aws.clients.sqs,
-        queue_urls=dict(kit.aws.settings.queue_urls),
-        metrics=kit.metrics,
-    )
+    return sweeper_for(kit, jobs)
 
 
 def make_job(jobs: JobsStore, clock, job_id: str = "job1") -> Job:
