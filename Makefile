@@ -33,7 +33,7 @@ test: install lint
 	$(PY) -m pytest
 
 bench-time: install
-	$(PY) -m bench.bench_time
+	$(PY) -m jobsched.bench.time_core
 
 bench: install bench-time
 	$(VENV)/bin/jobsched bench --runs 1000 --json

@@ -1,7 +1,8 @@
 """Dispatcher Lambda: one tick of one shard (event ``{"shard": k}`` from a per-shard EventBridge
 schedule), or of every shard when the event names none (handy locally and for a manual catch-up).
 
-Thin on purpose: parse the event, call :meth:`jobsched.dispatch.Dispatcher.dispatch_shard`, return the
+Thin on purpose: parse the event, call
+:meth:`jobsched.services.dispatcher.Dispatcher.dispatch_shard`, return the
 summary and emit its metrics: ``RunsSkipped``, ``RunsDispatched``, ``JobsAdvanced``, ``SendFailures``,
 ``StaleJobs``, ``ShardsBusy`` and ``JobsHeldBack`` (due ``low`` jobs held back by backpressure), with no
 per-run or per-tenant dimension (those would be billed as separate metrics). Services are built once
@@ -19,12 +20,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from jobsched.aws.clients import Clients
 from jobsched.aws.leases import LeaseHeldError
-from jobsched.clock import SystemClock
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, ValidationError
-from jobsched.dispatch import Dispatcher, DispatchSummary, dispatcher_from_settings
-from jobsched.observability import JOBS_HELD_BACK
-from jobsched.settings import Settings
+from jobsched.runtime.clock import SystemClock
+from jobsched.runtime.observability import JOBS_HELD_BACK
+from jobsched.runtime.settings import Settings
+from jobsched.services.dispatcher import Dispatcher, DispatchSummary, dispatcher_from_settings
 
 logger = Logger(service="jobsched-dispatcher")
 metrics = Metrics(namespace="jobsched", service="dispatcher")

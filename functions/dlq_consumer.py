@@ -1,6 +1,7 @@
 """Lambda entry point of the DLQ consumer: poison run messages -> failed runs (reason ``poison``).
 
-Same shape as the worker: one record at a time through :meth:`jobsched.dlq.DlqConsumer.process`,
+Same shape as the worker: one record at a time through
+:meth:`jobsched.services.dlq_consumer.DlqConsumer.process`,
 partial batch failures for records left for later (a run still under a live lease).
 """
 
@@ -14,12 +15,12 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from jobsched import observability as obs
 from jobsched.aws.clients import Clients
-from jobsched.clock import SystemClock
 from jobsched.core.clock import Clock
-from jobsched.dlq import DlqConsumer, dlq_consumer_from_settings
-from jobsched.settings import Settings
+from jobsched.runtime import observability as obs
+from jobsched.runtime.clock import SystemClock
+from jobsched.runtime.settings import Settings
+from jobsched.services.dlq_consumer import DlqConsumer, dlq_consumer_from_settings
 
 logger = Logger(service="jobsched-dlq-consumer")
 metrics = Metrics(namespace=obs.NAMESPACE, service="dlq_consumer")

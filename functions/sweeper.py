@@ -8,12 +8,12 @@ from typing import Any
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
-from jobsched import observability as obs
 from jobsched.aws.clients import Clients
-from jobsched.clock import SystemClock
 from jobsched.core.clock import Clock
-from jobsched.settings import Settings
-from jobsched.sweeper import Sweeper, sweeper_from_settings
+from jobsched.runtime import observability as obs
+from jobsched.runtime.clock import SystemClock
+from jobsched.runtime.settings import Settings
+from jobsched.services.sweeper import Sweeper, sweeper_from_settings
 
 logger = Logger(service="jobsched-sweeper")
 metrics = Metrics(namespace=obs.NAMESPACE, service="sweeper")

@@ -1,6 +1,7 @@
 """Lambda entry point of the worker: SQS batches of run messages, partial batch failures.
 
-Each record goes to :meth:`jobsched.work.Worker.process`. A record the worker defers (its run is held
+Each record goes to :meth:`jobsched.services.worker.Worker.process`.
+A record the worker defers (its run is held
 by another worker's live lease, or too little time is left) is reported in ``batchItemFailures`` so
 SQS keeps it; every other record, including a duplicate of a finished run, is acknowledged. One bad
 record never fails the batch. A malformed body raises, is reported as failed, and after
@@ -15,7 +16,7 @@ log keys are per thread (``thread_safe_append_keys``) and metrics go through a l
 
 With ``JOBSCHED_STATE_MACHINE_ARN`` set, the worker also drives chunked jobs: it starts a chunked
 run's Step Functions execution and answers the workflow's ``chunk.*`` messages on the ``long`` queue
-(:mod:`jobsched.long_jobs.runner`). Chunked job modules are listed in ``JOBSCHED_HANDLER_MODULES``.
+(:mod:`jobsched.long_jobs.chunk_runner`). Chunked job modules are listed in ``JOBSCHED_HANDLER_MODULES``.
 """
 
 from __future__ import annotations
@@ -31,14 +32,14 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-import jobsched.demo_handlers  # noqa: F401  (registers demo.*)
-from jobsched import observability as obs
+import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.aws.clients import Clients
-from jobsched.clock import SystemClock
 from jobsched.core.clock import Clock
-from jobsched.resources import ENV_HANDLER_MODULES, ENV_WORKER_CONCURRENCY
-from jobsched.settings import Settings
-from jobsched.work import Worker, queue_url_for_arn, worker_from_settings
+from jobsched.runtime import observability as obs
+from jobsched.runtime.clock import SystemClock
+from jobsched.runtime.resources import ENV_HANDLER_MODULES, ENV_WORKER_CONCURRENCY
+from jobsched.runtime.settings import Settings
+from jobsched.services.worker import Worker, queue_url_for_arn, worker_from_settings
 
 #: Records of one batch handled at once (threads); 1 handles them one after the other.
 DEFAULT_WORKER_CONCURRENCY = 10

@@ -2,5 +2,5 @@
 
 ``app.py`` reads :class:`infra.config.StackConfig` from CDK context and builds
 :class:`infra.stack.JobschedStack`. Names of tables, queues and environment variables come from
-``jobsched/resources.py``, shared with the functions and the embedded mode.
+``jobsched/runtime/resources.py``, shared with the functions and the embedded mode.
 """

@@ -29,7 +29,7 @@ from infra.storage import PayloadStore
 from infra.tables import Tables
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM
 from jobsched.api.gate import PUBLIC_PATHS
-from jobsched.resources import ENV_AUTH_MODE, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
+from jobsched.runtime.resources import ENV_AUTH_MODE, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
 
 ACCESS_LOG_FORMAT = {
     "requestId": "$context.requestId",

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobsched.api.auth import DEFAULT_JWT_TENANT_CLAIM
-from jobsched.resources import (
+from jobsched.runtime.resources import (
     DEFAULT_LOOKAHEAD_SECONDS,
     DEFAULT_LOW_BACKLOG_LIMIT,
     DEFAULT_SHARDS,

@@ -23,7 +23,7 @@ from infra.functions import function_spec, make_function
 from infra.nag import acknowledge
 from infra.queues import Queues
 from infra.tables import Tables
-from jobsched.resources import ENV_LOW_BACKLOG_LIMIT, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
+from jobsched.runtime.resources import ENV_LOW_BACKLOG_LIMIT, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
 
 TICK_RETRY_ATTEMPTS = 2
 TICK_MAX_EVENT_AGE_SECONDS = 60

@@ -1,6 +1,6 @@
 """The one Lambda function factory: runtime, architecture, memory, timeout, logging, tracing, env.
 
-Every jobsched function is built here from its :class:`jobsched.resources.FunctionSpec`, so the five
+Every jobsched function is built here from its :class:`jobsched.runtime.resources.FunctionSpec`, so the five
 functions cannot drift apart in how they run. Each gets its own role (no AWS-managed policy: the
 factory grants log writes to the function's own log group) and its own log group with retention.
 """
@@ -17,8 +17,8 @@ from constructs import Construct
 
 from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
 from infra.config import StackConfig
-from jobsched.observability import NAMESPACE
-from jobsched.resources import FUNCTIONS, FunctionSpec
+from jobsched.runtime.observability import NAMESPACE
+from jobsched.runtime.resources import FUNCTIONS, FunctionSpec
 
 # CloudWatch Logs accepts only these retention periods (days).
 _RETENTIONS = {
@@ -48,7 +48,7 @@ def function_spec(name: str) -> FunctionSpec:
     for spec in FUNCTIONS:
         if spec.name == name:
             return spec
-    raise KeyError(f"no function named {name!r} in jobsched.resources.FUNCTIONS")
+    raise KeyError(f"no function named {name!r} in jobsched.runtime.resources.FUNCTIONS")
 
 
 def retention(days: int) -> logs.RetentionDays:

@@ -1,6 +1,6 @@
 """Alerts and the operator's view: an SNS alert topic, a CloudWatch dashboard, alarms.
 
-The application metrics (ScheduleLag, Runs*; names in :mod:`jobsched.observability`) are Powertools
+The application metrics (ScheduleLag, Runs*; names in :mod:`jobsched.runtime.observability`) are Powertools
 EMF metrics in namespace ``jobsched`` whose only dimension is ``service`` = the emitting function's
 name. Run outcomes come from several functions, so the dashboard sums them over every ``service``
 with a SEARCH expression; the lag alarm needs one concrete metric and watches the worker's, which is
@@ -24,7 +24,7 @@ from constructs import Construct
 
 from infra.config import StackConfig
 from infra.queues import QUEUE_CONSUMER
-from jobsched import observability as obs
+from jobsched.runtime import observability as obs
 
 MINUTE = cdk.Duration.minutes(1)
 RUN_OUTCOMES = (

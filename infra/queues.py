@@ -12,7 +12,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from jobsched.resources import PRIORITIES, QUEUES, QueueSpec
+from jobsched.runtime.resources import PRIORITIES, QUEUES, QueueSpec
 
 VISIBILITY_FACTOR = 6
 QUEUE_CONSUMER = "worker"  # consumes every queue (the long queue too: chunk tasks)

@@ -23,7 +23,7 @@ from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
 from infra.workers import Workers
-from jobsched.resources import (
+from jobsched.runtime.resources import (
     ENV_ALLOWED_HTTP_HOSTS,
     ENV_BUCKET,
     ENV_HANDLER_MODULES,

@@ -1,4 +1,4 @@
-"""DynamoDB tables, one per :data:`jobsched.resources.TABLES` spec.
+"""DynamoDB tables, one per :data:`jobsched.runtime.resources.TABLES` spec.
 
 On-demand billing, point-in-time recovery, AWS-managed encryption, TTL where the spec names an
 attribute, and the spec's secondary indexes with their projections. Tables are retained on stack
@@ -11,7 +11,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
 
-from jobsched.resources import TABLES, Key, TableSpec
+from jobsched.runtime.resources import TABLES, Key, TableSpec
 
 _TYPES = {"S": dynamodb.AttributeType.STRING, "N": dynamodb.AttributeType.NUMBER}
 _PROJECTIONS = {

@@ -21,7 +21,7 @@ from infra.nag import acknowledge
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
-from jobsched.resources import IDEMPOTENCY_TABLE, JOBS_TABLE, LEASES_TABLE, RUNS_TABLE
+from jobsched.runtime.resources import IDEMPOTENCY_TABLE, JOBS_TABLE, LEASES_TABLE, RUNS_TABLE
 
 BATCH_SIZE = {"long": 1}  # a chunk may run for minutes: one per invocation
 DEFAULT_BATCH_SIZE = 10

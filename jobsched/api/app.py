@@ -31,9 +31,9 @@ from jobsched.core.clock import Clock
 from jobsched.core.errors import JobschedError
 
 if TYPE_CHECKING:
-    from jobsched.dead_letters import DeadLetterService
-    from jobsched.jobs import JobService
-    from jobsched.runs import RunService
+    from jobsched.services.dead_letters import DeadLetterService
+    from jobsched.services.jobs import JobService
+    from jobsched.services.runs import RunService
 
 TITLE = "jobsched"
 DESCRIPTION = (

@@ -25,12 +25,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from jobsched.core.errors import UnauthorizedError
-from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 
 ENV_ADMIN_PRINCIPALS = "JOBSCHED_ADMIN_PRINCIPALS"
 ENV_JWT_TENANT_CLAIM = "JOBSCHED_JWT_TENANT_CLAIM"
 AUTH_MODES = ("token", "iam", "jwt")
-#: As :class:`jobsched.settings.Settings`: a deployment that names no mode gets IAM, never open tokens.
+#: As :class:`jobsched.runtime.settings.Settings`:
+#: a deployment that names no mode gets IAM, never open tokens.
 DEFAULT_AUTH_MODE = "iam"
 DEFAULT_JWT_TENANT_CLAIM = "tenant"
 

@@ -19,13 +19,13 @@ from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.quotas import DEFAULT_MAX_JOBS_PER_TENANT, ENV_MAX_JOBS_PER_TENANT, JobQuota
 from jobsched.api.tenants import PrincipalStore
 from jobsched.aws.clients import Clients
-from jobsched.clock import SystemClock
 from jobsched.core.clock import Clock
-from jobsched.resources import ENV_HANDLER_MODULES
-from jobsched.settings import Settings
+from jobsched.runtime.clock import SystemClock
+from jobsched.runtime.resources import ENV_HANDLER_MODULES
+from jobsched.runtime.settings import Settings
 
-#: ``jobsched.demo_handlers`` is always loaded; ``ENV_HANDLER_MODULES`` names the deployment's own.
-DEFAULT_HANDLER_MODULES = ("jobsched.demo_handlers",)
+#: ``jobsched.targets.demo`` is always loaded; ``ENV_HANDLER_MODULES`` names the deployment's own.
+DEFAULT_HANDLER_MODULES = ("jobsched.targets.demo",)
 
 
 def load_handler_modules(env: Mapping[str, str]) -> None:
@@ -53,7 +53,7 @@ def newest_first_job_id(now: datetime) -> str:
 
     The Jobs table sorts a tenant's jobs by id, ascending; with ids like these that order is newest
     first, so ``GET /jobs`` lists the newest jobs first without an index. Ids stay URL-safe, dot-free
-    and unguessable (the random part), as :func:`jobsched.jobs.new_job_id` promises."""
+    and unguessable (the random part), as :func:`jobsched.services.jobs.new_job_id` promises."""
     remaining = _ID_EPOCH_SPAN_MS - 1 - int(now.timestamp() * 1000)
     digits = []
     for _ in range(9):
@@ -71,10 +71,10 @@ def build_services(
 ) -> ApiServices:
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.outputs import OutputStore
-    from jobsched.dead_letters import DeadLetterService
-    from jobsched.dispatch import dispatcher_from_settings
-    from jobsched.jobs import JobService
-    from jobsched.runs import RunService
+    from jobsched.services.dead_letters import DeadLetterService
+    from jobsched.services.dispatcher import dispatcher_from_settings
+    from jobsched.services.jobs import JobService
+    from jobsched.services.runs import RunService
     from jobsched.targets.registry import is_registered
 
     # API idempotency records live in the Leases table beside the principal mapping and the job

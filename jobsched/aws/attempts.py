@@ -323,7 +323,7 @@ class AttemptStore:
         return Run.from_item(item)
 
 
-#: A replay's pending marker (see :mod:`jobsched.runs`): when the replay began, and the message it
+#: A replay's pending marker (see :mod:`jobsched.services.runs`): when the replay began, and the message it
 #: sends. A new dead letter removes it.
 REPLAY_PENDING = "replay_pending_at"
 REPLAY_MESSAGE = "replay_message"

@@ -41,7 +41,7 @@ from jobsched.aws.sizing import (  # noqa: F401  (re-exported: callers import th
     to_dynamo_value,
     write_units,
 )
-from jobsched.resources import TableSpec
+from jobsched.runtime.resources import TableSpec
 
 
 class ConditionFailed(Exception):
@@ -340,8 +340,8 @@ def unprocessed_error(operation: str, table: str, what: str) -> ClientError:
 
 
 def table_specs(settings: Any) -> dict[str, TableSpec]:
-    """Physical table name -> spec, for the tables a :class:`jobsched.settings.Settings` names."""
-    from jobsched import resources as r
+    """Physical table name -> spec, for the tables a :class:`jobsched.runtime.settings.Settings` names."""
+    from jobsched.runtime import resources as r
 
     pairs = [
         (settings.jobs_table, r.JOBS_TABLE),

@@ -26,8 +26,8 @@ from unittest import mock
 from jobsched.aws.clients import Clients
 from jobsched.aws.metering import Meter
 from jobsched.core.clock import Clock
-from jobsched.jobs import job_service_from_settings
-from jobsched.settings import Settings
+from jobsched.runtime.settings import Settings
+from jobsched.services.jobs import job_service_from_settings
 
 Handler = Callable[[dict[str, Any], Any], Any]
 BENCH_TENANT = "bench"

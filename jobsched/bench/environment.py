@@ -20,10 +20,10 @@ from unittest import mock
 import boto3
 from moto import mock_aws
 
-from jobsched import resources
 from jobsched.core.clock import Clock
 from jobsched.local.invoke import function_spec
 from jobsched.local.provision import Provisioned, provision
+from jobsched.runtime import resources
 
 REGION = "us-east-1"
 #: Variables that would change the deployment defaults the benchmark is meant to measure.
@@ -75,7 +75,7 @@ def sqs_on_clock(clock: Clock) -> Iterator[None]:
 @contextmanager
 def bench_environment(shards: int, clock: Clock) -> Iterator[tuple[dict[str, Any], Provisioned]]:
     """moto with SQS on ``clock``, fake credentials, every resource provisioned from
-    :mod:`jobsched.resources` (the embedded mode's provisioning) and the function environment exported
+    :mod:`jobsched.runtime.resources` (the embedded mode's provisioning) and the function environment exported
     with the deployment defaults. The process environment is restored on exit."""
     with mock.patch.dict(os.environ, _function_environment(shards)):
         for name in _CLEARED:

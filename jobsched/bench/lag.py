@@ -1,6 +1,6 @@
 """The embedded-mode schedule lag benchmark: a burst of one-off runs due in the same second.
 
-``run_lag`` starts the embedded mode in-process (:class:`jobsched.local.runner.EmbeddedMode`: moto
+``run_lag`` starts the embedded mode in-process (:class:`jobsched.local.embedded.EmbeddedMode`: moto
 server, pollers, ticks, HTTP bridge -- exactly what ``jobsched dev`` runs), creates ``runs`` one-off
 jobs ``at(T)`` through the HTTP API, all due at the same whole second ``T`` a few seconds ahead, waits
 until every run has started, and computes each run's lag = start of its first attempt - due instant,
@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobsched import resources
 from jobsched.aws.metering import deserialize
-from jobsched.client import ApiClient
+from jobsched.cli.client import ApiClient
 from jobsched.core.keys import run_key_for
 from jobsched.core.models import from_iso, to_iso
 from jobsched.local.config import LocalConfig
-from jobsched.local.runner import EmbeddedMode
+from jobsched.local.embedded import EmbeddedMode
+from jobsched.runtime import resources
 
 GOAL_P99_SECONDS = 1.0
 LAG_TENANT = "bench"

@@ -2,7 +2,7 @@
 
 Shape of a benchmark (``run_pipeline``):
 
-1. inside ``mock_aws()``, provision every table and queue from :mod:`jobsched.resources` (the embedded
+1. inside ``mock_aws()``, provision every table and queue from :mod:`jobsched.runtime.resources` (the embedded
    mode's provisioning) and export the function environment with the deployment defaults (shards,
    look-ahead, enqueue horizon); moto's SQS follows the benchmark's fake clock
    (:mod:`jobsched.bench.environment`);
@@ -41,7 +41,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobsched import resources
 from jobsched.bench.bindings import bind_functions, create_cron_jobs
 from jobsched.bench.environment import bench_environment
 from jobsched.bench.evidence import EXECUTIONS, ApiCalls, Tally, register_bench_handler, unsuccessful
@@ -50,7 +49,8 @@ from jobsched.bench.pricing import Cost, Usage, billed_gb_seconds, cost_per_mill
 from jobsched.core.clock import FakeClock
 from jobsched.core.messages import payload_size
 from jobsched.core.models import make_run_id
-from jobsched.settings import Settings
+from jobsched.runtime import resources
+from jobsched.runtime.settings import Settings
 
 #: A fixed, aware start of the simulated time (a Monday noon UTC); never the wall clock.
 DEFAULT_START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)

@@ -3,7 +3,7 @@
 Service functions take ``now`` as a parameter; only entry points (Lambda handlers, the local tick
 loop, the CLI) hold a :class:`Clock` and ask it once per invocation. The core only defines the
 protocol and the clocks tests move by hand (:class:`FakeClock`); the wall clock,
-:class:`jobsched.clock.SystemClock`, lives outside the pure core, with the other adapters.
+:class:`jobsched.runtime.clock.SystemClock`, lives outside the pure core, with the other adapters.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def delay_seconds(due_at: datetime, now: datetime) -> int:
     """SQS ``DelaySeconds`` for a run due at ``due_at``: ``clamp(floor(due_at - now), 0, 900)``.
 
     Rounded *down*, so the message becomes visible at most one second before its due instant and the
-    worker waits out the sub-second rest before it claims the run (:mod:`jobsched.work`): the run
+    worker waits out the sub-second rest before it claims the run (:mod:`jobsched.services.worker`): the run
     starts on time instead of up to a second late, and never early. A run due beyond 900 s is
     delivered at 900 s and the worker re-delays it (the dispatcher's look-ahead keeps that rare).
     """

@@ -6,7 +6,7 @@ What runs, and what it stands in for on AWS:
 ``server.MotoServer``         AWS itself: moto's ThreadedMotoServer on 127.0.0.1 (Step Functions
                               executions switched on)
 ``provision.provision``       ``cdk deploy``: tables, queues + DLQs (redrive), bucket and the
-                              chunked-job state machine, from :mod:`jobsched.resources` like infra/
+                              chunked-job state machine, from :mod:`jobsched.runtime.resources` like infra/
 ``http_bridge.HttpBridge``    API Gateway HTTP API: each request -> a payload 2.0 event -> the api
                               function -> the HTTP response
 ``ticker.Periodic``           EventBridge Scheduler: the dispatcher per shard every second (a minute

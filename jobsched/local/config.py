@@ -6,8 +6,8 @@ import json
 import secrets
 from dataclasses import dataclass, field
 
-from jobsched import resources
 from jobsched.core.errors import ValidationError
+from jobsched.runtime import resources
 
 DEFAULT_TENANT = "default"
 

@@ -1,6 +1,6 @@
 """Calling a function the way Lambda does: a handler ``(event, context)`` and a context object.
 
-The embedded mode resolves the handlers named in :data:`jobsched.resources.FUNCTIONS` by import path
+The embedded mode resolves the handlers named in :data:`jobsched.runtime.resources.FUNCTIONS` by import path
 (after the environment is set, so they build their clients exactly as on AWS) and gives each
 invocation a small but real context whose remaining time counts down from the function's timeout.
 """
@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from jobsched import resources
+from jobsched.runtime import resources
 
 Handler = Callable[[Any, Any], Any]
 
@@ -36,11 +36,11 @@ class LambdaContext:
 
 
 def function_spec(name: str) -> resources.FunctionSpec:
-    """The spec of the function called ``name`` in :data:`jobsched.resources.FUNCTIONS`."""
+    """The spec of the function called ``name`` in :data:`jobsched.runtime.resources.FUNCTIONS`."""
     for spec in resources.FUNCTIONS:
         if spec.name == name:
             return spec
-    raise KeyError(f"no function named {name!r} in jobsched.resources.FUNCTIONS")
+    raise KeyError(f"no function named {name!r} in jobsched.runtime.resources.FUNCTIONS")
 
 
 def load_handler(path: str) -> Handler:

@@ -1,6 +1,6 @@
 """Provision the tables, queues (+ DLQs with redrive), bucket and state machine of the embedded mode.
 
-Everything is built from the specs in :mod:`jobsched.resources` -- the same definitions ``infra/``
+Everything is built from the specs in :mod:`jobsched.runtime.resources` -- the same definitions ``infra/``
 turns into CloudFormation -- so the local mode and the cloud cannot drift. The result,
 :class:`Provisioned`, knows the physical names and renders the environment variables the functions
 read (the same variables infra sets on the Lambda functions).
@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from jobsched import resources
+from jobsched.runtime import resources
 
 ROLE_ARN = "arn:aws:iam::123456789012:role/jobsched-local-states"  # moto accepts any well-formed role
 
@@ -39,7 +39,7 @@ class Provisioned:
     state_machine_arn: str | None = None
 
     def environment(self) -> dict[str, str]:
-        """The resource environment variables, named by :mod:`jobsched.resources`."""
+        """The resource environment variables, named by :mod:`jobsched.runtime.resources`."""
         env = dict(self.tables)
         env[resources.ENV_BUCKET] = self.bucket
         for spec in resources.QUEUES:

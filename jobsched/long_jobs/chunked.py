@@ -21,7 +21,7 @@ A chunked job is three functions (or a class with three methods)::
 
 The job is registered in :mod:`jobsched.targets.registry` under its name like any handler, so the API
 accepts ``{"handler": "reports.rebuild"}`` as a target. The worker recognises it (:func:`get_chunked`)
-and starts a Step Functions execution instead of calling it; see :mod:`jobsched.long_jobs.runner`.
+and starts a Step Functions execution instead of calling it; see :mod:`jobsched.long_jobs.chunk_runner`.
 Called as a plain handler (a worker with no state machine configured) it fails permanently, saying so.
 """
 

@@ -19,13 +19,13 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from jobsched import observability as obs
 from jobsched.aws.attempts import Claim
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.messages import RunMessage
 from jobsched.long_jobs.chunked import ChunkedJob, execution_name
 from jobsched.long_jobs.parent import ParentStore
-from jobsched.work import Outcome
+from jobsched.runtime import observability as obs
+from jobsched.services.worker import Outcome
 
 
 class ExecutionStarter:

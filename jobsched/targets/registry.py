@@ -8,7 +8,7 @@ classify a failure (any other exception counts as retryable).
 
 The API checks ``is_registered`` when a job is created, so an unknown handler is a 4xx at creation,
 not a dead letter later. Registration is per process: the worker imports the modules that define
-handlers (``jobsched.demo_handlers`` and whatever ``JOBSCHED_HANDLER_MODULES`` names).
+handlers (``jobsched.targets.demo`` and whatever ``JOBSCHED_HANDLER_MODULES`` names).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """moto fixtures shared by every AWS-level test: all tables, queues (each with a DLQ and redrive) and
-the bucket, created from the same specs as infra/ (:mod:`jobsched.resources`).
+the bucket, created from the same specs as infra/ (:mod:`jobsched.runtime.resources`).
 
 ``aws`` yields an :class:`AwsEnv` (settings + clients) inside ``mock_aws()``; ``aws_environ`` also
 exports the settings as environment variables for tests that drive a Lambda entry point.
@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 import pytest
 from moto import mock_aws
 
-from jobsched import resources as r
 from jobsched.aws.clients import Clients
 from jobsched.core.clock import FakeClock
-from jobsched.settings import Settings
+from jobsched.runtime import resources as r
+from jobsched.runtime.settings import Settings
 
 REGION = "us-east-1"
 PREFIX = "test-jobsched"
@@ -166,8 +166,8 @@ def sqs_messages(env: AwsEnv, kind: str) -> list[dict]:
 
 def build_pipeline(env: AwsEnv, owner: str = "test-dispatcher") -> Pipeline:
     from jobsched.aws.metering import Meter
-    from jobsched.dispatch import dispatcher_from_settings
-    from jobsched.jobs import JobService
+    from jobsched.services.dispatcher import dispatcher_from_settings
+    from jobsched.services.jobs import JobService
 
     meter = Meter()
     dispatcher = dispatcher_from_settings(env.settings, env.clients, meter=meter, owner=owner)

@@ -12,16 +12,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-import jobsched.demo_handlers  # noqa: F401  (registers demo.*)
+import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.outputs import OutputStore
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RetrySpec, Run, make_run_id
-from jobsched.observability import RecordingSink
+from jobsched.runtime.observability import RecordingSink
+from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.targets.context import IdempotentEffects
-from jobsched.work import Worker, WorkerConfig
 
 
 @dataclass
@@ -123,7 +123,7 @@ def sent_messages(aws: Any, kind: str = "default") -> list[tuple[dict, int]]:
 
 def sweeper_for(kit: Kit, jobs: Any):
     """The sweeper over the kit's tables, queues, attempts and metrics (``jobs``: a JobsStore)."""
-    from jobsched.sweeper import Sweeper
+    from jobsched.services.sweeper import Sweeper
 
     return Sweeper(
         dynamo=kit.dynamo,
@@ -140,7 +140,7 @@ def sweeper_for(kit: Kit, jobs: Any):
 def run_service(kit: Kit):
     """A RunService over the kit's stores."""
     from jobsched.aws.jobs_store import JobsStore
-    from jobsched.runs import RunService
+    from jobsched.services.runs import RunService
 
     return RunService(
         runs=kit.runs,

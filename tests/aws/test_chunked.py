@@ -24,12 +24,12 @@ from jobsched.core.errors import PermanentError, RetryableError
 from jobsched.core.models import RunState
 from jobsched.long_jobs.asl import KIND_RUN, chunked_job_definition
 from jobsched.long_jobs.checkpoints import ChunkStore
+from jobsched.long_jobs.chunk_runner import ChunkRunner
 from jobsched.long_jobs.chunked import chunked_job, execution_name
 from jobsched.long_jobs.parent import PARENT_LEASE_SECONDS, sfn_owner
-from jobsched.long_jobs.runner import ChunkRunner
-from jobsched.observability import RUNS_CANCELLED, RUNS_DEAD_LETTERED, RUNS_SUCCEEDED
+from jobsched.runtime.observability import RUNS_CANCELLED, RUNS_DEAD_LETTERED, RUNS_SUCCEEDED
+from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.targets.registry import unregister
-from jobsched.work import Worker, WorkerConfig
 from tests.aws.conftest import REGION, AwsEnv, _fake_credentials, provision
 from tests.aws.conftest_worker import Kit
 

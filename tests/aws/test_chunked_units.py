@@ -9,8 +9,8 @@ import pytest
 
 import jobsched.long_jobs.demo  # noqa: F401  (registers demo.chunked_sum)
 from jobsched.core.errors import PermanentError
+from jobsched.long_jobs.chunk_runner import chunk_kind
 from jobsched.long_jobs.chunked import ChunkedJob, chunked_job, execution_name, get_chunked
-from jobsched.long_jobs.runner import chunk_kind
 from jobsched.targets.registry import get_handler, unregister
 
 RUN_ID = "job1.20260302T120000.000Z"
@@ -70,7 +70,7 @@ def test_a_chunked_function_without_a_plan_is_refused_at_registration():
 
 
 def test_a_plain_handler_is_not_a_chunked_job():
-    import jobsched.demo_handlers  # noqa: F401  (registers demo.echo)
+    import jobsched.targets.demo  # noqa: F401  (registers demo.echo)
 
     assert get_chunked("demo.echo") is None
     assert get_chunked("no.such.handler") is None

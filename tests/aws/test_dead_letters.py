@@ -10,7 +10,7 @@ import pytest
 
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.models import RunState
-from jobsched.dead_letters import DeadLetterFilter, DeadLetterService
+from jobsched.services.dead_letters import DeadLetterFilter, DeadLetterService
 from tests.aws.conftest_worker import Kit, fail_permanently, run_service, sent_messages
 
 

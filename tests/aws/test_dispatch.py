@@ -10,7 +10,7 @@ from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.queues import RunQueues
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import RunState, Trigger, make_run_id
-from jobsched.dispatch import Dispatcher
+from jobsched.services.dispatcher import Dispatcher
 from tests.aws.conftest import T0, Pipeline, build_pipeline
 
 EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}}

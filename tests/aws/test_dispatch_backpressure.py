@@ -8,8 +8,8 @@ import logging
 from dataclasses import replace
 from datetime import timedelta
 
-from jobsched.backpressure import LowBacklog
 from jobsched.core.models import RunState, Trigger, make_run_id
+from jobsched.services.backpressure import LowBacklog
 from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline, sqs_messages
 
 LIMIT = 5
@@ -69,7 +69,7 @@ def test_a_deep_low_queue_holds_back_due_low_jobs_untouched_and_only_them(aws, c
     stored_lows = [p.dispatcher.jobs.get("acme", j.id) for j in lows]
     low_messages = len(sqs_messages(p.env, "low"))
     # When the shard ticks at 12:02
-    with caplog.at_level(logging.INFO, logger="jobsched.backpressure"):
+    with caplog.at_level(logging.INFO, logger="jobsched.services.backpressure"):
         summary = _tick(p, T0 + timedelta(minutes=2))
     # Then the low jobs are held back: not advanced, no run, no message; the queue was read once
     assert summary.jobs_held_back == 2 and p.meter.requests[READS] == 1
@@ -140,7 +140,7 @@ def test_an_unreadable_backlog_does_not_stop_dispatch(aws, caplog):
     missing = p.env.settings.queue_url("low") + "-missing"
     p.dispatcher.backpressure = LowBacklog(p.env.clients.sqs, missing, LIMIT, p.meter)
     # When the shard ticks at 12:02
-    with caplog.at_level(logging.WARNING, logger="jobsched.backpressure"):
+    with caplog.at_level(logging.WARNING, logger="jobsched.services.backpressure"):
         summary = _tick(p, T0 + timedelta(minutes=2))
     # Then the failure is logged and the low job dispatched as if there were no backpressure
     assert any("backlog unreadable" in r.getMessage() for r in caplog.records)

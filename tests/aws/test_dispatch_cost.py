@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 
 from jobsched.aws.metering import item_size, serialize
-from jobsched.dispatch import new_run
+from jobsched.services.dispatcher import new_run
 from tests.aws.conftest import T0, build_pipeline, provision
 
 EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}, "payload": {"n": 1}}

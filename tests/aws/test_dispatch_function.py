@@ -51,7 +51,7 @@ def test_a_bad_shard_is_a_validation_error():
 
 
 def test_missing_environment_names_the_variable(aws_environ, monkeypatch):
-    from jobsched.settings import ConfigurationError
+    from jobsched.runtime.settings import ConfigurationError
 
     monkeypatch.delenv("JOBSCHED_JOBS_TABLE", raising=False)
     fn.reset()
@@ -65,7 +65,7 @@ def test_held_back_low_jobs_are_counted_in_the_summary_and_the_metric(
 ):
     import json
 
-    from jobsched import resources as r
+    from jobsched.runtime import resources as r
 
     # Given a low job every minute and a low queue with 2 visible messages, limit 2
     monkeypatch.setenv(r.ENV_LOW_BACKLOG_LIMIT, "2")

@@ -8,7 +8,7 @@ from datetime import timedelta
 from jobsched.aws.leases import LeaseHeldError
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import RunState, make_run_id
-from jobsched.dispatch import Dispatcher
+from jobsched.services.dispatcher import Dispatcher
 from tests.aws.conftest import T0, build_pipeline
 
 EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}}

@@ -7,11 +7,11 @@ import json
 
 import pytest
 
-from jobsched import resources as r
 from jobsched.core.models import RunState
-from jobsched.dead_letters import DeadLetterService
-from jobsched.dlq import DlqConsumer
-from jobsched.observability import POISON_MESSAGES
+from jobsched.runtime import resources as r
+from jobsched.runtime.observability import POISON_MESSAGES
+from jobsched.services.dead_letters import DeadLetterService
+from jobsched.services.dlq_consumer import DlqConsumer
 from tests.aws.conftest_worker import Kit, run_service
 
 

@@ -11,14 +11,14 @@ from datetime import timedelta
 import pytest
 from botocore.exceptions import ClientError
 
-import jobsched.runs
+import jobsched.services.runs
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.core.errors import ConflictError, NotFoundError, RetryableError
 from jobsched.core.models import Job, JobState, RetrySpec, RunState
-from jobsched.dead_letters import DeadLetterService
-from jobsched.observability import RUNS_RESENT
-from jobsched.runs import finish_replay
-from jobsched.sweeper import DEFAULT_GRACE
+from jobsched.runtime.observability import RUNS_RESENT
+from jobsched.services.dead_letters import DeadLetterService
+from jobsched.services.runs import finish_replay
+from jobsched.services.sweeper import DEFAULT_GRACE
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
 
 REPLAY_ATTRIBUTES = ("dl_tenant", "dl_at", "dl_reason", "dl_message", "replay_pending_at", "replay_message")
@@ -81,14 +81,14 @@ def crash_before_send(monkeypatch):
     def send(*args, **kwargs):
         raise Crash("the API process died before sending")
 
-    monkeypatch.setattr(jobsched.runs, "send_run_message", send)
+    monkeypatch.setattr(jobsched.services.runs, "send_run_message", send)
 
 
 def crash_before_finish(monkeypatch):
     def finish(*args, **kwargs):
         raise Crash("the API process died after sending")
 
-    monkeypatch.setattr(jobsched.runs, "finish_replay", finish)
+    monkeypatch.setattr(jobsched.services.runs, "finish_replay", finish)
 
 
 def replay_attributes(kit, run_id: str) -> dict:
@@ -242,7 +242,7 @@ def test_a_failed_send_restores_the_dead_letter(kit, dead, clock, monkeypatch):
     def send(*args, **kwargs):
         raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "down"}}, "SendMessage")
 
-    monkeypatch.setattr(jobsched.runs, "send_run_message", send)
+    monkeypatch.setattr(jobsched.services.runs, "send_run_message", send)
     # When its replay cannot send
     with pytest.raises(RetryableError):
         dead.replay("acme", run.id, clock.now(), payload={"failures": 0})

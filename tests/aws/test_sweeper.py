@@ -9,7 +9,7 @@ import pytest
 
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.core.models import Job, JobState, RetrySpec, RunState
-from jobsched.observability import RUNS_RECLAIMED, RUNS_RESENT
+from jobsched.runtime.observability import RUNS_RECLAIMED, RUNS_RESENT
 from tests.aws.conftest_worker import Kit, sent_messages, sweeper_for
 
 

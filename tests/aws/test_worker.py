@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobsched.core.models import RunState
-from jobsched.observability import RUNS_SUCCEEDED, SCHEDULE_LAG
+from jobsched.runtime.observability import RUNS_SUCCEEDED, SCHEDULE_LAG
 from tests.aws.conftest_worker import Kit
 
 

@@ -10,8 +10,8 @@ import pytest
 
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RunState
-from jobsched.observability import RUNS_DEAD_LETTERED, RUNS_RETRIED
-from jobsched.work import retry_delay
+from jobsched.runtime.observability import RUNS_DEAD_LETTERED, RUNS_RETRIED
+from jobsched.services.worker import retry_delay
 from tests.aws.conftest import T0
 from tests.aws.conftest_worker import Kit, sent_messages
 

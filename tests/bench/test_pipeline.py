@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from jobsched import cli
 from jobsched.bench import pipeline
 from jobsched.bench.pipeline import PipelineConfig, PipelineResult, bench_payload, run_pipeline
 from jobsched.bench.pricing import cost_per_million_runs
+from jobsched.cli import main as cli
 from jobsched.core.messages import payload_size
 
 pytestmark = pytest.mark.slow

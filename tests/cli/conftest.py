@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from jobsched.cli import main
-from jobsched.client import ApiClient, ApiError
+from jobsched.cli.client import ApiClient, ApiError
+from jobsched.cli.main import main
 
 TOKEN = "test-token-123"
 

@@ -10,7 +10,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from jobsched.client import ApiClient, ApiError, build_client, region_from_host
+from jobsched.cli.client import ApiClient, ApiError, build_client, region_from_host
 from tests.cli.conftest import TOKEN, ContractServer, job_body
 
 FAKE_KEY_ID = "AKIAIOSFODNN7EXAMPLE"

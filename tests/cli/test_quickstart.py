@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from jobsched.client import ApiClient
+from jobsched.cli.client import ApiClient
 from tests.cli.conftest import Embedded
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,8 +6,8 @@ import io
 import json
 from datetime import UTC, datetime, timedelta
 
-from jobsched.client import ApiClient
-from jobsched.commands.runs import RunWatcher
+from jobsched.cli.client import ApiClient
+from jobsched.cli.commands.runs import RunWatcher
 from tests.cli.conftest import ContractServer, run_body
 
 RUN_ID = "job-0001.20261201T090000Z"

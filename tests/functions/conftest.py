@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-import jobsched.demo_handlers  # noqa: F401 - registers demo.* (the API refuses unknown handlers)
+import jobsched.targets.demo  # noqa: F401 - registers demo.* (the API refuses unknown handlers)
 from jobsched.api.app import JobschedResolver, build_app
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, AuthConfig, Authenticator
 from jobsched.api.wiring import build_services
 from jobsched.core.clock import FakeClock
-from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 from tests.aws.conftest import T0, AwsEnv, aws  # noqa: F401 - the moto fixture, reused
 from tests.functions.events import TOKENS, http_event
 

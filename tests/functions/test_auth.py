@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobsched.api.auth import AuthConfig, principal_candidates
-from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 from tests.aws.conftest import T0
 from tests.functions.events import ACME, body_of, http_event, iam_authorizer, jwt_authorizer
 

@@ -9,7 +9,7 @@ import pytest
 
 import functions.api as api
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
-from jobsched.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 from tests.aws.conftest import aws_environ  # noqa: F401 - the environment-exporting moto fixture
 from tests.functions.conftest import JOB
 from tests.functions.events import ACME, TOKENS, body_of, http_event

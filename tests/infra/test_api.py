@@ -47,7 +47,7 @@ def test_default_stage_throttles(synth):
 
 
 def test_api_function_knows_the_auth_mode(synth):
-    from jobsched.resources import ENV_AUTH_MODE
+    from jobsched.runtime.resources import ENV_AUTH_MODE
 
     fn = synth.template["Resources"][synth.logical_id(synth.stack.api.function)]["Properties"]
     assert fn["Environment"]["Variables"][ENV_AUTH_MODE] == "iam"

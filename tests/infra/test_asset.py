@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from infra.bundling import LAMBDA_PYTHON_VERSION, PROJECT_ROOT, REQUIREMENTS, bundle_into
-from jobsched.resources import FUNCTIONS, FunctionSpec
+from jobsched.runtime.resources import FUNCTIONS, FunctionSpec
 
 
 def _module_path(spec: FunctionSpec) -> str:
@@ -58,7 +58,7 @@ def test_asset_native_extensions_target_lambda_arm64(synth):
 
 
 def test_asset_carries_our_packages_without_bytecode(synth):
-    assert (synth.asset_dir / "jobsched" / "resources.py").is_file()
+    assert (synth.asset_dir / "jobsched" / "runtime" / "resources.py").is_file()
     assert not list(synth.asset_dir.rglob("__pycache__"))
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from infra.config import DEFAULT_MAX_CONCURRENCY, ConfigError, StackConfig
 from infra.functions import retention
-from jobsched.resources import DEFAULT_SHARDS
+from jobsched.runtime.resources import DEFAULT_SHARDS
 
 ROOT_CDK_JSON = __import__("pathlib").Path(__file__).resolve().parents[2] / "cdk.json"
 

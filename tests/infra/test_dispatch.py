@@ -53,7 +53,7 @@ def test_sweeper_runs_on_its_own_schedule(synth):
 def test_the_dispatcher_alone_carries_the_low_backlog_limit(synth):
     # Given the deployment's low_backlog_limit / When reading the functions' environments
     # Then the dispatcher has it (backpressure on the low queue) and no other function needs it
-    from jobsched.resources import ENV_LOW_BACKLOG_LIMIT
+    from jobsched.runtime.resources import ENV_LOW_BACKLOG_LIMIT
 
     def env_of(name: str) -> dict:
         function = synth.resources("AWS::Lambda::Function")[synth.logical_id(synth.stack.functions[name])]

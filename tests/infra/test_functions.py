@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infra.bundling import LAMBDA_PYTHON_VERSION
-from jobsched.resources import FUNCTIONS, QUEUES, TABLES, FunctionSpec
+from jobsched.runtime.resources import FUNCTIONS, QUEUES, TABLES, FunctionSpec
 
 
 def _function(synth, spec: FunctionSpec) -> dict:

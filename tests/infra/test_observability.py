@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from jobsched.resources import FUNCTIONS, QUEUES
+from jobsched.runtime.resources import FUNCTIONS, QUEUES
 
 
 def _alarms(synth) -> list[dict]:

@@ -68,7 +68,7 @@ def test_dispatcher_cannot_send_to_the_long_queue(synth):
 
 
 def test_dlq_consumer_touches_only_the_runs_table(synth):
-    from jobsched.resources import RUNS_TABLE, TABLES
+    from jobsched.runtime.resources import RUNS_TABLE, TABLES
 
     tables = synth.stack.tables
     touched = [r for r in _resources_for(synth, "dlq_consumer", "dynamodb:PutItem") if "Fn::GetAtt" in r]
@@ -101,7 +101,7 @@ def test_worker_may_read_and_stop_executions_of_chunked_runs_only(synth):
 @pytest.mark.parametrize("function_name", ["api", "dispatcher"])
 def test_functions_that_create_runs_may_batch_write_the_run_feed(synth, function_name):
     # The run feed (docs/decisions/0004) is written with BatchWriteItem on the Runs table
-    from jobsched.resources import RUNS_TABLE
+    from jobsched.runtime.resources import RUNS_TABLE
 
     runs = _arn_of(synth, synth.stack.tables.table(RUNS_TABLE))
     assert runs in _resources_for(synth, function_name, "dynamodb:BatchWriteItem")

@@ -6,7 +6,7 @@ import pytest
 
 from infra.functions import function_spec
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, VISIBILITY_FACTOR
-from jobsched.resources import QUEUES, QueueSpec
+from jobsched.runtime.resources import QUEUES, QueueSpec
 
 
 def _props(synth, queue) -> dict:

@@ -1,10 +1,10 @@
-"""DynamoDB tables: one per spec in jobsched.resources, on-demand, PITR, encrypted, TTL, indexes."""
+"""DynamoDB tables: one per spec in jobsched.runtime.resources, on-demand, PITR, encrypted, TTL, indexes."""
 
 from __future__ import annotations
 
 import pytest
 
-from jobsched.resources import TABLES, TableSpec
+from jobsched.runtime.resources import TABLES, TableSpec
 
 
 def _table(synth, spec: TableSpec) -> dict:
@@ -59,7 +59,7 @@ def test_secondary_indexes_match_the_spec(synth, spec):
 
 def test_the_runs_table_has_no_tenant_index(synth):
     # A tenant's runs are listed through the run feed items (docs/decisions/0004), not a GSI entry per run
-    from jobsched.resources import RUNS_TABLE
+    from jobsched.runtime.resources import RUNS_TABLE
 
     indexes = [i["IndexName"] for i in _table(synth, RUNS_TABLE)["GlobalSecondaryIndexes"]]
     assert indexes == ["dead_letter_index"]

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from jobsched.local.config import LocalConfig
-from jobsched.local.runner import EmbeddedMode
+from jobsched.local.embedded import EmbeddedMode
 
 VISIBILITY_SECONDS = 1
 

@@ -1,6 +1,6 @@
 """Helpers of the end-to-end tests: the real embedded mode in a child process, and run-record queries.
 
-:class:`EmbeddedProcess` starts :class:`jobsched.local.runner.EmbeddedMode` with the real functions,
+:class:`EmbeddedProcess` starts :class:`jobsched.local.embedded.EmbeddedMode` with the real functions,
 exactly as ``jobsched dev`` does, but with a :class:`LocalConfig` the test chooses (``jobsched dev``
 has no flag for the look-ahead). A child process, not a thread of the test process: moto keeps its
 state per process and the real functions cache their settings once per process, so each test module
@@ -28,8 +28,8 @@ from typing import Any
 
 import boto3
 
-from jobsched import resources
-from jobsched.client import ApiClient
+from jobsched.cli.client import ApiClient
+from jobsched.runtime import resources
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -164,7 +164,7 @@ def main(argv: list[str]) -> int:
     options = json.loads(argv[0])
     os.environ[resources.ENV_ENQUEUE_HORIZON_SECONDS] = str(options.pop("enqueue_horizon_seconds"))
     from jobsched.local.config import LocalConfig
-    from jobsched.local.runner import EmbeddedMode
+    from jobsched.local.embedded import EmbeddedMode
     from jobsched.targets.registry import job as register
 
     register(VALIDATE_HANDLER)(validate)

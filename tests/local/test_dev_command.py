@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from jobsched.commands.dev import add_arguments, run
+from jobsched.cli.commands.dev import add_arguments, run
 from jobsched.core.errors import ValidationError
 from jobsched.local.config import resolve_tenants
 from tests.local.devproc import DevProcess

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-from jobsched.commands.dev import _import_from_working_directory
+from jobsched.cli.commands.dev import _import_from_working_directory
 
 
 def test_a_handlers_package_in_the_working_directory_becomes_importable(tmp_path, monkeypatch):

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from jobsched.client import ApiClient
+from jobsched.cli.client import ApiClient
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import EmbeddedProcess, job, parse, runs_of
 

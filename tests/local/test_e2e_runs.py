@@ -11,7 +11,7 @@ from datetime import timedelta
 
 import pytest
 
-from jobsched.client import ApiClient
+from jobsched.cli.client import ApiClient
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import VALIDATE_HANDLER, EmbeddedProcess, job, parse, run_state, runs_of
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from jobsched.client import ApiClient, ApiError
+from jobsched.cli.client import ApiClient, ApiError
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import VALIDATE_HANDLER, EmbeddedProcess, job, run_state
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jobsched.client import ApiClient
+from jobsched.cli.client import ApiClient
 from tests.local.conftest import wait_for
 from tests.local.devproc import DevProcess
 

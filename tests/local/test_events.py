@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobsched import resources
 from jobsched.aws.metering import Dynamo
 from jobsched.aws.run_feed import RunFeed
 from jobsched.core.feed import FeedEntry
 from jobsched.core.models import run_key_for, tenant_sort_for
 from jobsched.local.events import RunEventWatcher, format_event
+from jobsched.runtime import resources
 from tests.local.conftest import Machinery
 
 NOW = datetime(2026, 11, 29, 20, 45, 41, tzinfo=UTC)

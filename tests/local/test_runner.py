@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from jobsched import resources
-from jobsched.local.runner import EmbeddedMode
+from jobsched.local.embedded import EmbeddedMode
+from jobsched.runtime import resources
 from tests.local.conftest import Machinery, Recorder, machinery_config
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from jobsched.backpressure import over_limit
+from jobsched.services.backpressure import over_limit
 
 
 @pytest.mark.parametrize(

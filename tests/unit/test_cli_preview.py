@@ -8,8 +8,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from jobsched.cli import COMMAND_MODULES, main
-from jobsched.commands import preview as preview_command
+from jobsched.cli.commands import preview as preview_command
+from jobsched.cli.main import COMMAND_MODULES, main
 
 AFTER = "2026-03-07T12:00:00Z"
 

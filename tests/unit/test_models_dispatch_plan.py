@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from jobsched.core.dispatch_plan import plan_job
 from jobsched.core.models import Job, JobState, Run, RunState, Trigger, make_run_id
-from jobsched.dispatch_plan import plan_job
 
 T0 = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)

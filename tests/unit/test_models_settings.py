@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from jobsched import resources as r
 from jobsched.aws.metering import item_size, read_units, serialize, write_units
-from jobsched.settings import ConfigurationError, Settings
+from jobsched.runtime import resources as r
+from jobsched.runtime.settings import ConfigurationError, Settings
 
 ENV = {
     r.ENV_JOBS_TABLE: "jobs",

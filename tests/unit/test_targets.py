@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-import jobsched.demo_handlers  # noqa: F401  (registers demo.*)
+import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.core.errors import (
     ConflictError,
     LeaseLostError,

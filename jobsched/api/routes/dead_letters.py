@@ -1,5 +1,5 @@
 """``/dead-letters``: list (filters), replay one (optionally with a corrected payload), replay by
-filter, discard. Each route calls one :class:`jobsched.dead_letters.DeadLetterService` method."""
+filter, discard. Each route calls one :class:`jobsched.services.dead_letters.DeadLetterService` method."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _aware(value: datetime | None, name: str) -> datetime | None:
 
 
 def dead_letters_router(dead_letters: Any, clock: Clock) -> Router:
-    from jobsched.dead_letters import DeadLetterFilter
+    from jobsched.services.dead_letters import DeadLetterFilter
 
     router = Router()
 

@@ -42,10 +42,10 @@ from jobsched.api.schemas import (
 from jobsched.api.views import job_view, run_view
 from jobsched.aws.jobs_store import JobExistsError
 from jobsched.core.clock import Clock
+from jobsched.core.dispatch_plan import first_fire_after
 from jobsched.core.errors import JobschedError, NotFoundError, ValidationError
+from jobsched.core.job_specs import spec_from_dict, validate_spec
 from jobsched.core.models import Job, to_iso
-from jobsched.dispatch_plan import first_fire_after
-from jobsched.job_specs import spec_from_dict, validate_spec
 
 _JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _VERSION = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
@@ -111,7 +111,7 @@ def _replay(stored: StoredResponse) -> Response:
 def jobs_router(
     jobs: Any, clock: Clock, idempotency: IdempotencyStore | None, quota: JobQuota | None = None
 ) -> Router:
-    """``jobs`` is a :class:`jobsched.jobs.JobService`; ``quota`` caps the jobs per tenant."""
+    """``jobs`` is a :class:`jobsched.services.jobs.JobService`; ``quota`` caps the jobs per tenant."""
     router = Router()
 
     def create(tenant: str, job: JobIn, job_id: str | None = None) -> tuple[Job, bool]:

@@ -40,7 +40,7 @@ def _aware(value: datetime | None, name: str) -> datetime | None:
 
 
 def runs_router(runs: Any, clock: Clock) -> Router:
-    """``runs`` is a :class:`jobsched.runs.RunService`."""
+    """``runs`` is a :class:`jobsched.services.runs.RunService`."""
     router = Router()
     store = runs.runs
 

@@ -8,7 +8,7 @@ no job read. Replay and discard take the run out of the index; every replay and 
 to the run's ``replays`` history, so the run shows what was done to it and when.
 
 A run being replayed keeps its index keys until its message is sent (``replay_pending_at`` set, see
-:mod:`jobsched.runs`); it is no dead letter any more: listings skip it (filling the page from the
+:mod:`jobsched.services.runs`); it is no dead letter any more: listings skip it (filling the page from the
 following items, :func:`jobsched.api.routes.listing.filtered_page`), and a replay or discard of it
 answers 404.
 """
@@ -26,7 +26,7 @@ from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.runs_store import DEAD_LETTER_INDEX
 from jobsched.core.errors import ConflictError, NotFoundError, ValidationError
 from jobsched.core.models import Run, to_iso
-from jobsched.runs import REPLAY_PENDING, RunService
+from jobsched.services.runs import REPLAY_PENDING, RunService
 
 MAX_PAGE = 100
 MAX_BULK = 1000

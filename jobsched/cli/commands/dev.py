@@ -18,9 +18,9 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-from jobsched import resources
-from jobsched.client import ENV_TOKEN
+from jobsched.cli.client import ENV_TOKEN
 from jobsched.local.config import LocalConfig, resolve_tenants
+from jobsched.runtime import resources
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -147,7 +147,7 @@ def _run(
     log_path: str | None,
 ) -> int:
     # Imported here: the embedded mode pulls in moto, which the other commands do not need.
-    from jobsched.local.runner import EmbeddedMode
+    from jobsched.local.embedded import EmbeddedMode
 
     config = LocalConfig(
         port=args.port,
@@ -235,7 +235,7 @@ def _install_signal_handlers(stop: Callable[[], None]) -> Callable[[], None]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m jobsched.commands.dev`` (the same as ``jobsched dev``)."""
+    """``python -m jobsched.cli.commands.dev`` (the same as ``jobsched dev``)."""
     parser = argparse.ArgumentParser(prog="jobsched dev")
     add_arguments(parser)
     return run_and_exit(parser.parse_args(argv))

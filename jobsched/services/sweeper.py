@@ -10,7 +10,7 @@ Four ways a run can be stranded, each found by its timestamps:
   to bring it back (SQS normally redelivers it, and the next worker takes over);
 - **stranded replay** — ``replay_pending_at`` more than ``grace`` ago: a replay (or retry) of a failed
   run moved it to ``queued`` and died before sending its message or before its last write
-  (:mod:`jobsched.runs`). Such a run keeps its ``dead_letter_index`` keys while the replay is
+  (:mod:`jobsched.services.runs`). Such a run keeps its ``dead_letter_index`` keys while the replay is
   pending, so it is found by one Query per tenant on that index, whatever its age. Still ``queued``
   at the attempt before the one in ``replay_message``: that exact message (corrected payload
   included) is re-sent, then the marker and index keys are removed; moved on (running, finished,
@@ -40,7 +40,6 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobsched import observability as obs
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo, item_size, read_units
@@ -48,9 +47,10 @@ from jobsched.aws.runs_store import DEAD_LETTER_INDEX
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import Job, Run, RunState, from_iso, run_key_for, to_iso
-from jobsched.dispatch import outgoing_for
-from jobsched.runs import REPLAY_MESSAGE, REPLAY_PENDING, finish_replay
-from jobsched.work import send_run_message
+from jobsched.runtime import observability as obs
+from jobsched.services.dispatcher import outgoing_for
+from jobsched.services.runs import REPLAY_MESSAGE, REPLAY_PENDING, finish_replay
+from jobsched.services.worker import send_run_message
 
 logger = logging.getLogger(__name__)
 
@@ -242,7 +242,7 @@ class Sweeper:
 
     def _finish_replay(self, item: dict[str, Any], now: datetime, summary: SweepSummary) -> None:
         """Re-send a stranded replay's message if its run still waits for it, then do the replay's
-        last write (:func:`jobsched.runs.finish_replay`)."""
+        last write (:func:`jobsched.services.runs.finish_replay`)."""
         message = RunMessage.from_json(item[REPLAY_MESSAGE])
         waiting = item.get("state") == RunState.QUEUED and int(item.get("attempt", 0)) + 1 == message.attempt
         if waiting:

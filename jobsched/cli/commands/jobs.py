@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobsched.client import ApiClient
-from jobsched.commands._api_args import UsageError, api_options, command, load_json_arg
-from jobsched.commands._output import Column, field, print_json, print_page, render_fields, short_time
+from jobsched.cli.client import ApiClient
+from jobsched.cli.commands._api_args import UsageError, api_options, command, load_json_arg
+from jobsched.cli.commands._output import Column, field, print_json, print_page, render_fields, short_time
 
 PRIORITIES = ("high", "default", "low")
 MISFIRE_POLICIES = ("run_once", "run_all", "skip")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# --- environment variables (set by infra/ and by the local mode, read by jobsched.settings) -------
+# --- environment variables (set by infra/ and by the local mode, read by jobsched.runtime.settings) -------
 ENV_JOBS_TABLE = "JOBSCHED_JOBS_TABLE"
 ENV_RUNS_TABLE = "JOBSCHED_RUNS_TABLE"
 ENV_LEASES_TABLE = "JOBSCHED_LEASES_TABLE"
@@ -23,7 +23,7 @@ ENV_LOOKAHEAD_SECONDS = "JOBSCHED_LOOKAHEAD_SECONDS"
 # (1 item write + 2 due-index writes) over several runs. See docs/decisions/0001-data-model.md.
 ENV_ENQUEUE_HORIZON_SECONDS = "JOBSCHED_ENQUEUE_HORIZON_SECONDS"
 #: Backpressure: a dispatcher tick holds back its due ``low`` jobs while the ``low`` queue has at least
-#: this many visible messages (0 = never). See jobsched/backpressure.py.
+#: this many visible messages (0 = never). See jobsched/services/backpressure.py.
 ENV_LOW_BACKLOG_LIMIT = "JOBSCHED_LOW_BACKLOG_LIMIT"
 ENV_STATE_MACHINE_ARN = "JOBSCHED_STATE_MACHINE_ARN"
 ENV_ALLOWED_HTTP_HOSTS = "JOBSCHED_ALLOWED_HTTP_HOSTS"

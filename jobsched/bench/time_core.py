@@ -7,7 +7,7 @@ times plus zoneinfo resolution under the DST policy), raw croniter with an aware
 counts. The goal (issue 2 §5): ours at least half as fast as raw croniter, i.e. ratio >= 0.5.
 A third column, croniter on *naive* local times (no DST handling at all), shows our own overhead.
 
-    python -m bench.bench_time [--json] [--repeat 3] [--scale 1.0]
+    python -m jobsched.bench.time_core [--json] [--repeat 3] [--scale 1.0]
 """
 
 from __future__ import annotations

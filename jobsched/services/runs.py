@@ -17,7 +17,7 @@ loses nothing (guarantee 4):
    caller gets a retryable error.
 3. :func:`finish_replay` removes the index keys and the pending marker, conditional on the marker and
    ``dl_at`` it wrote, so it never removes a newer dead letter. If this write fails (throttling,
-   crash), the sweeper does it later (:mod:`jobsched.sweeper`).
+   crash), the sweeper does it later (:mod:`jobsched.services.sweeper`).
 
 A crash between 1 and 2 leaves the run ``queued`` with no message; the sweeper re-sends
 ``replay_message`` after its grace period. Duplicates are harmless: the worker's claim is
@@ -41,8 +41,8 @@ from jobsched.aws.runs_store import RunsStore
 from jobsched.core.errors import ConflictError, NotFoundError, PayloadTooLargeError, RetryableError
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, RunMessage, payload_size
 from jobsched.core.models import Run, RunState, to_iso
-from jobsched.dispatch import outgoing_for
-from jobsched.work import send_run_message
+from jobsched.services.dispatcher import outgoing_for
+from jobsched.services.worker import send_run_message
 
 logger = logging.getLogger(__name__)
 

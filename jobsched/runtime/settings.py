@@ -1,6 +1,6 @@
 """One settings object per function, built once from the environment.
 
-The variable names live in :mod:`jobsched.resources` (shared with infra/ and the local mode). A
+The variable names live in :mod:`jobsched.runtime.resources` (shared with infra/ and the local mode). A
 missing required variable raises :class:`ConfigurationError` naming it, at cold start rather than on
 the first request that needs it.
 """
@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from jobsched import resources as r
 from jobsched.core.errors import JobschedError
+from jobsched.runtime import resources as r
 
 
 class ConfigurationError(JobschedError):

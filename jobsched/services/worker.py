@@ -32,18 +32,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from jobsched import observability as obs
 from jobsched.aws.attempts import AttemptStore, Claim, ClaimStatus
 from jobsched.aws.outputs import OutputStore
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.messages import RunMessage, delay_seconds
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
+from jobsched.runtime import observability as obs
 from jobsched.targets.context import IdempotentEffects, JobContext
 from jobsched.targets.executor import Heartbeat, error_info, execute_target
 
 if TYPE_CHECKING:
-    from jobsched.long_jobs.runner import ChunkRunner
+    from jobsched.long_jobs.chunk_runner import ChunkRunner
 
 logger = logging.getLogger(__name__)
 
@@ -381,7 +381,7 @@ def _chunk_runner(
     """The chunked-job runner when the deployment has a state machine (``JOBSCHED_STATE_MACHINE_ARN``)."""
     if not getattr(settings, "state_machine_arn", None):
         return None
-    from jobsched.long_jobs.runner import chunk_runner_from_settings
+    from jobsched.long_jobs.chunk_runner import chunk_runner_from_settings
 
     return chunk_runner_from_settings(
         settings, clients, dynamo, clock, owner, metrics=metrics, heartbeat_seconds=lease_seconds / 3

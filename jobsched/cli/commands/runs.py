@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
-from jobsched.client import ApiClient
-from jobsched.commands._api_args import EXIT_API_ERROR, EXIT_OK, api_options, command, fail
-from jobsched.commands._output import (
+from jobsched.cli.client import ApiClient
+from jobsched.cli.commands._api_args import EXIT_API_ERROR, EXIT_OK, api_options, command, fail
+from jobsched.cli.commands._output import (
     Column,
     print_json,
     print_page,
@@ -30,7 +30,7 @@ from jobsched.commands._output import (
     render_table,
     short_time,
 )
-from jobsched.commands._output import field as key
+from jobsched.cli.commands._output import field as key
 
 RUN_STATES = ("queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "skipped"})

@@ -2,7 +2,7 @@
 
 :class:`EmbeddedMode` starts, in order: the moto server, the process environment (the same variables
 infra sets on the Lambda functions, plus ``AWS_ENDPOINT_URL`` and fake credentials), the resources
-(from :mod:`jobsched.resources`), the functions (imported only now, so they build their clients
+(from :mod:`jobsched.runtime.resources`), the functions (imported only now, so they build their clients
 exactly as on AWS), then the queue pollers, the schedules, the HTTP bridge and the run-event log.
 ``stop()`` undoes all of it -- threads joined, server closed, environment restored -- in a few seconds.
 
@@ -31,7 +31,6 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-from jobsched import resources
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.events import RunEventWatcher
 from jobsched.local.http_bridge import HttpBridge
@@ -40,6 +39,7 @@ from jobsched.local.pollers import QueuePoller
 from jobsched.local.provision import Provisioned, provision
 from jobsched.local.server import MOTO_CONFIG, MotoServer
 from jobsched.local.ticker import Periodic, dispatcher_schedules
+from jobsched.runtime import resources
 
 log = logging.getLogger(__name__)
 

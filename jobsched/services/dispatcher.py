@@ -31,14 +31,14 @@ from jobsched.aws.leases import Lease, Leases, shard_lease_key
 from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.aws.runs_store import RunsStore
-from jobsched.backpressure import LowBacklog, TickGate
 from jobsched.core.clock import Clock
+from jobsched.core.dispatch_plan import SKIP_REASON_REPLACED, JobPlan, plan_job
 from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.messages import RunMessage, delay_seconds
 from jobsched.core.models import Job, JobState, Run, RunState, Trigger, make_run_id
 from jobsched.core.policies import jitter_offset
-from jobsched.dispatch_plan import SKIP_REASON_REPLACED, JobPlan, plan_job
-from jobsched.settings import Settings
+from jobsched.runtime.settings import Settings
+from jobsched.services.backpressure import LowBacklog, TickGate
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,9 @@ class DispatchSummary:
     jobs_seen: int = 0
     jobs_advanced: int = 0
     jobs_held: int = 0
-    jobs_held_back: int = 0  # due low jobs left for a later tick: backpressure (jobsched/backpressure.py)
+    jobs_held_back: int = (
+        0  # due low jobs left for a later tick: backpressure (jobsched/services/backpressure.py)
+    )
     jobs_stale: int = 0
     jobs_invalid: int = 0
     runs_created: int = 0
@@ -104,7 +106,7 @@ class _Work:
 
 
 class Dispatcher:
-    """Performs :func:`jobsched.dispatch_plan.plan_job` for the due jobs of a shard."""
+    """Performs :func:`jobsched.core.dispatch_plan.plan_job` for the due jobs of a shard."""
 
     def __init__(
         self,

@@ -68,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
     with redirect_stdout(sys.stderr):
         if not args.lag:
-            from jobsched import resources
             from jobsched.bench.pipeline import PipelineConfig, run_pipeline
+            from jobsched.runtime import resources
 
             config = PipelineConfig(
                 runs=args.runs,

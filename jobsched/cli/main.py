@@ -1,6 +1,6 @@
 """The ``jobsched`` console script.
 
-Each command group lives in ``jobsched/commands/<name>.py`` and exposes ``register(subparsers)``;
+Each command group lives in ``jobsched/cli/commands/<name>.py`` and exposes ``register(subparsers)``;
 add its name to :data:`COMMAND_MODULES` to load it. A :class:`ValidationError` from any command is
 printed on stderr with exit status 2 (argparse's own usage errors also exit 2).
 """
@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"jobsched {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
-        importlib.import_module(f"jobsched.commands.{name}").register(subparsers)
+        importlib.import_module(f"jobsched.cli.commands.{name}").register(subparsers)
     return parser
 
 

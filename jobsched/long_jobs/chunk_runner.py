@@ -1,6 +1,7 @@
 """The worker side of chunked jobs: start a run's execution, answer the workflow's task messages.
 
-:class:`ChunkRunner` is plugged into :class:`jobsched.work.Worker` (``chunks=``); the worker hands it
+:class:`ChunkRunner` is plugged into :class:`jobsched.services.worker.Worker` (``chunks=``);
+the worker hands it
 
 * a claimed run whose handler is a chunked job (:meth:`ChunkRunner.start`): it starts the Step
   Functions execution named after the run (a second start of the same run is refused by Step
@@ -33,7 +34,6 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from jobsched import observability as obs
 from jobsched.aws.attempts import AttemptStore, Claim
 from jobsched.aws.outputs import OutputStore, encode
 from jobsched.core.clock import Clock
@@ -51,8 +51,9 @@ from jobsched.long_jobs.chunked import (
 from jobsched.long_jobs.parent import Parent, ParentStore
 from jobsched.long_jobs.starter import ExecutionStarter
 from jobsched.long_jobs.steps import StepResult, answer_failure, answer_success, run_step
+from jobsched.runtime import observability as obs
+from jobsched.services.worker import Outcome
 from jobsched.targets.executor import error_info
-from jobsched.work import Outcome
 
 logger = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from jobsched import observability as obs
 from jobsched.aws.attempts import AttemptStore
 from jobsched.core.errors import ConflictError, ValidationError
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id
-from jobsched.work import Outcome
+from jobsched.runtime import observability as obs
+from jobsched.services.worker import Outcome
 
 logger = logging.getLogger(__name__)
 

@@ -22,11 +22,14 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
 from jobsched.aws.metering import Meter
 from jobsched.aws.runs_store import RunsStore
+from jobsched.core.dispatch_plan import first_fire_after, schedule_of
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
+from jobsched.core.job_specs import KnownHandlers, spec_from_dict, validate_payload, validate_spec
 from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware, shard_for
 from jobsched.core.policies import MISFIRE_POLICIES
 from jobsched.core.timeline import fires_between
-from jobsched.dispatch import (
+from jobsched.runtime.settings import Settings
+from jobsched.services.dispatcher import (
     SKIP_REASON_DELETED,
     SKIP_REASON_PAUSED,
     Dispatcher,
@@ -34,9 +37,6 @@ from jobsched.dispatch import (
     new_run,
     outgoing_for,
 )
-from jobsched.dispatch_plan import first_fire_after, schedule_of
-from jobsched.job_specs import KnownHandlers, spec_from_dict, validate_payload, validate_spec
-from jobsched.settings import Settings
 
 MAX_BACKFILL = 1000
 logger = logging.getLogger(__name__)

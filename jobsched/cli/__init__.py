@@ -1,0 +1,1 @@
+"""The ``jobsched`` command (:mod:`jobsched.cli.main`), its API client and one module per command group."""
