@@ -4,14 +4,16 @@ Accepted forms (each with an IANA zone, default UTC):
 
 * unix cron, 5 fields ``min hour dom month dow`` or 6 with a *leading* seconds field;
 * macros ``@yearly @annually @monthly @weekly @daily @midnight @hourly``;
-* EventBridge-style ``cron(min hour dom month dow year)`` with ``?``, ``L``, ``W`` and ``#``;
+* EventBridge-style ``cron(min hour dom month dow year)`` with ``?``, ``L``, ``W``, ``LW`` and ``#``;
 * ``rate(N unit)``: elapsed time from an anchor instant (default: the Unix epoch);
 * ``at(YYYY-MM-DDThh:mm:ss)``: one local time in the schedule's zone.
 
 Every cron form is validated field by field here, so a bad field gets a message that names it and
-what is allowed, then converted to the croniter dialect (``L``, ``W`` and ``#`` are croniter's, not
-ours). Matching happens on naive local wall times; :mod:`jobsched.core.timeline` turns them into
-instants under the DST policy. Pure: no clock, no environment.
+what is allowed, then converted to the croniter dialect (``L`` and ``#`` are croniter's). ``nW`` and
+``LW`` are not handed to croniter: the day-of-month becomes ``*`` for croniter and the timeline keeps
+only the nearest weekday, which the core computes (decision 0008: a month without day n has no fire).
+Matching happens on naive local wall times; :mod:`jobsched.core.timeline` turns them into instants
+under the DST policy. Pure: no clock, no environment.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -90,6 +93,9 @@ class Schedule:
     kind: str = "cron"  # "cron" | "rate" | "at"
     wall_clock: bool = True
     cron: str | None = None  # croniter-dialect expression matched against naive local time
+    # day-of-month 'nW' (n) or 'LW' ("L"): only the weekday nearest day n (the last day) of each month
+    # fires, a month without day n has none; ``cron``'s day-of-month is then '*' (the timeline filters)
+    nearest_weekday: int | Literal["L"] | None = None
     seconds_field: bool = False  # cron has a leading seconds field
     day_or: bool = True  # both day fields restricted: a day matches when either matches
     years: tuple[int, ...] | None = None  # allowed years of cron(...), sorted; None = any
@@ -252,9 +258,18 @@ def _finish_cron(
             "(when both day fields are restricted a day matches either, which they do not support)",
             field="expression",
         )
+    nearest: int | Literal["L"] | None = None
+    checked = converted
+    if converted[-3].endswith("W"):
+        # the core decides W (decision 0008), so croniter matches every day and the timeline keeps the
+        # nearest weekday; W never leaves its month, so nW can fire exactly when a plain n can
+        day = converted[-3][:-1]
+        nearest = "L" if day == "L" else int(day)
+        checked = [*converted[:-3], day, *converted[-2:]]
+        converted = [*converted[:-3], "*", *converted[-2:]]
     cron = " ".join(converted)
     try:
-        fires = _ever_fires(cron, day_or, seconds, years)
+        fires = _ever_fires(" ".join(checked), day_or, seconds, years)
     except Exception as exc:  # croniter rejects a combination our field checks let through
         raise ValidationError(f"cron expression '{text}' is not valid: {exc}", field="expression") from None
     if not fires:
@@ -267,6 +282,7 @@ def _finish_cron(
     return {
         "wall_clock": not (minute.startswith("*") or hour.startswith("*")),
         "cron": cron,
+        "nearest_weekday": nearest,
         "seconds_field": seconds,
         "day_or": day_or,
         "years": years,
@@ -310,7 +326,7 @@ def _convert_item(item: str, raw: str, spec: _Field, aws: bool) -> str:
     if is_dom and item == "L":
         return "L"
     if is_dom and item == "LW":
-        raise ValidationError("day-of-month field 'LW' is not supported: use 'L' or a day like '15W'")
+        return "LW"
     if is_dom and item.endswith("W"):
         day = _value(item[:-1], raw, spec, aws)
         return f"{day}W"

@@ -1,7 +1,10 @@
 """Next fires of a schedule, with the DST policy of DESIGN.md §3.
 
 How: croniter enumerates matching *naive local wall times* (it is only used for matching); each wall
-time is then resolved against the zone with zoneinfo, so no library quirk decides DST behaviour:
+time is then resolved against the zone with zoneinfo, so no library quirk decides DST behaviour.
+A day-of-month ``nW``/``LW`` is decided here too, not by croniter: only wall times on
+:func:`nearest_weekday` of their month are kept, and a month without day n has none (decision 0008).
+Resolving a wall time:
 
 * a wall time that exists once fires at that instant (note ``None``);
 * a wall time in a gap (spring forward): wall-clock schedules with ``dst_gap=shift`` fire once at the
@@ -20,10 +23,12 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_right
+from calendar import monthrange
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from itertools import islice
+from typing import Literal
 from zoneinfo import ZoneInfo
 
 from croniter import CroniterBadDateError, croniter
@@ -111,9 +116,31 @@ def _start_wall(after: datetime, zone: ZoneInfo) -> datetime:
     return utc.replace(tzinfo=None) + low - _SECOND
 
 
+def nearest_weekday(year: int, month: int, day: int | Literal["L"]) -> int | None:
+    """The day of ``month`` that ``nW`` fires on (``day="L"``: ``LW``), or None when the month has no
+    day n, so no fire that month (decision 0008; a plain ``n`` has none either).
+
+    Quartz's rules, never leaving the month: a Saturday moves to the Friday before, except the 1st,
+    which moves to Monday the 3rd; a Sunday moves to the Monday after, except the last day, which
+    moves to the Friday before (the 29th, or the 26th of a 28-day February).
+    """
+    last = monthrange(year, month)[1]
+    n = last if day == "L" else day
+    if n > last:
+        return None
+    weekday = date(year, month, n).weekday()  # Monday 0 ... Saturday 5, Sunday 6
+    if weekday == 5:
+        return n - 1 if n > 1 else 3
+    if weekday == 6:
+        return n + 1 if n < last else n - 2
+    return n
+
+
 def _cron_walls(schedule: Schedule, start: datetime) -> Iterator[datetime]:
-    """Matching naive wall times after ``start``, honouring the year field of ``cron(...)``."""
+    """Matching naive wall times after ``start``, honouring the year field of ``cron(...)`` and, for
+    ``nW``/``LW``, keeping only the nearest weekday of each month (croniter matches every day then)."""
     years = schedule.years
+    nearest = schedule.nearest_weekday
     while True:
         if years is not None:
             index = bisect_right(years, start.year - 1)
@@ -136,7 +163,21 @@ def _cron_walls(schedule: Schedule, start: datetime) -> Iterator[datetime]:
             if years is not None and wall.year not in years:
                 start = datetime(wall.year, 1, 1)  # re-enter the outer loop to jump to a listed year
                 break
+            if nearest is not None:
+                day = nearest_weekday(wall.year, wall.month, nearest)
+                if day != wall.day:  # restart croniter at this month's W day, or else the next month
+                    start = _w_restart(wall, day)
+                    break
             yield wall
+
+
+def _w_restart(wall: datetime, day: int | None) -> datetime:
+    """Where croniter resumes when ``wall`` is not on its month's W day ``day`` (None: no W day)."""
+    if day is not None and day > wall.day:
+        return datetime(wall.year, wall.month, day) - _SECOND
+    if wall.month == 12:
+        return datetime(wall.year + 1, 1, 1) - _SECOND
+    return datetime(wall.year, wall.month + 1, 1) - _SECOND
 
 
 def _resolve_all(

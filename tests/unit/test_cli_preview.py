@@ -61,6 +61,36 @@ def test_table_marks_dst_affected_fires(capsys):
     assert lines[3].rstrip().endswith("2026-10-26T01:30:00+00:00")
 
 
+def test_nearest_weekday_skips_months_without_that_day(capsys):
+    # Given the reproduction: 31W from May 2026 (June has no 31st)
+    status = main(
+        ["preview", "cron(0 18 31W * ? *)", "--after", "2026-05-01T00:00:00Z", "--count", "4", "--json"]
+    )
+    # Then June and September have no fire; 31 May (Sunday) and 31 Oct (Saturday) move to the Friday
+    assert status == 0
+    assert [f["at"] for f in json.loads(capsys.readouterr().out)] == [
+        "2026-05-29T18:00:00Z",
+        "2026-07-31T18:00:00Z",
+        "2026-08-31T18:00:00Z",
+        "2026-10-30T18:00:00Z",
+    ]
+
+
+def test_nearest_weekday_to_29_february_fires_only_in_leap_years(capsys):
+    # Given 29W in February of 2026-2030, where only 2028 has a 29 February
+    argv = ["preview", "cron(30 8 29W FEB ? 2026-2030)", "--after", "2026-01-01T00:00:00Z", "--count", "5"]
+    status = main([*argv, "--json"])
+    # Then there is exactly one fire, on 29 February 2028 (not 27 Feb 2026, 26 Feb 2027, 28 Feb 2029...)
+    assert status == 0
+    assert [f["at"] for f in json.loads(capsys.readouterr().out)] == ["2028-02-29T08:30:00Z"]
+
+
+def test_nearest_weekday_that_never_fires_exits_2(capsys):
+    # Given 30W in February, which has no 30th (as a plain 30 FEB is rejected)
+    assert main(["preview", "cron(0 18 30W FEB ? *)"]) == 2
+    assert "never fires" in capsys.readouterr().err
+
+
 def test_invalid_expression_exits_2_with_the_message_on_stderr(capsys):
     status = main(["preview", "30 2 * * 8"])
     captured = capsys.readouterr()

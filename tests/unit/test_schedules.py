@@ -62,13 +62,64 @@ def test_macro_means_its_cron_expression(macro, equivalent):
         ("cron(0 12 ? * 6L *)", "0 12 * * L5"),
         ("cron(0 12 L * ? *)", "0 12 L * *"),
         ("cron(0 12 15W * ? *)", "0 12 15W * *"),
+        ("cron(0 12 LW * ? *)", "0 12 LW * *"),
         ("cron(0/20 8-10 ? JAN,JUL SUN *)", "0,20,40 8-10 * 1,7 0"),
     ],
 )
 def test_eventbridge_cron_converts_to_the_same_matching(aws, unix):
     # Given an EventBridge expression and the unix one with the same meaning
     # When both are parsed / Then they match the same wall times
-    assert parse_schedule(aws).cron == parse_schedule(unix).cron
+    ours, theirs = parse_schedule(aws), parse_schedule(unix)
+    assert (ours.cron, ours.nearest_weekday) == (theirs.cron, theirs.nearest_weekday)
+
+
+@pytest.mark.parametrize(
+    ("expression", "nearest"),
+    [
+        ("0 12 15W * *", 15),
+        ("0 12 1W * *", 1),
+        ("0 12 31W * *", 31),
+        ("0 12 LW * *", "L"),
+        ("0 12 15 * *", None),
+    ],
+)
+def test_nearest_weekday_is_decided_by_the_core_not_croniter(expression, nearest):
+    # Given a W (or LW) day-of-month / When parsed
+    schedule = parse_schedule(expression)
+    # Then the W day is kept for the timeline and croniter is never handed a W
+    assert schedule.nearest_weekday == nearest
+    assert "W" not in schedule.cron
+
+
+# (day-of-month, month, year): nW can fire exactly when plain n can, since W never leaves the month
+SATISFIABLE = [
+    ("31", "*", "*"),
+    ("31", "FEB,APR", "*"),
+    ("31", "APR,JUN,SEP,NOV", "*"),
+    ("30", "FEB", "*"),
+    ("29", "FEB", "*"),
+    ("29", "FEB", "2027"),
+    ("29", "FEB", "2028"),
+    ("29", "FEB", "2100"),
+    ("29", "FEB", "2097-2103"),
+    ("28", "FEB", "2027"),
+    ("L", "FEB", "2027"),
+]
+
+
+@pytest.mark.parametrize(("dom", "month", "year"), SATISFIABLE)
+def test_nearest_weekday_is_valid_exactly_when_the_plain_day_is(dom, month, year):
+    # Given the W form and the plain form of the same day-of-month
+    def fires(day: str) -> bool:
+        try:
+            parse_schedule(f"cron(0 12 {day} {month} ? {year})")
+        except ValidationError as exc:
+            assert "never fires" in exc.message
+            return False
+        return True
+
+    # When both are parsed / Then both are accepted or both are rejected as never firing
+    assert fires(f"{dom}W") == fires(dom)
 
 
 def test_eventbridge_year_field_limits_the_years():
@@ -126,7 +177,14 @@ INVALID = [
     ("cron(0 0 29 2 ? 2027)", "UTC", {}, "match no date in its years"),
     ("0 0 15 * 5#3", "UTC", {}, "need the other day field to be '*'"),
     ("0 0 * * 1#6", "UTC", {}, "week number after '#' must be 1-5"),
-    ("0 0 LW * *", "UTC", {}, "'LW' is not supported"),
+    ("0 0 30W 2 *", "UTC", {}, "never fires"),
+    ("cron(0 0 30W FEB ? *)", "UTC", {}, "never fires"),
+    ("cron(0 0 31W APR,JUN,SEP,NOV ? *)", "UTC", {}, "never fires"),
+    ("cron(0 0 29W FEB ? 2027)", "UTC", {}, "match no date in its years"),
+    ("cron(0 0 29W FEB ? 2100)", "UTC", {}, "match no date in its years"),
+    ("0 0 LW * 5", "UTC", {}, "need the other day field to be '*'"),
+    ("0 0 LW,15 * *", "UTC", {}, "cannot be combined with a list"),
+    ("0 0 32W * *", "UTC", {}, "day-of-month field '32' is out of range 1-31"),
     ("? 0 * * *", "UTC", {}, "'?' is only allowed in the day fields"),
     ("@every_minute", "UTC", {}, "macro '@every_minute' is not known"),
     ("cron(0 12 * * * *)", "UTC", {}, "exactly one of day-of-month and day-of-week must be '?'"),
