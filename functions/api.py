@@ -7,7 +7,6 @@ in :mod:`jobsched.api`.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -15,21 +14,15 @@ from aws_lambda_powertools.logging import correlation_paths
 
 from jobsched.api.app import JobschedResolver
 from jobsched.api.wiring import app_from_env
+from jobsched.runtime.lazy import lazy
 
 logger = Logger(service="jobsched-api")
 
 
-_app: JobschedResolver | None = None
-_building = threading.Lock()
-
-
+@lazy
 def get_app() -> JobschedResolver:
     """The container's resolver, built on first use (once, even if first requests race)."""
-    global _app
-    with _building:
-        if _app is None:
-            _app = app_from_env()
-        return _app
+    return app_from_env()
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -23,34 +23,31 @@ from jobsched.aws.leases import LeaseHeldError
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, ValidationError
 from jobsched.runtime.clock import SystemClock
-from jobsched.runtime.observability import JOBS_HELD_BACK
+from jobsched.runtime.lazy import lazy
+from jobsched.runtime.observability import JOBS_HELD_BACK, NAMESPACE
 from jobsched.runtime.settings import Settings
-from jobsched.services.dispatcher import Dispatcher, DispatchSummary, dispatcher_from_settings
+from jobsched.runtime.wiring import dispatcher_from_settings
+from jobsched.services.dispatcher import Dispatcher, DispatchSummary
 
 logger = Logger(service="jobsched-dispatcher")
-metrics = Metrics(namespace="jobsched", service="dispatcher")
-
-_state: dict[str, Any] = {}
-
-
-def _services() -> tuple[Settings, Dispatcher, Clock]:
-    """Settings, dispatcher and clock, built on first use and kept for the container's lifetime."""
-    if "dispatcher" not in _state:
-        settings = Settings.from_env()
-        owner = f"dispatcher-{uuid.uuid4().hex[:12]}"
-        _state["settings"] = settings
-        _state["clock"] = _state.get("clock") or SystemClock()
-        _state["dispatcher"] = dispatcher_from_settings(
-            settings, Clients(), owner=owner, clock=_state["clock"]
-        )
-    return _state["settings"], _state["dispatcher"], _state["clock"]
+metrics = Metrics(namespace=NAMESPACE, service="dispatcher")
+clock: Clock = SystemClock()
 
 
-def reset(clock: Clock | None = None) -> None:
-    """Forget the built services (tests; a new environment); optionally install a clock."""
-    _state.clear()
-    if clock is not None:
-        _state["clock"] = clock
+@lazy
+def services() -> tuple[Settings, Dispatcher]:
+    """Settings and dispatcher, built on first use and kept for the container's lifetime."""
+    settings = Settings.from_env()
+    owner = f"dispatcher-{uuid.uuid4().hex[:12]}"
+    return settings, dispatcher_from_settings(settings, Clients(), owner=owner, clock=clock)
+
+
+def reset(with_clock: Clock | None = None) -> None:
+    """Forget the built services (tests; a new environment) and install ``with_clock`` (default: the
+    wall clock)."""
+    global clock
+    services.cache_clear()
+    clock = with_clock or SystemClock()
 
 
 def parse_shards(event: Any, shards: int) -> list[int]:
@@ -66,7 +63,7 @@ def parse_shards(event: Any, shards: int) -> list[int]:
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    settings, dispatcher, clock = _services()
+    settings, dispatcher = services()
     shards = parse_shards(event, settings.shards)
     summary = DispatchSummary()
     for shard in shards:

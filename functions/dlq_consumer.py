@@ -7,7 +7,6 @@ partial batch failures for records left for later (a run still under a live leas
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -19,8 +18,10 @@ from jobsched.aws.clients import Clients
 from jobsched.core.clock import Clock
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
+from jobsched.runtime.lazy import lazy
 from jobsched.runtime.settings import Settings
-from jobsched.services.dlq_consumer import DlqConsumer, dlq_consumer_from_settings
+from jobsched.runtime.wiring import dlq_consumer_from_settings
+from jobsched.services.dlq_consumer import DlqConsumer
 
 logger = Logger(service="jobsched-dlq-consumer")
 metrics = Metrics(namespace=obs.NAMESPACE, service="dlq_consumer")
@@ -32,8 +33,9 @@ class LeftForLater(Exception):
     """A DLQ record whose run is still held by a live lease: kept in the DLQ for another look."""
 
 
-@cache
+@lazy
 def consumer() -> DlqConsumer:
+    """The DLQ consumer, built on first use and kept for the container's lifetime."""
     return dlq_consumer_from_settings(Settings.from_env(), Clients(), metrics=obs.PowertoolsSink(metrics))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import cache
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics
@@ -12,8 +11,10 @@ from jobsched.aws.clients import Clients
 from jobsched.core.clock import Clock
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
+from jobsched.runtime.lazy import lazy
 from jobsched.runtime.settings import Settings
-from jobsched.services.sweeper import Sweeper, sweeper_from_settings
+from jobsched.runtime.wiring import sweeper_from_settings
+from jobsched.services.sweeper import Sweeper
 
 logger = Logger(service="jobsched-sweeper")
 metrics = Metrics(namespace=obs.NAMESPACE, service="sweeper")
@@ -21,8 +22,9 @@ copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
 clock: Clock = SystemClock()
 
 
-@cache
+@lazy
 def sweeper() -> Sweeper:
+    """The sweeper, built on first use and kept for the container's lifetime."""
     return sweeper_from_settings(Settings.from_env(), Clients(), metrics=obs.PowertoolsSink(metrics))
 
 

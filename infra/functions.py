@@ -104,7 +104,6 @@ def make_function(
             "POWERTOOLS_SERVICE_NAME": spec.name,
             "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
             "POWERTOOLS_LOG_LEVEL": "INFO",
-            "JOBSCHED_FUNCTION": spec.name,
             **environment,
         },
     )

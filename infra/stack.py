@@ -30,7 +30,6 @@ from jobsched.runtime.resources import (
     ENV_LOOKAHEAD_SECONDS,
     ENV_SHARDS,
     ENV_STATE_MACHINE_ARN,
-    ENV_WORKER_TIMEOUT_SECONDS,
     QUEUE_KINDS,
     TABLES,
 )
@@ -75,7 +74,6 @@ class JobschedStack(cdk.Stack):
             ENV_STATE_MACHINE_ARN: self.long_jobs.state_machine.state_machine_arn,
             ENV_SHARDS: str(config.shards),
             ENV_LOOKAHEAD_SECONDS: str(config.lookahead_seconds),
-            ENV_WORKER_TIMEOUT_SECONDS: str(function_spec(QUEUE_CONSUMER).timeout_seconds),
             ENV_ALLOWED_HTTP_HOSTS: config.allowed_http_hosts,
             ENV_HANDLER_MODULES: ",".join(config.handler_modules),
         }

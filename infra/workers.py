@@ -21,7 +21,7 @@ from infra.nag import acknowledge
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
-from jobsched.runtime.resources import IDEMPOTENCY_TABLE, JOBS_TABLE, LEASES_TABLE, RUNS_TABLE
+from jobsched.runtime.resources import IDEMPOTENCY_TABLE, LEASES_TABLE, RUNS_TABLE
 
 BATCH_SIZE = {"long": 1}  # a chunk may run for minutes: one per invocation
 DEFAULT_BATCH_SIZE = 10
@@ -48,8 +48,10 @@ class Workers(Construct):
         self.worker = make_function(
             self, function_spec(QUEUE_CONSUMER), code=code, config=config, environment=environment
         )
-        for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE, JOBS_TABLE):
-            # Jobs: retries longer than the SQS delay cap go back through the job's due index.
+        # Runs (claims, outcomes), Leases (chunk checkpoints), Idempotency (handlers' effects). Not Jobs:
+        # the worker reads the job's snapshot from the message, and a retry longer than the SQS delay
+        # cap re-sends its own message with the rest of the delay.
+        for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE):
             tables.table(spec).grant_read_write_data(self.worker)
         payloads.grant_objects(self.worker, "s3:GetObject", "s3:PutObject")
         state_machine.grant_task_response(self.worker)

@@ -71,8 +71,8 @@ def build_services(
 ) -> ApiServices:
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.outputs import OutputStore
+    from jobsched.runtime.wiring import dispatcher_from_settings
     from jobsched.services.dead_letters import DeadLetterService
-    from jobsched.services.dispatcher import dispatcher_from_settings
     from jobsched.services.jobs import JobService
     from jobsched.services.runs import RunService
     from jobsched.targets.registry import is_registered

@@ -283,6 +283,22 @@ class Dynamo:
             if start is None:
                 return out
 
+    def scan_all(self, table: str, *, projection: str | None = None) -> list[dict[str, Any]]:
+        """Every item of a table, page after page (eventually consistent Scan, metered per page)."""
+        kwargs: dict[str, Any] = {"TableName": table}
+        if projection:
+            kwargs["ProjectionExpression"] = projection
+        out: list[dict[str, Any]] = []
+        while True:
+            response = self.client.scan(ReturnConsumedCapacity="TOTAL", **kwargs)
+            wires = response.get("Items", [])
+            size = sum(item_size(w) for w in wires)
+            self.meter.record_dynamodb("Scan", rcu=read_units(size, False), response=response)
+            out.extend(deserialize(w) for w in wires)
+            if "LastEvaluatedKey" not in response:
+                return out
+            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+
     def batch_write(self, table: str, items: list[Mapping[str, Any]]) -> None:
         """BatchWriteItem puts in chunks of 25, retrying unprocessed items with a short backoff.
 

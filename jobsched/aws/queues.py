@@ -1,4 +1,5 @@
-"""Batched sends of run messages to the priority queues.
+"""Every SQS call of the services: batched and single sends of run messages, visibility changes,
+queue depth, all metered.
 
 ``SendMessageBatch`` takes at most 10 entries and 256 KiB in total; entries are grouped per queue and
 split on both limits. ``MessageGroupId`` is the tenant (SQS fair queues: one noisy tenant cannot
@@ -9,31 +10,58 @@ refuses are retried once; whatever still fails is reported so the caller does no
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from jobsched.aws.metering import Meter
-from jobsched.core.messages import RunMessage
+from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
+
+__all__ = ["Outgoing", "QueueReadError", "RunQueues", "SendReport", "queue_url_for_arn", "send_run_message"]
+
+logger = logging.getLogger(__name__)
 
 MAX_BATCH_ENTRIES = 10
 MAX_BATCH_BYTES = 256 * 1024 - 4 * 1024  # keep a margin for attributes and group ids
+#: SQS's cap on a message's visibility timeout (12 hours).
+MAX_VISIBILITY_SECONDS = 43_200
 
 
-@dataclass(frozen=True)
-class Outgoing:
-    """One message to send: which queue, the body, and its delay."""
+class QueueReadError(Exception):
+    """Raised when a queue's attributes could not be read (SQS refused, or answered without them)."""
 
-    queue: str  # high | default | low | long
-    message: RunMessage
-    delay_seconds: int
 
-    @property
-    def key(self) -> str:
-        return f"{self.message.run_id}@{self.message.attempt}"
+def send_run_message(
+    sqs: Any, queue_url: str, msg: RunMessage, now: datetime, meter: Meter | None = None
+) -> None:
+    """Send one run message (a retry, a replay, a sweeper re-send) with ``DelaySeconds`` rounded down as
+    the dispatcher does (:func:`jobsched.core.messages.delay_seconds`: the worker waits out the
+    sub-second rest, so the attempt starts at its due instant) and the tenant as the message group."""
+    body = msg.to_json()
+    try:
+        sqs.send_message(
+            QueueUrl=queue_url,
+            MessageBody=body,
+            DelaySeconds=delay_seconds(msg.due_at, now),
+            MessageGroupId=msg.tenant,
+        )
+    finally:
+        if meter is not None:
+            meter.record_sqs("SendMessage", [len(body.encode())])
+
+
+def queue_url_for_arn(queue_urls: Mapping[str, str], arn: str) -> str | None:
+    """The URL of the queue an event source ARN names (``arn:aws:sqs:<region>:<account>:<name>``)."""
+    name = arn.rsplit(":", 1)[-1]
+    for url in dict(queue_urls).values():
+        if url.rstrip("/").rsplit("/", 1)[-1] == name:
+            return url
+    return None
 
 
 @dataclass
@@ -43,10 +71,46 @@ class SendReport:
 
 
 class RunQueues:
+    """The priority queues by kind (``high``, ``default``, ``low``, ``long``), every call metered."""
+
     def __init__(self, sqs: Any, queue_urls: Mapping[str, str], meter: Meter | None = None):
         self.sqs = sqs
         self.queue_urls = dict(queue_urls)
         self.meter = meter or Meter()
+
+    def send_one(self, msg: RunMessage, now: datetime) -> None:
+        """Send ``msg`` to its priority's queue (:func:`send_run_message`); SQS errors propagate."""
+        send_run_message(self.sqs, self.queue_urls[msg.priority], msg, now, self.meter)
+
+    def set_visibility(self, queue_url: str, receipt_handle: str, seconds: int) -> bool:
+        """Hide a received message for ``seconds`` more (0: visible now; capped at 12 h). False (logged)
+        if SQS refused: the message may be gone already, and the run's lease is what fences."""
+        try:
+            self.sqs.change_message_visibility(
+                QueueUrl=queue_url,
+                ReceiptHandle=receipt_handle,
+                VisibilityTimeout=max(0, min(int(seconds), MAX_VISIBILITY_SECONDS)),
+            )
+            return True
+        except (ClientError, BotoCoreError):
+            logger.warning("could not change the visibility of a message", exc_info=True)
+            return False
+        finally:
+            self.meter.record_sqs("ChangeMessageVisibility", [])
+
+    def visible_messages(self, queue: str) -> int:
+        """The queue's ``ApproximateNumberOfMessages`` (ready, not delayed, not in flight); raises
+        :class:`QueueReadError` if it cannot be read."""
+        attribute = "ApproximateNumberOfMessages"
+        try:
+            response = self.sqs.get_queue_attributes(
+                QueueUrl=self.queue_urls[queue], AttributeNames=[attribute]
+            )
+            return int(response["Attributes"][attribute])
+        except (ClientError, BotoCoreError, KeyError, ValueError) as exc:
+            raise QueueReadError(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.meter.record_sqs("GetQueueAttributes", [])
 
     def send(self, outgoing: list[Outgoing]) -> SendReport:
         report = SendReport()

@@ -21,7 +21,6 @@ import boto3
 from moto import mock_aws
 
 from jobsched.core.clock import Clock
-from jobsched.local.invoke import function_spec
 from jobsched.local.provision import Provisioned, provision
 from jobsched.runtime import resources
 
@@ -44,7 +43,6 @@ def _function_environment(shards: int) -> dict[str, str]:
         "AWS_REGION": REGION,
         resources.ENV_SHARDS: str(shards),
         resources.ENV_AUTH_MODE: "token",
-        resources.ENV_WORKER_TIMEOUT_SECONDS: str(function_spec("worker").timeout_seconds),
         "POWERTOOLS_SERVICE_NAME": "jobsched",
         "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
         "POWERTOOLS_METRICS_DISABLED": "true",

@@ -118,3 +118,16 @@ class RunMessage:
             retry=RetrySpec.from_dict(data.get("retry")),
             priority=data.get("priority", "default"),
         )
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """One message to send: which queue, the body, and its delay."""
+
+    queue: str  # high | default | low | long
+    message: RunMessage
+    delay_seconds: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.message.run_id}@{self.message.attempt}"

@@ -34,7 +34,7 @@ from botocore.config import Config
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.events import RunEventWatcher
 from jobsched.local.http_bridge import HttpBridge
-from jobsched.local.invoke import Function, Handler, function_spec, load_handler
+from jobsched.local.invoke import Function, Handler, load_handler
 from jobsched.local.pollers import QueuePoller
 from jobsched.local.provision import Provisioned, provision
 from jobsched.local.server import MOTO_CONFIG, MotoServer
@@ -265,7 +265,6 @@ class EmbeddedMode:
             resources.ENV_AUTH_MODE: "token",
             resources.ENV_TENANT_TOKENS: tenant_tokens_json(self.config),
             resources.ENV_ALLOWED_HTTP_HOSTS: "127.0.0.1,localhost",
-            resources.ENV_WORKER_TIMEOUT_SECONDS: str(function_spec("worker").timeout_seconds),
             "POWERTOOLS_SERVICE_NAME": "jobsched",
             "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
         }

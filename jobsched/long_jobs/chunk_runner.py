@@ -52,7 +52,7 @@ from jobsched.long_jobs.parent import Parent, ParentStore
 from jobsched.long_jobs.starter import ExecutionStarter
 from jobsched.long_jobs.steps import StepResult, answer_failure, answer_success, run_step
 from jobsched.runtime import observability as obs
-from jobsched.services.worker import Outcome
+from jobsched.services.outcome import Outcome
 from jobsched.targets.executor import error_info
 
 logger = logging.getLogger(__name__)
@@ -381,28 +381,3 @@ def _set_visibility(sqs: Any, queue_url: str | None, receipt: str | None, second
             )
         except ClientError:  # the message may be gone; the run's lease is what fences
             logger.warning("could not change the visibility of a chunk message", exc_info=True)
-
-
-def chunk_runner_from_settings(
-    settings: Any,
-    clients: Any,
-    dynamo: Any,
-    clock: Clock,
-    owner: str,
-    *,
-    metrics: obs.MetricSink | None = None,
-    heartbeat_seconds: float = 20.0,
-) -> ChunkRunner:
-    """A runner over the deployment's tables, bucket and state machine (the worker's factory calls it)."""
-    return ChunkRunner(
-        attempts=AttemptStore(dynamo, settings.runs_table),
-        outputs=OutputStore(clients.s3, settings.bucket),
-        chunks=ChunkStore(dynamo, settings.leases_table),
-        sqs=clients.sqs,
-        stepfunctions=clients.stepfunctions,
-        state_machine_arn=settings.state_machine_arn,
-        clock=clock,
-        owner=owner,
-        heartbeat_seconds=heartbeat_seconds,
-        metrics=metrics,
-    )

@@ -25,7 +25,7 @@ from jobsched.core.messages import RunMessage
 from jobsched.long_jobs.chunked import ChunkedJob, execution_name
 from jobsched.long_jobs.parent import ParentStore
 from jobsched.runtime import observability as obs
-from jobsched.services.worker import Outcome
+from jobsched.services.outcome import Outcome
 
 
 class ExecutionStarter:

@@ -50,6 +50,19 @@ class PowertoolsSink:
         self._metrics.add_metric(name=name, unit=UNITS.get(name, MetricUnit.Count), value=value)
 
 
+class LockedSink:
+    """A metric sink safe to share between threads (Powertools ``Metrics`` is not): the worker's
+    record threads of one batch."""
+
+    def __init__(self, sink: MetricSink):
+        self._sink = sink
+        self._lock = threading.Lock()
+
+    def add(self, name: str, value: float = 1) -> None:
+        with self._lock:
+            self._sink.add(name, value)
+
+
 class RecordingSink:
     """Keeps every data point in memory: tests and the local mode's summary."""
 

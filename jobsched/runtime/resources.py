@@ -29,7 +29,6 @@ ENV_STATE_MACHINE_ARN = "JOBSCHED_STATE_MACHINE_ARN"
 ENV_ALLOWED_HTTP_HOSTS = "JOBSCHED_ALLOWED_HTTP_HOSTS"
 ENV_AUTH_MODE = "JOBSCHED_AUTH_MODE"
 ENV_TENANT_TOKENS = "JOBSCHED_TENANT_TOKENS"
-ENV_WORKER_TIMEOUT_SECONDS = "JOBSCHED_WORKER_TIMEOUT_SECONDS"
 #: Comma-separated modules that register job handlers (``@job``), imported by the api function (so an
 #: unknown handler is refused at job creation) and by the worker (so it can run them).
 ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
@@ -198,4 +197,6 @@ DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60
 DEFAULT_ENQUEUE_HORIZON_SECONDS = 300
 DEFAULT_LOW_BACKLOG_LIMIT = 1000
+#: Records of one batch the worker handles at once (= the event source mapping's batch size).
+DEFAULT_WORKER_CONCURRENCY = 10
 MAX_SQS_DELAY_SECONDS = 900

@@ -41,7 +41,10 @@ class Settings:
     allowed_http_hosts: tuple[str, ...] = ()
     auth_mode: str = "iam"
     tenant_tokens: str | None = None
-    worker_timeout_seconds: int = 900
+    #: Records of one SQS batch the worker handles at once (``JOBSCHED_WORKER_CONCURRENCY``).
+    worker_concurrency: int = r.DEFAULT_WORKER_CONCURRENCY
+    #: Modules that register job handlers (``JOBSCHED_HANDLER_MODULES``, comma-separated).
+    handler_modules: tuple[str, ...] = ()
 
     def queue_url(self, priority: str) -> str:
         try:
@@ -107,7 +110,8 @@ class Settings:
             allowed_http_hosts=hosts,
             auth_mode=env.get(r.ENV_AUTH_MODE, "iam") or "iam",
             tenant_tokens=env.get(r.ENV_TENANT_TOKENS) or None,
-            worker_timeout_seconds=integer(r.ENV_WORKER_TIMEOUT_SECONDS, 900, 1),
+            worker_concurrency=worker_concurrency_from(env.get(r.ENV_WORKER_CONCURRENCY)),
+            handler_modules=handler_modules_from(env.get(r.ENV_HANDLER_MODULES)),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -121,7 +125,7 @@ class Settings:
             r.ENV_ENQUEUE_HORIZON_SECONDS: str(self.enqueue_horizon_seconds),
             r.ENV_LOW_BACKLOG_LIMIT: str(self.low_backlog_limit),
             r.ENV_AUTH_MODE: self.auth_mode,
-            r.ENV_WORKER_TIMEOUT_SECONDS: str(self.worker_timeout_seconds),
+            r.ENV_WORKER_CONCURRENCY: str(self.worker_concurrency),
         }
         for kind, url in self.queue_urls.items():
             env[r.ENV_QUEUE_URL_PREFIX + kind.upper()] = url
@@ -133,6 +137,21 @@ class Settings:
             r.ENV_STATE_MACHINE_ARN: self.state_machine_arn,
             r.ENV_TENANT_TOKENS: self.tenant_tokens,
             r.ENV_ALLOWED_HTTP_HOSTS: ",".join(self.allowed_http_hosts) or None,
+            r.ENV_HANDLER_MODULES: ",".join(self.handler_modules) or None,
         }
         env.update({k: v for k, v in optional.items() if v})
         return env
+
+
+def worker_concurrency_from(raw: str | None) -> int:
+    """``JOBSCHED_WORKER_CONCURRENCY``: at least 1; unset or not a number gives the default (a tuning
+    knob, never a reason for the worker to refuse its batch)."""
+    try:
+        return max(1, int((raw or "").strip() or r.DEFAULT_WORKER_CONCURRENCY))
+    except ValueError:
+        return r.DEFAULT_WORKER_CONCURRENCY
+
+
+def handler_modules_from(raw: str | None) -> tuple[str, ...]:
+    """``JOBSCHED_HANDLER_MODULES``: the comma-separated module names, blanks dropped."""
+    return tuple(m.strip() for m in (raw or "").split(",") if m.strip())

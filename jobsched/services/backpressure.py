@@ -20,14 +20,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from jobsched.aws.metering import Meter
+from jobsched.aws.queues import QueueReadError, RunQueues
 
 logger = logging.getLogger(__name__)
 
 HELD_PRIORITY = "low"
-BACKLOG_ATTRIBUTE = "ApproximateNumberOfMessages"
 
 
 def over_limit(backlog: int | None, limit: int) -> bool:
@@ -40,23 +38,16 @@ class LowBacklog:
     """Reads the ``low`` queue's visible backlog (one metered ``GetQueueAttributes``)."""
 
     def __init__(self, sqs: Any, queue_url: str, limit: int, meter: Meter | None = None):
-        self.sqs = sqs
-        self.queue_url = queue_url
+        self.queues = RunQueues(sqs, {HELD_PRIORITY: queue_url}, meter)
         self.limit = limit
-        self.meter = meter or Meter()
 
     def read(self) -> int | None:
         """The number of visible messages, or ``None`` if the queue could not be read (logged)."""
         try:
-            response = self.sqs.get_queue_attributes(
-                QueueUrl=self.queue_url, AttributeNames=[BACKLOG_ATTRIBUTE]
-            )
-            return int(response["Attributes"][BACKLOG_ATTRIBUTE])
-        except (ClientError, BotoCoreError, KeyError, ValueError) as exc:
+            return self.queues.visible_messages(HELD_PRIORITY)
+        except QueueReadError as exc:
             logger.warning("low queue backlog unreadable, dispatching without backpressure: %s", exc)
             return None
-        finally:
-            self.meter.record_sqs("GetQueueAttributes", [])
 
     def tick(self) -> TickGate:
         """The gate for one tick: reads the queue at most once, on the first due ``low`` job."""

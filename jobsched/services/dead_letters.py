@@ -9,7 +9,7 @@ to the run's ``replays`` history, so the run shows what was done to it and when.
 
 A run being replayed keeps its index keys until its message is sent (``replay_pending_at`` set, see
 :mod:`jobsched.services.runs`); it is no dead letter any more: listings skip it (filling the page from the
-following items, :func:`jobsched.api.routes.listing.filtered_page`), and a replay or discard of it
+following items, :func:`jobsched.core.paging.filtered_page`), and a replay or discard of it
 answers 404.
 """
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jobsched.api.routes.listing import filtered_page
 from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.runs_store import DEAD_LETTER_INDEX
 from jobsched.core.errors import ConflictError, NotFoundError, ValidationError
 from jobsched.core.models import Run, to_iso
+from jobsched.core.paging import filtered_page
 from jobsched.services.runs import REPLAY_PENDING, RunService
 
 MAX_PAGE = 100

@@ -21,23 +21,18 @@ sweeper) completes without duplicates (docs/decisions/0001-data-model.md):
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from jobsched.aws.clients import Clients
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
 from jobsched.aws.leases import Lease, Leases, shard_lease_key
-from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.clock import Clock
 from jobsched.core.dispatch_plan import SKIP_REASON_REPLACED, JobPlan, plan_job
 from jobsched.core.errors import NotFoundError, ValidationError
-from jobsched.core.messages import RunMessage, delay_seconds
-from jobsched.core.models import Job, JobState, Run, RunState, Trigger, make_run_id
-from jobsched.core.policies import jitter_offset
-from jobsched.runtime.settings import Settings
+from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
+from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.services.backpressure import LowBacklog, TickGate
 
 logger = logging.getLogger(__name__)
@@ -298,32 +293,6 @@ class Dispatcher:
         return 0
 
 
-def dispatcher_from_settings(
-    settings: Settings,
-    clients: Clients,
-    *,
-    meter: Meter | None = None,
-    owner: str | None = None,
-    clock: Clock | None = None,
-) -> Dispatcher:
-    """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``."""
-    meter = meter or Meter()
-    dynamo = dynamo_for(settings, clients.dynamodb, meter)
-    limit = settings.low_backlog_limit
-    backlog = LowBacklog(clients.sqs, settings.queue_url("low"), limit, meter) if limit else None
-    return Dispatcher(
-        JobsStore(dynamo, settings.jobs_table),
-        RunsStore(dynamo, settings.runs_table),
-        Leases(dynamo, settings.leases_table),
-        RunQueues(clients.sqs, settings.queue_urls, meter),
-        lookahead=timedelta(seconds=settings.lookahead_seconds),
-        enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
-        owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
-        clock=clock,
-        backpressure=backlog,
-    )
-
-
 def _records(job: Job, plan: JobPlan, previous: Run | None, now: datetime) -> _Planned:
     """The run items ``plan`` creates for ``job``: skipped records, the summary record, the runs."""
     summary_record = None
@@ -351,63 +320,3 @@ def _bookkeeping(job: Job) -> tuple:
         job.last_run_id,
         job.misfire_override,
     )
-
-
-def new_run(
-    job: Job,
-    scheduled_at: datetime,
-    trigger: Trigger,
-    now: datetime,
-    *,
-    nonce: str | None = None,
-    payload_override: dict | None = None,
-) -> Run:
-    """A queued run of ``job`` for ``scheduled_at``; its due instant adds the job's deterministic jitter."""
-    run_id = make_run_id(job.id, scheduled_at, trigger, nonce)
-    return Run(
-        id=run_id,
-        job_id=job.id,
-        tenant=job.tenant,
-        trigger=trigger,
-        scheduled_at=scheduled_at,
-        due_at=scheduled_at + jitter_offset(run_id, job.jitter_seconds),
-        priority=job.priority,
-        max_attempts=job.retry.max_attempts,
-        payload_override=payload_override,
-        created_at=now,
-    )
-
-
-def skipped_run(job: Job, scheduled_at: datetime, reason: str, now: datetime) -> Run:
-    """A run record of an occurrence deliberately not run (same id as the run it would have been)."""
-    return Run(
-        id=make_run_id(job.id, scheduled_at),
-        job_id=job.id,
-        tenant=job.tenant,
-        state=RunState.SKIPPED,
-        scheduled_at=scheduled_at,
-        due_at=scheduled_at,
-        priority=job.priority,
-        max_attempts=job.retry.max_attempts,
-        skip_reason=reason,
-        created_at=now,
-        finished_at=now,
-    )
-
-
-def outgoing_for(job: Job, run: Run, now: datetime) -> Outgoing:
-    """The message for the next attempt of a queued ``run``, with the job's snapshot."""
-    message = RunMessage(
-        run_id=run.id,
-        job_id=job.id,
-        tenant=job.tenant,
-        attempt=run.attempt + 1,
-        scheduled_at=run.scheduled_at,
-        due_at=run.due_at,
-        target=job.target,
-        payload=run.payload_override if run.payload_override is not None else job.payload,
-        timeout_seconds=job.timeout_seconds,
-        retry=job.retry,
-        priority=run.priority,
-    )
-    return Outgoing(queue=run.priority, message=message, delay_seconds=delay_seconds(run.due_at, now))

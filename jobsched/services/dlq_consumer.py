@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import logging
 from datetime import datetime
-from typing import Any
 
 from jobsched.aws.attempts import AttemptStore
 from jobsched.core.errors import ConflictError, ValidationError
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id
 from jobsched.runtime import observability as obs
-from jobsched.services.worker import Outcome
+from jobsched.services.outcome import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -72,13 +71,3 @@ def _run_id_of(body: str) -> str | None:
     except (ValueError, ValidationError):
         return None
     return run_id
-
-
-def dlq_consumer_from_settings(
-    settings: Any, clients: Any, *, metrics: obs.MetricSink | None = None, meter: Any = None
-) -> DlqConsumer:
-    """A DLQ consumer over the deployment's Runs table."""
-    from jobsched.aws.metering import dynamo_for
-
-    dynamo = dynamo_for(settings, clients.dynamodb, meter)
-    return DlqConsumer(AttemptStore(dynamo, settings.runs_table), metrics)

@@ -18,25 +18,16 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from jobsched.aws.clients import Clients
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
-from jobsched.aws.metering import Meter
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.dispatch_plan import first_fire_after, schedule_of
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
 from jobsched.core.job_specs import KnownHandlers, spec_from_dict, validate_payload, validate_spec
 from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware, shard_for
 from jobsched.core.policies import MISFIRE_POLICIES
+from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
-from jobsched.runtime.settings import Settings
-from jobsched.services.dispatcher import (
-    SKIP_REASON_DELETED,
-    SKIP_REASON_PAUSED,
-    Dispatcher,
-    dispatcher_from_settings,
-    new_run,
-    outgoing_for,
-)
+from jobsched.services.dispatcher import SKIP_REASON_DELETED, SKIP_REASON_PAUSED, Dispatcher
 
 MAX_BACKFILL = 1000
 logger = logging.getLogger(__name__)
@@ -331,20 +322,6 @@ class JobService:
             if self.runs.transition(run, RunState.SKIPPED, now, reason=reason) is not None:
                 withdrawn.append(run.id)
         return withdrawn
-
-
-def job_service_from_settings(
-    settings: Settings,
-    clients: Clients,
-    *,
-    meter: Meter | None = None,
-    known_handlers: KnownHandlers | None = None,
-) -> JobService:
-    """The job service over the deployment's tables and queues (the API builds it once per container)."""
-    dispatcher = dispatcher_from_settings(settings, clients, meter=meter, owner="api")
-    return JobService(
-        dispatcher.jobs, dispatcher.runs, dispatcher, shards=settings.shards, known_handlers=known_handlers
-    )
 
 
 def _spec_dict(job: Job) -> dict[str, Any]:

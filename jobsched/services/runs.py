@@ -37,12 +37,12 @@ from jobsched.aws.attempts import REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.outputs import OutputStore
+from jobsched.aws.queues import send_run_message
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.errors import ConflictError, NotFoundError, PayloadTooLargeError, RetryableError
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, RunMessage, payload_size
 from jobsched.core.models import Run, RunState, to_iso
-from jobsched.services.dispatcher import outgoing_for
-from jobsched.services.worker import send_run_message
+from jobsched.core.run_records import outgoing_for
 
 logger = logging.getLogger(__name__)
 
@@ -184,7 +184,9 @@ class RunService:
         except ConditionFailed:
             raise ConflictError(f"run {run_id} changed while being replayed; read it and try again") from None
         try:
-            send_run_message(self.sqs, self.queue_urls[message.priority], message, now)
+            send_run_message(
+                self.sqs, self.queue_urls[message.priority], message, now, self.runs.dynamo.meter
+            )
         except Exception as exc:
             self._undo_replay(key, item, run.attempt, since)
             raise RetryableError(f"could not enqueue the replay of {run_id}: {exc}") from exc

@@ -42,15 +42,16 @@ from typing import Any
 
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.jobs_store import JobsStore
-from jobsched.aws.metering import ConditionFailed, Dynamo, item_size, read_units
+from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.queues import send_run_message
 from jobsched.aws.runs_store import DEAD_LETTER_INDEX
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.messages import RunMessage
-from jobsched.core.models import Job, Run, RunState, from_iso, run_key_for, to_iso
+from jobsched.core.models import Job, Run, RunState, run_key_for, to_iso
+from jobsched.core.run_records import outgoing_for
+from jobsched.core.sweeping import stranded_kind
 from jobsched.runtime import observability as obs
-from jobsched.services.dispatcher import outgoing_for
 from jobsched.services.runs import REPLAY_MESSAGE, REPLAY_PENDING, finish_replay
-from jobsched.services.worker import send_run_message
 
 logger = logging.getLogger(__name__)
 
@@ -127,17 +128,8 @@ class Sweeper:
     # --- finding ---------------------------------------------------------------------------------
 
     def _job_keys(self) -> list[tuple[str, str]]:
-        keys: list[tuple[str, str]] = []
-        kwargs: dict[str, Any] = {"TableName": self.jobs_table, "ProjectionExpression": "tenant, job_id"}
-        while True:
-            response = self.dynamo.client.scan(ReturnConsumedCapacity="TOTAL", **kwargs)
-            items = response.get("Items", [])
-            size = sum(item_size(i) for i in items)
-            self.dynamo.meter.record_dynamodb("Scan", rcu=read_units(size, False), response=response)
-            keys.extend((i["tenant"]["S"], i["job_id"]["S"]) for i in items)
-            if "LastEvaluatedKey" not in response:
-                return keys
-            kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
+        items = self.dynamo.scan_all(self.jobs_table, projection="tenant, job_id")
+        return [(i["tenant"], i["job_id"]) for i in items]
 
     def _active_runs(self, job_id: str, now: datetime) -> list[dict[str, Any]]:
         return self.dynamo.query_all(
@@ -166,19 +158,7 @@ class Sweeper:
         )
 
     def _stranded(self, item: dict[str, Any], now: datetime) -> str | None:
-        """``resend`` | ``reclaim`` | None, from the run's own timestamps."""
-        limit = now - self.grace
-        swept = item.get("swept_at")
-        if swept and from_iso(swept) > limit:
-            return None  # re-sent recently: give that message time
-        state = item.get("state")
-        if state == RunState.QUEUED and from_iso(item["due_at"]) < limit:
-            return "resend"
-        if state == RunState.RETRYING and item.get("retry_at") and from_iso(item["retry_at"]) < limit:
-            return "resend"
-        if state == RunState.RUNNING and item.get("lease_until") and from_iso(item["lease_until"]) < limit:
-            return "reclaim"
-        return None
+        return stranded_kind(item, now, self.grace)
 
     def _job(self, tenant: str, job_id: str) -> Job | None:
         try:
@@ -232,7 +212,7 @@ class Sweeper:
         except ConditionFailed:
             return  # it moved on by itself
         message = outgoing_for(job, run, now).message
-        send_run_message(self.sqs, self.queue_urls[message.priority], message, now)
+        send_run_message(self.sqs, self.queue_urls[message.priority], message, now, self.dynamo.meter)
         if kind == "reclaim":
             summary.reclaimed += 1
             self.metrics.add(obs.RUNS_RECLAIMED)
@@ -246,7 +226,7 @@ class Sweeper:
         message = RunMessage.from_json(item[REPLAY_MESSAGE])
         waiting = item.get("state") == RunState.QUEUED and int(item.get("attempt", 0)) + 1 == message.attempt
         if waiting:
-            send_run_message(self.sqs, self.queue_urls[message.priority], message, now)
+            send_run_message(self.sqs, self.queue_urls[message.priority], message, now, self.dynamo.meter)
             summary.replays_resent += 1
             self.metrics.add(obs.RUNS_RESENT)
             logger.warning(
@@ -259,22 +239,3 @@ class Sweeper:
             logger.info(
                 "replay of run %s had moved on (%s); removed its marker", message.run_id, item.get("state")
             )
-
-
-def sweeper_from_settings(
-    settings: Any, clients: Any, *, metrics: obs.MetricSink | None = None, meter: Any = None
-) -> Sweeper:
-    """A sweeper over the deployment's tables and queues."""
-    from jobsched.aws.metering import dynamo_for
-
-    dynamo = dynamo_for(settings, clients.dynamodb, meter)
-    return Sweeper(
-        dynamo=dynamo,
-        jobs_table=settings.jobs_table,
-        runs_table=settings.runs_table,
-        jobs=JobsStore(dynamo, settings.jobs_table),
-        attempts=AttemptStore(dynamo, settings.runs_table),
-        sqs=clients.sqs,
-        queue_urls=dict(settings.queue_urls),
-        metrics=metrics,
-    )

@@ -27,23 +27,24 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from jobsched.aws.attempts import AttemptStore, Claim, ClaimStatus
+from jobsched.aws.metering import Meter
 from jobsched.aws.outputs import OutputStore
+from jobsched.aws.queues import RunQueues
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError
-from jobsched.core.messages import RunMessage, delay_seconds
+from jobsched.core.messages import RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
 from jobsched.runtime import observability as obs
+from jobsched.services.outcome import Outcome, OutcomeStatus
 from jobsched.targets.context import IdempotentEffects, JobContext
 from jobsched.targets.executor import Heartbeat, error_info, execute_target
-
-if TYPE_CHECKING:
-    from jobsched.long_jobs.chunk_runner import ChunkRunner
 
 logger = logging.getLogger(__name__)
 
@@ -69,21 +70,35 @@ class WorkerConfig:
         return self.heartbeat_seconds if self.heartbeat_seconds is not None else self.lease_seconds / 3
 
 
-@dataclass
-class Outcome:
-    """What happened to one delivery. ``defer`` means: do not acknowledge (the message comes back)."""
+class ChunkRunner(Protocol):
+    """What the worker needs of chunked jobs (:class:`jobsched.long_jobs.chunk_runner.ChunkRunner`).
 
-    #: succeeded | retrying | dead_lettered | cancelled | finished | stale | missing | busy |
-    #: redelayed | lease_lost | no_time
-    status: str
-    run_id: str | None = None
-    attempt: int = 0
-    defer: bool = False
-    detail: dict[str, Any] = field(default_factory=dict)
+    ``job_for`` names the chunked job a run's target is (None for any other target); ``start`` hands a
+    claimed run to its Step Functions execution. The workflow's own ``chunk.*`` messages never reach
+    the worker: :class:`jobsched.runtime.wiring.Deliveries` routes them to the runner's ``handle``.
+    """
+
+    def job_for(self, target: dict[str, Any]) -> Any | None: ...
+
+    def start(self, msg: RunMessage, claim: Claim, job: Any, now: datetime) -> Outcome: ...
+
+
+class NoChunks:
+    """The :class:`ChunkRunner` of a deployment without a state machine: no target is a chunked job."""
+
+    def job_for(self, target: dict[str, Any]) -> Any | None:
+        return None
+
+    def start(self, msg: RunMessage, claim: Claim, job: Any, now: datetime) -> Outcome:
+        raise AssertionError("NoChunks names no chunked job, so it never starts one")
 
 
 class Worker:
-    """Executes runs delivered by SQS. Everything is injected: stores, SQS client, clock, rng."""
+    """Executes runs delivered by SQS. Everything is injected: stores, SQS client, clock, rng.
+
+    Its SQS calls (retries, re-delays, visibility changes) go through :class:`RunQueues`, metered on
+    ``meter`` (by default the meter of the attempts' table, so one meter sees all of a worker's calls).
+    """
 
     def __init__(
         self,
@@ -91,7 +106,7 @@ class Worker:
         attempts: AttemptStore,
         outputs: OutputStore,
         sqs: Any,
-        queue_urls: dict[str, str] | Any,
+        queue_urls: Mapping[str, str],
         clock: Clock,
         config: WorkerConfig,
         effects: IdempotentEffects | None = None,
@@ -99,18 +114,18 @@ class Worker:
         rng: random.Random | None = None,
         chunks: ChunkRunner | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        meter: Meter | None = None,
     ):
         self.attempts = attempts
         self.outputs = outputs
-        self.sqs = sqs
-        self.queue_urls = queue_urls
+        self.queues = RunQueues(sqs, queue_urls, meter or attempts.dynamo.meter)
         self.clock = clock
         self.config = config
         self.effects = effects
         self.metrics = metrics or obs.NullSink()
         self.rng = rng or random.Random()
-        #: Chunked jobs (Step Functions); None when the deployment has no state machine.
-        self.chunks = chunks
+        #: Chunked jobs (Step Functions); :class:`NoChunks` when the deployment has no state machine.
+        self.chunks: ChunkRunner = chunks if chunks is not None else NoChunks()
         #: Waits out the sub-second rest of an early delivery (tests inject one that moves their clock).
         self.sleep = sleep
 
@@ -125,19 +140,11 @@ class Worker:
         queue_url: str | None = None,
         remaining_seconds: float = 900.0,
     ) -> Outcome:
-        """Handle one delivery at ``now``; see the module docstring for the steps."""
-        if self.chunks is not None and self.chunks.accepts(body):  # a chunked job's workflow task
-            return self.chunks.handle(
-                body,
-                now,
-                receipt_handle=receipt_handle,
-                queue_url=queue_url,
-                remaining_seconds=remaining_seconds,
-            )
+        """Handle one run delivery at ``now``; see the module docstring for the steps."""
         msg = RunMessage.from_json(body)
         if msg.due_at > now + timedelta(seconds=EARLY_TOLERANCE_SECONDS):
             self._send(msg, now)
-            return Outcome("redelayed", msg.run_id, msg.attempt)
+            return Outcome(OutcomeStatus.REDELAYED, msg.run_id, msg.attempt)
         if msg.due_at > now:  # up to 1 s early by design: wait, so the run starts on time, never before
             early = (msg.due_at - now).total_seconds()
             self.sleep(early)
@@ -145,7 +152,7 @@ class Worker:
         budget = remaining_seconds - self.config.safety_margin_seconds
         if budget < min(msg.timeout_seconds, 60):
             self._set_visibility(queue_url, receipt_handle, 0)
-            return Outcome("no_time", msg.run_id, msg.attempt, defer=True)
+            return Outcome(OutcomeStatus.NO_TIME, msg.run_id, msg.attempt, defer=True)
 
         claim = self.attempts.claim(
             msg.run_id, msg.attempt, self.config.owner, now, self.config.lease_seconds
@@ -155,7 +162,7 @@ class Worker:
         assert claim.run is not None
         if claim.attempt == 1:
             self.metrics.add(obs.SCHEDULE_LAG, max(0.0, (now - claim.run.due_at).total_seconds()))
-        if self.chunks is not None and (chunked := self.chunks.job_for(msg.target)) is not None:
+        if (chunked := self.chunks.job_for(msg.target)) is not None:
             return self.chunks.start(msg, claim, chunked, now)  # the workflow finishes the run
         return self._execute(
             msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle
@@ -173,7 +180,7 @@ class Worker:
             if msg.attempt == run.attempt + 1:  # a retry that raced its own "retrying" mark: look again soon
                 wait = min(wait, 5)
             self._set_visibility(queue_url, receipt, wait)
-            return Outcome("busy", msg.run_id, msg.attempt, defer=True, detail={"retry_in": wait})
+            return Outcome(OutcomeStatus.BUSY, msg.run_id, msg.attempt, defer=True, detail={"retry_in": wait})
         if claim.status == ClaimStatus.EXHAUSTED:
             assert claim.run is not None
             error = (
@@ -183,10 +190,12 @@ class Worker:
                 self.attempts.fail_unclaimed(claim.run, now, error, "lease_expired", msg.to_json())
             except Exception:  # someone else moved it on: nothing for us to do
                 logger.warning("exhausted run %s changed before it could be dead-lettered", msg.run_id)
-                return Outcome("stale", msg.run_id, msg.attempt)
+                return Outcome(OutcomeStatus.STALE, msg.run_id, msg.attempt)
             self.metrics.add(obs.RUNS_FAILED)
             self.metrics.add(obs.RUNS_DEAD_LETTERED)
-            return Outcome("dead_lettered", msg.run_id, claim.attempt, detail={"reason": "lease_expired"})
+            return Outcome(
+                OutcomeStatus.DEAD_LETTERED, msg.run_id, claim.attempt, detail={"reason": "lease_expired"}
+            )
         return Outcome(claim.status, msg.run_id, msg.attempt)
 
     # --- execution -------------------------------------------------------------------------------
@@ -252,18 +261,18 @@ class Worker:
         self.metrics.add(obs.RUN_DURATION, (finished - started).total_seconds())
         if heartbeat.lost:  # another worker owns the run now: any write of ours would be rejected
             logger.warning("lease of run %s attempt %s was lost while running", run.id, attempt)
-            return Outcome("lease_lost", run.id, attempt, detail={"heartbeat_lost": True})
+            return Outcome(OutcomeStatus.LEASE_LOST, run.id, attempt, detail={"heartbeat_lost": True})
         try:
             if cancel_seen.is_set():
                 self.attempts.cancelled(claim, owner, finished)
                 self.metrics.add(obs.RUNS_CANCELLED)
-                return Outcome("cancelled", run.id, attempt)
+                return Outcome(OutcomeStatus.CANCELLED, run.id, attempt)
             if error is None:
                 return self._succeeded(claim, finished, output)
             return self._failed(msg, claim, finished, error)
         except LeaseLostError as lost:
             logger.warning("%s", lost.message)
-            return Outcome("lease_lost", run.id, attempt, detail={"heartbeat_lost": False})
+            return Outcome(OutcomeStatus.LEASE_LOST, run.id, attempt, detail={"heartbeat_lost": False})
 
     def _payload(self, msg: RunMessage, claim: Claim) -> Any:
         assert claim.run is not None
@@ -279,7 +288,7 @@ class Worker:
         inline, ref = self.outputs.place_output(run.tenant, run.id, claim.attempt, output)
         self.attempts.succeed(claim, self.config.owner, now, output=inline, output_ref=ref)
         self.metrics.add(obs.RUNS_SUCCEEDED)
-        return Outcome("succeeded", run.id, claim.attempt, detail={"output_ref": ref})
+        return Outcome(OutcomeStatus.SUCCEEDED, run.id, claim.attempt, detail={"output_ref": ref})
 
     def _failed(self, msg: RunMessage, claim: Claim, now: datetime, exc: BaseException) -> Outcome:
         run = claim.run
@@ -292,29 +301,24 @@ class Worker:
             self.attempts.dead_letter(claim, self.config.owner, now, text, reason, msg.to_json())
             self.metrics.add(obs.RUNS_FAILED)
             self.metrics.add(obs.RUNS_DEAD_LETTERED)
-            return Outcome("dead_lettered", run.id, claim.attempt, detail={"reason": reason, "error": text})
+            return Outcome(
+                OutcomeStatus.DEAD_LETTERED, run.id, claim.attempt, detail={"reason": reason, "error": text}
+            )
         delay = retry_delay(msg, claim.attempt, self.rng)
         retry_at = now + timedelta(seconds=delay)
         self._send(replace(msg, attempt=claim.attempt + 1, due_at=retry_at), now)  # send first, then mark
         self.attempts.retrying(claim, self.config.owner, now, retry_at, text)
         self.metrics.add(obs.RUNS_RETRIED)
-        return Outcome("retrying", run.id, claim.attempt, detail={"delay": delay, "error": text})
+        return Outcome(OutcomeStatus.RETRYING, run.id, claim.attempt, detail={"delay": delay, "error": text})
 
     # --- SQS -------------------------------------------------------------------------------------
 
     def _send(self, msg: RunMessage, now: datetime) -> None:
-        send_run_message(self.sqs, self.queue_urls[msg.priority], msg, now)
+        self.queues.send_one(msg, now)
 
     def _set_visibility(self, queue_url: str | None, receipt: str | None, seconds: int) -> None:
         if queue_url and receipt:
-            try:
-                self.sqs.change_message_visibility(
-                    QueueUrl=queue_url,
-                    ReceiptHandle=receipt,
-                    VisibilityTimeout=max(0, min(int(seconds), 43_200)),
-                )
-            except Exception:  # the message may be gone already; the lease is what fences
-                logger.warning("could not change the visibility of a message", exc_info=True)
+            self.queues.set_visibility(queue_url, receipt, seconds)
 
 
 def retry_delay(msg: RunMessage, attempt: int, rng: random.Random) -> float:
@@ -328,70 +332,39 @@ def retry_delay(msg: RunMessage, attempt: int, rng: random.Random) -> float:
     return backoff_delay(policy, attempt, rng)
 
 
-def send_run_message(sqs: Any, queue_url: str, msg: RunMessage, now: datetime) -> None:
-    """Send one run message (a retry, a replay, a sweeper re-send) with ``DelaySeconds`` rounded down as
-    the dispatcher does (:func:`jobsched.core.messages.delay_seconds`: the worker waits out the
-    sub-second rest, so the attempt starts at its due instant) and the tenant as the message group."""
-    sqs.send_message(
-        QueueUrl=queue_url,
-        MessageBody=msg.to_json(),
-        DelaySeconds=delay_seconds(msg.due_at, now),
-        MessageGroupId=msg.tenant,
-    )
+# --- one SQS batch -----------------------------------------------------------------------------
 
 
-def worker_from_settings(
-    settings: Any,
-    clients: Any,
-    clock: Clock,
-    owner: str,
-    *,
-    metrics: obs.MetricSink | None = None,
-    meter: Any = None,
-    lease_seconds: float = 60.0,
-) -> Worker:
-    """A worker over the deployment's tables, queues and bucket (the function entry point and the
-    local mode build it the same way)."""
-    from jobsched.aws.metering import dynamo_for
+@dataclass(frozen=True)
+class Delivery:
+    """One SQS record as the worker sees it: its id, body, receipt and the URL of its queue."""
 
-    dynamo = dynamo_for(settings, clients.dynamodb, meter)
-    effects = (
-        IdempotentEffects(clients.dynamodb, settings.idempotency_table)
-        if settings.idempotency_table
-        else None
-    )
-    return Worker(
-        attempts=AttemptStore(dynamo, settings.runs_table),
-        outputs=OutputStore(clients.s3, settings.bucket),
-        sqs=clients.sqs,
-        queue_urls=dict(settings.queue_urls),
-        clock=clock,
-        config=WorkerConfig(
-            owner=owner, lease_seconds=lease_seconds, allowed_http_hosts=tuple(settings.allowed_http_hosts)
-        ),
-        effects=effects,
-        metrics=metrics,
-        chunks=_chunk_runner(settings, clients, dynamo, clock, owner, metrics, lease_seconds),
-    )
+    message_id: str
+    body: str
+    receipt_handle: str | None = None
+    queue_url: str | None = None
 
 
-def _chunk_runner(
-    settings: Any, clients: Any, dynamo: Any, clock: Clock, owner: str, metrics: Any, lease_seconds: float
-) -> ChunkRunner | None:
-    """The chunked-job runner when the deployment has a state machine (``JOBSCHED_STATE_MACHINE_ARN``)."""
-    if not getattr(settings, "state_machine_arn", None):
-        return None
-    from jobsched.long_jobs.chunk_runner import chunk_runner_from_settings
+def process_batch(
+    deliveries: Sequence[Delivery], handle: Callable[[Delivery], Outcome], *, concurrency: int
+) -> list[str]:
+    """Handle one SQS batch, up to ``concurrency`` records at once (threads: each record is a different
+    run with its own lease and fenced writes, so they do not interfere); return the message ids to
+    leave in the queue: Lambda's partial batch response. A deferred outcome and a record whose
+    handling raised stay; every other record is acknowledged. One bad record never fails the batch."""
 
-    return chunk_runner_from_settings(
-        settings, clients, dynamo, clock, owner, metrics=metrics, heartbeat_seconds=lease_seconds / 3
-    )
+    def one(delivery: Delivery) -> str | None:
+        try:
+            outcome = handle(delivery)
+        except Exception:  # retried by SQS, then redriven to the DLQ (the DLQ consumer records it)
+            logger.exception("run delivery failed", extra={"message_id": delivery.message_id})
+            return delivery.message_id
+        return delivery.message_id if outcome.defer else None
 
-
-def queue_url_for_arn(queue_urls: dict[str, str] | Any, arn: str) -> str | None:
-    """The URL of the queue an event source ARN names (``arn:aws:sqs:<region>:<account>:<name>``)."""
-    name = arn.rsplit(":", 1)[-1]
-    for url in dict(queue_urls).values():
-        if url.rstrip("/").rsplit("/", 1)[-1] == name:
-            return url
-    return None
+    threads = min(max(1, concurrency), len(deliveries))
+    if threads <= 1:
+        results = [one(d) for d in deliveries]
+    else:
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="record") as pool:
+            results = list(pool.map(one, deliveries))
+    return [message_id for message_id in results if message_id is not None]

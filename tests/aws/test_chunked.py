@@ -28,6 +28,7 @@ from jobsched.long_jobs.chunk_runner import ChunkRunner
 from jobsched.long_jobs.chunked import chunked_job, execution_name
 from jobsched.long_jobs.parent import PARENT_LEASE_SECONDS, sfn_owner
 from jobsched.runtime.observability import RUNS_CANCELLED, RUNS_DEAD_LETTERED, RUNS_SUCCEEDED
+from jobsched.runtime.wiring import Deliveries
 from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.targets.registry import unregister
 from tests.aws.conftest import REGION, AwsEnv, _fake_credentials, provision
@@ -127,8 +128,9 @@ class Env:
             metrics=self.kit.metrics,
         )
 
-    def worker(self, owner: str = "worker-a", heartbeat: float = 3600.0) -> Worker:
-        return Worker(
+    def worker(self, owner: str = "worker-a", heartbeat: float = 3600.0) -> Deliveries:
+        runner = self.runner(owner, heartbeat)
+        worker = Worker(
             attempts=self.kit.attempts,
             outputs=self.kit.outputs,
             sqs=self.kit.aws.clients.sqs,
@@ -137,8 +139,9 @@ class Env:
             config=WorkerConfig(owner=owner, heartbeat_seconds=heartbeat),
             metrics=self.kit.metrics,
             rng=random.Random(7),
-            chunks=self.runner(owner, heartbeat),
+            chunks=runner,
         )
+        return Deliveries(worker, runner)
 
     def executions(self) -> list[dict]:
         return self.sfn.list_executions(stateMachineArn=self.arn)["executions"]

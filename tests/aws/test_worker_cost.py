@@ -17,3 +17,16 @@ def test_a_successful_cron_run_costs_two_single_unit_writes_on_the_worker_side(a
     snap = kit.meter.snapshot()
     assert snap["requests"] == {"dynamodb.UpdateItem": 2}
     assert snap["dynamodb"]["wcu"] == 2.0 and snap["dynamodb"]["rcu"] == 0.0
+
+
+def test_a_retry_counts_its_send_message_on_the_worker_meter(aws, clock):
+    # Given a run whose first attempt fails with a retryable error
+    kit = Kit(aws, clock)
+    _, msg = kit.new_run({"handler": "demo.flaky"}, {"failures": 1})
+    kit.meter.reset()
+    # When a worker handles it
+    assert kit.worker().process(msg.to_json(), clock.now()).status == "retrying"
+    # Then the retry's SendMessage went through the metered queues, beside the two run writes
+    requests = kit.meter.snapshot()["requests"]
+    assert requests.get("sqs.SendMessage") == 1
+    assert requests.get("dynamodb.UpdateItem") == 2

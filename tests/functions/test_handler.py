@@ -28,7 +28,7 @@ def handler(aws_environ, monkeypatch):  # noqa: F811
     monkeypatch.setenv(ENV_AUTH_MODE, "token")
     monkeypatch.setenv(ENV_TENANT_TOKENS, json.dumps(TOKENS))
     monkeypatch.setenv(ENV_ADMIN_PRINCIPALS, "token:ops")
-    monkeypatch.setattr(api, "_app", None)
+    api.get_app.cache_clear()
     yield api.handler
 
 
@@ -53,7 +53,7 @@ def test_handler_answers_health_without_credentials(handler):
 def test_missing_configuration_fails_at_build_naming_the_variable(aws_environ, monkeypatch):  # noqa: F811
     monkeypatch.setenv(ENV_AUTH_MODE, "token")
     monkeypatch.delenv(ENV_TENANT_TOKENS, raising=False)
-    monkeypatch.setattr(api, "_app", None)
+    api.get_app.cache_clear()
     with pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
         api.handler(http_event("GET", "/health"), LambdaContext())
 

@@ -77,6 +77,15 @@ def test_dlq_consumer_touches_only_the_runs_table(synth):
     assert not [o for o in others if o in _resources_for(synth, "dlq_consumer", "dynamodb:GetItem")]
 
 
+def test_worker_has_no_access_to_the_jobs_table(synth):
+    # The worker reads a job's snapshot from the run message; no worker code touches the Jobs table.
+    from jobsched.runtime.resources import JOBS_TABLE
+
+    jobs = _arn_of(synth, synth.stack.tables.table(JOBS_TABLE))
+    for action in ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"):
+        assert jobs not in _resources_for(synth, "worker", action), action
+
+
 def test_api_reads_payload_objects_but_cannot_write_them(synth):
     actions = _actions(synth, "api")
     assert "s3:GetObject" in actions

@@ -12,12 +12,13 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 from jobsched.api.deps import current_tenant
 from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
 from jobsched.api.routes.jobs import job_id_of
-from jobsched.api.routes.listing import filtered_page, scope_of
+from jobsched.api.routes.listing import scope_of
 from jobsched.api.schemas import RetryRunIn, RunList, RunOut, RunStateName
 from jobsched.api.views import run_view
 from jobsched.core.clock import Clock
 from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.models import Run, parse_run_id, tenant_sort_for
+from jobsched.core.paging import filtered_page
 
 Tenant = Annotated[str, Depends(current_tenant)]
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"page size (default {DEFAULT_LIMIT})")]

@@ -1,0 +1,198 @@
+"""The wiring: every service built from :class:`Settings` and :class:`Clients`, in one place.
+
+The ``functions/`` entry points, the API's :mod:`jobsched.api.wiring`, the embedded mode and the
+benchmarks build their services here, so a service is assembled the same way on AWS, locally and
+under test. Each factory takes an optional :class:`Meter` that sees every AWS call of the service
+(the cost benchmark passes its own).
+
+:class:`Deliveries` is the worker function's view of a queue: a chunked job's workflow message
+(``chunk.*``) goes to the chunk runner, any other message is a run delivery for the worker.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from jobsched.aws.attempts import AttemptStore
+from jobsched.aws.clients import Clients
+from jobsched.aws.jobs_store import JobsStore
+from jobsched.aws.leases import Leases
+from jobsched.aws.metering import Dynamo, Meter, dynamo_for
+from jobsched.aws.outputs import OutputStore
+from jobsched.aws.queues import RunQueues
+from jobsched.aws.runs_store import RunsStore
+from jobsched.core.clock import Clock
+from jobsched.core.job_specs import KnownHandlers
+from jobsched.long_jobs.checkpoints import ChunkStore
+from jobsched.long_jobs.chunk_runner import ChunkRunner
+from jobsched.runtime import observability as obs
+from jobsched.runtime.settings import Settings
+from jobsched.services.backpressure import LowBacklog
+from jobsched.services.dispatcher import Dispatcher
+from jobsched.services.dlq_consumer import DlqConsumer
+from jobsched.services.jobs import JobService
+from jobsched.services.outcome import Outcome
+from jobsched.services.sweeper import Sweeper
+from jobsched.services.worker import Worker, WorkerConfig
+from jobsched.targets.context import IdempotentEffects
+
+#: The lease a worker takes on a run (extended by its heartbeats, every third of it).
+DEFAULT_LEASE_SECONDS = 60.0
+
+
+def dispatcher_from_settings(
+    settings: Settings,
+    clients: Clients,
+    *,
+    meter: Meter | None = None,
+    owner: str | None = None,
+    clock: Clock | None = None,
+) -> Dispatcher:
+    """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``."""
+    meter = meter or Meter()
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    limit = settings.low_backlog_limit
+    backlog = LowBacklog(clients.sqs, settings.queue_url("low"), limit, meter) if limit else None
+    return Dispatcher(
+        JobsStore(dynamo, settings.jobs_table),
+        RunsStore(dynamo, settings.runs_table),
+        Leases(dynamo, settings.leases_table),
+        RunQueues(clients.sqs, settings.queue_urls, meter),
+        lookahead=timedelta(seconds=settings.lookahead_seconds),
+        enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
+        owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
+        clock=clock,
+        backpressure=backlog,
+    )
+
+
+def job_service_from_settings(
+    settings: Settings,
+    clients: Clients,
+    *,
+    meter: Meter | None = None,
+    known_handlers: KnownHandlers | None = None,
+) -> JobService:
+    """The job service over the deployment's tables and queues (the API builds it once per container)."""
+    dispatcher = dispatcher_from_settings(settings, clients, meter=meter, owner="api")
+    return JobService(
+        dispatcher.jobs, dispatcher.runs, dispatcher, shards=settings.shards, known_handlers=known_handlers
+    )
+
+
+def chunk_runner_from_settings(
+    settings: Settings,
+    clients: Clients,
+    dynamo: Dynamo,
+    clock: Clock,
+    owner: str,
+    *,
+    metrics: obs.MetricSink | None = None,
+    heartbeat_seconds: float = DEFAULT_LEASE_SECONDS / 3,
+) -> ChunkRunner | None:
+    """The chunked-job runner when the deployment has a state machine (``JOBSCHED_STATE_MACHINE_ARN``),
+    else None."""
+    if not settings.state_machine_arn:
+        return None
+    return ChunkRunner(
+        attempts=AttemptStore(dynamo, settings.runs_table),
+        outputs=OutputStore(clients.s3, settings.bucket),
+        chunks=ChunkStore(dynamo, settings.leases_table),
+        sqs=clients.sqs,
+        stepfunctions=clients.stepfunctions,
+        state_machine_arn=settings.state_machine_arn,
+        clock=clock,
+        owner=owner,
+        heartbeat_seconds=heartbeat_seconds,
+        metrics=metrics,
+    )
+
+
+class Deliveries:
+    """Routes one queue delivery: a chunked job's workflow message to the chunk runner, any other to
+    the worker. The worker function and the embedded mode call :meth:`process` per record."""
+
+    def __init__(self, worker: Worker, chunks: ChunkRunner | None = None):
+        self.worker = worker
+        self.chunks = chunks
+
+    def process(
+        self,
+        body: str,
+        now: datetime,
+        *,
+        receipt_handle: str | None = None,
+        queue_url: str | None = None,
+        remaining_seconds: float = 900.0,
+    ) -> Outcome:
+        handler = self.chunks.handle if self.chunks is not None and self.chunks.accepts(body) else None
+        process = handler or self.worker.process
+        return process(
+            body, now, receipt_handle=receipt_handle, queue_url=queue_url, remaining_seconds=remaining_seconds
+        )
+
+
+def worker_from_settings(
+    settings: Settings,
+    clients: Clients,
+    clock: Clock,
+    owner: str,
+    *,
+    metrics: obs.MetricSink | None = None,
+    meter: Meter | None = None,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
+) -> Deliveries:
+    """The worker (and, with a state machine, the chunk runner) over the deployment's tables, queues
+    and bucket: the function entry point and the local mode build it the same way."""
+    meter = meter or Meter()
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    effects = (
+        IdempotentEffects(clients.dynamodb, settings.idempotency_table)
+        if settings.idempotency_table
+        else None
+    )
+    chunks = chunk_runner_from_settings(
+        settings, clients, dynamo, clock, owner, metrics=metrics, heartbeat_seconds=lease_seconds / 3
+    )
+    worker = Worker(
+        attempts=AttemptStore(dynamo, settings.runs_table),
+        outputs=OutputStore(clients.s3, settings.bucket),
+        sqs=clients.sqs,
+        queue_urls=dict(settings.queue_urls),
+        clock=clock,
+        config=WorkerConfig(
+            owner=owner, lease_seconds=lease_seconds, allowed_http_hosts=tuple(settings.allowed_http_hosts)
+        ),
+        effects=effects,
+        metrics=metrics,
+        chunks=chunks,
+        meter=meter,
+    )
+    return Deliveries(worker, chunks)
+
+
+def dlq_consumer_from_settings(
+    settings: Settings, clients: Clients, *, metrics: obs.MetricSink | None = None, meter: Meter | None = None
+) -> DlqConsumer:
+    """A DLQ consumer over the deployment's Runs table."""
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    return DlqConsumer(AttemptStore(dynamo, settings.runs_table), metrics)
+
+
+def sweeper_from_settings(
+    settings: Settings, clients: Clients, *, metrics: obs.MetricSink | None = None, meter: Any = None
+) -> Sweeper:
+    """A sweeper over the deployment's tables and queues."""
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    return Sweeper(
+        dynamo=dynamo,
+        jobs_table=settings.jobs_table,
+        runs_table=settings.runs_table,
+        jobs=JobsStore(dynamo, settings.jobs_table),
+        attempts=AttemptStore(dynamo, settings.runs_table),
+        sqs=clients.sqs,
+        queue_urls=dict(settings.queue_urls),
+        metrics=metrics,
+    )

@@ -1,0 +1,58 @@
+"""The worker's partial-batch loop (jobsched.services.worker.process_batch): which records stay."""
+
+from __future__ import annotations
+
+import threading
+
+from jobsched.services.outcome import Outcome, OutcomeStatus
+from jobsched.services.worker import Delivery, process_batch
+
+
+def _deliveries(*bodies: str) -> list[Delivery]:
+    return [Delivery(message_id=f"m{i}", body=body) for i, body in enumerate(bodies)]
+
+
+def _handle(delivery: Delivery) -> Outcome:
+    if delivery.body == "boom":
+        raise ValueError("malformed body")
+    if delivery.body == "busy":
+        return Outcome(OutcomeStatus.BUSY, defer=True)
+    return Outcome(OutcomeStatus.SUCCEEDED)
+
+
+def test_deferred_and_raising_records_stay_every_other_is_acknowledged():
+    # Given a batch with one good record, one deferred and one whose handling raises
+    batch = _deliveries("ok", "busy", "boom", "ok")
+    # When it is processed one record at a time
+    failed = process_batch(batch, _handle, concurrency=1)
+    # Then exactly the deferred and the raising records are left in the queue, in batch order
+    assert failed == ["m1", "m2"]
+
+
+def test_records_run_concurrently_up_to_the_limit():
+    # Given a handler that only succeeds once three records are inside it at once
+    barrier = threading.Barrier(3, timeout=5)
+
+    def meet(delivery: Delivery) -> Outcome:
+        barrier.wait()
+        return Outcome(OutcomeStatus.SUCCEEDED)
+
+    # When a batch of three is processed with concurrency 3
+    failed = process_batch(_deliveries("a", "b", "c"), meet, concurrency=3)
+    # Then all three met inside the handler: nothing is left in the queue
+    assert failed == []
+
+
+def test_an_empty_batch_and_a_concurrency_below_one_are_handled():
+    # Given no records, and a concurrency of 0 (read as 1)
+    # Then nothing stays, and a record is still handled
+    assert process_batch([], _handle, concurrency=4) == []
+    assert process_batch(_deliveries("busy"), _handle, concurrency=0) == ["m0"]
+
+
+def test_outcome_status_is_an_enum_equal_to_its_value():
+    # Given an outcome built from a plain string
+    outcome = Outcome("retrying")
+    # Then its status is the enum member, which compares equal to the string
+    assert outcome.status is OutcomeStatus.RETRYING
+    assert outcome.status == "retrying"
