@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test lint fmt bench bench-time synth clean
+.PHONY: install run test test-fast lint fmt bench bench-time synth clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,8 @@ run: install
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/mypy
 
 fmt: install
 	$(VENV)/bin/ruff check --fix .
@@ -31,6 +33,10 @@ fmt: install
 
 test: install lint
 	$(PY) -m pytest
+
+# The inner loop: the suite without the slow end-to-end, synthesis and benchmark tests.
+test-fast: install
+	$(PY) -m pytest -m "not slow" -q
 
 bench-time: install
 	$(PY) -m jobsched.bench.time_core

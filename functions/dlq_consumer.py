@@ -53,9 +53,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             raise LeftForLater(outcome.status)
         return outcome.status
 
-    return process_partial_response(
-        event=event,
-        record_handler=record_handler,
-        processor=BatchProcessor(event_type=EventType.SQS),  # per call: the local mode invokes concurrently
-        context=context,
+    return dict(
+        process_partial_response(
+            event=event,
+            record_handler=record_handler,
+            processor=BatchProcessor(
+                event_type=EventType.SQS
+            ),  # per call: the local mode invokes concurrently
+            context=context,
+        )
     )

@@ -96,10 +96,12 @@ def _security_schemes(mode: str) -> tuple[dict[str, Any], list[dict[str, list[st
         return {"bearer": HTTPBearer(description="a tenant token (embedded mode)")}, [{"bearer": []}]
     if mode == "jwt":
         return {"jwt": HTTPBearer(bearerFormat="JWT", description="JWT with a tenant claim")}, [{"jwt": []}]
-    sigv4 = APIKey(
-        name="Authorization",
-        **{"in": APIKeyIn.header},
-        description="AWS SigV4 (IAM); the principal is mapped to a tenant by an administrator",
+    sigv4 = APIKey.model_validate(
+        {
+            "name": "Authorization",
+            "in": APIKeyIn.header,
+            "description": "AWS SigV4 (IAM); the principal is mapped to a tenant by an administrator",
+        }
     )
     return {"sigv4": sigv4}, [{"sigv4": []}]
 

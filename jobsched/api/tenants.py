@@ -150,7 +150,7 @@ def admin_router(store: PrincipalStore, clock: Clock) -> Router:
     def delete_principal(
         principal: Annotated[str, Query(min_length=1, max_length=2048)],
         admin: Annotated[Identity, Depends(require_admin)],
-    ) -> Response[None]:
+    ) -> Response[str]:
         store.delete(principal)
         return Response(status_code=204, content_type=content_types.APPLICATION_JSON, body="")
 

@@ -9,6 +9,7 @@ plus its fencing token. A condition that fails raises, and nothing is written.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import json
 from datetime import datetime
@@ -97,7 +98,7 @@ class JobsStore:
 
     def list(
         self, tenant: str, *, limit: int = 50, start_after: str | None = None
-    ) -> tuple[list[Job], str | None]:
+    ) -> tuple[builtins.list[Job], str | None]:
         """A page of the tenant's jobs ordered by id; the cursor is the last job id of the page."""
         start = {"tenant": tenant, "job_id": start_after} if start_after else None
         items, last = self.dynamo.query(
@@ -163,7 +164,7 @@ class JobsStore:
                 self.table, {"tenant": tenant, "job_id": f"{job_id}{BODY_MARK}{old['payload_body']}"}
             )
 
-    def _hydrate(self, items: list[dict[str, Any]], consistent: bool) -> list[Job]:
+    def _hydrate(self, items: builtins.list[dict[str, Any]], consistent: bool) -> builtins.list[Job]:
         """Jobs from head items, with the payloads kept in body items read back in one batch."""
         keys = [
             {"tenant": i["tenant"], "job_id": f"{i['job_id']}{BODY_MARK}{i['payload_body']}"}
@@ -187,7 +188,7 @@ class JobsStore:
 
     def due_keys(
         self, shard: int, until: datetime, *, limit: int = 100, start_key: dict[str, Any] | None = None
-    ) -> tuple[list[tuple[str, str]], dict[str, Any] | None]:
+    ) -> tuple[builtins.list[tuple[str, str]], dict[str, Any] | None]:
         """One page of (tenant, job_id) due at or before ``until`` in ``shard``, earliest first."""
         items, last = self.dynamo.query(
             self.table,
@@ -199,7 +200,7 @@ class JobsStore:
         )
         return [(i["tenant"], i["job_id"]) for i in items], last
 
-    def get_many(self, keys: list[tuple[str, str]]) -> list[Job]:
+    def get_many(self, keys: builtins.list[tuple[str, str]]) -> builtins.list[Job]:
         """Jobs for (tenant, job_id) keys, in the order given; keys that vanished are left out."""
         if not keys:
             return []
@@ -217,11 +218,11 @@ class JobsStore:
         higher fencing token having advanced the job (:class:`LeaseLostError`). Only dispatch fields are
         written, so a definition edit is never overwritten.
         """
-        sets = {
+        sets: dict[str, Any] = {
             "updated_at": to_iso(updated.updated_at),
             "state": str(updated.state),
         }
-        removes: list[str] = []
+        removes: builtins.list[str] = []
         optional = {
             "next_due_at": to_iso(updated.next_due_at) if updated.next_due_at else None,
             "last_fired_at": to_iso(updated.last_fired_at) if updated.last_fired_at else None,

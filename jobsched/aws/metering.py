@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -78,7 +78,9 @@ class Dynamo:
     def _index_units_for_item(self, table: str, wire: Mapping[str, Any], size: int) -> int:
         spec = self.specs.get(table)
         units = 0
-        for index in spec.indexes if spec else ():
+        if spec is None:
+            return units
+        for index in spec.indexes:
             if all(k.name in wire for k in (index.partition, index.sort) if k):
                 units += write_units(self._projected_size(spec, index, wire, size))
         return units
@@ -173,7 +175,9 @@ class Dynamo:
         spec = self.specs.get(table)
         touched = _expression_names(expression, names)
         units = 0
-        for index in spec.indexes if spec else ():
+        if spec is None:
+            return units
+        for index in spec.indexes:
             keys = [k.name for k in (index.partition, index.sort) if k]
             in_index = all(k in wire for k in keys)
             projected = write_units(self._projected_size(spec, index, wire, size)) if in_index else 1
@@ -299,7 +303,7 @@ class Dynamo:
                 return out
             kwargs["ExclusiveStartKey"] = response["LastEvaluatedKey"]
 
-    def batch_write(self, table: str, items: list[Mapping[str, Any]]) -> None:
+    def batch_write(self, table: str, items: Sequence[Mapping[str, Any]]) -> None:
         """BatchWriteItem puts in chunks of 25, retrying unprocessed items with a short backoff.
 
         Unconditional puts: meant for items whose key nobody else writes (feed items), so a retry
@@ -322,7 +326,7 @@ class Dynamo:
                 raise unprocessed_error("BatchWriteItem", table, "items")
 
     def batch_get(
-        self, table: str, keys: list[Mapping[str, Any]], *, consistent: bool = False
+        self, table: str, keys: Sequence[Mapping[str, Any]], *, consistent: bool = False
     ) -> list[dict[str, Any]]:
         """BatchGetItem in chunks of 100, retrying unprocessed keys; order of the result is not kept."""
         out: list[dict[str, Any]] = []

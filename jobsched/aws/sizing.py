@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -84,11 +84,11 @@ class Meter:
     def reset(self) -> None:
         with self._lock:
             self.requests: Counter[str] = Counter()  # "dynamodb.PutItem" -> calls
-            self.wcu: Counter[str] = Counter()  # estimated write units, per operation
-            self.rcu: Counter[str] = Counter()
-            self.wcu_by_table: Counter[str] = Counter()
-            self.rcu_by_table: Counter[str] = Counter()
-            self.reported: Counter[str] = Counter()  # capacity units as reported by the service
+            self.wcu: defaultdict[str, float] = defaultdict(float)  # estimated write units, per operation
+            self.rcu: defaultdict[str, float] = defaultdict(float)
+            self.wcu_by_table: defaultdict[str, float] = defaultdict(float)
+            self.rcu_by_table: defaultdict[str, float] = defaultdict(float)
+            self.reported: defaultdict[str, float] = defaultdict(float)  # as reported by the service
             self.sqs_billed_requests = 0
             self.sqs_messages = 0
 

@@ -27,7 +27,7 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.metering import Meter
 from jobsched.core.clock import Clock
 from jobsched.runtime.settings import Settings
-from jobsched.services.jobs import job_service_from_settings
+from jobsched.runtime.wiring import job_service_from_settings
 
 Handler = Callable[[dict[str, Any], Any], Any]
 BENCH_TENANT = "bench"

@@ -84,7 +84,7 @@ def bench_environment(shards: int, clock: Clock) -> Iterator[tuple[dict[str, Any
             provisioned = provision(
                 prefix="bench",
                 visibility_timeout_seconds=60,
-                **clients,  # type: ignore[arg-type]
+                **clients,
             )
             os.environ.update(provisioned.environment())
             yield clients, provisioned

@@ -208,11 +208,11 @@ class ApiCalls:
                     tally.calls[function][f"{service}.{operation_name}"] += 1
                     tally.seconds[function] += time.perf_counter() - started
 
-        BaseClient._make_api_call = counted  # type: ignore[method-assign]
+        BaseClient._make_api_call = counted
         try:
             yield self
         finally:
-            BaseClient._make_api_call = original  # type: ignore[method-assign]
+            BaseClient._make_api_call = original
 
     def unmetered(self, tally: Tally) -> dict[str, dict[str, int]]:
         """Per function, the calls the meter did not record (raw count minus metered requests)."""

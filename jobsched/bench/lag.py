@@ -23,7 +23,7 @@ from typing import Any
 
 from jobsched.aws.metering import deserialize
 from jobsched.cli.client import ApiClient
-from jobsched.core.keys import run_key_for
+from jobsched.core.ids import run_key_for
 from jobsched.core.models import from_iso, to_iso
 from jobsched.local.config import LocalConfig
 from jobsched.local.embedded import EmbeddedMode
@@ -181,7 +181,7 @@ def run_lag(config: LagConfig | None = None, *, out: Any = None) -> LagResult:
         for job_id in sorted(job_ids):
             item = runs.get(job_id)
             start = _first_start(item) if item else None
-            if start is None:
+            if item is None or start is None:
                 missing.append(job_id)
                 continue
             lags.append((start - from_iso(item["due_at"])).total_seconds())

@@ -18,6 +18,7 @@ import platform
 import time
 from datetime import UTC, datetime
 from itertools import islice
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from croniter import croniter
@@ -71,7 +72,7 @@ def _croniter_naive(expression: str, zone: str, count: int) -> float:
 
 def run(repeat: int = 3, scale: float = 1.0) -> dict:
     """Measure every case; return the figures (fires per second, best of ``repeat``)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for expression, zone, fires in CASES:
         count = max(10, int(fires * scale))
         ours = min(_ours(expression, zone, count) for _ in range(repeat))

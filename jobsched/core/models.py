@@ -18,7 +18,26 @@ from decimal import Decimal
 from typing import Any
 
 from jobsched.core.errors import ValidationError
-from jobsched.core.keys import (  # noqa: F401  (re-exported: models is the public entry point)
+from jobsched.core.ids import (
+    make_run_id,
+    parse_run_id,
+    run_key_for,
+    scheduled_at_from_run_key,
+    shard_for,
+    validate_job_id,
+)
+from jobsched.core.instants import (
+    _compact,
+    _opt_dt,
+    _opt_iso,
+    _plain,
+    from_epoch_ms,
+    from_iso,
+    require_aware,
+    to_epoch_ms,
+    to_iso,
+)
+from jobsched.core.states import (
     ACTIVE_RUN_STATES,
     ALLOWED_TRANSITIONS,
     DST_GAP_POLICIES,
@@ -30,23 +49,43 @@ from jobsched.core.keys import (  # noqa: F401  (re-exported: models is the publ
     JobState,
     RunState,
     Trigger,
-    _compact,
-    _opt_dt,
-    _opt_iso,
-    _plain,
     check_transition,
-    from_epoch_ms,
-    from_iso,
-    make_run_id,
-    parse_run_id,
-    require_aware,
-    run_key_for,
-    scheduled_at_from_run_key,
-    shard_for,
-    to_epoch_ms,
-    to_iso,
-    validate_job_id,
 )
+
+#: The public entry point of the data model: its own classes and the vocabulary of
+#: :mod:`.instants`, :mod:`.states` and :mod:`.ids`.
+__all__ = [
+    "ACTIVE_RUN_STATES",
+    "ALLOWED_TRANSITIONS",
+    "DST_GAP_POLICIES",
+    "DST_OVERLAP_POLICIES",
+    "MISFIRE_POLICIES",
+    "OVERLAP_POLICIES",
+    "PRIORITIES",
+    "TERMINAL_RUN_STATES",
+    "Attempt",
+    "Job",
+    "JobSpec",
+    "JobState",
+    "RetrySpec",
+    "Run",
+    "RunState",
+    "Trigger",
+    "check_transition",
+    "from_epoch_ms",
+    "from_iso",
+    "make_run_id",
+    "parse_run_id",
+    "require_aware",
+    "run_key_for",
+    "scheduled_at_from_run_key",
+    "shard_for",
+    "tenant_sort_for",
+    "to_epoch_ms",
+    "to_iso",
+    "validate_job_id",
+]
+
 
 # --- jobs ----------------------------------------------------------------------------------------
 

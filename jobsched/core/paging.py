@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K")  # the key a page resumes after (a sort key string, or a DynamoDB key)
 
 #: At most this many items are examined for one filtered page (bounded latency and cost); a page
 #: may then hold fewer than ``limit`` items while ``next_cursor`` says more follow.
@@ -19,15 +20,15 @@ MAX_EXAMINED = 1000
 
 
 def filtered_page(
-    fetch: Callable[[int, str | None], tuple[list[T], str | None]],
-    key_of: Callable[[T], str],
+    fetch: Callable[[int, K | None], tuple[list[T], K | None]],
+    key_of: Callable[[T], K],
     keep: Callable[[T], bool],
     *,
     limit: int,
-    start_after: str | None,
+    start_after: K | None,
     stop: Callable[[T], bool] = lambda _: False,
     max_examined: int = MAX_EXAMINED,
-) -> tuple[list[T], str | None]:
+) -> tuple[list[T], K | None]:
     """``fetch(n, after) -> (items, last_key)``; ``stop(item)`` ends the list (an ordered bound)."""
     kept: list[T] = []
     after = start_after

@@ -7,6 +7,7 @@ show exactly what the dispatcher will do.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 from jobsched.core.schedules import parse_schedule
 from jobsched.core.timeline import Fire, next_fires
@@ -21,7 +22,7 @@ def preview(
     dst_gap: str = "shift",
     dst_overlap: str = "first",
     anchor: datetime | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """The next ``count`` fires strictly after ``after`` as ``{"at", "local", "note"}`` objects.
 
     ``at`` is UTC ISO 8601 ending in ``Z``; ``local`` is ISO 8601 in the schedule's zone with its
@@ -32,7 +33,7 @@ def preview(
     return [fire_to_dict(fire) for fire in next_fires(schedule, after, count)]
 
 
-def fire_to_dict(fire: Fire) -> dict:
+def fire_to_dict(fire: Fire) -> dict[str, Any]:
     """The JSON shape of one fire."""
     at = fire.at.astimezone(UTC).replace(tzinfo=None).isoformat()
     return {"at": f"{at}Z", "local": fire.local.isoformat(), "note": fire.note}

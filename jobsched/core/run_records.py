@@ -8,6 +8,7 @@ message snapshot.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
 from jobsched.core.models import Job, Run, RunState, Trigger, make_run_id
@@ -21,7 +22,7 @@ def new_run(
     now: datetime,
     *,
     nonce: str | None = None,
-    payload_override: dict | None = None,
+    payload_override: dict[str, Any] | None = None,
 ) -> Run:
     """A queued run of ``job`` for ``scheduled_at``; its due instant adds the job's deterministic jitter."""
     run_id = make_run_id(job.id, scheduled_at, trigger, nonce)

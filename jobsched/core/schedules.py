@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from croniter import CroniterBadDateError, croniter
@@ -132,7 +132,12 @@ def parse_schedule(
         raise ValidationError(
             f"dst_overlap '{dst_overlap}' is not allowed: use first or both", field="dst_overlap"
         )
-    common = {"expression": text, "timezone": timezone, "dst_gap": dst_gap, "dst_overlap": dst_overlap}
+    common: dict[str, Any] = {
+        "expression": text,
+        "timezone": timezone,
+        "dst_gap": dst_gap,
+        "dst_overlap": dst_overlap,
+    }
     lowered = text.lower()
     if lowered.startswith("rate("):
         return Schedule(**common, kind="rate", wall_clock=False, **_parse_rate(text, anchor))
@@ -165,7 +170,7 @@ def validate_timezone(timezone: str) -> ZoneInfo:
         ) from None
 
 
-def _parse_rate(text: str, anchor: datetime | None) -> dict:
+def _parse_rate(text: str, anchor: datetime | None) -> dict[str, Any]:
     match = _RATE.match(text)
     if match is None:
         raise ValidationError(
@@ -197,7 +202,7 @@ def _parse_at(text: str) -> datetime:
         raise ValidationError(f"at() time '{when}' is not a real date and time: {exc}") from None
 
 
-def _parse_unix_cron(text: str) -> dict:
+def _parse_unix_cron(text: str) -> dict[str, Any]:
     parts = text.split(" ")
     if len(parts) not in (5, 6):
         raise ValidationError(
@@ -212,7 +217,7 @@ def _parse_unix_cron(text: str) -> dict:
     return _finish_cron(converted, seconds, minute, hour, dom, dow, years=None, text=text)
 
 
-def _parse_aws_cron(text: str) -> dict:
+def _parse_aws_cron(text: str) -> dict[str, Any]:
     match = _AWS_CRON.match(text)
     if match is None or len(match["body"].split()) != 6:
         raise ValidationError(
@@ -247,7 +252,7 @@ def _finish_cron(
     *,
     years: tuple[int, ...] | None,
     text: str,
-) -> dict:
+) -> dict[str, Any]:
     """Classify, pick the day rule and check the expression can ever fire."""
     unrestricted = ("*", "?")
     day_or = not (dom.startswith(unrestricted) or dow.startswith(unrestricted))

@@ -88,10 +88,18 @@ def iter_fires(schedule: Schedule, after: datetime, *, include_skipped: bool = F
     if schedule.kind == "rate":
         return _rate_fires(schedule, after, zone)
     if schedule.kind == "at":
+        assert schedule.at_local is not None  # parse_schedule sets it for at()
         walls: Iterator[datetime] = iter([schedule.at_local])
     else:
         walls = _cron_walls(schedule, _start_wall(after, zone))
     return _resolve_all(schedule, walls, after, zone, include_skipped)
+
+
+def _offset(zone: ZoneInfo, value: datetime) -> timedelta:
+    """``zone``'s UTC offset at ``value`` (a ZoneInfo always has one)."""
+    offset = zone.utcoffset(value)
+    assert offset is not None
+    return offset
 
 
 def _require_aware(value: datetime, name: str) -> None:
@@ -100,6 +108,7 @@ def _require_aware(value: datetime, name: str) -> None:
 
 
 def _rate_fires(schedule: Schedule, after: datetime, zone: ZoneInfo) -> Iterator[Fire]:
+    assert schedule.rate_seconds is not None and schedule.anchor is not None  # set for rate()
     step = timedelta(seconds=schedule.rate_seconds)
     anchor = schedule.anchor
     at = anchor + ((after - anchor) // step + 1) * step
@@ -112,7 +121,7 @@ def _start_wall(after: datetime, zone: ZoneInfo) -> datetime:
     """A naive local wall time early enough that every wall time whose fire can fall after ``after``
     lies after it (an overlap's second fold and a gap's shift map earlier walls to later instants)."""
     utc = after.astimezone(UTC)
-    low = min(zone.utcoffset((utc + delta).astimezone(zone)) for delta in (-_DAY, timedelta(0), _DAY))
+    low = min(_offset(zone, (utc + delta).astimezone(zone)) for delta in (-_DAY, timedelta(0), _DAY))
     return utc.replace(tzinfo=None) + low - _SECOND
 
 
@@ -199,8 +208,8 @@ def _resolve_all(
     seq = 0
     for wall in walls:
         first = wall.replace(tzinfo=zone)
-        offset0 = first.utcoffset()
-        offset1 = wall.replace(tzinfo=zone, fold=1).utcoffset()
+        offset0 = _offset(zone, first)
+        offset1 = _offset(zone, wall.replace(tzinfo=zone, fold=1))
         if offset0 == offset1:  # exists once
             fire = Fire((wall - offset0).replace(tzinfo=UTC), first)
             second = None

@@ -236,7 +236,8 @@ class EmbeddedMode:
             self.bridge.stop()
         # One deadline for everything: invocations still running after it are abandoned.
         deadline = time.monotonic() + self.config.shutdown_grace_seconds
-        for part in [*self.pollers, *self.schedules, *([self.watcher] if self.watcher else [])]:
+        parts: list[Any] = [*self.pollers, *self.schedules, *([self.watcher] if self.watcher else [])]
+        for part in parts:
             part.join(max(0.0, deadline - time.monotonic()))
         self.server.stop()
         self.dynamodb_server.stop()

@@ -175,7 +175,7 @@ class HttpBridge:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def start(self, function: Function | None = None) -> None:
         """Serve requests with ``function`` (or the one given at construction) on a thread."""

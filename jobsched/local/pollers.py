@@ -38,7 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 from jobsched.core.errors import ValidationError
-from jobsched.core.keys import from_iso
+from jobsched.core.instants import from_iso
 
 log = logging.getLogger(__name__)
 

@@ -21,12 +21,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from jobsched.aws.attempts import REPLAY_PENDING
 from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.runs_store import DEAD_LETTER_INDEX
 from jobsched.core.errors import ConflictError, NotFoundError, ValidationError
 from jobsched.core.models import Run, to_iso
 from jobsched.core.paging import filtered_page
-from jobsched.services.runs import REPLAY_PENDING, RunService
+from jobsched.services.runs import RunService
 
 MAX_PAGE = 100
 MAX_BULK = 1000
@@ -149,7 +150,7 @@ class DeadLetterService:
         item = self._dead_item(tenant, run_id)
         return dead_letter_view(item)
 
-    def replay(self, tenant: str, run_id: str, now: datetime, payload: dict | None = None) -> Run:
+    def replay(self, tenant: str, run_id: str, now: datetime, payload: dict[str, Any] | None = None) -> Run:
         """Queue the dead letter's run again (optionally with a corrected payload); recorded on the run."""
         self._dead_item(tenant, run_id)
         return self.service.replay(tenant, run_id, now, payload=payload, action="replay")

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
 from jobsched.aws.leases import Lease, Leases, shard_lease_key
@@ -73,7 +74,7 @@ class DispatchSummary:
             else:
                 setattr(self, name, mine + value)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {k: (dict(v) if isinstance(v, dict) else v) for k, v in vars(self).items()}
 
 
@@ -310,7 +311,7 @@ def _records(job: Job, plan: JobPlan, previous: Run | None, now: datetime) -> _P
     )
 
 
-def _bookkeeping(job: Job) -> tuple:
+def _bookkeeping(job: Job) -> tuple[object, ...]:
     """The fields a job advance writes (besides ``updated_at`` and the fence)."""
     return (
         job.state,

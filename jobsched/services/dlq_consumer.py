@@ -33,18 +33,20 @@ class DlqConsumer:
         """Handle one message from a DLQ at ``now``."""
         self.metrics.add(obs.POISON_MESSAGES)
         try:
-            msg: RunMessage | None = RunMessage.from_json(body)
-            run_id = msg.run_id
+            parsed = RunMessage.from_json(body)
+            msg: RunMessage | None = parsed
+            run_id = parsed.run_id
             problem = (
-                f"the message for attempt {msg.attempt} was received {receive_count or 'too many'} times"
+                f"the message for attempt {parsed.attempt} was received {receive_count or 'too many'} times"
             )
             problem += " without completing; SQS moved it to the dead-letter queue"
         except ValidationError as exc:
-            msg, run_id = None, _run_id_of(body)
+            named = _run_id_of(body)
             problem = f"the run's message is malformed ({exc.message}); SQS moved it to the dead-letter queue"
-            if run_id is None:
+            if named is None:
                 logger.error("unidentifiable message in a DLQ, dropped: %.500s", body)
                 return Outcome("unidentified")
+            msg, run_id = None, named
         item = self.attempts.get_item(run_id)
         if item is None:
             return Outcome("missing", run_id)

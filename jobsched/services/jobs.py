@@ -9,6 +9,7 @@ on time instead of waiting for the next tick.
 
 from __future__ import annotations
 
+import builtins
 import logging
 import secrets
 from collections.abc import Callable, Mapping
@@ -162,7 +163,7 @@ class JobService:
 
     def delete(
         self, tenant: str, job_id: str, now: datetime, expected_version: int | None = None
-    ) -> list[str]:
+    ) -> builtins.list[str]:
         """Delete the job (its run history stays); runs queued ahead are withdrawn (skipped, ``deleted``)."""
         job = self.jobs.get(tenant, job_id)
         self.jobs.delete(tenant, job_id, expected_version)
@@ -226,7 +227,7 @@ class JobService:
         job_id: str,
         now: datetime,
         *,
-        payload: dict | None = None,
+        payload: dict[str, Any] | None = None,
         nonce: str | None = None,
     ) -> Run:
         """Run the job now, outside its schedule (also when paused). ``nonce`` makes a retried call
@@ -240,7 +241,9 @@ class JobService:
         )
         return self._create_and_send(job, [run], now)[0]
 
-    def backfill(self, tenant: str, job_id: str, start: datetime, end: datetime, now: datetime) -> list[Run]:
+    def backfill(
+        self, tenant: str, job_id: str, start: datetime, end: datetime, now: datetime
+    ) -> builtins.list[Run]:
         """Create one run (trigger ``backfill``) per occurrence in ``[start, end]``, all due now.
 
         Idempotent per occurrence: backfilling the same range twice creates no second run.
@@ -261,7 +264,7 @@ class JobService:
 
     def runs_of(
         self, tenant: str, job_id: str, *, limit: int = 50, cursor: str | None = None
-    ) -> tuple[list[Run], str | None]:
+    ) -> tuple[builtins.list[Run], str | None]:
         self.jobs.get(tenant, job_id)  # tenant check: another tenant's job is not found
         return self.runs.list_for_job(job_id, limit=limit, start_after=cursor)
 
@@ -288,7 +291,7 @@ class JobService:
                 continue
         raise ConflictError(f"job {job_id} is being dispatched right now; retry the request")
 
-    def _create_and_send(self, job: Job, runs: list[Run], now: datetime) -> list[Run]:
+    def _create_and_send(self, job: Job, runs: builtins.list[Run], now: datetime) -> builtins.list[Run]:
         stored_runs, outgoing = [], []
         self.runs.announce(runs)  # in the tenant's run feed before any put (one batch for a backfill)
         for run in runs:
@@ -316,7 +319,7 @@ class JobService:
             return job
         return self.jobs.get(job.tenant, job.id)
 
-    def _withdraw(self, job: Job, now: datetime, reason: str) -> list[str]:
+    def _withdraw(self, job: Job, now: datetime, reason: str) -> builtins.list[str]:
         withdrawn = []
         for run in self.runs.queued_ahead(job.id, now, job.jitter_seconds):
             if self.runs.transition(run, RunState.SKIPPED, now, reason=reason) is not None:

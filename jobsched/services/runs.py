@@ -114,12 +114,18 @@ class RunService:
                 return done
         raise ConflictError(f"run {run_id} kept changing state; try again")
 
-    def retry(self, tenant: str, run_id: str, now: datetime, payload: dict | None = None) -> Run:
+    def retry(self, tenant: str, run_id: str, now: datetime, payload: dict[str, Any] | None = None) -> Run:
         """Retry a failed run (the same as replaying its dead letter)."""
         return self.replay(tenant, run_id, now, payload=payload, action="retry")
 
     def replay(
-        self, tenant: str, run_id: str, now: datetime, *, payload: dict | None = None, action: str = "replay"
+        self,
+        tenant: str,
+        run_id: str,
+        now: datetime,
+        *,
+        payload: dict[str, Any] | None = None,
+        action: str = "replay",
     ) -> Run:
         """``failed -> queued`` and send attempt ``n + 1``; see the module docstring."""
         item = self.attempts.get_item(run_id)
@@ -206,7 +212,7 @@ class RunService:
         job = self.jobs.get(run.tenant, run.job_id)
         return outgoing_for(job, run, now).message
 
-    def _undo_replay(self, key: dict, item: dict[str, Any], attempt: int, since: str) -> None:
+    def _undo_replay(self, key: dict[str, Any], item: dict[str, Any], attempt: int, since: str) -> None:
         """Put back what step 1 changed (the failed state, its dead-letter attributes, budget, history
         and payload override), conditional on step 1's own marker."""
         sets, removes = ["#state = :failed"], [REPLAY_PENDING, REPLAY_MESSAGE]

@@ -40,7 +40,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobsched.aws.attempts import AttemptStore
+from jobsched.aws.attempts import REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.queues import send_run_message
@@ -51,7 +51,7 @@ from jobsched.core.models import Job, Run, RunState, run_key_for, to_iso
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import stranded_kind
 from jobsched.runtime import observability as obs
-from jobsched.services.runs import REPLAY_MESSAGE, REPLAY_PENDING, finish_replay
+from jobsched.services.runs import finish_replay
 
 logger = logging.getLogger(__name__)
 

@@ -244,7 +244,7 @@ class Worker:
         try:
             payload = self._payload(msg, claim)
             with heartbeat:
-                if claim.run.cancel_requested:
+                if run.cancel_requested:
                     cancel_seen.set()
                     ctx.cancel_event.set()
                 else:

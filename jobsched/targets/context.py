@@ -56,7 +56,8 @@ class IdempotentEffects:
         An effect still in progress under another (live) attempt raises :class:`RetryableError`.
         """
         config = IdempotencyConfig(event_key_jmespath="key", expires_after_seconds=self._ttl_seconds)
-        config.register_lambda_context(_Remaining(lambda: max(remaining_ms, 1000)))
+        # Powertools reads only get_remaining_time_in_millis() of the context it is given.
+        config.register_lambda_context(_Remaining(lambda: max(remaining_ms, 1000)))  # type: ignore[arg-type]
 
         @idempotent_function(
             data_keyword_argument="effect",

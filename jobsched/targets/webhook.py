@@ -101,8 +101,9 @@ def call_webhook(
     limit = min(target.timeout_seconds, timeout_seconds) if timeout_seconds else target.timeout_seconds
     timeout = urllib3.Timeout(connect=min(limit, 10.0), read=limit)
     pool_kwargs: dict[str, Any] = {"timeout": timeout, "retries": False, "maxsize": 1}
+    pool: urllib3.HTTPConnectionPool
     if parts.scheme == "https":
-        tls = {"server_hostname": host, "assert_hostname": host, "cert_reqs": "CERT_REQUIRED"}
+        tls: dict[str, Any] = {"server_hostname": host, "assert_hostname": host, "cert_reqs": "CERT_REQUIRED"}
         pool = urllib3.HTTPSConnectionPool(address, port, **tls, **pool_kwargs)
     else:
         pool = urllib3.HTTPConnectionPool(address, port, **pool_kwargs)

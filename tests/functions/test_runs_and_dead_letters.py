@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jobsched.core.keys import parse_run_id
+from jobsched.core.ids import parse_run_id
 from tests.functions.events import ACME, body_of
 
 FAILING = {"target": {"handler": "demo.fail"}, "payload": {"kind": "permanent", "message": "bad input"}}

@@ -208,7 +208,7 @@ def _answers(url: str) -> bool:
 
 
 def _register_demo(emit: Callable[[str], None], mode: Any, tenants: dict[str, str]) -> None:
-    from jobsched.local.demo import register_demo_jobs
+    from jobsched.cli.demo_jobs import register_demo_jobs
 
     name, token = next(iter(tenants.items()))
     try:
