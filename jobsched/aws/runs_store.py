@@ -13,7 +13,7 @@ scans.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,6 +32,12 @@ from jobsched.core.models import (
 )
 
 DEAD_LETTER_INDEX = "dead_letter_index"
+_WITHDRAWN = "#state = :skipped AND skip_reason = :reason AND attribute_not_exists(skipped_count)"
+
+
+def is_withdrawn(run: Run, reason: str = "paused") -> bool:
+    """Whether ``run`` is the record a pause (``reason``) left for a withdrawn occurrence."""
+    return run.state is RunState.SKIPPED and run.skip_reason == reason and not run.skipped_count
 
 
 class RunsStore:
@@ -60,6 +66,60 @@ class RunsStore:
                 return Run.from_item(failed.existing), False
             return self.get(run.id), False
         return run, True
+
+    def revive(self, record: Run, withdrawn: Run, reason: str = "paused") -> tuple[Run, bool]:
+        """Put ``record`` (a queued run, or a skipped or summary record) in place of ``withdrawn``, the
+        skipped record a pause left for the same occurrence: ``(record, True)`` when replaced.
+
+        Conditional on the stored item still being skipped for ``reason`` and not a summary, so the
+        occurrence keeps one item (one run per occurrence) and a record something else changed since
+        is never overwritten: then ``(stored item, False)``. The run keeps its first ``created_at``
+        (the tenant's run feed already lists it). Returns ``(withdrawn, False)`` unchanged when
+        ``withdrawn`` is not such a record.
+        """
+        if not is_withdrawn(withdrawn, reason):
+            return withdrawn, False
+        item = {**record.to_item(), "created_at": to_iso(withdrawn.created_at)}
+        try:
+            self.dynamo.put(
+                self.table,
+                item,
+                condition=_WITHDRAWN,
+                names={"#state": "state"},
+                values={":skipped": str(RunState.SKIPPED), ":reason": reason},
+            )
+        except ConditionFailed as failed:
+            if failed.existing is not None:
+                return Run.from_item(failed.existing), False
+            return self.get(record.id), False
+        return Run.from_item(item), True
+
+    def withdrawn_after(
+        self, job_id: str, now: datetime, jitter_seconds: int = 0, reason: str = "paused"
+    ) -> list[Run]:
+        """The job's records skipped for ``reason`` (withdrawn by a pause) whose due instant is after
+        ``now`` (summary records left out)."""
+        return self._due_after(
+            job_id,
+            now,
+            jitter_seconds,
+            lambda r: is_withdrawn(r, reason),
+        )
+
+    def relabel_skipped(self, run: Run, old_reason: str, new_reason: str) -> Run | None:
+        """Change a skipped record's reason if it still is ``old_reason`` (None when it changed since)."""
+        try:
+            item = self.dynamo.update(
+                self.table,
+                {"job_id": run.job_id, "run_key": run.run_key},
+                "SET skip_reason = :new",
+                condition="#state = :skipped AND skip_reason = :old",
+                names={"#state": "state"},
+                values={":new": new_reason, ":old": old_reason, ":skipped": str(RunState.SKIPPED)},
+            )
+        except ConditionFailed:
+            return None
+        return Run.from_item(item)
 
     def get(self, run_id: str, tenant: str | None = None, *, consistent: bool = True) -> Run:
         """The run; with ``tenant`` given, another tenant's run is reported as not found."""
@@ -142,6 +202,13 @@ class RunsStore:
 
     def queued_ahead(self, job_id: str, now: datetime, jitter_seconds: int = 0) -> list[Run]:
         """The job's runs still queued whose due instant is after ``now`` (enqueued ahead of time)."""
+        return self._due_after(job_id, now, jitter_seconds, lambda r: r.state is RunState.QUEUED)
+
+    def _due_after(
+        self, job_id: str, now: datetime, jitter_seconds: int, keep: Callable[[Run], bool]
+    ) -> list[Run]:
+        """The job's runs due after ``now`` that ``keep`` accepts, oldest first (a run is due at most
+        ``jitter_seconds`` after its scheduled instant, so the query starts that far back)."""
         since = now - timedelta(seconds=jitter_seconds)
         out: list[Run] = []
         start: str | None = None
@@ -149,7 +216,7 @@ class RunsStore:
             runs, start = self.list_for_job(
                 job_id, limit=100, newest_first=False, start_after=start, since=since
             )
-            out.extend(r for r in runs if r.state is RunState.QUEUED and r.due_at > now)
+            out.extend(r for r in runs if r.due_at > now and keep(r))
             if start is None:
                 return out
 

@@ -58,6 +58,7 @@ class DispatchSummary:
     jobs_invalid: int = 0
     runs_created: int = 0
     runs_reused: int = 0
+    runs_revived: int = 0  # withdrawn by a pause, decided again (queued or skipped) in place
     runs_skipped: int = 0
     runs_cancelled: int = 0
     messages_sent: int = 0
@@ -238,18 +239,21 @@ class Dispatcher:
         job, plan = planned.job, planned.plan
         outgoing: list[Outgoing] = []
         for record in planned.skipped:
-            stored, created = self.runs.put_announced(record)
-            summary.runs_skipped += created
-            if not created and stored.state is RunState.QUEUED:
+            stored, created, revived = self._put(record)
+            summary.runs_skipped += created or revived
+            summary.runs_revived += revived
+            if not (created or revived) and stored.state is RunState.QUEUED:
                 outgoing.append(outgoing_for(job, stored, now))  # created by a crashed tick: finish it
         if planned.summary_record is not None and plan.summary is not None:
-            _, created = self.runs.put_announced(planned.summary_record)
-            summary.runs_skipped += plan.summary.count if created else 0
+            _, created, revived = self._put(planned.summary_record)
+            summary.runs_skipped += plan.summary.count if created or revived else 0
+            summary.runs_revived += revived
         last_run_id = job.last_run_id
         for run in planned.fired:
-            stored, created = self.runs.put_announced(run)
+            stored, created, revived = self._put(run)
             summary.runs_created += created
-            summary.runs_reused += not created
+            summary.runs_revived += revived
+            summary.runs_reused += not (created or revived)
             if stored.state is RunState.QUEUED:
                 outgoing.append(outgoing_for(job, stored, now))
             last_run_id = stored.id
@@ -257,6 +261,20 @@ class Dispatcher:
             summary.runs_cancelled += self._cancel(planned.previous, now)
         plan.job.last_run_id = last_run_id
         return outgoing
+
+    def _put(self, record: Run) -> tuple[Run, bool, bool]:
+        """Put a planned run or skipped record (already in the feed): ``(stored, created, revived)``.
+
+        An occurrence a pause withdrew (skipped, reason ``paused``) and that this plan decides again —
+        the job was resumed, or rewound by the pause — is *revived*: its record is replaced by the
+        planned one with a conditional write, so it stays one item. Any other stored item is
+        returned as it is (neither created nor revived).
+        """
+        stored, created = self.runs.put_announced(record)
+        if created:
+            return stored, True, False
+        stored, revived = self.runs.revive(record, stored, SKIP_REASON_PAUSED)
+        return stored, False, revived
 
     def _withdraw_if_stopped(self, job: Job, plan: JobPlan, now: datetime) -> int:
         """Withdraw the plan's runs queued ahead of a pause or delete that happened since ``job`` was read.

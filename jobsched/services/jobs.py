@@ -31,6 +31,8 @@ from jobsched.core.timeline import fires_between
 from jobsched.services.dispatcher import SKIP_REASON_DELETED, SKIP_REASON_PAUSED, Dispatcher
 
 MAX_BACKFILL = 1000
+SKIP_REASON_RESCHEDULED = "rescheduled"
+_SCHEDULED = (Trigger.SCHEDULE, Trigger.CATCHUP)
 logger = logging.getLogger(__name__)
 _WRITE_ATTEMPTS = 3
 _EPSILON = timedelta(milliseconds=1)
@@ -133,7 +135,10 @@ class JobService:
         """
         require_aware(now, "now")
 
+        rescheduled = False
+
         def build(current: Job) -> Job:
+            nonlocal rescheduled
             merged = {**_spec_dict(current), **dict(changes)}
             spec = spec_from_dict(merged)
             schedule = validate_spec(spec, self.known_handlers)
@@ -145,6 +150,7 @@ class JobService:
             ):
                 after = max(t for t in (now - _EPSILON, current.last_fired_at) if t is not None)
                 next_due = first_fire_after(schedule, after)
+                rescheduled = True
             state = current.state
             if state is not JobState.PAUSED:
                 state = JobState.ACTIVE if next_due is not None else JobState.COMPLETED
@@ -159,6 +165,8 @@ class JobService:
             )
 
         job = self._write(tenant, job_id, expected_version, build)
+        if rescheduled:
+            self._drop_rescheduled(job, now)
         return self._dispatch_if_due(job, now)
 
     def delete(
@@ -180,11 +188,24 @@ class JobService:
         def build(current: Job) -> Job:
             if current.state is not JobState.ACTIVE:
                 raise ConflictError(f"job {job_id} is {current.state}; only an active job can be paused")
+            # The runs queued ahead are withdrawn below: the cursor goes back to the first of them, so
+            # the dispatch after the resume decides them again (revives or skips them in place) instead
+            # of leaving them skipped at instants the job may be active again. A tick racing this write
+            # cannot advance the cursor past them: its advance is conditional on the state it read.
+            ahead = self.runs.queued_ahead(job_id, now, current.jitter_seconds)
+            first = min((r.scheduled_at for r in ahead if r.trigger in _SCHEDULED), default=None)
+            next_due = current.next_due_at
+            if first is not None and (next_due is None or first < next_due):
+                next_due = first
             return replace(
                 current,
                 state=JobState.PAUSED,
                 paused_note=note,
                 paused_at=now,
+                next_due_at=next_due,
+                # Every run still standing is due by now (later ones are withdrawn), so an edit of the
+                # schedule while paused starts the new one from the edit, not after a withdrawn run.
+                last_fired_at=min(current.last_fired_at, now) if current.last_fired_at else None,
                 version=current.version + 1,
                 updated_at=now,
             )
@@ -318,6 +339,19 @@ class JobService:
             logger.warning("immediate dispatch of job %s failed, left to the next tick: %s", job.id, exc)
             return job
         return self.jobs.get(job.tenant, job.id)
+
+    def _drop_rescheduled(self, job: Job, now: datetime) -> None:
+        """After a schedule change: the occurrences a pause withdrew that are still ahead and that the
+        dispatcher will not decide again (the new schedule does not have them, or they are before its
+        cursor) are relabelled ``rescheduled``, so no record says ``paused`` at an instant the job may
+        be active at. The others are revived when the dispatcher reaches them."""
+        schedule = schedule_of(job)
+        for run in self.runs.withdrawn_after(job.id, now, job.jitter_seconds, SKIP_REASON_PAUSED):
+            at = run.scheduled_at
+            kept = job.next_due_at is not None and at >= job.next_due_at
+            if kept and first_fire_after(schedule, at - _EPSILON) == at:
+                continue
+            self.runs.relabel_skipped(run, SKIP_REASON_PAUSED, SKIP_REASON_RESCHEDULED)
 
     def _withdraw(self, job: Job, now: datetime, reason: str) -> builtins.list[str]:
         withdrawn = []

@@ -68,11 +68,12 @@ def test_a_long_pause_of_a_per_second_job_is_summarised_not_written_one_by_one(p
     )
     pipeline.jobs.pause("acme", job.id, T0 + timedelta(seconds=1))
     resumed = pipeline.jobs.resume("acme", job.id, T0 + timedelta(hours=1))
-    # Then the 3479 occurrences missed beyond the grace (12:01:01 .. 12:58:59) are one summary record
+    # Then the 3538 occurrences missed beyond the grace (12:00:02 .. 12:58:59, the 59 the pause
+    # withdrew included) are one summary record
     runs, _ = pipeline.dispatcher.runs.list_for_job(job.id, limit=1000)
     misfired = [r for r in runs if r.skip_reason == "misfire"]
     assert [(r.skipped_count, r.scheduled_at, r.skipped_until) for r in misfired] == [
-        (3479, T0 + timedelta(seconds=61), T0 + timedelta(seconds=3539))
+        (3538, T0 + timedelta(seconds=2), T0 + timedelta(seconds=3539))
     ]
     assert resumed.next_due_at > T0 + timedelta(hours=1)
 

@@ -3,9 +3,10 @@
 One scenario for the module, on the real clock: four per-second ``demo.echo`` jobs with a 1 s misfire
 grace (policies ``run_once``, ``run_all``, ``skip``, and ``run_all`` resumed with a ``skip`` override)
 run, are paused for several seconds, resumed, run again and are paused for good. Each test then checks
-one job's exact run records: the runs queued ahead at the pause are skipped (``paused``); what came due
-during the pause and was late by more than the grace at the resume follows the policy (``misfire`` skips,
-``catchup`` runs); everything after runs on schedule; and no occurrence is lost or doubled.
+one job's exact run records: the runs queued ahead at the pause are withdrawn, then decided again at the
+resume like every occurrence missed while paused: what was late by more than the grace follows the
+policy (``misfire`` skips, ``catchup`` runs); everything after runs on schedule; and no occurrence is
+lost or doubled.
 
 The embedded mode runs with a 2 s look-ahead (see :mod:`tests.local.e2e_helpers`), so a pause of
 seconds outlasts the runs queued ahead and reaches the misfire policy.
@@ -53,25 +54,16 @@ class PausedJob:
     resumed_at: datetime
     runs: list[dict[str, Any]]  # every run scheduled up to the final pause, oldest first
 
-    def skipped_paused(self) -> set[str]:
-        """The withdrawn runs: those the pause answered with, and any a dispatcher tick racing the
-        pause had enqueued (withdrawn by that tick, see ``test_e2e_pause_race``)."""
-        return {r["id"] for r in self.runs if r["skip_reason"] == "paused"}
-
-    def after_withdrawn(self) -> list[dict[str, Any]]:
-        """Runs after the first pause that it did not withdraw: the misfired ones, then the on-time ones."""
-        withdrawn = self.skipped_paused()
-        after = [r for r in self.runs if parse(r["scheduled_at"]) > self.paused_at]
-        return [r for r in after if r["id"] not in withdrawn]
+    def after_pause(self) -> list[dict[str, Any]]:
+        """Runs scheduled after the first pause, withdrawn ones included: the resume decided them all."""
+        return [r for r in self.runs if parse(r["scheduled_at"]) > self.paused_at]
 
     def misfired(self) -> list[dict[str, Any]]:
-        return [
-            r for r in self.after_withdrawn() if r["skip_reason"] == "misfire" or r["trigger"] == "catchup"
-        ]
+        return [r for r in self.after_pause() if r["skip_reason"] == "misfire" or r["trigger"] == "catchup"]
 
     def on_time_after_resume(self) -> list[dict[str, Any]]:
         misfired = {r["id"] for r in self.misfired()}
-        return [r for r in self.after_withdrawn() if r["id"] not in misfired]
+        return [r for r in self.after_pause() if r["id"] not in misfired]
 
 
 def _succeeded(client: ApiClient, job_id: str, after: datetime | None = None) -> int:
@@ -146,18 +138,19 @@ def test_every_occurrence_is_one_run_and_none_is_lost(scenario: dict[str, Paused
 
 
 @pytest.mark.parametrize("name", list(POLICIES))
-def test_pause_withdraws_the_runs_queued_ahead_as_skipped_paused(
+def test_the_runs_the_pause_withdrew_are_decided_again_on_resume(
     scenario: dict[str, PausedJob], name: str
 ) -> None:
     paused = scenario[name]
     by_id = {r["id"]: r for r in paused.runs}
-    # Then the pause withdrew at least one run queued ahead, each now skipped for reason paused
-    assert paused.withdrawn and paused.withdrawn <= paused.skipped_paused()
-    # And every run skipped for that reason was due after the pause and never attempted
-    for run_id in paused.skipped_paused():
-        run = by_id[run_id]
-        assert (run["state"], run["attempts"]) == ("skipped", [])
-        assert parse(run["scheduled_at"]) > paused.paused_at
+    # Then the pause withdrew at least one run queued ahead, each due after the pause
+    assert paused.withdrawn
+    assert all(parse(by_id[run_id]["scheduled_at"]) > paused.paused_at for run_id in paused.withdrawn)
+    # And the resume decided each of them like any occurrence missed while paused (issue 10): none is
+    # left skipped for reason paused, each is a catch-up run or a misfire skip of the policy
+    assert not [r for r in paused.runs if r["skip_reason"] == "paused"]
+    decided = {r["id"] for r in paused.misfired()} | {r["id"] for r in paused.on_time_after_resume()}
+    assert paused.withdrawn <= decided
     # And everything due up to the pause ran
     before = [r for r in paused.runs if parse(r["scheduled_at"]) <= paused.paused_at]
     assert before and all((r["state"], r["trigger"]) == ("succeeded", "schedule") for r in before)
