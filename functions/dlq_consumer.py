@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -23,7 +23,7 @@ from jobsched.runtime.settings import Settings
 from jobsched.services.dlq_consumer import DlqConsumer, dlq_consumer_from_settings
 
 logger = Logger(service="jobsched-dlq-consumer")
-metrics = Metrics(namespace=obs.NAMESPACE, service="dlq_consumer")
+metrics = obs.make_metrics("dlq_consumer")
 copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
 clock: Clock = SystemClock()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from jobsched.aws.clients import Clients
@@ -16,7 +16,7 @@ from jobsched.runtime.settings import Settings
 from jobsched.services.sweeper import Sweeper, sweeper_from_settings
 
 logger = Logger(service="jobsched-sweeper")
-metrics = Metrics(namespace=obs.NAMESPACE, service="sweeper")
+metrics = obs.make_metrics("sweeper")
 copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
 clock: Clock = SystemClock()
 

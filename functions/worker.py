@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import cache
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -45,7 +45,7 @@ from jobsched.services.worker import Worker, queue_url_for_arn, worker_from_sett
 DEFAULT_WORKER_CONCURRENCY = 10
 
 logger = Logger(service="jobsched-worker")
-metrics = Metrics(namespace=obs.NAMESPACE, service="worker")
+metrics = obs.make_metrics("worker")
 copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
 clock: Clock = SystemClock()
 
