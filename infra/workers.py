@@ -1,8 +1,11 @@
 """The worker pool and the DLQ consumer, with their SQS event source mappings.
 
-The worker consumes every run queue; each mapping has its own ``MaximumConcurrency`` (the capacity
-reserved for that priority, so a flood of ``low`` work cannot starve ``high``) and reports partial
-batch failures. The DLQ consumer drains the dead-letter queues into failed runs.
+The worker consumes every run queue; each mapping has its own ``MaximumConcurrency`` and reports
+partial batch failures. ``MaximumConcurrency`` is a ceiling, not a reservation: it caps how many
+concurrent invocations of the one worker function that queue's mapping may start, but the queues share
+that function and the account's unreserved concurrency, so a flood of ``low`` work can still use the
+concurrency ``high`` would need (up to ``low``'s own ceiling). The DLQ consumer drains the dead-letter
+queues into failed runs.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from infra.nag import acknowledge
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
-from jobsched.runtime.resources import IDEMPOTENCY_TABLE, JOBS_TABLE, LEASES_TABLE, RUNS_TABLE
+from jobsched.runtime.resources import IDEMPOTENCY_TABLE, LEASES_TABLE, RUNS_TABLE
 
 BATCH_SIZE = {"long": 1}  # a chunk may run for minutes: one per invocation
 DEFAULT_BATCH_SIZE = 10
@@ -48,8 +51,8 @@ class Workers(Construct):
         self.worker = make_function(
             self, function_spec(QUEUE_CONSUMER), code=code, config=config, environment=environment
         )
-        for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE, JOBS_TABLE):
-            # Jobs: retries longer than the SQS delay cap go back through the job's due index.
+        # No Jobs table: the message carries the job's snapshot, so the worker never reads a job.
+        for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE):
             tables.table(spec).grant_read_write_data(self.worker)
         payloads.grant_objects(self.worker, "s3:GetObject", "s3:PutObject")
         state_machine.grant_task_response(self.worker)
@@ -69,7 +72,10 @@ class Workers(Construct):
         self.mappings: dict[str, sources.SqsEventSource] = {}
         for kind in queues.kinds:
             queue = queues.queue(kind)
-            queue.grant_send_messages(self.worker)  # retries re-send with a delay
+            # Retries re-send the run with their backoff as DelaySeconds. A delay over SQS's 900 s cap
+            # is carried by the message itself: a delivery that arrives before its due instant re-sends
+            # itself with the rest of the delay (jobsched/services/worker.py, step 2).
+            queue.grant_send_messages(self.worker)
             source = sources.SqsEventSource(
                 queue,
                 batch_size=BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),

@@ -42,6 +42,7 @@ class Settings:
     auth_mode: str = "iam"
     tenant_tokens: str | None = None
     worker_timeout_seconds: int = 900
+    retention_days: int = r.DEFAULT_RETENTION_DAYS  # run items (TTL) and bucket objects (lifecycle)
 
     def queue_url(self, priority: str) -> str:
         try:
@@ -91,6 +92,12 @@ class Settings:
                 f"environment variable {r.ENV_ENQUEUE_HORIZON_SECONDS} must be <= {r.MAX_SQS_DELAY_SECONDS} "
                 "(the SQS delay cap)"
             )
+        retention = integer(r.ENV_RETENTION_DAYS, r.DEFAULT_RETENTION_DAYS, 1)
+        if retention > r.MAX_RETENTION_DAYS:
+            raise ConfigurationError(
+                f"environment variable {r.ENV_RETENTION_DAYS} must be <= {r.MAX_RETENTION_DAYS} days, "
+                f"got {retention}"
+            )
         return cls(
             jobs_table=required(r.ENV_JOBS_TABLE),
             runs_table=required(r.ENV_RUNS_TABLE),
@@ -108,6 +115,7 @@ class Settings:
             auth_mode=env.get(r.ENV_AUTH_MODE, "iam") or "iam",
             tenant_tokens=env.get(r.ENV_TENANT_TOKENS) or None,
             worker_timeout_seconds=integer(r.ENV_WORKER_TIMEOUT_SECONDS, 900, 1),
+            retention_days=retention,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -122,6 +130,7 @@ class Settings:
             r.ENV_LOW_BACKLOG_LIMIT: str(self.low_backlog_limit),
             r.ENV_AUTH_MODE: self.auth_mode,
             r.ENV_WORKER_TIMEOUT_SECONDS: str(self.worker_timeout_seconds),
+            r.ENV_RETENTION_DAYS: str(self.retention_days),
         }
         for kind, url in self.queue_urls.items():
             env[r.ENV_QUEUE_URL_PREFIX + kind.upper()] = url

@@ -51,6 +51,16 @@ def _arn_of(synth, construct) -> dict:
     return {"Fn::GetAtt": [synth.logical_id(construct), "Arn"]}
 
 
+def test_worker_has_no_access_to_the_jobs_table(synth):
+    # Given the run message carries the job's snapshot (and long retries re-send the message itself)
+    # / Then the worker's role names the Jobs table in no statement
+    from jobsched.runtime.resources import JOBS_TABLE
+
+    jobs = synth.logical_id(synth.stack.tables.table(JOBS_TABLE))
+    for statement in _statements(synth, synth.stack.functions["worker"].role):
+        assert jobs not in str(statement["Resource"]), statement
+
+
 def test_worker_may_answer_task_tokens_of_the_state_machine_only(synth):
     state_machine = {"Ref": synth.logical_id(synth.stack.long_jobs.state_machine)}
     for action in ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"):
