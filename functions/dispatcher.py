@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -22,15 +22,16 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.leases import LeaseHeldError
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, ValidationError
+from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.lazy import lazy
-from jobsched.runtime.observability import JOBS_HELD_BACK, NAMESPACE
+from jobsched.runtime.observability import JOBS_HELD_BACK
 from jobsched.runtime.settings import Settings
 from jobsched.runtime.wiring import dispatcher_from_settings
 from jobsched.services.dispatcher import Dispatcher, DispatchSummary
 
 logger = Logger(service="jobsched-dispatcher")
-metrics = Metrics(namespace=NAMESPACE, service="dispatcher")
+metrics = obs.make_metrics("dispatcher")
 clock: Clock = SystemClock()
 
 

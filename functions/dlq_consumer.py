@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -24,7 +24,7 @@ from jobsched.runtime.wiring import dlq_consumer_from_settings
 from jobsched.services.dlq_consumer import DlqConsumer
 
 logger = Logger(service="jobsched-dlq-consumer")
-metrics = Metrics(namespace=obs.NAMESPACE, service="dlq_consumer")
+metrics = obs.make_metrics("dlq_consumer")
 copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
 clock: Clock = SystemClock()
 

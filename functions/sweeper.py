@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from jobsched.aws.clients import Clients
@@ -17,7 +17,7 @@ from jobsched.runtime.wiring import sweeper_from_settings
 from jobsched.services.sweeper import Sweeper
 
 logger = Logger(service="jobsched-sweeper")
-metrics = Metrics(namespace=obs.NAMESPACE, service="sweeper")
+metrics = obs.make_metrics("sweeper")
 copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
 clock: Clock = SystemClock()
 

@@ -26,7 +26,7 @@ import importlib
 import os
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -46,7 +46,7 @@ from jobsched.services.worker import Delivery, process_batch
 __all__ = ["DEFAULT_WORKER_CONCURRENCY", "ENV_WORKER_CONCURRENCY", "concurrency", "handler"]
 
 logger = Logger(service="jobsched-worker")
-metrics = Metrics(namespace=obs.NAMESPACE, service="worker")
+metrics = obs.make_metrics("worker")
 copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
 clock: Clock = SystemClock()
 

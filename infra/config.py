@@ -15,13 +15,17 @@ from jobsched.api.auth import DEFAULT_JWT_TENANT_CLAIM
 from jobsched.runtime.resources import (
     DEFAULT_LOOKAHEAD_SECONDS,
     DEFAULT_LOW_BACKLOG_LIMIT,
+    DEFAULT_RETENTION_DAYS,
     DEFAULT_SHARDS,
+    MAX_RETENTION_DAYS,
     QUEUE_KINDS,
 )
 
 AUTH_MODES = ("iam", "jwt")
 
-# Reserved Lambda concurrency per queue (event source mapping MaximumConcurrency, minimum 2).
+# Per queue, the event source mapping's MaximumConcurrency (minimum 2): a ceiling on the concurrent
+# worker invocations that queue may use, not a reservation -- the queues share one worker function
+# and the account's unreserved concurrency, so a busy queue can leave another below its ceiling.
 DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 20, "low": 5, "long": 5}
 
 
@@ -37,7 +41,7 @@ class StackConfig:
     lookahead_seconds: int = DEFAULT_LOOKAHEAD_SECONDS
     low_backlog_limit: int = DEFAULT_LOW_BACKLOG_LIMIT  # backpressure on the low queue; 0 = off
     max_concurrency: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_CONCURRENCY))
-    payload_retention_days: int = 30
+    retention_days: int = DEFAULT_RETENTION_DAYS  # run items (DynamoDB TTL) and bucket objects (lifecycle)
     log_retention_days: int = 30
     auth_mode: str = "iam"
     jwt_issuer: str | None = None
@@ -69,9 +73,13 @@ class StackConfig:
             raise ConfigError(f"auth_mode must be one of {AUTH_MODES}, got {self.auth_mode!r}")
         if self.auth_mode == "jwt" and not (self.jwt_issuer and self.jwt_audience):
             raise ConfigError("auth_mode=jwt needs jwt_issuer and jwt_audience")
-        for name in ("payload_retention_days", "log_retention_days"):
+        for name in ("retention_days", "log_retention_days"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1 day")
+        if self.retention_days > MAX_RETENTION_DAYS:
+            raise ConfigError(
+                f"retention_days must be at most {MAX_RETENTION_DAYS}, got {self.retention_days}"
+            )
         if not 0 < self.lookahead_seconds <= 900:
             raise ConfigError(f"lookahead_seconds must be between 1 and 900, got {self.lookahead_seconds}")
         if self.low_backlog_limit < 0:
@@ -82,6 +90,10 @@ class StackConfig:
     @classmethod
     def from_context(cls, get: Any) -> StackConfig:
         """Build from a context getter such as ``app.node.try_get_context`` (None = not set)."""
+        if get("payload_retention_days") not in (None, ""):
+            raise ConfigError(
+                "payload_retention_days was renamed retention_days (it now also expires run records)"
+            )
         kwargs: dict[str, Any] = {}
         for f in cls.__dataclass_fields__.values():
             raw = get(f.name)

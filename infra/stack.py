@@ -28,6 +28,7 @@ from jobsched.runtime.resources import (
     ENV_BUCKET,
     ENV_HANDLER_MODULES,
     ENV_LOOKAHEAD_SECONDS,
+    ENV_RETENTION_DAYS,
     ENV_SHARDS,
     ENV_STATE_MACHINE_ARN,
     QUEUE_KINDS,
@@ -55,9 +56,7 @@ class JobschedStack(cdk.Stack):
         code = code or code_asset()  # one asset, bundled once, shared by every function
 
         self.tables = Tables(self, "Tables", destroy=destroy)
-        self.storage = PayloadStore(
-            self, "Payloads", retention_days=config.payload_retention_days, destroy=destroy
-        )
+        self.storage = PayloadStore(self, "Payloads", retention_days=config.retention_days, destroy=destroy)
         self.queues = Queues(
             self,
             "Queues",
@@ -74,6 +73,7 @@ class JobschedStack(cdk.Stack):
             ENV_STATE_MACHINE_ARN: self.long_jobs.state_machine.state_machine_arn,
             ENV_SHARDS: str(config.shards),
             ENV_LOOKAHEAD_SECONDS: str(config.lookahead_seconds),
+            ENV_RETENTION_DAYS: str(config.retention_days),
             ENV_ALLOWED_HTTP_HOSTS: config.allowed_http_hosts,
             ENV_HANDLER_MODULES: ",".join(config.handler_modules),
         }

@@ -1,7 +1,9 @@
 """The S3 bucket for large payloads and outputs.
 
 Private (all public access blocked), encrypted (SSE-S3), reachable only over TLS, and self-cleaning:
-objects expire after ``payload_retention_days`` and incomplete multipart uploads after a day.
+objects expire ``retention_days`` after they were written (the deployment's one retention setting,
+which also sets the Runs table TTL, :data:`jobsched.runtime.resources.ENV_RETENTION_DAYS`) and
+incomplete multipart uploads after a day.
 """
 
 from __future__ import annotations

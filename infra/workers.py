@@ -1,8 +1,11 @@
 """The worker pool and the DLQ consumer, with their SQS event source mappings.
 
-The worker consumes every run queue; each mapping has its own ``MaximumConcurrency`` (the capacity
-reserved for that priority, so a flood of ``low`` work cannot starve ``high``) and reports partial
-batch failures. The DLQ consumer drains the dead-letter queues into failed runs.
+The worker consumes every run queue; each mapping has its own ``MaximumConcurrency`` and reports
+partial batch failures. ``MaximumConcurrency`` is a ceiling, not a reservation: it caps how many
+concurrent invocations of the one worker function that queue's mapping may start, but the queues share
+that function and the account's unreserved concurrency, so a flood of ``low`` work can still use the
+concurrency ``high`` would need (up to ``low``'s own ceiling). The DLQ consumer drains the dead-letter
+queues into failed runs.
 """
 
 from __future__ import annotations
@@ -71,7 +74,10 @@ class Workers(Construct):
         self.mappings: dict[str, sources.SqsEventSource] = {}
         for kind in queues.kinds:
             queue = queues.queue(kind)
-            queue.grant_send_messages(self.worker)  # retries re-send with a delay
+            # Retries re-send the run with their backoff as DelaySeconds. A delay over SQS's 900 s cap
+            # is carried by the message itself: a delivery that arrives before its due instant re-sends
+            # itself with the rest of the delay (jobsched/services/worker.py, step 2).
+            queue.grant_send_messages(self.worker)
             source = sources.SqsEventSource(
                 queue,
                 batch_size=BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),

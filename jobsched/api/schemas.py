@@ -297,7 +297,21 @@ class RunOut(BaseModel):
     finished_at: str | None = None
     attempt: int
     attempts: list[AttemptOut]
-    output: Any = None
+    output: Any = Field(
+        default=None,
+        description="the handler's result; in listings an output kept in S3 shows as {ref: <key>}, "
+        "GET /runs/{id} returns the output itself (null when output_expired)",
+    )
+    output_expired: bool = Field(
+        default=False,
+        description="GET /runs/{id} only: true when the run's output was stored in S3 and the bucket's "
+        "retention has removed it; output is then null",
+    )
+    expires_at: str | None = Field(
+        default=None,
+        description="when the run's record becomes eligible for deletion (created or last replayed + "
+        "the deployment's retention_days); DynamoDB removes it within a few days of that instant",
+    )
     error: str | None = None
     skip_reason: str | None = None
     skipped_count: int | None = None
@@ -334,7 +348,6 @@ class DeadLetterOut(BaseModel):
     attempt: int = 0
     attempts: list[AttemptOut]
     payload: dict[str, Any] | None = None
-    payload_ref: str | None = None
     target: dict[str, Any] | None = None
     replays: list[dict[str, Any]]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobsched.api.schemas import AttemptOut, DeadLetterOut, JobOut, RunOut, iso_z
@@ -78,6 +78,7 @@ def run_view(run: Run) -> RunOut:
         attempt=run.attempt,
         attempts=[attempt_view(a) for a in run.attempts],
         output=run.output if run.output is not None else _output_ref(run),
+        expires_at=iso_z(datetime.fromtimestamp(int(run.expires_at), UTC)) if run.expires_at else None,
         error=run.error,
         skip_reason=run.skip_reason,
         skipped_count=run.skipped_count,

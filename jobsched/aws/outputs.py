@@ -1,9 +1,11 @@
-"""Large run outputs and payloads in S3, small ones inline.
+"""Large run outputs in S3, small ones inline.
 
 A run item is billed per 1 KB written, so an output over :data:`INLINE_OUTPUT_LIMIT` bytes (compact
-JSON) goes to S3 and the run keeps only the key (``output_ref``). Payloads travel in the SQS message;
-one over the message's inline limit travels as ``payload_ref`` (an S3 key) and is fetched here.
-The bucket's lifecycle rule expires both.
+JSON) goes to S3 and the run keeps only the key (``output_ref``); so do the outputs of a chunked job's
+chunks (:meth:`OutputStore.put_payload`). Job payloads never come here: they are at most 64 KiB and
+travel inline in the SQS message (:mod:`jobsched.core.messages`). The bucket's lifecycle rule expires
+objects ``retention_days`` after they were written; reading an object that is gone raises
+:class:`ObjectExpired`, which the API turns into ``output_expired``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from jobsched.core.errors import RetryableError
+from botocore.exceptions import ClientError
+
+from jobsched.core.errors import PermanentError, RetryableError
 from jobsched.core.models import parse_run_id
 
 #: Outputs up to 4 KiB stay on the run item. The completion write is the run item's last write, so an
@@ -19,6 +23,18 @@ from jobsched.core.models import parse_run_id
 #: million plus a GET to read it back, so inlining is cheaper up to about 8 KB. 4 KiB keeps items small
 #: for the run listings (which read whole items) while staying on the cheap side.
 INLINE_OUTPUT_LIMIT = 4096
+
+
+#: S3 error codes of a GetObject whose key does not exist (any more).
+_GONE = ("NoSuchKey", "404", "NotFound")
+
+
+class ObjectExpired(PermanentError):
+    """Raised by :meth:`OutputStore.get_json` when the object is not in the bucket: the lifecycle rule
+    expired it (or it was deleted). Permanent: no retry brings it back. The API answers a run whose
+    output is gone with ``output_expired: true`` (never an error)."""
+
+    code = "object_expired"
 
 
 def encode(value: Any) -> bytes:
@@ -45,17 +61,22 @@ class OutputStore:
         return None, key
 
     def put_payload(self, tenant: str, run_id: str, payload: Any, label: str) -> str:
-        """Store a payload too large for a message; return its key."""
+        """Store a JSON value under the run's ``payloads/`` prefix (a chunk's output); return its key."""
         job_id, run_key = parse_run_id(run_id)
         key = f"payloads/{tenant}/{job_id}/{run_key}/{label}.json"
         self._put(key, encode(payload))
         return key
 
     def get_json(self, key: str) -> Any:
-        """Read an output or payload stored by key."""
+        """Read an output or payload stored by key; :class:`ObjectExpired` when it is gone."""
         if not self._bucket:
             raise RetryableError(f"no bucket configured to read {key}")
-        body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        try:
+            body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in _GONE:
+                raise ObjectExpired(f"{key} is no longer in the bucket (expired)") from None
+            raise
         return json.loads(body)
 
     def _put(self, key: str, body: bytes) -> None:

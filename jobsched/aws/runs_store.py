@@ -9,11 +9,17 @@ a caller creating many runs records them with one :meth:`RunsStore.announce` and
 but never a run the tenant listing cannot see. Listing a job's runs is a Query on the partition; a
 tenant's runs a Query on its feed plus BatchGetItem; dead letters a Query on their sparse index: no
 scans.
+
+With a ``retention`` (the deployment's ``retention_days``), every run put here carries the table's
+TTL attribute ``expires_at`` = its ``created_at`` + retention, and its feed entry the same expiry, so
+DynamoDB deletes both; a replay moves the run's expiry to the replay's instant + retention
+(:mod:`jobsched.services.runs`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,10 +47,30 @@ def is_withdrawn(run: Run, reason: str = "paused") -> bool:
 
 
 class RunsStore:
-    def __init__(self, dynamo: Dynamo, table: str, *, feed: RunFeed | None = None):
+    def __init__(
+        self,
+        dynamo: Dynamo,
+        table: str,
+        *,
+        feed: RunFeed | None = None,
+        retention: timedelta | None = None,
+    ):
         self.dynamo = dynamo
         self.table = table
         self.feed = feed or RunFeed(dynamo, table)
+        self.retention = retention
+
+    def expiry_after(self, instant: datetime) -> int | None:
+        """The TTL value (epoch seconds) of a run kept from ``instant``; None without a retention."""
+        if self.retention is None:
+            return None
+        return int((instant + self.retention).timestamp())
+
+    def _expiring(self, run: Run) -> Run:
+        """``run`` with its ``expires_at`` (unless it has one, or the store keeps runs forever)."""
+        if run.expires_at is not None or self.retention is None:
+            return run
+        return replace(run, expires_at=self.expiry_after(run.created_at))
 
     def create(self, run: Run) -> tuple[Run, bool]:
         """Record ``run`` in its tenant's feed, then put it unless its id exists: ``(run, True)`` when
@@ -54,11 +80,12 @@ class RunsStore:
 
     def announce(self, runs: Iterable[Run]) -> int:
         """Record runs about to be put in their tenants' feeds (batched); returns feed items written."""
-        return self.feed.record(runs)
+        return self.feed.record(self._expiring(run) for run in runs)
 
     def put_announced(self, run: Run) -> tuple[Run, bool]:
         """:meth:`create` for a run already recorded by :meth:`announce` (never call it otherwise: a
         run missing from the feed is missing from its tenant's listing)."""
+        run = self._expiring(run)
         try:
             self.dynamo.put(self.table, run.to_item(), condition="attribute_not_exists(run_key)")
         except ConditionFailed as failed:

@@ -2,8 +2,10 @@
 
 The message holds a snapshot of everything the worker needs (target, payload, timeout, retry) so the
 worker never reads the job item: one read fewer per run, and a job edited after dispatch does not
-change a run already queued. Payloads over :data:`INLINE_PAYLOAD_LIMIT` travel by reference
-(``payload_ref``, an S3 key) and the worker fetches them.
+change a run already queued. The payload travels inline, never by reference: a job's payload is
+at most :data:`MAX_PAYLOAD_BYTES` (64 KiB of compact JSON, checked when the job is written), well
+under SQS's 256 KiB per message; :mod:`jobsched.aws.queues` splits a send batch by size so ten such
+messages never exceed the batch limit (docs/decisions/0011-retention-and-inline-payloads.md).
 """
 
 from __future__ import annotations
@@ -18,10 +20,8 @@ from jobsched.core.errors import ValidationError
 from jobsched.core.models import RetrySpec, from_iso, parse_run_id, to_iso
 
 MESSAGE_VERSION = 1
-#: Largest payload (UTF-8 JSON bytes) carried inside the message; SQS allows 256 KiB per message and
-#: 10 messages per batch share that limit too, so we stay well below it.
-INLINE_PAYLOAD_LIMIT = 64 * 1024
-#: Largest payload a job may have at all (checked by the job service).
+#: Largest payload (UTF-8 JSON bytes) a job, a manual run or a replay may have (checked by the job and
+#: run services); it travels inside the message. SQS allows 256 KiB per message.
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_SQS_DELAY_SECONDS = 900
 
@@ -55,7 +55,6 @@ class RunMessage:
     due_at: datetime
     target: dict[str, Any]
     payload: dict[str, Any] | None = None
-    payload_ref: str | None = None
     timeout_seconds: int = 300
     retry: RetrySpec = field(default_factory=RetrySpec)
     priority: str = "default"
@@ -72,7 +71,6 @@ class RunMessage:
             "due_at": to_iso(self.due_at),
             "target": self.target,
             "payload": self.payload,
-            "payload_ref": self.payload_ref,
             "timeout_seconds": self.timeout_seconds,
             "retry": self.retry.to_dict(),
             "priority": self.priority,
@@ -113,7 +111,6 @@ class RunMessage:
             due_at=from_iso(data["due_at"]),
             target=data["target"],
             payload=data.get("payload"),
-            payload_ref=data.get("payload_ref"),
             timeout_seconds=int(data.get("timeout_seconds", 300)),
             retry=RetrySpec.from_dict(data.get("retry")),
             priority=data.get("priority", "default"),

@@ -11,7 +11,8 @@ from jobsched.runtime import resources
 
 DEFAULT_TENANT = "default"
 
-# Reserved worker slots per queue: concurrent worker invocations (Lambda MaximumConcurrency on AWS).
+# Worker slots per queue: concurrent worker invocations of that queue's poller (each poller has its
+# own). On AWS the counterpart is the mapping's MaximumConcurrency, a ceiling on a shared function.
 DEFAULT_SLOTS = {"high": 4, "default": 20, "low": 2, "long": 2}
 # Records per invocation, as infra's event source mappings: a chunk of a long job may run for minutes.
 DEFAULT_BATCH_SIZES = {"long": 1}
@@ -36,6 +37,8 @@ class LocalConfig:
     poll_idle_seconds: float = 0.2  # ... and the short-poll interval while it holds delayed messages
     tick_seconds: float = 1.0
     sweeper_seconds: float = 60.0
+    retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
+    housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)
     events_seconds: float = 0.5
     tenants: dict[str, str] = field(default_factory=dict)  # tenant name -> bearer token
     demo: bool = True

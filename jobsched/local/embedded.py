@@ -3,7 +3,9 @@
 :class:`EmbeddedMode` starts, in order: the moto server, the process environment (the same variables
 infra sets on the Lambda functions, plus ``AWS_ENDPOINT_URL`` and fake credentials), the resources
 (from :mod:`jobsched.runtime.resources`), the functions (imported only now, so they build their clients
-exactly as on AWS), then the queue pollers, the schedules, the HTTP bridge and the run-event log.
+exactly as on AWS), then the queue pollers, the schedules (dispatcher ticks, the sweeper, and the
+housekeeping that does what DynamoDB TTL and the bucket's lifecycle rule do on AWS,
+:mod:`jobsched.local.housekeeping`), the HTTP bridge and the run-event log.
 ``stop()`` undoes all of it -- threads joined, server closed, environment restored -- in a few seconds.
 
 moto runs in two child processes (:class:`MotoProcess`), not in a thread of this one: everything else
@@ -26,6 +28,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, MutableMapping
+from datetime import timedelta
 from typing import Any
 
 import boto3
@@ -33,6 +36,7 @@ from botocore.config import Config
 
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.events import RunEventWatcher
+from jobsched.local.housekeeping import Housekeeper
 from jobsched.local.http_bridge import HttpBridge
 from jobsched.local.invoke import Function, Handler, load_handler
 from jobsched.local.pollers import QueuePoller
@@ -40,6 +44,7 @@ from jobsched.local.provision import Provisioned, provision
 from jobsched.local.server import MOTO_CONFIG, MotoServer
 from jobsched.local.ticker import Periodic, dispatcher_schedules
 from jobsched.runtime import resources
+from jobsched.runtime.clock import SystemClock
 
 log = logging.getLogger(__name__)
 
@@ -266,6 +271,7 @@ class EmbeddedMode:
             resources.ENV_AUTH_MODE: "token",
             resources.ENV_TENANT_TOKENS: tenant_tokens_json(self.config),
             resources.ENV_ALLOWED_HTTP_HOSTS: "127.0.0.1,localhost",
+            resources.ENV_RETENTION_DAYS: str(self.config.retention_days),
             "POWERTOOLS_SERVICE_NAME": "jobsched",
             "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
         }
@@ -363,8 +369,29 @@ class EmbeddedMode:
                     stop=self.stop_event,
                 )
             )
+        housekeeper, clock = self.housekeeper(), SystemClock()
+        self.schedules.append(
+            Periodic(
+                name="housekeeping",
+                interval=self.config.housekeeping_seconds,
+                event={},
+                invoke=lambda _event: housekeeper.expire(clock.now()),
+                stop=self.stop_event,
+            )
+        )
         for schedule in self.schedules:
             schedule.start()
+
+    def housekeeper(self) -> Housekeeper:
+        """What deletes expired runs and outputs here (DynamoDB TTL and the S3 lifecycle on AWS)."""
+        assert self.provisioned is not None
+        return Housekeeper(
+            dynamodb=self.clients["dynamodb"],
+            s3=self.clients["s3"],
+            tables=self.provisioned.tables,
+            bucket=self.provisioned.bucket,
+            retention=timedelta(days=self.config.retention_days),
+        )
 
     def _start_watcher(self) -> None:
         assert self.provisioned is not None

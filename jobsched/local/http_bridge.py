@@ -5,6 +5,9 @@ split out, comma-joined repeated query parameters, base64 for binary bodies), th
 with a Lambda context, and its result is turned back into an HTTP response following API Gateway's
 rules: a dict with ``statusCode`` is used as is (``cookies`` become ``Set-Cookie`` headers, a base64
 body is decoded); anything else is sent as a 200 JSON body. The bridge serves nothing by itself.
+
+A client that hangs up before its response is written (a killed ``curl``, a closed tab, a test's
+client timing out) is normal: it is logged as one debug line, never a traceback.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from urllib.parse import parse_qsl, urlsplit
 from jobsched.local.invoke import Function
 
 log = logging.getLogger(__name__)
+
+#: What reading or writing a socket raises when the other end has gone away.
+CLIENT_GONE = (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)
 
 TEXT_TYPES = ("text/", "application/json", "application/xml", "application/javascript", "+json", "+xml")
 FORM_TYPE = "application/x-www-form-urlencoded"
@@ -150,6 +156,17 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _handle
+
+    def handle(self) -> None:
+        """Serve the connection's requests; a client that went away ends it with one debug line
+        (``socketserver`` would print a traceback and "Exception occurred during processing")."""
+        try:
+            super().handle()
+        except CLIENT_GONE as exc:
+            self.close_connection = True
+            request = getattr(self, "requestline", "") or "before its request line"
+            gone = type(exc).__name__
+            log.debug("client %s went away (%s) during %s", self.address_string(), gone, request)
 
     def log_message(self, format: str, *args: Any) -> None:
         log.debug("%s - %s", self.address_string(), format % args)

@@ -356,8 +356,6 @@ class ChunkRunner:
             logger.info("execution %s could not be stopped (already closed?)", arn)
 
     def _payload(self, message: dict) -> Any:
-        if message.get("payload_ref"):
-            return self.outputs.get_json(message["payload_ref"])
         return message.get("payload") if message.get("payload") is not None else {}
 
 

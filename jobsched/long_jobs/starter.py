@@ -105,7 +105,7 @@ def _snapshot(msg: RunMessage, override: dict | None) -> RunMessage:
     instant), so every start of the same run sends the same input."""
     snapshot = replace(msg, attempt=1, due_at=msg.scheduled_at)
     if override is not None:
-        snapshot = replace(snapshot, payload=override, payload_ref=None)
+        snapshot = replace(snapshot, payload=override)
     return snapshot
 
 

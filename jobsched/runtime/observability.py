@@ -1,7 +1,7 @@
 """Logging and metrics shared by the worker, the DLQ consumer, the sweeper and the dispatcher.
 
-Metrics are CloudWatch EMF through Powertools ``Metrics`` in the functions; services emit through a
-small :class:`MetricSink` so they stay testable and the local mode can print or count them.
+Metrics are CloudWatch EMF through Powertools (:func:`make_metrics`, one per function); services
+emit through a small :class:`MetricSink` so they stay testable and the local mode can print or count them.
 Cardinality: metrics carry only the ``service`` default dimension (and ``priority`` where it says
 so: three values). Never a per-run, per-job or per-tenant dimension: each distinct dimension set is a
 separate billed metric. Per-run detail belongs in the structured log line (job/run/attempt/tenant keys).
@@ -13,8 +13,8 @@ import threading
 from collections import defaultdict
 from typing import Any, Protocol
 
-from aws_lambda_powertools import Logger, Metrics
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools import Logger
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 NAMESPACE = "jobsched"
 
@@ -43,7 +43,7 @@ class MetricSink(Protocol):
 class PowertoolsSink:
     """Emits through a Powertools ``Metrics`` instance (EMF on flush at the end of the invocation)."""
 
-    def __init__(self, metrics: Metrics):
+    def __init__(self, metrics: EphemeralMetrics):
         self._metrics = metrics
 
     def add(self, name: str, value: float = 1) -> None:
@@ -88,9 +88,15 @@ def make_logger(service: str) -> Logger:
     return Logger(service=service)
 
 
-def make_metrics(service: str) -> Metrics:
-    """A Powertools metrics object: namespace ``jobsched``, only the ``service`` dimension."""
-    return Metrics(namespace=NAMESPACE, service=service)
+def make_metrics(service: str) -> EphemeralMetrics:
+    """A Powertools metrics object: namespace ``jobsched``, only the ``service`` dimension.
+
+    ``EphemeralMetrics``, not ``Metrics``: every ``Metrics`` instance of a process shares one
+    class-level metric set and dimension set. On AWS each function has its own process, but the
+    embedded mode runs all of them in one, where a dispatcher tick then flushed the worker's metrics
+    with ``"service": "dispatcher"``. Each function's own set keeps its metrics and its service apart.
+    """
+    return EphemeralMetrics(namespace=NAMESPACE, service=service)
 
 
 def run_keys(*, job_id: str, run_id: str, attempt: int, tenant: str) -> dict[str, Any]:

@@ -34,6 +34,10 @@ ENV_TENANT_TOKENS = "JOBSCHED_TENANT_TOKENS"
 ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
 #: Records of one SQS batch the worker handles at once (threads; each record has its own lease).
 ENV_WORKER_CONCURRENCY = "JOBSCHED_WORKER_CONCURRENCY"
+#: Days a run is kept: its item carries the Runs table's TTL attribute (``expires_at``) = created (or
+#: last replayed) + this, and the bucket's lifecycle rule expires outputs and payloads this many days
+#: after they were written. One deployment setting (CDK context ``retention_days``) sets both.
+ENV_RETENTION_DAYS = "JOBSCHED_RETENTION_DAYS"
 
 PRIORITIES = ("high", "default", "low")
 QUEUE_KINDS = (*PRIORITIES, "long")
@@ -199,4 +203,7 @@ DEFAULT_ENQUEUE_HORIZON_SECONDS = 300
 DEFAULT_LOW_BACKLOG_LIMIT = 1000
 #: Records of one batch the worker handles at once (= the event source mapping's batch size).
 DEFAULT_WORKER_CONCURRENCY = 10
+DEFAULT_RETENTION_DAYS = 30
+#: The longest retention accepted (ten years): beyond it a typo, not a policy.
+MAX_RETENTION_DAYS = 3650
 MAX_SQS_DELAY_SECONDS = 900

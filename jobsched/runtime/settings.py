@@ -45,6 +45,7 @@ class Settings:
     worker_concurrency: int = r.DEFAULT_WORKER_CONCURRENCY
     #: Modules that register job handlers (``JOBSCHED_HANDLER_MODULES``, comma-separated).
     handler_modules: tuple[str, ...] = ()
+    retention_days: int = r.DEFAULT_RETENTION_DAYS  # run items (TTL) and bucket objects (lifecycle)
 
     def queue_url(self, priority: str) -> str:
         try:
@@ -94,6 +95,12 @@ class Settings:
                 f"environment variable {r.ENV_ENQUEUE_HORIZON_SECONDS} must be <= {r.MAX_SQS_DELAY_SECONDS} "
                 "(the SQS delay cap)"
             )
+        retention = integer(r.ENV_RETENTION_DAYS, r.DEFAULT_RETENTION_DAYS, 1)
+        if retention > r.MAX_RETENTION_DAYS:
+            raise ConfigurationError(
+                f"environment variable {r.ENV_RETENTION_DAYS} must be <= {r.MAX_RETENTION_DAYS} days, "
+                f"got {retention}"
+            )
         return cls(
             jobs_table=required(r.ENV_JOBS_TABLE),
             runs_table=required(r.ENV_RUNS_TABLE),
@@ -112,6 +119,7 @@ class Settings:
             tenant_tokens=env.get(r.ENV_TENANT_TOKENS) or None,
             worker_concurrency=worker_concurrency_from(env.get(r.ENV_WORKER_CONCURRENCY)),
             handler_modules=handler_modules_from(env.get(r.ENV_HANDLER_MODULES)),
+            retention_days=retention,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -126,6 +134,7 @@ class Settings:
             r.ENV_LOW_BACKLOG_LIMIT: str(self.low_backlog_limit),
             r.ENV_AUTH_MODE: self.auth_mode,
             r.ENV_WORKER_CONCURRENCY: str(self.worker_concurrency),
+            r.ENV_RETENTION_DAYS: str(self.retention_days),
         }
         for kind, url in self.queue_urls.items():
             env[r.ENV_QUEUE_URL_PREFIX + kind.upper()] = url

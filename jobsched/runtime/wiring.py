@@ -57,7 +57,7 @@ def dispatcher_from_settings(
     backlog = LowBacklog(clients.sqs, settings.queue_url("low"), limit, meter) if limit else None
     return Dispatcher(
         JobsStore(dynamo, settings.jobs_table),
-        RunsStore(dynamo, settings.runs_table),
+        RunsStore(dynamo, settings.runs_table, retention=timedelta(days=settings.retention_days)),
         Leases(dynamo, settings.leases_table),
         RunQueues(clients.sqs, settings.queue_urls, meter),
         lookahead=timedelta(seconds=settings.lookahead_seconds),

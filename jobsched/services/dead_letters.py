@@ -60,7 +60,6 @@ def dead_letter_view(item: dict[str, Any]) -> dict[str, Any]:
         "attempt": run.attempt,
         "attempts": [a.to_dict() for a in run.attempts],
         "payload": run.payload_override if run.payload_override is not None else message.get("payload"),
-        "payload_ref": message.get("payload_ref"),
         "target": message.get("target"),
         "replays": run.replays,
     }

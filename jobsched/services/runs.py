@@ -19,6 +19,10 @@ loses nothing (guarantee 4):
    ``dl_at`` it wrote, so it never removes a newer dead letter. If this write fails (throttling,
    crash), the sweeper does it later (:mod:`jobsched.services.sweeper`).
 
+With a retention, step 1 also moves the run's expiry (the Runs table TTL, ``expires_at``) to the
+replay's instant + retention, and records the run in its tenant's feed again with that expiry
+before the write, so a replayed run is kept (and listed) for a whole retention from its replay.
+
 A crash between 1 and 2 leaves the run ``queued`` with no message; the sweeper re-sends
 ``replay_message`` after its grace period. Duplicates are harmless: the worker's claim is
 conditional on state and attempt.
@@ -64,6 +68,7 @@ _RESTORED_ON_UNDO = (
     "max_attempts",
     "replays",
     "payload_override",
+    "expires_at",
 )
 
 
@@ -142,7 +147,6 @@ class RunService:
             attempt=run.attempt + 1,
             due_at=now,
             payload=payload if payload is not None else snapshot.payload,
-            payload_ref=None if payload is not None else snapshot.payload_ref,
         )
         record = {
             "action": action,
@@ -176,6 +180,11 @@ class RunService:
         if payload is not None:
             sets.append("payload_override = :p")
             values[":p"] = payload
+        expiry = self.runs.expiry_after(now)
+        if expiry is not None:
+            sets.append("expires_at = :exp")
+            values[":exp"] = expiry
+            self.runs.announce([replace(run, expires_at=expiry)])
         key = {"job_id": run.job_id, "run_key": run.run_key}
         try:
             updated = self.runs.dynamo.update(

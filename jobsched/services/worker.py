@@ -278,8 +278,6 @@ class Worker:
         assert claim.run is not None
         if claim.run.payload_override is not None:
             return claim.run.payload_override
-        if msg.payload_ref:
-            return self.outputs.get_json(msg.payload_ref)
         return msg.payload if msg.payload is not None else {}
 
     def _succeeded(self, claim: Claim, now: datetime, output: Any) -> Outcome:

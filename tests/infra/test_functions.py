@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from infra.bundling import LAMBDA_PYTHON_VERSION
-from jobsched.runtime.resources import FUNCTIONS, QUEUES, TABLES, FunctionSpec
+from jobsched.runtime.resources import ENV_RETENTION_DAYS, FUNCTIONS, QUEUES, TABLES, FunctionSpec
 
 
 def _function(synth, spec: FunctionSpec) -> dict:
@@ -72,7 +72,15 @@ def _mappings(synth, function_name: str) -> list[dict]:
     ]
 
 
-def test_worker_has_one_mapping_per_queue_with_reserved_concurrency(synth):
+@pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
+def test_function_environment_carries_the_one_retention_setting(synth, spec):
+    # Given retention_days governs run items and bucket objects alike / Then every function reads
+    # the value the bucket's lifecycle rule uses
+    env = _function(synth, spec)["Environment"]["Variables"]
+    assert env[ENV_RETENTION_DAYS] == str(synth.stack.config.retention_days)
+
+
+def test_worker_has_one_mapping_per_queue_with_its_maximum_concurrency(synth):
     # Given the configured MaximumConcurrency per queue / Then each mapping carries its queue's value
     config = synth.stack.config
     queues = synth.stack.queues

@@ -23,7 +23,7 @@ def test_bucket_is_encrypted(synth):
 
 def test_objects_expire_after_the_retention(synth):
     (rule,) = _bucket(synth)["LifecycleConfiguration"]["Rules"]
-    assert rule["ExpirationInDays"] == synth.stack.config.payload_retention_days
+    assert rule["ExpirationInDays"] == synth.stack.config.retention_days
     assert rule["AbortIncompleteMultipartUpload"] == {"DaysAfterInitiation": 1}
     assert rule["Status"] == "Enabled"
 

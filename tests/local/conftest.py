@@ -105,6 +105,7 @@ def machinery_config(**overrides: Any) -> LocalConfig:
         "visibility_timeout_seconds": VISIBILITY_SECONDS,
         "tick_seconds": 0.2,
         "sweeper_seconds": 0.5,
+        "housekeeping_seconds": 0.5,
         "tenants": {"acme": "tok-acme"},
         "demo": False,
         "shutdown_grace_seconds": 1.0,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
+import socket
+import struct
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -32,6 +35,8 @@ class EchoApi:
             raise RuntimeError("api failed")
         if path == "/plain":
             return {"hello": "world"}
+        if path == "/big":  # larger than any socket buffer: the write is still going when a client hangs up
+            return {"statusCode": 200, "body": "x" * (16 * 1024 * 1024)}
         if path == "/binary":
             return {
                 "statusCode": 200,
@@ -124,6 +129,29 @@ def test_a_handler_that_raises_answers_500(bridge: tuple[HttpBridge, EchoApi]) -
     response = call(f"{server.url}/boom")
     assert response.status == 500
     assert json.loads(response.read()) == {"message": "Internal Server Error"}
+
+
+def test_a_client_hanging_up_mid_response_is_one_debug_line_not_a_traceback(
+    bridge: tuple[HttpBridge, EchoApi], caplog: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    server, _ = bridge
+    caplog.set_level(logging.DEBUG, logger="jobsched.local.http_bridge")
+    host, port = server.url.removeprefix("http://").split(":")
+    # Given a client that asked for a large response and has started reading it
+    client = socket.create_connection((host, int(port)), timeout=5)
+    client.sendall(b"GET /big HTTP/1.1\r\nHost: local\r\n\r\n")
+    assert client.recv(1024).startswith(b"HTTP/1.1 200")
+    # When it goes away (a reset, as a killed curl or a closed browser tab does)
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    client.close()
+    # Then the bridge logs one line at debug and prints no traceback
+    lines = wait_for(lambda: [r for r in caplog.records if "went away" in r.getMessage()])
+    assert len(lines) == 1 and lines[0].levelno == logging.DEBUG and lines[0].exc_info is None
+    assert "GET /big" in lines[0].getMessage()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Exception occurred during processing of request" not in err
+    # And it goes on serving
+    assert call(f"{server.url}/plain").status == 200
 
 
 def test_a_binary_request_body_is_base64_encoded() -> None:

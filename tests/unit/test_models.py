@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from jobsched.core.clock import FakeClock
 from jobsched.core.errors import ConflictError, ValidationError
-from jobsched.core.messages import RunMessage, delay_seconds
+from jobsched.core.messages import MAX_PAYLOAD_BYTES, RunMessage, delay_seconds, payload_size
 from jobsched.core.models import (
     Attempt,
     Job,
@@ -186,6 +187,24 @@ def test_run_message_round_trips_through_json():
         priority="high",
     )
     assert RunMessage.from_json(msg.to_json()) == msg
+
+
+def test_run_message_carries_its_payload_inline_and_names_no_s3_reference():
+    # Given payloads are at most 64 KiB and always travel in the message (docs/decisions/0011)
+    msg = RunMessage(
+        run_id=make_run_id("job_abc", T),
+        job_id="job_abc",
+        tenant="acme",
+        attempt=1,
+        scheduled_at=T,
+        due_at=T,
+        target={"handler": "echo"},
+        payload={"blob": "x" * (MAX_PAYLOAD_BYTES - 20)},
+    )
+    # When it is serialised / Then the payload is inside and there is no payload_ref field
+    body = json.loads(msg.to_json())
+    assert body["payload"] == msg.payload and "payload_ref" not in body
+    assert payload_size(msg.payload) <= MAX_PAYLOAD_BYTES
 
 
 def test_run_message_with_foreign_run_id_is_poison():

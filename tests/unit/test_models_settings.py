@@ -31,6 +31,15 @@ def test_low_backlog_limit_defaults_and_zero_disables(raw, limit):
     assert Settings.from_env(settings.to_env()) == settings
 
 
+@pytest.mark.parametrize(("raw", "days"), [(None, r.DEFAULT_RETENTION_DAYS), ("1", 1), ("400", 400)])
+def test_retention_days_defaults_and_round_trips(raw, days):
+    # Given the variable unset or a number of days / Then the setting follows it and survives to_env
+    env = ENV if raw is None else ENV | {r.ENV_RETENTION_DAYS: raw}
+    settings = Settings.from_env(env)
+    assert settings.retention_days == days
+    assert Settings.from_env(settings.to_env()) == settings
+
+
 @pytest.mark.parametrize("missing", [r.ENV_RUNS_TABLE, r.ENV_QUEUE_URL_PREFIX + "LOW"])
 def test_a_missing_variable_is_named(missing):
     env = {k: v for k, v in ENV.items() if k != missing}
@@ -47,6 +56,9 @@ def test_a_missing_variable_is_named(missing):
         (r.ENV_ENQUEUE_HORIZON_SECONDS, "901", "SQS delay cap"),
         (r.ENV_LOW_BACKLOG_LIMIT, "-1", "must be >= 0"),
         (r.ENV_LOW_BACKLOG_LIMIT, "many", "must be an integer"),
+        (r.ENV_RETENTION_DAYS, "0", "must be >= 1"),
+        (r.ENV_RETENTION_DAYS, "30d", "must be an integer"),
+        (r.ENV_RETENTION_DAYS, "3651", "must be <= 3650"),
     ],
 )
 def test_malformed_tunables_are_refused(name, value, message):

@@ -15,6 +15,7 @@ from jobsched.api.routes.jobs import job_id_of
 from jobsched.api.routes.listing import scope_of
 from jobsched.api.schemas import RetryRunIn, RunList, RunOut, RunStateName
 from jobsched.api.views import run_view
+from jobsched.aws.outputs import ObjectExpired
 from jobsched.core.clock import Clock
 from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.models import Run, parse_run_id, tenant_sort_for
@@ -90,7 +91,10 @@ def runs_router(runs: Any, clock: Clock) -> Router:
         run = runs.get(tenant, run_id_of(run_id))
         view = run_view(run)
         if run.output_ref:
-            view.output = runs.outputs.get_json(run.output_ref)
+            try:
+                view.output = runs.outputs.get_json(run.output_ref)
+            except ObjectExpired:  # the bucket's retention removed it: the run itself is still here
+                view.output, view.output_expired = None, True
         return view
 
     @router.post("/runs/<run_id>/cancel", tags=["runs"], summary="Cancel a queued, retrying or running run")

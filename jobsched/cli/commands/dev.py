@@ -65,6 +65,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sweeper interval in seconds (default %(default)s)",
     )
     parser.add_argument(
+        "--retention-days",
+        type=_positive(int),
+        default=resources.DEFAULT_RETENTION_DAYS,
+        help="days runs and their outputs are kept, as the deployment's retention_days (default %(default)s)",
+    )
+    parser.add_argument(
         "--verbose", action="store_true", help="also show the functions' JSON logs and EMF metrics"
     )
 
@@ -157,6 +163,7 @@ def _run(
         demo=not args.no_demo,
         verbose=args.verbose,
         sweeper_seconds=args.sweeper_seconds,
+        retention_days=args.retention_days,
     )
     mode = EmbeddedMode(config, out=emit)
     restore = _install_signal_handlers(mode.request_stop)
