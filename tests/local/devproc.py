@@ -16,7 +16,7 @@ from jobsched.local.server import free_port
 class DevProcess:
     """``python -m jobsched.cli dev --port <free> ...`` with its stdout lines collected by a thread."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None):
+    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(self.port), *args]
@@ -24,7 +24,7 @@ class DevProcess:
         child_env.update(env or {})
         child_env["PYTHONUNBUFFERED"] = "1"
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env, cwd=cwd
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str] = queue.Queue()
