@@ -4,10 +4,14 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
+# `make run PORT=9000`; DEV_ARGS passes any other `jobsched dev` option (docs/local.md), e.g.
+# DEV_ARGS="--moto-port 4566 --dynamodb-port 4567 --no-demo".
+PORT ?= 8080
+DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-fast lint fmt bench bench-time synth clean
+.PHONY: install run test test-fast lint fmt bench bench-time synth clean clean-cache
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,7 +23,7 @@ $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 install: $(STAMP)
 
 run: install
-	$(VENV)/bin/jobsched dev
+	$(VENV)/bin/jobsched dev --port $(PORT) $(DEV_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
@@ -42,10 +46,14 @@ bench-time: install
 	$(PY) -m jobsched.bench.time_core
 
 bench: install bench-time
-	$(VENV)/bin/jobsched bench --runs 1000 --json
+	$(VENV)/bin/jobsched bench --runs 1000
 
 synth: install
 	$(PY) app.py
 
 clean:
-	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .mypy_cache .hypothesis
+
+# The Lambda bundle's cached dependencies (infra/bundling.py): the next synth installs them afresh.
+clean-cache:
+	rm -rf "$${JOBSCHED_CACHE_DIR:-$${XDG_CACHE_HOME:-$$HOME/.cache}/jobsched}/bundle-deps"

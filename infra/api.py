@@ -1,9 +1,9 @@
 """The HTTP API: API Gateway HTTP API in front of the ``api`` function.
 
-Every route but ``GET /health``, ``/docs`` and ``/openapi.json`` needs an identity: IAM (SigV4) by
-default, or a JWT authorizer when the deployment sets ``auth_mode=jwt``. The ``$default`` stage
-writes JSON access logs and throttles. The tenant is resolved by the function from the authenticated
-identity, never from the request.
+Every route but ``GET /health``, ``/`` (a redirect to ``/docs``), ``/docs`` and ``/openapi.json`` needs
+an identity: IAM (SigV4) by default, or a JWT authorizer when the deployment sets ``auth_mode=jwt``.
+The ``$default`` stage writes JSON access logs and throttles. The tenant is resolved by the function
+from the authenticated identity, never from the request.
 """
 
 from __future__ import annotations
@@ -109,8 +109,9 @@ class Api(Construct):
                 acknowledge(
                     route,
                     "AwsSolutions-APIG4",
-                    f"GET {path} is public (liveness probe or the API's own OpenAPI document / Swagger UI); "
-                    "it reads no tenant data. Every other route requires IAM or JWT.",
+                    f"GET {path} is public (liveness probe, the API's own OpenAPI document / Swagger UI, "
+                    "or the root's redirect to it); it reads no tenant data. "
+                    "Every other route requires IAM or JWT.",
                 )
         access_logs = logs.LogGroup(
             self,

@@ -4,14 +4,26 @@ The asset holds our runtime dependencies (``requirements.txt``, installed as man
 Lambda platform) plus the ``jobsched`` and ``functions`` packages. Every function shares it, so a
 synth bundles once. The asset hash is computed from the sources, the requirements and the target
 platform, so an unchanged tree reuses a staged asset and a changed one can never be deployed stale.
+
+The installed dependencies are cached between runs (a synth in every ``make test`` would otherwise
+download the Lambda platform's wheels each time): under ``$JOBSCHED_CACHE_DIR``, else
+``$XDG_CACHE_HOME/jobsched``, else ``~/.cache/jobsched``, in ``bundle-deps/<key>``, where the key is a
+digest of the requirements file's text, the Python version and the platform. A second bundle with the
+same three copies the cached tree and needs no network; a changed requirements file installs afresh.
+The requirements are lower bounds, so a cached tree keeps the versions it was installed with until the
+file changes; delete the directory (``make clean-cache``) to pick up newer releases. The
+:data:`KEEP_CACHED` most recently used trees are kept, older ones removed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
+import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -31,6 +43,12 @@ LAMBDA_ARCHITECTURE = lambda_.Architecture.ARM_64
 LAMBDA_PLATFORM = "manylinux2014_aarch64"
 
 _SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache")
+
+ENV_CACHE_DIR = "JOBSCHED_CACHE_DIR"
+CACHE_SUBDIR = "bundle-deps"
+#: Cached dependency trees kept (the most recently used); the asset and the tests' host bundle use two.
+KEEP_CACHED = 4
+_COMPLETE = ".complete"  # written last into a cached tree: a tree without it is never used
 
 
 class BundlingError(RuntimeError):
@@ -57,6 +75,62 @@ def _installer(python_version: str, platform: str, target: Path, requirements: P
     ]  # fmt: skip
 
 
+def cache_root(environ: Mapping[str, str] | None = None) -> Path:
+    """``$JOBSCHED_CACHE_DIR`` > ``$XDG_CACHE_HOME/jobsched`` > ``~/.cache/jobsched``."""
+    env = os.environ if environ is None else environ
+    if env.get(ENV_CACHE_DIR):
+        return Path(env[ENV_CACHE_DIR]).expanduser()
+    return Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jobsched"
+
+
+def dependencies_key(requirements_text: str, python_version: str, platform: str) -> str:
+    """What the installed dependencies depend on: the requirements, the Python version, the platform."""
+    return hashlib.sha256(f"{python_version}|{platform}|{requirements_text}".encode()).hexdigest()[:32]
+
+
+def cached_dependencies(requirements: Path, python_version: str, platform: str, cache_dir: Path) -> Path:
+    """The dependency tree for these requirements and target, installed into the cache if not there.
+
+    The install goes to a private staging directory renamed into place once complete, so an
+    interrupted or failed install leaves nothing that a later run would take for a cached tree, and
+    two concurrent runs cannot mix their files."""
+    text = requirements.read_text()
+    root = cache_dir / CACHE_SUBDIR
+    final = root / dependencies_key(text, python_version, platform)
+    if (final / _COMPLETE).is_file():
+        os.utime(final)  # most recently used: kept by the pruning below
+        return final
+    root.mkdir(parents=True, exist_ok=True)
+    staging = root / f".staging-{uuid.uuid4().hex}"
+    try:
+        command = _installer(python_version, platform, staging, requirements)
+        staging.mkdir()
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise BundlingError(f"installing {requirements.name} failed ({command[0]}):\n{result.stderr}")
+        shutil.rmtree(staging / "bin", ignore_errors=True)  # console scripts are useless in Lambda
+        (staging / ".lock").unlink(missing_ok=True)  # uv's install lock, not part of the code
+        (staging / _COMPLETE).write_text(f"{python_version} {platform}\n{text}")
+        if final.exists() and not (final / _COMPLETE).is_file():
+            shutil.rmtree(final, ignore_errors=True)  # an incomplete tree left by a crash
+        try:
+            staging.rename(final)
+        except OSError:  # another run finished the same tree first: use theirs
+            if not (final / _COMPLETE).is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    _prune(root, keep=KEEP_CACHED)
+    return final
+
+
+def _prune(root: Path, *, keep: int) -> None:
+    trees = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    trees.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in trees[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def bundled_packages(project_root: Path = PROJECT_ROOT) -> tuple[str, ...]:
     """Our packages plus the optional ones (the user's ``handlers/``) that exist in ``project_root``."""
     extra = tuple(p for p in OPTIONAL_PACKAGES if (project_root / p / "__init__.py").is_file())
@@ -69,20 +143,20 @@ def bundle_into(
     python_version: str = LAMBDA_PYTHON_VERSION,
     platform: str = LAMBDA_PLATFORM,
     project_root: Path = PROJECT_ROOT,
+    cache_dir: Path | None = None,
 ) -> Path:
-    """Install the runtime dependencies and copy our packages into ``output_dir``; return it.
+    """Copy the runtime dependencies (from the cache, installed there first if needed) and our
+    packages into ``output_dir``; return it.
 
     ``python_version``/``platform`` default to the Lambda target; tests pass the host's to import the
-    handlers from a bundle built the same way.
+    handlers from a bundle built the same way. ``cache_dir`` defaults to :func:`cache_root`.
     """
     target = Path(output_dir)
     target.mkdir(parents=True, exist_ok=True)
-    command = _installer(python_version, platform, target, project_root / REQUIREMENTS)
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
-    if result.returncode != 0:
-        raise BundlingError(f"installing {REQUIREMENTS} failed ({command[0]}):\n{result.stderr}")
-    shutil.rmtree(target / "bin", ignore_errors=True)  # console scripts are useless in Lambda
-    (target / ".lock").unlink(missing_ok=True)  # uv's install lock, not part of the code
+    dependencies = cached_dependencies(
+        project_root / REQUIREMENTS, python_version, platform, cache_dir or cache_root()
+    )
+    shutil.copytree(dependencies, target, ignore=shutil.ignore_patterns(_COMPLETE), dirs_exist_ok=True)
     for package in bundled_packages(project_root):
         shutil.copytree(project_root / package, target / package, ignore=_SKIP, dirs_exist_ok=True)
     return target

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     from jobsched.services.runs import RunService
 
 TITLE = "jobsched"
+#: Where ``GET /`` sends a browser (there is no console yet).
+ROOT_REDIRECT = "/docs"
 DESCRIPTION = (
     "Multi-tenant job scheduler. JSON in and out; instants are ISO 8601 UTC ending in Z; lists are "
     '{"items": [...], "next_cursor": ...}, newest first. Errors are {"error": "<code>", "message": "..."}. '
@@ -132,6 +134,15 @@ def build_app(services: ApiServices, authenticator: Authenticator) -> JobschedRe
     # Swagger UI with its JavaScript and CSS inlined by Powertools (no CDN needed, works offline).
     app.enable_swagger(path="/docs", compress=True, **openapi)
     cached: dict[str, str] = {}
+
+    @app.get("/", include_in_schema=False)
+    def root():
+        """No console yet: a browser opening the API's root is sent to the Swagger UI."""
+        body = json.dumps({"docs": ROOT_REDIRECT, "openapi": "/openapi.json"})
+        headers = {"Location": ROOT_REDIRECT}
+        return Response(
+            status_code=302, content_type=content_types.APPLICATION_JSON, body=body, headers=headers
+        )
 
     @app.get("/openapi.json", include_in_schema=False)
     def openapi_json():

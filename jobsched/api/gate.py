@@ -20,7 +20,7 @@ from jobsched.api.errors import BadRequestError, ForbiddenError
 from jobsched.core.errors import PayloadTooLargeError, UnauthorizedError
 
 #: Routes that answer without credentials.
-PUBLIC_PATHS = frozenset({"/health", "/openapi.json", "/docs"})
+PUBLIC_PATHS = frozenset({"/", "/health", "/openapi.json", "/docs"})
 ADMIN_PREFIX = "/admin/"
 #: Request bodies above this are refused with 413 before they are parsed.
 MAX_BODY_BYTES = 256 * 1024

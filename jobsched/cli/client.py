@@ -198,11 +198,22 @@ class ApiClient:
         body = _without_none({"misfire_policy": misfire_policy})
         return self.request("POST", f"/jobs/{_seg(job_id)}/resume", body=body)
 
-    def trigger_job(self, job_id: str) -> dict:
-        return self.request("POST", f"/jobs/{_seg(job_id)}/trigger", body={})
+    def trigger_job(
+        self, job_id: str, *, payload: Mapping[str, Any] | None = None, idempotency_key: str | None = None
+    ) -> dict:
+        body = {} if payload is None else {"payload": dict(payload)}
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        return self.request("POST", f"/jobs/{_seg(job_id)}/trigger", body=body, headers=headers)
 
     def backfill_job(self, job_id: str, *, start: str, end: str) -> dict:
         return self.request("POST", f"/jobs/{_seg(job_id)}/backfill", body={"from": start, "to": end})
+
+    def job_runs(self, job_id: str, *, limit: int | None = None, cursor: str | None = None) -> dict:
+        return self.request("GET", self.job_runs_path(job_id), query={"limit": limit, "cursor": cursor})
+
+    @staticmethod
+    def job_runs_path(job_id: str) -> str:
+        return f"/jobs/{_seg(job_id)}/runs"
 
     # --- runs -------------------------------------------------------------------------------------
 
@@ -215,8 +226,9 @@ class ApiClient:
     def cancel_run(self, run_id: str) -> dict:
         return self.request("POST", f"/runs/{_seg(run_id)}/cancel", body={})
 
-    def retry_run(self, run_id: str) -> dict:
-        return self.request("POST", f"/runs/{_seg(run_id)}/retry", body={})
+    def retry_run(self, run_id: str, *, payload: Mapping[str, Any] | None = None) -> dict:
+        body = {} if payload is None else {"payload": dict(payload)}
+        return self.request("POST", f"/runs/{_seg(run_id)}/retry", body=body)
 
     # --- dead letters -----------------------------------------------------------------------------
 
@@ -234,6 +246,17 @@ class ApiClient:
 
     def discard_dead_letter(self, run_id: str) -> Any:
         return self.request("DELETE", f"/dead-letters/{_seg(run_id)}")
+
+    # --- admin: IAM principal -> tenant mappings --------------------------------------------------
+
+    def list_principals(self) -> dict:
+        return self.request("GET", "/admin/principals")
+
+    def map_principal(self, principal: str, tenant: str) -> dict:
+        return self.request("PUT", "/admin/principals", body={"principal": principal, "tenant": tenant})
+
+    def unmap_principal(self, principal: str) -> Any:
+        return self.request("DELETE", "/admin/principals", query={"principal": principal})
 
     # --- misc -------------------------------------------------------------------------------------
 

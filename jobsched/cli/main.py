@@ -2,7 +2,8 @@
 
 Each command group lives in ``jobsched/cli/commands/<name>.py`` and exposes ``register(subparsers)``;
 add its name to :data:`COMMAND_MODULES` to load it. A :class:`ValidationError` from any command is
-printed on stderr with exit status 2 (argparse's own usage errors also exit 2).
+printed on stderr as ``error: <code>: <message>`` (the client commands' format) with exit status 2
+(argparse's own usage errors also exit 2).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from jobsched import __version__
 from jobsched.core.errors import ValidationError
 
-COMMAND_MODULES = ["preview", "jobs", "runs", "dlq", "dev", "bench"]
+COMMAND_MODULES = ["preview", "jobs", "runs", "dlq", "admin", "health", "dev", "bench"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except ValidationError as exc:
-        print(f"jobsched {args.command}: {exc.message}", file=sys.stderr)
+        print(f"error: {exc.code}: {exc.message}", file=sys.stderr)
         return 2
 
 

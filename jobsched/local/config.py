@@ -25,6 +25,7 @@ class LocalConfig:
     host: str = "127.0.0.1"
     port: int = 8080  # the API; 0 picks a free port
     moto_port: int | None = None  # None picks a free port
+    dynamodb_port: int | None = None  # DynamoDB's moto process; None picks a free port
     prefix: str = "jobsched-local"
     shards: int = resources.DEFAULT_SHARDS
     lookahead_seconds: int = resources.DEFAULT_LOOKAHEAD_SECONDS

@@ -158,7 +158,7 @@ class EmbeddedMode:
         self.out = out
         self.stop_event = threading.Event()
         self.server = MotoProcess(config.moto_port, host=config.host)
-        self.dynamodb_server = MotoProcess(None, host=config.host)
+        self.dynamodb_server = MotoProcess(config.dynamodb_port, host=config.host)
         self.functions: dict[str, Function] = {}
         self.provisioned: Provisioned | None = None
         self.bridge: HttpBridge | None = None

@@ -4,7 +4,9 @@ The watcher needs no hook in the worker or the dispatcher: every ``interval`` se
 tenant's recent runs through the tenant's run feed (feed items are keyed by the hour of their runs'
 scheduled instants, so a key range bounds the read: no table scan, see
 docs/decisions/0004-tenant-run-feed.md), reads the state of the runs not yet seen finished, and
-prints what changed: ``HH:MM:SS  <event>  <job name>  <run id>``. Runs the dispatcher queued ahead
+prints what changed: ``HH:MM:SS  <event>  <job name>  <run id>``, the event and the job name padded
+so the run ids line up (the name column is as wide as the longest job name printed so far, at least
+:data:`NAME_WIDTH`). Runs the dispatcher queued ahead
 of their instant are reported as queued when that instant comes, so the log reads in time order (and
 are not read before it: a burst queued ahead costs the emulated DynamoDB nothing until it falls due).
 A state that lasted less than one interval may go unseen (a fast run can show queued then
@@ -35,11 +37,14 @@ EVENT_WORDS = {
     "skipped": "skipped",
 }
 FINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "skipped"})
+#: The narrowest the job-name column of the event lines gets.
+NAME_WIDTH = 16
 
 
-def format_event(at: datetime, state: str, job_name: str, run_id: str) -> str:
-    """``HH:MM:SS  <event>  <job name>  <run id>`` (local time of the observer, event padded)."""
-    return f"{at:%H:%M:%S}  {EVENT_WORDS.get(state, state):<9}  {job_name}  {run_id}"
+def format_event(at: datetime, state: str, job_name: str, run_id: str, name_width: int = 0) -> str:
+    """``HH:MM:SS  <event>  <job name>  <run id>`` (local time of the observer; the event padded to 9,
+    the name to ``name_width``)."""
+    return f"{at:%H:%M:%S}  {EVENT_WORDS.get(state, state):<9}  {job_name:<{name_width}}  {run_id}"
 
 
 class RunEventWatcher:
@@ -70,6 +75,7 @@ class RunEventWatcher:
         # tenant -> (job_id, run_key) -> (state, attempt) last seen
         self._seen: dict[str, dict[tuple[str, str], tuple[str, int]]] = {}
         self._names: dict[tuple[str, str], str] = {}  # (tenant, job_id) -> job name
+        self._name_width = NAME_WIDTH  # grows to the longest name printed, so the columns stay put
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -119,7 +125,8 @@ class RunEventWatcher:
                 if previous is not None and previous[0] == state and state != "running":
                     continue  # only the attempt number moved: not an event of its own
                 name = self._job_name(tenant, key[0])
-                line = format_event(now.astimezone(), state, name, f"{key[0]}.{key[1]}")
+                self._name_width = max(self._name_width, len(name))
+                line = format_event(now.astimezone(), state, name, f"{key[0]}.{key[1]}", self._name_width)
                 self.sink(line)
                 lines.append(line)
         return lines

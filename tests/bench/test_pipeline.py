@@ -143,3 +143,45 @@ def test_the_echo_variant_is_measured_beside_it_and_its_1_kb_output_costs_one_mo
     assert echo["worker_operations"]["dynamodb.UpdateItem"]["wru"] == pytest.approx(3.0)
     assert echo["wru"] == pytest.approx(figures["wru"] + 1.0, abs=1e-3)
     assert echo["usd_per_million_runs"] > figures["usd_per_million_runs"]
+
+
+def _noisy(result):
+    """A run_pipeline that prints an EMF line and warns, as the functions do, then returns ``result``."""
+
+    def run(config):
+        import warnings
+
+        print('{"_aws": {"CloudWatchMetrics": []}, "service": "worker"}')
+        warnings.warn("No application metrics to publish", stacklevel=1)
+        return result
+
+    return run
+
+
+def test_bench_shows_the_report_alone_without_metrics_or_warnings(result, monkeypatch, capsys):
+    """Given functions that print metrics and warn while the benchmark runs
+    When `jobsched bench` runs without --verbose
+    Then stdout is the report alone and stderr is empty"""
+    import warnings
+
+    monkeypatch.setattr(pipeline, "run_pipeline", _noisy(result))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag"]) == 0
+    captured = capsys.readouterr()
+    assert "_aws" not in captured.out
+    assert "USD per million runs" in captured.out
+    assert captured.err == ""
+    assert [str(w.message) for w in seen] == []
+
+
+def test_bench_verbose_shows_the_metrics_on_stderr(result, monkeypatch, capsys):
+    import warnings
+
+    monkeypatch.setattr(pipeline, "run_pipeline", _noisy(result))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        assert cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag", "--verbose"]) == 0
+    captured = capsys.readouterr()
+    assert '"_aws"' in captured.err and "_aws" not in captured.out
+    assert [str(w.message) for w in seen] == ["No application metrics to publish"]

@@ -218,7 +218,55 @@ def test_watch_command_runs_end_to_end_through_the_cli(cli, cli_env: ContractSer
     cli_env.respond("GET", f"/runs/{RUN_ID}", 200, run_body(state="succeeded"))
     result = cli("runs", "watch", RUN_ID, "--timeout", "5", "--interval", "0.01")
     assert result.code == 0
-    assert result.out.split()[1:3] == ["succeeded", RUN_ID]
+    assert result.out.splitlines()[-1].split()[1:3] == ["succeeded", RUN_ID]
+
+
+def test_watch_of_a_finished_run_prints_its_history_at_the_recorded_instants(api: ContractServer) -> None:
+    """Given a run that failed once, was retried and succeeded, before the watch began
+    When it is watched
+    Then every transition is printed, each at the instant of the run record, ending with success"""
+    attempts = [
+        {"attempt": 1, "started_at": "2026-12-01T08:00:01.100Z", "finished_at": "2026-12-01T08:00:02.000Z",
+         "outcome": "retried", "error": "timeout"},
+        {"attempt": 2, "started_at": "2026-12-01T08:00:05.000Z", "finished_at": "2026-12-01T08:00:06.500Z",
+         "outcome": "succeeded", "error": None},
+    ]  # fmt: skip
+    done = run_body(
+        state="succeeded",
+        scheduled_at="2026-12-01T08:00:00Z",
+        finished_at="2026-12-01T08:00:06.500Z",
+        attempt=2,
+        attempts=attempts,
+    )
+    api.respond("GET", f"/runs/{RUN_ID}", 200, done)
+    watcher, out = _watcher(api, FakeClock(), run_id=RUN_ID)
+    code = watcher.watch(timeout=60, interval=1)
+    assert code == 0
+    assert [line.split()[:2] for line in out.getvalue().splitlines()] == [
+        ["08:00:00", "queued"],
+        ["08:00:01", "running"],
+        ["08:00:02", "retrying"],
+        ["08:00:05", "running"],
+        ["08:00:06", "succeeded"],
+    ]
+    assert out.getvalue().splitlines()[2].split()[-1] == "timeout"
+
+
+def test_watch_of_a_skipped_run_prints_one_line() -> None:
+    """Given a run recorded skipped (it never ran), When watched, Then only its end is printed."""
+    out = io.StringIO()
+    watcher = RunWatcher(None, run_id="r", out=out, now=FakeClock().now)  # type: ignore[arg-type]
+    watcher._history(run_body(id="r", state="skipped", skip_reason="paused", attempts=[]))
+    watcher._observe(run_body(id="r", state="skipped", skip_reason="paused", attempts=[]))
+    assert [line.split()[1:] for line in out.getvalue().splitlines()] == [
+        ["skipped", "r", "attempt", "1", "paused"]
+    ]
+
+
+def test_watch_help_shows_its_defaults(cli) -> None:
+    result = cli("runs", "watch", "--help")
+    assert "give up after (default 300)" in result.out
+    assert "poll period (default 1)" in result.out
 
 
 def test_watch_of_a_busy_job_ends_when_the_runs_it_waits_for_end(api: ContractServer) -> None:

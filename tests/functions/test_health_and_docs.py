@@ -102,3 +102,12 @@ def test_unknown_route_answers_404_in_the_error_shape(call):
     # Then 404 with {"error", "message"}
     assert response["statusCode"] == 404
     assert body_of(response) == {"error": "not_found", "message": "no route GET /nope; see /openapi.json"}
+
+
+def test_the_root_sends_a_browser_to_the_swagger_ui_without_credentials(call):
+    """Given no credentials (a browser opening the API's URL), When GET /,
+    Then 302 to /docs (there is no console yet), not a JSON 401"""
+    response = call("GET", "/")
+    assert response["statusCode"] == 302
+    assert response["headers"]["Location"] == "/docs"
+    assert body_of(response) == {"docs": "/docs", "openapi": "/openapi.json"}

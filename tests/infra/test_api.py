@@ -26,7 +26,8 @@ def test_every_route_but_health_and_the_docs_requires_iam(synth):
     assert routes["GET /health"]["AuthorizationType"] == "NONE"
     assert routes["GET /docs"]["AuthorizationType"] == "NONE"
     assert routes["GET /openapi.json"]["AuthorizationType"] == "NONE"
-    assert set(routes) == {"ANY /{proxy+}", "GET /health", "GET /docs", "GET /openapi.json"}
+    assert routes["GET /"]["AuthorizationType"] == "NONE"  # the redirect to /docs (issue 11)
+    assert set(routes) == {"ANY /{proxy+}", "GET /", "GET /health", "GET /docs", "GET /openapi.json"}
 
 
 def test_default_stage_writes_json_access_logs(synth):

@@ -6,7 +6,16 @@ from pathlib import Path
 
 import pytest
 
-from infra.bundling import BundlingError, bundle_into, source_hash
+from infra import bundling
+from infra.bundling import BundlingError, bundle_into, cache_root, source_hash
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test bundles with a cache of its own (never the user's ~/.cache/jobsched)."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("JOBSCHED_CACHE_DIR", str(cache))
+    return cache
 
 
 @pytest.fixture
@@ -67,3 +76,56 @@ def test_editing_a_handler_changes_the_asset_hash(project):
     before = source_hash(project_root=project)
     (project / "handlers" / "__init__.py").write_text("# changed\n")
     assert source_hash(project_root=project) != before
+
+
+def _count_installs(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    calls: list[list[str]] = []
+    real_run = bundling.subprocess.run
+
+    def run(command, *args, **kwargs):
+        calls.append(command)
+        return real_run(command, *args, **kwargs)
+
+    monkeypatch.setattr(bundling.subprocess, "run", run)
+    return calls
+
+
+def test_a_second_bundle_with_the_same_requirements_installs_nothing(project, tmp_path, monkeypatch):
+    """Given a bundle built once (its dependencies installed into the cache)
+    When the same requirements are bundled again, into another directory
+    Then the installer does not run (no network), and the bundle holds the same files"""
+    (project / "requirements.txt").write_text("# nothing to install\n")
+    calls = _count_installs(monkeypatch)
+    first = bundle_into(tmp_path / "one", project_root=project)
+    second = bundle_into(tmp_path / "two", project_root=project)
+    assert len(calls) == 1
+    assert sorted(p.name for p in second.iterdir()) == sorted(p.name for p in first.iterdir())
+
+
+def test_changed_requirements_install_afresh(project, tmp_path, monkeypatch):
+    calls = _count_installs(monkeypatch)
+    bundle_into(tmp_path / "one", project_root=project)
+    (project / "requirements.txt").write_text("# nothing to install, but another file\n")
+    bundle_into(tmp_path / "two", project_root=project)
+    bundle_into(tmp_path / "three", project_root=project, python_version="3.12")
+    assert len(calls) == 3
+
+
+def test_a_failed_install_leaves_no_cached_tree(project, tmp_path, _private_cache):
+    (project / "requirements.txt").write_text("not a valid requirement !!!\n")
+    with pytest.raises(BundlingError):
+        bundle_into(tmp_path / "out", project_root=project)
+    assert list((_private_cache / "bundle-deps").iterdir()) == []
+
+
+def test_only_the_most_recently_used_trees_are_kept(project, tmp_path, _private_cache):
+    for n in range(bundling.KEEP_CACHED + 2):
+        (project / "requirements.txt").write_text(f"# variant {n}\n")
+        bundle_into(tmp_path / f"out{n}", project_root=project)
+    assert len(list((_private_cache / "bundle-deps").iterdir())) == bundling.KEEP_CACHED
+
+
+def test_the_cache_is_the_env_variable_then_the_user_cache():
+    assert cache_root({"JOBSCHED_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x"}) == Path("/c")
+    assert cache_root({"XDG_CACHE_HOME": "/x"}) == Path("/x/jobsched")
+    assert cache_root({}) == Path.home() / ".cache" / "jobsched"

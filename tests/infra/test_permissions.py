@@ -87,7 +87,6 @@ def test_dlq_consumer_touches_only_the_runs_table(synth):
     assert not [o for o in others if o in _resources_for(synth, "dlq_consumer", "dynamodb:GetItem")]
 
 
-
 def test_api_reads_payload_objects_but_cannot_write_them(synth):
     actions = _actions(synth, "api")
     assert "s3:GetObject" in actions

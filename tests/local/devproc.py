@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import subprocess
 import sys
@@ -16,7 +17,7 @@ from jobsched.local.server import free_port
 class DevProcess:
     """``python -m jobsched.cli dev --port <free> ...`` with its stdout lines collected by a thread."""
 
-    def __init__(self, *args: str, env: dict[str, str] | None = None):
+    def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         command = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(self.port), *args]
@@ -24,7 +25,7 @@ class DevProcess:
         child_env.update(env or {})
         child_env["PYTHONUNBUFFERED"] = "1"
         self.process = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env
+            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env, cwd=cwd
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str] = queue.Queue()
@@ -48,6 +49,23 @@ class DevProcess:
                 )
             time.sleep(0.05)
         raise AssertionError(f"no line with {text!r} within {timeout} s:\n" + "\n".join(self.lines))
+
+    def wait_for_event(self, event: str, job_name: str, run_id: str = "", timeout: float = 30.0) -> str:
+        """The first run-event line ``<time>  <event>  <job name (padded)>  <run id>`` for these."""
+        pattern = re.compile(
+            rf"^\d\d:\d\d:\d\d  {re.escape(event)} +{re.escape(job_name)} +{re.escape(run_id)}"
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if pattern.match(line):
+                    return line
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(
+            f"no {event} line for {job_name} {run_id} within {timeout} s:\n" + "\n".join(self.lines)
+        )
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 10.0) -> tuple[int, float]:
         """Send ``sig`` and wait for the exit; returns (exit status, seconds it took)."""

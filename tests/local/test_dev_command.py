@@ -99,3 +99,63 @@ def test_out_of_range_options_are_usage_errors(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         parser.parse_args(argv)
     assert exited.value.code == 2
+
+
+def test_the_log_directory_is_the_flag_then_the_environment_then_the_user_cache() -> None:
+    from pathlib import Path
+
+    from jobsched.cli.commands.dev import log_directory
+
+    assert log_directory("/x/logs", {"JOBSCHED_DEV_LOG_DIR": "/y"}) == Path("/x/logs")
+    assert log_directory(None, {"JOBSCHED_DEV_LOG_DIR": "/y", "XDG_CACHE_HOME": "/c"}) == Path("/y")
+    assert log_directory(None, {"XDG_CACHE_HOME": "/c"}) == Path("/c/jobsched/dev-logs")
+    assert log_directory(None, {}) == Path.home() / ".cache" / "jobsched" / "dev-logs"
+
+
+def test_a_new_log_leaves_the_newest_logs_and_nothing_else_touched(tmp_path) -> None:
+    """Given seven earlier dev logs and an unrelated file in the log directory
+    When a new log is started
+    Then the four newest earlier logs remain (five with the new one) and the other file is untouched"""
+    from datetime import datetime
+
+    from jobsched.cli.commands.dev import KEEP_LOGS, new_log_file
+
+    for n in range(7):
+        old = tmp_path / f"jobsched-dev-2026010{n}T000000-1.log"
+        old.write_text("x")
+        os.utime(old, (1_700_000_000 + n, 1_700_000_000 + n))
+    (tmp_path / "notes.txt").write_text("mine")
+    path = new_log_file(tmp_path, now=datetime(2026, 2, 1, 12, 0, 0))
+    path.write_text("")
+    kept = sorted(p.name for p in tmp_path.glob("jobsched-dev-*.log"))
+    assert len(kept) == KEEP_LOGS == 5
+    assert kept[:4] == [f"jobsched-dev-2026010{n}T000000-1.log" for n in (3, 4, 5, 6)]
+    assert path.name == f"jobsched-dev-20260201T120000-{os.getpid()}.log"
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.slow
+def test_dev_pins_the_dynamodb_port_and_writes_its_log_in_the_log_directory(tmp_path) -> None:
+    """Given free ports for both emulators and a log directory
+    When `jobsched dev --moto-port A --dynamodb-port B --log-dir DIR` starts
+    Then the banner shows both ports and a log file in DIR, and DynamoDB answers on B"""
+    from jobsched.local.server import free_port
+
+    moto_port, dynamodb_port = free_port(), free_port()
+    dev = DevProcess(
+        "--no-demo", "--tenant", "a=t", "--moto-port", str(moto_port),
+        "--dynamodb-port", str(dynamodb_port), "--log-dir", str(tmp_path / "logs"),
+    )  # fmt: skip
+    try:
+        dev.wait_for_line("run events", timeout=90)
+        assert dev.wait_for_line("  DynamoDB  ").startswith(f"  DynamoDB  http://127.0.0.1:{dynamodb_port} ")
+        assert dev.wait_for_line("  AWS       ").startswith(f"  AWS       http://127.0.0.1:{moto_port} ")
+        log_line = dev.wait_for_line("  logs      ")
+        logs = list((tmp_path / "logs").glob("jobsched-dev-*.log"))
+        assert len(logs) == 1 and str(logs[0]) in log_line
+        with urllib.request.urlopen(f"http://127.0.0.1:{dynamodb_port}/moto-api/data.json", timeout=10) as r:
+            assert r.status == 200
+        code, _ = dev.stop()
+    finally:
+        dev.kill()
+    assert code == 0

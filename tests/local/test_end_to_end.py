@@ -70,7 +70,7 @@ def test_a_per_second_cron_job_runs_every_second(dev: tuple[DevProcess, ApiClien
     for run in succeeded:
         assert timedelta(0) <= parse(run["started_at"]) - parse(run["scheduled_at"]) < MAX_LAG
     # And the run-event log printed them
-    process.wait_for_line(f"succeeded  e2e.every-second  {succeeded[0]['id']}", timeout=5)
+    process.wait_for_event("succeeded", "e2e.every-second", succeeded[0]["id"], timeout=5)
 
 
 def test_a_one_off_job_fires_at_its_instant(dev: tuple[DevProcess, ApiClient]) -> None:
@@ -115,7 +115,7 @@ def test_a_flaky_job_is_retried_then_succeeds(dev: tuple[DevProcess, ApiClient])
     assert [a.get("outcome") for a in detail["attempts"]][:1] != ["succeeded"]
     assert len(detail["attempts"]) == 2
     # And the run-event log shows its end
-    process.wait_for_line(f"succeeded  e2e.flaky  {run['id']}", timeout=5)
+    process.wait_for_event("succeeded", "e2e.flaky", run["id"], timeout=5)
 
 
 def test_a_permanent_failure_is_dead_lettered_without_retries(dev: tuple[DevProcess, ApiClient]) -> None:
@@ -145,7 +145,7 @@ def test_a_permanent_failure_is_dead_lettered_without_retries(dev: tuple[DevProc
     ]
     assert len(dead) == 1
     assert "permanent" in (dead[0]["error"] or "")
-    process.wait_for_line(f"failed     e2e.broken  {run['id']}", timeout=5)
+    process.wait_for_event("failed", "e2e.broken", run["id"], timeout=5)
 
 
 def test_make_run_registers_the_demo_jobs_for_the_default_tenant() -> None:
@@ -160,7 +160,7 @@ def test_make_run_registers_the_demo_jobs_for_the_default_tenant() -> None:
         names = sorted(job["name"] for job in client.list_all("/jobs"))
         assert names == ["demo.echo", "demo.flaky", "demo.sleep"]
         # And the every-10-seconds demo.sleep runs to completion, shown in the run-event log
-        process.wait_for_line("succeeded  demo.sleep", timeout=30)
+        process.wait_for_event("succeeded", "demo.sleep", timeout=30)
     finally:
         code, _ = process.stop()
         process.kill()

@@ -108,6 +108,27 @@ def test_a_line_has_the_time_the_event_the_job_name_and_the_run_id() -> None:
     assert line == "03:04:05  failed     demo.flaky  j.20260102T030405.000Z"
 
 
+def test_run_ids_line_up_whatever_the_job_names_length(runs: RunsFixture) -> None:
+    """Given two jobs whose names differ in length, with a run each
+    When the watcher prints their events
+    Then the run ids start in the same column (the name column is padded)"""
+    lines: list[str] = []
+    runs.job("ev9", "j-a", "a")
+    runs.job("ev9", "j-b", "a-much-longer-job-name")
+    first = runs.run("ev9", "j-a", NOW, "queued")
+    second = runs.run("ev9", "j-b", NOW, "queued")
+    w = watcher(runs, "ev9", lines)
+    w.poll()
+    runs.run("ev9", "j-a", NOW, "running", 1)
+    w.poll()
+    by_run = {line.split()[-1]: line for line in lines}
+    assert len(lines) == 3
+    columns = {line.index(line.split()[-1]) for line in lines[1:]}
+    assert len(columns) == 1, lines[1:]
+    assert by_run[first].index(first) >= len("00:00:00  queued     ") + 16
+    assert second in by_run
+
+
 def test_an_unfinished_run_is_followed_after_it_leaves_the_window(runs: RunsFixture) -> None:
     # Given a running run seen by the watcher
     lines: list[str] = []

@@ -7,16 +7,22 @@ same second in the embedded mode. ``--no-lag`` runs only the first, ``--lag`` on
 With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline figures at the top level
 (``runs``, ``succeeded``, ``duplicates``, ``lost``, ``wru``, ``rru``, ``sqs_requests``,
 ``lambda_invocations``, ``usd_per_million_runs``, ``breakdown``...) and the lag figures under ``lag``
-(or at the top level with ``--lag``). Everything the functions log while the benchmark runs goes to
-stderr. Exit status 1 when a run was duplicated or lost or a lag run never started; a cost or lag
+(or at the top level with ``--lag``). What the functions print while the benchmark runs (Powertools
+JSON logs, EMF metrics lines) and the warnings raised meanwhile are dropped, so the terminal shows the
+report alone; ``--verbose`` sends them to stderr instead. Exit status 1 when a run was duplicated or
+lost or a lag run never started; a cost or lag
 goal that is not met is reported in the figures (``goal_met``), not in the exit status.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
+import warnings
+from collections.abc import Iterator
 from contextlib import redirect_stdout
 from typing import Any
 
@@ -45,6 +51,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which.add_argument("--no-lag", action="store_true", help="run only the cost benchmark")
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also show the functions' logs, EMF metrics and warnings (on stderr)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -66,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     ok = True
     stdout = sys.stdout
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
-    with redirect_stdout(sys.stderr):
+    with _function_output(args.verbose):
         if not args.lag:
             from jobsched.bench.pipeline import PipelineConfig, run_pipeline
             from jobsched.runtime import resources
@@ -91,6 +102,19 @@ def run(args: argparse.Namespace) -> int:
                 figures["lag"] = lag
     print_report(figures, args, stdout)
     return 0 if ok else 1
+
+
+@contextlib.contextmanager
+def _function_output(verbose: bool) -> Iterator[None]:
+    """While the benchmark runs: what is printed on stdout and the warnings raised go to stderr
+    (``--verbose``) or nowhere."""
+    if verbose:
+        with redirect_stdout(sys.stderr):
+            yield
+        return
+    with open(os.devnull, "w") as sink, redirect_stdout(sink), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) -> None:

@@ -2,6 +2,11 @@
 
 Starts the embedded mode (:mod:`jobsched.local`), prints the URL, the docs links, the tenants and one
 line per run event, and stops cleanly on Ctrl-C (SIGINT) or SIGTERM.
+
+The functions' own output (Powertools JSON logs, EMF metrics) goes to a log file, one per run, in one
+directory: ``--log-dir``, else ``$JOBSCHED_DEV_LOG_DIR``, else ``$XDG_CACHE_HOME/jobsched/dev-logs``
+(``~/.cache/jobsched/dev-logs``). Each start removes all but the newest :data:`KEEP_LOGS` logs there
+(the new one included).
 """
 
 from __future__ import annotations
@@ -11,16 +16,22 @@ import contextlib
 import os
 import signal
 import sys
-import tempfile
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 from jobsched.cli.client import ENV_TOKEN
 from jobsched.local.config import LocalConfig, resolve_tenants
 from jobsched.runtime import resources
+
+ENV_LOG_DIR = "JOBSCHED_DEV_LOG_DIR"
+#: Logs kept in the log directory, the one being written included; older ones are removed at start.
+KEEP_LOGS = 5
+LOG_PREFIX = "jobsched-dev-"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,7 +67,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="dispatcher shards (default %(default)s)",
     )
     parser.add_argument(
-        "--moto-port", type=_port, default=None, help="port of the AWS emulator (default: any)"
+        "--moto-port",
+        type=_port,
+        default=None,
+        help="port of the AWS emulator for SQS, Step Functions and S3 (default: any free port)",
+    )
+    parser.add_argument(
+        "--dynamodb-port",
+        type=_port,
+        default=None,
+        help="port of the DynamoDB emulator (default: any free port)",
+    )
+    parser.add_argument(
+        "--log-dir",
+        default=None,
+        metavar="DIR",
+        help=f"where the functions' log files go (default: ${ENV_LOG_DIR}, else ~/.cache/jobsched/dev-logs)",
     )
     parser.add_argument(
         "--sweeper-seconds",
@@ -110,7 +136,8 @@ def run(args: argparse.Namespace, *, out: Callable[[str], None] | None = None) -
     """Run until SIGINT/SIGTERM; 0 on a clean stop, 1 if the embedded mode could not start."""
     _import_from_working_directory()
     tenants, generated = resolve_tenants(args.tenant, os.environ.get(ENV_TOKEN))
-    with _function_output(args.verbose) as (terminal, log_path):
+    log_dir = None if args.verbose else log_directory(args.log_dir, os.environ)
+    with _function_output(log_dir) as (terminal, log_path):
         emit = out or (lambda line: print(line, file=terminal, flush=True))
         return _run(args, tenants, generated, emit, log_path)
 
@@ -123,24 +150,45 @@ def _import_from_working_directory() -> None:
         sys.path.insert(0, cwd)
 
 
+def log_directory(flag: str | None, environ: Mapping[str, str]) -> Path:
+    """``--log-dir`` > ``$JOBSCHED_DEV_LOG_DIR`` > ``$XDG_CACHE_HOME/jobsched/dev-logs`` > ``~/.cache``'s."""
+    if flag:
+        return Path(flag).expanduser()
+    if environ.get(ENV_LOG_DIR):
+        return Path(environ[ENV_LOG_DIR]).expanduser()
+    cache = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache) / "jobsched" / "dev-logs"
+
+
+def new_log_file(directory: Path, *, keep: int = KEEP_LOGS, now: datetime | None = None) -> Path:
+    """A new log file's path in ``directory`` (created), after removing all but the newest ``keep - 1``
+    earlier logs there, so with the new one ``keep`` remain. Only ``jobsched-dev-*.log`` files go."""
+    directory.mkdir(parents=True, exist_ok=True)
+    logs = sorted(directory.glob(f"{LOG_PREFIX}*.log"), key=lambda p: (p.stat().st_mtime, p.name))
+    for old in logs[: max(len(logs) - (keep - 1), 0)]:
+        old.unlink(missing_ok=True)
+    stamp = (now or datetime.now()).strftime("%Y%m%dT%H%M%S")
+    return directory / f"{LOG_PREFIX}{stamp}-{os.getpid()}.log"
+
+
 @contextlib.contextmanager
-def _function_output(verbose: bool) -> Iterator[tuple[TextIO, str | None]]:
-    """Where the functions' own output goes: the terminal with ``--verbose``, else a log file.
+def _function_output(log_dir: Path | None) -> Iterator[tuple[TextIO, str | None]]:
+    """Where the functions' own output goes: the terminal with ``--verbose`` (``log_dir`` None), else
+    a new log file in ``log_dir``.
 
     The functions print Powertools JSON logs and EMF metrics to stdout (CloudWatch Logs on AWS); in
     the terminal they would drown the run-event lines, so ``sys.stdout`` points at a file while the
     embedded mode runs and the event lines go to the real terminal.
     """
     terminal = sys.stdout
-    if verbose:
+    if log_dir is None:
         yield terminal, None
         return
-    with tempfile.NamedTemporaryFile(
-        "w", prefix="jobsched-dev-", suffix=".log", delete=False, buffering=1
-    ) as log_file:
+    path = new_log_file(log_dir)
+    with path.open("w", buffering=1) as log_file:
         sys.stdout = log_file
         try:
-            yield terminal, log_file.name
+            yield terminal, str(path)
         finally:
             sys.stdout = terminal
 
@@ -158,6 +206,7 @@ def _run(
     config = LocalConfig(
         port=args.port,
         moto_port=args.moto_port,
+        dynamodb_port=args.dynamodb_port,
         shards=args.shards,
         tenants=tenants,
         demo=not args.no_demo,
@@ -171,9 +220,10 @@ def _run(
         try:
             mode.start()
         except OSError as exc:
-            print(
-                f"jobsched dev: cannot start: {exc} (is port {args.port} in use? try --port)", file=sys.stderr
+            ports = f"port {args.port}" + "".join(
+                f" or {p}" for p in (args.moto_port, args.dynamodb_port) if p is not None
             )
+            print(f"jobsched dev: cannot start: {exc} (is {ports} in use? try --port)", file=sys.stderr)
             return 1
         _print_banner(emit, mode, tenants, generated)
         if log_path:
@@ -195,7 +245,7 @@ def _print_banner(emit: Callable[[str], None], mode: Any, tenants: dict[str, str
     emit(f"jobsched dev: API on {url}")
     if _answers(f"{url}/console/"):
         emit(f"  console   {url}/console/")
-    emit(f"  docs      {url}/docs   (OpenAPI: {url}/openapi.json)")
+    emit(f"  docs      {url}/docs   (OpenAPI: {url}/openapi.json; {url}/ in a browser leads there)")
     emit(f"  AWS       {mode.endpoint_url} (moto: SQS, Step Functions, S3; AWS_ENDPOINT_URL for the aws CLI)")
     emit(f"  DynamoDB  {mode.dynamodb_endpoint_url} (moto; AWS_ENDPOINT_URL_DYNAMODB)")
     for name, token in tenants.items():

@@ -1,7 +1,11 @@
-"""`jobsched jobs create|list|get|pause|resume|trigger|delete`: manage job definitions over the API.
+"""`jobsched jobs create|list|get|update|pause|resume|trigger|backfill|delete`: job definitions over the API.
 
 A job can be described with flags (``--name --schedule --handler ...``) or with ``--file job.json``
-(the body of ``POST /jobs``); flags given next to ``--file`` override the file's fields.
+(the body of ``POST /jobs``); flags given next to ``--file`` override the file's fields. ``update``
+takes the same flags (only the fields given change) and handles the version for the user: it reads
+the job, sends ``PATCH`` with ``If-Match: <version>``, and when someone changed the job in between
+(412) reads it again and re-applies the change, up to :data:`UPDATE_ATTEMPTS` times; with
+``--if-match VERSION`` it sends that version once and a changed job fails with ``precondition_failed``.
 """
 
 from __future__ import annotations
@@ -9,15 +13,26 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from jobsched.cli.client import ApiClient
+from jobsched.cli.client import ApiClient, ApiError
 from jobsched.cli.commands._api_args import UsageError, api_options, command, load_json_arg
-from jobsched.cli.commands._output import Column, field, print_json, print_page, render_fields, short_time
+from jobsched.cli.commands._output import (
+    OMIT,
+    Column,
+    field,
+    print_json,
+    print_page,
+    render_fields,
+    render_table,
+    short_time,
+)
 
 PRIORITIES = ("high", "default", "low")
 MISFIRE_POLICIES = ("run_once", "run_all", "skip")
 OVERLAP_POLICIES = ("allow", "skip", "buffer_one", "replace")
 DST_GAP = ("shift", "skip")
 DST_OVERLAP = ("first", "both")
+UPDATE_ATTEMPTS = 3
+RETRY_KEYS = ("max_attempts", "base_seconds", "max_seconds")
 
 JOB_COLUMNS = (
     Column("ID", field("id"), 40),
@@ -44,6 +59,7 @@ JOB_FIELDS = (
     ("id", field("id")),
     ("name", field("name")),
     ("state", field("state")),
+    ("paused note", lambda j: j.get("paused_note") or OMIT),
     ("version", field("version")),
     ("schedule", field("schedule")),
     ("timezone", field("timezone")),
@@ -56,6 +72,7 @@ JOB_FIELDS = (
     ("overlap", field("overlap_policy")),
     ("dst", lambda j: f"gap {j.get('dst_gap') or '-'}, overlap {j.get('dst_overlap') or '-'}"),
     ("jitter", field("jitter_seconds")),
+    ("description", lambda j: j.get("description") or OMIT),
     ("next fires", lambda j: ", ".join(short_time(t) or "" for t in j.get("next_fire_times") or []) or None),
 )
 
@@ -80,6 +97,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     get.add_argument("job_id")
     get.set_defaults(func=cmd_get)
 
+    runs = sub.add_parser("runs", parents=[common], help="a job's runs, newest first (GET /jobs/ID/runs)")
+    runs.add_argument("job_id")
+    runs.add_argument("--limit", type=int, default=None, help="page size (API default 50, max 200)")
+    runs.add_argument("--cursor", help="start at this page (the next_cursor of a previous page)")
+    runs.add_argument("--all", action="store_true", help="follow next_cursor through every page")
+    runs.set_defaults(func=cmd_runs)
+
+    update = sub.add_parser(
+        "update",
+        parents=[common],
+        help="change fields of a job (PATCH /jobs/ID; the version is handled for you)",
+        description="Change the fields given; the others keep their values. Without --if-match the "
+        "job's current version is read and sent (re-read and re-applied if the job changed meanwhile).",
+    )
+    update.add_argument("job_id")
+    _add_spec_flags(update, patch=True)
+    update.add_argument(
+        "--if-match", metavar="VERSION", help="only if the job is still at this version (no re-read)"
+    )
+    update.set_defaults(func=cmd_update)
+
     pause = sub.add_parser("pause", parents=[common], help="pause a job (withdraws runs queued ahead)")
     pause.add_argument("job_id")
     pause.add_argument("--note", help="why it is paused (shown to others)")
@@ -92,7 +130,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     trigger = sub.add_parser("trigger", parents=[common], help="run a job now, outside its schedule")
     trigger.add_argument("job_id")
+    trigger.add_argument("--payload", metavar="JSON|@FILE", help="this run's payload instead of the job's")
+    trigger.add_argument("--idempotency-key", help="retrying with the same key returns the same run")
     trigger.set_defaults(func=cmd_trigger)
+
+    backfill = sub.add_parser(
+        "backfill", parents=[common], help="one run per occurrence in [--from, --to] (at most 1000)"
+    )
+    backfill.add_argument("job_id")
+    backfill.add_argument("--from", dest="start", required=True, metavar="ISO8601", help="first instant")
+    backfill.add_argument("--to", dest="end", required=True, metavar="ISO8601", help="last instant")
+    backfill.set_defaults(func=cmd_backfill)
 
     delete = sub.add_parser("delete", parents=[common], help="delete a job")
     delete.add_argument("job_id")
@@ -100,9 +148,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     delete.set_defaults(func=cmd_delete)
 
 
-def _add_spec_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--file", "-f", metavar="JOB.json", help="the job as JSON (the POST /jobs body)")
+def _add_spec_flags(parser: argparse.ArgumentParser, *, patch: bool = False) -> None:
+    if patch:
+        parser.add_argument("--file", "-f", metavar="CHANGES.json", help="the changes as JSON (PATCH body)")
+    else:
+        parser.add_argument("--file", "-f", metavar="JOB.json", help="the job as JSON (the POST /jobs body)")
     parser.add_argument("--name")
+    parser.add_argument("--description")
     parser.add_argument("--schedule", help="cron, @macro, cron(...), rate(...) or at(...)")
     parser.add_argument("--tz", "--timezone", dest="timezone", help="IANA time zone (API default UTC)")
     target = parser.add_mutually_exclusive_group()
@@ -124,20 +176,45 @@ def _add_spec_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dst-gap", choices=DST_GAP)
     parser.add_argument("--dst-overlap", choices=DST_OVERLAP)
     parser.add_argument("--jitter-seconds", type=int)
-    parser.add_argument("--idempotency-key", help="retrying with the same key creates the job once")
+    if not patch:
+        parser.add_argument("--idempotency-key", help="retrying with the same key creates the job once")
 
 
 def job_spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     """The ``POST /jobs`` body the flags (over ``--file``) describe; raises UsageError when incomplete."""
+    spec = _fields_from_args(args, "the body of POST /jobs")
+    missing = [name for name in ("name", "schedule", "target") if not spec.get(name)]
+    if missing:
+        flags = {"name": "--name", "schedule": "--schedule", "target": "--handler or --http-url"}
+        raise UsageError("missing " + ", ".join(flags[m] for m in missing) + " (or give them in --file)")
+    return spec
+
+
+def job_changes_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``PATCH /jobs/ID`` body the flags (over ``--file``) describe; UsageError when it is empty."""
+    changes = _fields_from_args(args, "the body of PATCH /jobs/ID")
+    if not changes:
+        raise UsageError("nothing to change: give the fields to change (--schedule, --payload...) or --file")
+    return changes
+
+
+def _fields_from_args(args: argparse.Namespace, what: str) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if args.file:
         loaded = load_json_arg(args.file if args.file.startswith("@") else "@" + args.file, "--file")
         if not isinstance(loaded, dict):
-            raise UsageError("--file must hold a JSON object (the body of POST /jobs)")
+            raise UsageError(f"--file must hold a JSON object ({what})")
         spec.update(loaded)
-    for key in ("name", "schedule", "timezone", "priority", "timeout_seconds", "misfire_policy"):
+    for key in ("name", "description", "schedule", "timezone", "priority", "timeout_seconds"):
         _put(spec, key, getattr(args, key))
-    for key in ("misfire_grace_seconds", "max_catchup", "overlap_policy", "dst_gap", "dst_overlap"):
+    for key in (
+        "misfire_policy",
+        "misfire_grace_seconds",
+        "max_catchup",
+        "overlap_policy",
+        "dst_gap",
+        "dst_overlap",
+    ):
         _put(spec, key, getattr(args, key))
     _put(spec, "jitter_seconds", args.jitter_seconds)
     if args.payload is not None:
@@ -153,10 +230,6 @@ def job_spec_from_args(args: argparse.Namespace) -> dict[str, Any]:
     if any(v is not None for v in retry.values()):
         spec["retry"] = {**(spec.get("retry") or {}), **{k: v for k, v in retry.items() if v is not None}}
     _apply_target(spec, args)
-    missing = [name for name in ("name", "schedule", "target") if not spec.get(name)]
-    if missing:
-        flags = {"name": "--name", "schedule": "--schedule", "target": "--handler or --http-url"}
-        raise UsageError("missing " + ", ".join(flags[m] for m in missing) + " (or give them in --file)")
     return spec
 
 
@@ -217,14 +290,65 @@ def cmd_list(args: argparse.Namespace, client: ApiClient) -> int:
 
 
 @command
+def cmd_runs(args: argparse.Namespace, client: ApiClient) -> int:
+    from jobsched.cli.commands.runs import RUN_COLUMNS
+
+    if args.all:
+        query = {"limit": args.limit, "cursor": args.cursor}
+        page = {"items": client.list_all(client.job_runs_path(args.job_id), query), "next_cursor": None}
+    else:
+        page = client.job_runs(args.job_id, limit=args.limit, cursor=args.cursor)
+    print_page(page, RUN_COLUMNS, "runs", as_json=args.json, quiet=args.quiet)
+    return 0
+
+
+@command
 def cmd_get(args: argparse.Namespace, client: ApiClient) -> int:
     show_job(args, client.get_job(args.job_id))
     return 0
 
 
 @command
+def cmd_update(args: argparse.Namespace, client: ApiClient) -> int:
+    changes = job_changes_from_args(args)
+    if args.if_match is not None:
+        show_job(args, client.update_job(args.job_id, changes, version=args.if_match))
+        return 0
+    for attempt in range(1, UPDATE_ATTEMPTS + 1):
+        current = client.get_job(args.job_id)
+        try:
+            job = client.update_job(args.job_id, _merged(changes, current), version=current["version"])
+        except ApiError as exc:
+            if exc.code != "precondition_failed" or attempt == UPDATE_ATTEMPTS:
+                raise
+            continue  # changed by someone else since we read it: read it again, re-apply the change
+        show_job(args, job)
+        return 0
+    raise AssertionError("unreachable")  # the loop returns or raises
+
+
+def _merged(changes: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+    """The PATCH body: ``retry`` is replaced as a whole by the API, so the retry flags given are
+    merged into the job's current retry settings (the others keep their values)."""
+    if "retry" not in changes:
+        return changes
+    retry = {k: v for k, v in (current.get("retry") or {}).items() if k in RETRY_KEYS}
+    return {**changes, "retry": {**retry, **changes["retry"]}}
+
+
+@command
 def cmd_pause(args: argparse.Namespace, client: ApiClient) -> int:
-    show_job(args, client.pause_job(args.job_id, note=args.note))
+    result = client.pause_job(args.job_id, note=args.note)
+    show_job(args, result)
+    withdrawn = result.get("withdrawn_runs") or []
+    if args.json or args.quiet:
+        return 0
+    if withdrawn:
+        print(f"\nwithdrew {len(withdrawn)} run(s) queued ahead (now skipped, reason paused):")
+        for run_id in withdrawn:
+            print(f"  {run_id}")
+    else:
+        print("\nwithdrew no runs (none was queued ahead)")
     return 0
 
 
@@ -236,7 +360,12 @@ def cmd_resume(args: argparse.Namespace, client: ApiClient) -> int:
 
 @command
 def cmd_trigger(args: argparse.Namespace, client: ApiClient) -> int:
-    result = client.trigger_job(args.job_id)
+    payload = None
+    if args.payload is not None:
+        payload = load_json_arg(args.payload, "--payload")
+        if not isinstance(payload, dict):
+            raise UsageError('--payload must be a JSON object, e.g. \'{"message": "hi"}\'')
+    result = client.trigger_job(args.job_id, payload=payload, idempotency_key=args.idempotency_key)
     if args.json:
         print_json(result)
         return 0
@@ -258,6 +387,25 @@ def triggered_runs(result: object) -> list[dict]:
     if isinstance(result, dict) and result.get("id"):
         return [result]
     return []
+
+
+@command
+def cmd_backfill(args: argparse.Namespace, client: ApiClient) -> int:
+    from jobsched.cli.commands.runs import RUN_COLUMNS
+
+    result = client.backfill_job(args.job_id, start=args.start, end=args.end)
+    if args.json:
+        print_json(result)
+        return 0
+    runs = triggered_runs(result)
+    if args.quiet:
+        for run in runs:
+            print(run.get("id"))
+        return 0
+    print(f"backfilled job {args.job_id}: {len(runs)} run(s) from {args.start} to {args.end}")
+    if runs:
+        print(render_table(runs, RUN_COLUMNS))
+    return 0
 
 
 @command

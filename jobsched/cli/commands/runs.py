@@ -2,7 +2,9 @@
 
 ``runs watch`` polls one run (``RUN_ID``) or a job's runs (``--job``) and prints one line per state
 transition (``--json``: one JSON object per line) until the watched runs reach terminal states or
-``--timeout`` passes. For a job it follows the job's runs that are under way when it starts (due and
+``--timeout`` passes. A run that has already finished when the watch starts is shown with its history
+(queued, each attempt's start and retry, its end), read from the run record, each line at the time the
+record gives. For a job it follows the job's runs that are under way when it starts (due and
 queued, running or retrying; scheduled at most a minute before), or, when there are none, the next
 run(s) to fall due; runs queued ahead of their instant are not waited for. So it ends even for a
 per-second job. Exit 0 when the followed runs ended without a failure, 1 when one ended ``failed`` or
@@ -21,8 +23,17 @@ from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
 from jobsched.cli.client import ApiClient
-from jobsched.cli.commands._api_args import EXIT_API_ERROR, EXIT_OK, api_options, command, fail
+from jobsched.cli.commands._api_args import (
+    EXIT_API_ERROR,
+    EXIT_OK,
+    UsageError,
+    api_options,
+    command,
+    fail,
+    load_json_arg,
+)
 from jobsched.cli.commands._output import (
+    OMIT,
     Column,
     print_json,
     print_page,
@@ -56,17 +67,36 @@ RUN_COLUMNS = (
     Column("NOTE", _note, 40),
 )
 
+
+def _cancel(run: dict) -> object:
+    if not run.get("cancel_requested") or run.get("state") in TERMINAL_STATES:
+        return OMIT
+    return "requested: the worker stops the run at its next heartbeat (a safe point)"
+
+
+def _progress(run: dict) -> object:
+    progress = run.get("progress")
+    if not isinstance(progress, dict):
+        return OMIT
+    total = progress.get("total")
+    return f"{progress.get('done', 0)}/{total if total is not None else '?'} chunks"
+
+
 RUN_FIELDS = (
     ("id", key("id")),
     ("job", key("job_id")),
     ("state", key("state")),
+    ("cancel", _cancel),
+    ("trigger", lambda r: r.get("trigger") or OMIT),
     ("scheduled", key("scheduled_at")),
     ("started", key("started_at")),
     ("finished", key("finished_at")),
     ("attempt", key("attempt")),
+    ("progress", _progress),
     ("output", key("output")),
     ("error", key("error")),
     ("skip reason", key("skip_reason")),
+    ("replays", lambda r: len(r["replays"]) if r.get("replays") else OMIT),
 )
 
 ATTEMPT_COLUMNS = (
@@ -101,13 +131,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         parser = sub.add_parser(name, parents=[common], help=text)
         parser.add_argument("run_id")
         parser.set_defaults(func=func)
+        if name == "retry":
+            parser.add_argument("--payload", metavar="JSON|@FILE", help="retry with a corrected payload")
 
     watch = sub.add_parser("watch", parents=[common], help="follow a run or a job's runs to the end")
     target = watch.add_mutually_exclusive_group(required=True)
     target.add_argument("run_id", nargs="?", help="the run to follow")
     target.add_argument("--job", dest="job_id", help="follow this job's runs instead")
-    watch.add_argument("--timeout", type=float, default=300.0, metavar="SECONDS", help="give up after")
-    watch.add_argument("--interval", type=float, default=1.0, metavar="SECONDS", help="poll period")
+    watch.add_argument(
+        "--timeout", type=float, default=300.0, metavar="SECONDS", help="give up after (default 300)"
+    )
+    watch.add_argument(
+        "--interval", type=float, default=1.0, metavar="SECONDS", help="poll period (default 1)"
+    )
     watch.set_defaults(func=cmd_watch)
 
 
@@ -146,13 +182,24 @@ def cmd_get(args: argparse.Namespace, client: ApiClient) -> int:
 
 @command
 def cmd_cancel(args: argparse.Namespace, client: ApiClient) -> int:
-    show_run(args, client.cancel_run(args.run_id))
+    run = client.cancel_run(args.run_id)
+    show_run(args, run)
+    if not args.json and not args.quiet and _cancel(run) is not OMIT:
+        print(
+            f"\ncancel pending: {args.run_id} is still running; it ends `cancelled` once the worker sees "
+            f"the request (follow it with: jobsched runs watch {args.run_id})"
+        )
     return EXIT_OK
 
 
 @command
 def cmd_retry(args: argparse.Namespace, client: ApiClient) -> int:
-    show_run(args, client.retry_run(args.run_id))
+    payload = None
+    if args.payload is not None:
+        payload = load_json_arg(args.payload, "--payload")
+        if not isinstance(payload, dict):
+            raise UsageError("--payload must be a JSON object")
+    show_run(args, client.retry_run(args.run_id, payload=payload))
     return EXIT_OK
 
 
@@ -177,12 +224,15 @@ class RunWatcher:
     states: dict[str, str] = field(default_factory=dict)  # run id -> last state seen
     _targets: set[str] = field(default_factory=set)  # the job's runs this watch waits for
     _since: str | None = None  # a job watch looks at runs scheduled from a little before it started
+    _final_at: datetime | None = None  # the instant of the last line of a history (see _history)
 
     def watch(self, *, timeout: float, interval: float) -> int:
         deadline = self.monotonic() + timeout
         first = True
         while True:
             for run in self._poll(first):
+                if first and self.run_id and run.get("state") in TERMINAL_STATES:
+                    self._history(run)
                 self._observe(run)
             first = False
             if self.states and all(s in TERMINAL_STATES for s in self.states.values()):
@@ -207,16 +257,51 @@ class RunWatcher:
             self._targets = {r["id"] for r in runs if r.get("state") not in TERMINAL_STATES}
         return [r for r in reversed(runs) if r.get("id") in self._targets]  # oldest first
 
+    def _history(self, run: dict) -> None:
+        """The transitions before the end of a run that finished before the watch began, each at the
+        instant the run record gives (the final line follows from :meth:`_observe`, at its
+        ``finished_at``)."""
+        run_id = run.get("id", "?")
+        steps: list[tuple[str | None, str, dict]] = [(run.get("scheduled_at"), "queued", {})]
+        attempts = [a for a in run.get("attempts") or [] if isinstance(a, dict)]
+        for number, attempt in enumerate(attempts, 1):
+            at = attempt.get("attempt") or number
+            steps.append((attempt.get("started_at"), "running", {"attempt": at}))
+            if number < len(attempts):  # a later attempt followed: this one ended in a retry
+                error = {"error": attempt.get("error")} if attempt.get("error") else {}
+                steps.append((attempt.get("finished_at"), "retrying", {"attempt": at, **error}))
+        if run.get("state") == "skipped":
+            steps = []
+        for at, state, extra in steps:
+            self._emit({"id": run_id, "state": state, **extra}, self._at(at))
+        self.states[run_id] = "history"
+        self._final_at = self._at(run.get("finished_at") or run.get("scheduled_at"))
+
+    def _at(self, value: str | None) -> datetime:
+        """An API instant in the watch's time zone; the observation time when there is none."""
+        now = self.now()
+        if not value:
+            return now
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).astimezone(now.tzinfo)
+        except ValueError:
+            return now
+
     def _observe(self, run: dict) -> None:
         run_id, state = run.get("id", "?"), run.get("state", "?")
         if self.states.get(run_id) == state:
             return
         self.states[run_id] = state
+        at, self._final_at = self._final_at or self.now(), None
+        self._emit(run, at)
+
+    def _emit(self, run: dict, at: datetime) -> None:
+        state = run.get("state", "?")
         if self.as_json:
-            line = {"at": self.now().isoformat(timespec="seconds"), **run}
+            line = {"at": at.isoformat(timespec="seconds"), **run}
             print(json.dumps(line, separators=(",", ":")), file=self.out, flush=True)  # JSON lines
             return
-        parts = [self.now().strftime("%H:%M:%S"), f"{state:<9}", run_id]
+        parts = [at.strftime("%H:%M:%S"), f"{state:<9}", run.get("id", "?")]
         if run.get("attempt"):
             parts.append(f"attempt {run['attempt']}")
         note = _note(run)
