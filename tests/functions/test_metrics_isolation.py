@@ -19,6 +19,8 @@ FUNCTIONS = ("dispatcher", "worker", "dlq_consumer", "sweeper")
 def metrics_of(monkeypatch):
     monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
     objects = {name: importlib.import_module(f"functions.{name}").metrics for name in FUNCTIONS}
+    for metrics in objects.values():  # data points an earlier test's invocation left behind
+        metrics.clear_metrics()
     yield objects
     for metrics in objects.values():
         metrics.clear_metrics()
@@ -40,3 +42,15 @@ def test_each_function_flushes_only_its_own_metrics_under_its_own_service(metric
         recorded = {m["Name"] for d in blob["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
         assert recorded == {f"Seen_{name}"}, name
         assert blob["service"] == name
+
+
+def test_a_flush_with_metrics_disabled_still_forgets_the_data_points(metrics_of, monkeypatch, capsys):
+    # Given metrics are disabled (the embedded mode's default) and a function recorded a data point
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
+    metrics = metrics_of["worker"]
+    metrics.add_metric(name="RunsSucceeded", unit="Count", value=1)
+    # When its invocation ends (flush)
+    metrics.flush_metrics()
+    # Then nothing was printed and nothing is kept for the next invocation (memory stays flat)
+    assert capsys.readouterr().out == ""
+    assert metrics.metric_set == {}

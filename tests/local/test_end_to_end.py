@@ -153,7 +153,7 @@ def test_make_run_registers_the_demo_jobs_for_the_default_tenant() -> None:
     process = DevProcess(env={"JOBSCHED_TOKEN": "tok-default"})
     code = None
     try:
-        process.wait_for_line("run events", timeout=60)
+        process.wait_for_line("run events", timeout=120)  # a loaded machine: startup, then three API calls
         # Then the default tenant has that token and owns the three demo jobs
         assert any("tenant    default  token tok-default" in line for line in process.lines)
         client = ApiClient(process.url, token="tok-default", timeout=60)

@@ -44,9 +44,12 @@ def test_each_make_run_line_runs_jobsched_dev_with_the_options_it_names(line: st
     Then it is `.venv/bin/jobsched dev --port <PORT>` followed by the DEV_ARGS given"""
     words = shlex.split(line)
     variables = dict(w.split("=", 1) for w in words[2:])
+    # As a user's shell would run it: not as a sub-make of `make test` (whose MAKEFLAGS/MAKELEVEL
+    # make a nested make print "Entering/Leaving directory" lines around the command).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
     shown = subprocess.run(
-        ["make", "-n", "-W", ".venv/.installed-stamp", "run", *words[2:]],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        ["make", "--no-print-directory", "-n", "-W", ".venv/.installed-stamp", "run", *words[2:]],
+        cwd=ROOT, capture_output=True, text=True, check=True, env=env,
     ).stdout.strip().splitlines()[-1]  # fmt: skip
     expected = (
         f".venv/bin/jobsched dev --port {variables.get('PORT', '8080')} {variables.get('DEV_ARGS', '')}"
