@@ -11,7 +11,7 @@ DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-fast lint fmt bench bench-time synth clean clean-cache
+.PHONY: install run test test-fast lint fmt bench bench-time synth checkov clean clean-cache
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ bench: install bench-time
 
 synth: install
 	$(PY) app.py
+
+# checkov over the template `make synth` writes, offline: no download from Prisma Cloud, no PyPI
+# version check (tests/infra/test_checkov.py runs it on both encryption variants in `make test`).
+checkov: synth
+	CKV_SKIP_PACKAGE_UPDATE_CHECK=TRUE $(VENV)/bin/checkov -f cdk.out/Jobsched.template.json \
+	  --framework cloudformation --skip-download --compact
 
 clean:
 	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .mypy_cache .hypothesis

@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
 from aws_cdk import aws_apigatewayv2_authorizers as authorizers
 from aws_cdk import aws_apigatewayv2_integrations as integrations
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import StackConfig
-from infra.functions import function_spec, make_function, retention
+from infra.functions import function_spec, make_function, make_log_group
 from infra.nag import acknowledge
 from infra.queues import Queues
 from infra.storage import PayloadStore
@@ -62,6 +62,7 @@ class Api(Construct):
         tables: Tables,
         queues: Queues,
         payloads: PayloadStore,
+        key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = make_function(
@@ -69,6 +70,7 @@ class Api(Construct):
             function_spec("api"),
             code=code,
             config=config,
+            key=key,
             environment={
                 **environment,
                 ENV_AUTH_MODE: config.auth_mode,
@@ -79,7 +81,7 @@ class Api(Construct):
         for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
             tables.table(spec).grant_read_write_data(self.function)
         for kind in PRIORITIES:
-            queues.queue(kind).grant_send_messages(self.function)  # run now, replay dead letters
+            queues.grant_send(kind, self.function)  # run now, replay dead letters
         payloads.grant_objects(self.function, "s3:GetObject")  # run outputs stored in S3
 
         if config.auth_mode == "jwt":
@@ -113,12 +115,7 @@ class Api(Construct):
                     "or the root's redirect to it); it reads no tenant data. "
                     "Every other route requires IAM or JWT.",
                 )
-        access_logs = logs.LogGroup(
-            self,
-            "AccessLogs",
-            retention=retention(config.log_retention_days),
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
+        access_logs = make_log_group(self, "AccessLogs", config=config, key=key)
         self.stage = apigw.HttpStage(
             self,
             "DefaultStage",

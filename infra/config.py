@@ -22,6 +22,8 @@ from jobsched.runtime.resources import (
 )
 
 AUTH_MODES = ("iam", "jwt")
+# Encryption at rest (infra/encryption.py): AWS-owned/managed keys, or one customer-managed KMS key.
+ENCRYPTION_MODES = ("aws", "cmk")
 
 # Per queue, the event source mapping's MaximumConcurrency (minimum 2): a ceiling on the concurrent
 # worker invocations that queue may use, not a reservation -- the queues share one worker function
@@ -60,6 +62,7 @@ class StackConfig:
     allowed_http_hosts: str = ""
     handler_modules: tuple[str, ...] = ()
     removal_policy_destroy: bool = False
+    encryption: str = "aws"
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= 256:
@@ -71,6 +74,8 @@ class StackConfig:
                 raise ConfigError(f"max_concurrency[{kind}] must be between 2 and 1000, got {value}")
         if self.auth_mode not in AUTH_MODES:
             raise ConfigError(f"auth_mode must be one of {AUTH_MODES}, got {self.auth_mode!r}")
+        if self.encryption not in ENCRYPTION_MODES:
+            raise ConfigError(f"encryption must be one of {ENCRYPTION_MODES}, got {self.encryption!r}")
         if self.auth_mode == "jwt" and not (self.jwt_issuer and self.jwt_audience):
             raise ConfigError("auth_mode=jwt needs jwt_issuer and jwt_audience")
         for name in ("retention_days", "log_retention_days"):

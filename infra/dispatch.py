@@ -12,16 +12,17 @@ from collections.abc import Mapping
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_scheduler as scheduler
 from aws_cdk import aws_scheduler_targets as targets
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import StackConfig
+from infra.encryption import SQS_PRODUCER_KEY_ACTIONS
 from infra.functions import function_spec, make_function
 from infra.nag import acknowledge
-from infra.queues import Queues
+from infra.queues import Queues, encrypted_queue
 from infra.tables import Tables
 from jobsched.runtime.resources import ENV_LOW_BACKLOG_LIMIT, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
 
@@ -42,6 +43,7 @@ class Dispatch(Construct):
         environment: Mapping[str, str],
         tables: Tables,
         queues: Queues,
+        key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.dispatcher = make_function(
@@ -49,28 +51,25 @@ class Dispatch(Construct):
             function_spec("dispatcher"),
             code=code,
             config=config,
+            key=key,
             environment={**environment, ENV_LOW_BACKLOG_LIMIT: str(config.low_backlog_limit)},
         )
         for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
             tables.table(spec).grant_read_write_data(self.dispatcher)
         for kind in PRIORITIES:
-            queues.queue(kind).grant_send_messages(self.dispatcher)
+            queues.grant_send(kind, self.dispatcher)
             queues.queue(kind).grant(self.dispatcher, "sqs:GetQueueAttributes")  # backpressure
 
         self.sweeper = make_function(
-            self, function_spec("sweeper"), code=code, config=config, environment=environment
+            self, function_spec("sweeper"), code=code, config=config, environment=environment, key=key
         )
         for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
             tables.table(spec).grant_read_write_data(self.sweeper)
         for kind in queues.kinds:
-            queues.queue(kind).grant_send_messages(self.sweeper)
+            queues.grant_send(kind, self.sweeper)
 
-        self.schedule_dlq = sqs.Queue(
-            self,
-            "ScheduleDlq",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=cdk.Duration.days(14),
+        self.schedule_dlq = encrypted_queue(
+            self, "ScheduleDlq", key=key, retention_period=cdk.Duration.days(14)
         )
         acknowledge(
             self.schedule_dlq,
@@ -85,6 +84,9 @@ class Dispatch(Construct):
             assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
             description="EventBridge Scheduler: invoke the dispatcher and the sweeper, dead-letter failures",
         )
+        if key is not None:
+            # The scheduler sends failed ticks to the DLQ under this role (CDK grants it sqs:SendMessage).
+            key.grant(role, *SQS_PRODUCER_KEY_ACTIONS)
         retry = {
             "dead_letter_queue": self.schedule_dlq,
             "max_event_age": cdk.Duration.seconds(TICK_MAX_EVENT_AGE_SECONDS),

@@ -3,6 +3,9 @@
 Every jobsched function is built here from its :class:`jobsched.runtime.resources.FunctionSpec`, so the five
 functions cannot drift apart in how they run. Each gets its own role (no AWS-managed policy: the
 factory grants log writes to the function's own log group) and its own log group with retention.
+With the stack's customer-managed key (``encryption=cmk``) the log group and the environment
+variables are encrypted with it. The checkov checks that do not fit a function of ours are skipped
+here with their reasons (:data:`FUNCTION_CHECK_REASONS`, docs/deploy.md).
 """
 
 from __future__ import annotations
@@ -11,12 +14,15 @@ from collections.abc import Mapping
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
 from infra.config import StackConfig
+from infra.encryption import AWS_KEY_REASONS
+from infra.nag import skip_checkov
 from jobsched.runtime.observability import NAMESPACE
 from jobsched.runtime.resources import FUNCTIONS, FunctionSpec
 
@@ -43,6 +49,24 @@ _RETENTIONS = {
 }
 
 
+# checkov checks skipped on every function, with the reason (docs/deploy.md, decision 0018).
+FUNCTION_CHECK_REASONS = {
+    "CKV_AWS_117": "Not in a VPC: the functions reach only AWS APIs (DynamoDB, SQS, S3, Step Functions) "
+    "and webhook targets on the internet; there is no private resource to reach, a VPC would add NAT "
+    "gateway cost, and the webhook SSRF guard already refuses loopback, private, link-local and "
+    "metadata destinations (but for hosts on allowed_http_hosts).",
+    "CKV_AWS_116": "No Lambda DLQ: no function is invoked with an event that holds work. The worker and "
+    "DLQ consumer read SQS through event source mappings (failures redrive to each queue's DLQ), the "
+    "API is invoked synchronously by API Gateway, and the dispatcher and sweeper receive only a tick "
+    "from EventBridge Scheduler (its target has its own DLQ; the next tick redoes a failed one).",
+    "CKV_AWS_115": "No reserved concurrency: a reservation is taken from the account's unreserved "
+    "pool, which must keep 100, so in an account with a low concurrency quota (new accounts may have "
+    "10) the deploy would fail. The worker is bounded by each queue mapping's MaximumConcurrency, the "
+    "DLQ consumer by its mappings' 2 each, the API by the stage's throttling, the dispatcher and "
+    "sweeper by their schedules.",
+}
+
+
 def function_spec(name: str) -> FunctionSpec:
     """The spec of the function called ``name`` (raises KeyError naming it when there is none)."""
     for spec in FUNCTIONS:
@@ -60,6 +84,23 @@ def retention(days: int) -> logs.RetentionDays:
     return _RETENTIONS[allowed[-1]]
 
 
+def make_log_group(
+    scope: Construct, construct_id: str, *, config: StackConfig, key: kms.IKey | None = None
+) -> logs.LogGroup:
+    """A log group with the deployment's retention, deleted with the stack, encrypted with ``key``
+    (CloudWatch Logs' own encryption when there is none)."""
+    log_group = logs.LogGroup(
+        scope,
+        construct_id,
+        retention=retention(config.log_retention_days),
+        encryption_key=key,
+        removal_policy=cdk.RemovalPolicy.DESTROY,
+    )
+    if key is None:
+        skip_checkov(log_group, "CKV_AWS_158", AWS_KEY_REASONS["CKV_AWS_158"])
+    return log_group
+
+
 def make_function(
     scope: Construct,
     spec: FunctionSpec,
@@ -67,15 +108,11 @@ def make_function(
     code: lambda_.Code,
     config: StackConfig,
     environment: Mapping[str, str],
+    key: kms.IKey | None = None,
 ) -> lambda_.Function:
     """Build the function for ``spec`` under ``scope`` (construct id = the spec's name)."""
     construct_id = "".join(part.title() for part in spec.name.split("_"))
-    log_group = logs.LogGroup(
-        scope,
-        f"{construct_id}Logs",
-        retention=retention(config.log_retention_days),
-        removal_policy=cdk.RemovalPolicy.DESTROY,
-    )
+    log_group = make_log_group(scope, f"{construct_id}Logs", config=config, key=key)
     role = iam.Role(
         scope,
         f"{construct_id}Role",
@@ -99,6 +136,7 @@ def make_function(
         application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
         system_log_level_v2=lambda_.SystemLogLevel.WARN,
         tracing=lambda_.Tracing.ACTIVE,
+        environment_encryption=key,
         environment={
             # The metric dimension `service` is the function's name (the dashboard reads it so).
             "POWERTOOLS_SERVICE_NAME": spec.name,
@@ -107,4 +145,10 @@ def make_function(
             **environment,
         },
     )
+    if key is None:
+        skip_checkov(function, "CKV_AWS_173", AWS_KEY_REASONS["CKV_AWS_173"])
+    else:
+        key.grant_decrypt(role)  # Lambda decrypts the environment under the execution role
+    for check_id, reason in FUNCTION_CHECK_REASONS.items():
+        skip_checkov(function, check_id, reason)
     return function

@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 
 import aws_cdk as cdk
-from aws_cdk import aws_logs as logs
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.config import StackConfig
-from infra.functions import retention
+from infra.encryption import grant_send
+from infra.functions import make_log_group
 from infra.nag import acknowledge
 from jobsched.long_jobs.asl import DEFAULT_TASK_TIMEOUT_SECONDS, chunked_job_definition
 
@@ -26,19 +27,22 @@ QUEUE_URL_PLACEHOLDER = "LongQueueUrl"
 class LongJobs(Construct):
     """``state_machine``: Plan -> Map(chunks) -> Complete, every task on the ``long`` queue."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, long_queue: sqs.IQueue, config: StackConfig):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        long_queue: sqs.IQueue,
+        config: StackConfig,
+        key: kms.IKey | None = None,
+    ):
         super().__init__(scope, construct_id)
         definition = chunked_job_definition(
             "${" + QUEUE_URL_PLACEHOLDER + "}",
             max_concurrency=config.long_job_max_concurrency,
             heartbeat_seconds=config.long_job_heartbeat_seconds,
         )
-        log_group = logs.LogGroup(
-            self,
-            "Logs",
-            retention=retention(config.log_retention_days),
-            removal_policy=cdk.RemovalPolicy.DESTROY,
-        )
+        log_group = make_log_group(self, "Logs", config=config, key=key)
         self.state_machine = sfn.StateMachine(
             self,
             "ChunkedJob",
@@ -50,7 +54,8 @@ class LongJobs(Construct):
             # A run's whole workflow: generous, each task is bounded by its own timeout and heartbeat.
             timeout=cdk.Duration.seconds(DEFAULT_TASK_TIMEOUT_SECONDS * 4),
         )
-        long_queue.grant_send_messages(self.state_machine)
+        # sendMessage.waitForTaskToken runs under the state machine's role: a producer of the long queue.
+        grant_send(long_queue, self.state_machine)
         acknowledge(
             self.state_machine,
             "AwsSolutions-IAM5[Resource::*]",

@@ -1,8 +1,10 @@
-"""Acknowledging cdk-nag findings, always with a reason.
+"""Acknowledging cdk-nag findings and skipping checkov checks, always with a reason.
 
 cdk-nag 3.x reads acknowledgements from CDK's ``Validations`` metadata; a finding id is either a rule
-(``AwsSolutions-S1``) or a rule with its finding (``AwsSolutions-IAM5[Resource::*]``). One helper so
-every acknowledgement in infra/ looks the same and none can be made without a reason.
+(``AwsSolutions-S1``) or a rule with its finding (``AwsSolutions-IAM5[Resource::*]``). checkov reads
+skips from the CloudFormation resource's own ``Metadata`` (``checkov: {skip: [{id, comment}]}``), so
+they travel with the template. One helper for each, so every exception in infra/ looks the same and
+none can be made without a reason; docs/deploy.md lists them.
 """
 
 from __future__ import annotations
@@ -13,15 +15,39 @@ from constructs import IConstruct
 PACK = "AwsSolutions"
 
 
+MIN_REASON = 20
+
+
+def _check_reason(what: str, reason: str) -> None:
+    if len(reason.strip()) < MIN_REASON:
+        raise ValueError(f"acknowledging {what} needs a real reason, got {reason!r}")
+
+
 def acknowledge(construct: IConstruct, finding: str, reason: str) -> None:
     """Acknowledge ``finding`` on ``construct`` and its children; ``reason`` says why it is acceptable.
 
     ``finding`` is written as cdk-nag prints it (``AwsSolutions-IAM5[Resource::*]``); the validation
     plugin's prefix (``AwsSolutions::``) is added here.
     """
-    if len(reason.strip()) < 20:
-        raise ValueError(f"acknowledging {finding} needs a real reason, got {reason!r}")
+    _check_reason(finding, reason)
     cdk.Validations.of(construct).acknowledge(cdk.Acknowledgment(id=f"{PACK}::{finding}", reason=reason))
+
+
+def skip_checkov(construct: IConstruct, check_id: str, reason: str) -> None:
+    """Skip checkov's ``check_id`` (``CKV_AWS_117``) on ``construct``'s CloudFormation resource.
+
+    ``construct`` is a ``CfnResource`` or an L2 construct (its ``default_child`` is used). The skip is
+    written to the resource's ``Metadata`` with ``reason`` as its comment, next to earlier skips of
+    the same resource; skipping one check twice on a resource is refused.
+    """
+    _check_reason(check_id, reason)
+    resource = construct if isinstance(construct, cdk.CfnResource) else construct.node.default_child
+    if not isinstance(resource, cdk.CfnResource):
+        raise TypeError(f"{construct.node.path} has no CloudFormation resource to carry a checkov skip")
+    skips = list((resource.get_metadata("checkov") or {}).get("skip", []))
+    if any(skip["id"] == check_id for skip in skips):
+        raise ValueError(f"{check_id} is already skipped on {construct.node.path}")
+    resource.add_metadata("checkov", {"skip": [*skips, {"id": check_id, "comment": reason}]})
 
 
 def acknowledge_index_access(construct: IConstruct, table_logical_ids: list[str]) -> None:

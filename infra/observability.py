@@ -69,11 +69,21 @@ def total_over_services(name: str) -> cw.MathExpression:
 class Observability(Construct):
     """``topic`` (alerts), ``dashboard`` and ``alarms`` (name -> alarm, every one notifies the topic)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: StackConfig, watched: Watched):
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: StackConfig,
+        watched: Watched,
+        key: kms.IKey | None = None,
+    ):
         super().__init__(scope, construct_id)
         # CloudWatch alarms can publish to an encrypted topic only with a customer-managed key that
-        # lets cloudwatch.amazonaws.com use it (the AWS-managed SNS key does not).
-        key = kms.Key(self, "AlertKey", enable_key_rotation=True, description="jobsched alert topic")
+        # lets cloudwatch.amazonaws.com use it (the AWS-managed SNS key does not): the stack's key
+        # with encryption=cmk, else a key of the topic's own.
+        if key is None:
+            key = kms.Key(self, "AlertKey", enable_key_rotation=True, description="jobsched alert topic")
         key.grant(iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*")
         self.topic = sns.Topic(
             self, "Alerts", display_name="jobsched alerts", master_key=key, enforce_ssl=True

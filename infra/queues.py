@@ -1,6 +1,7 @@
 """SQS queues ``high``, ``default``, ``low`` and ``long``, each with its dead-letter queue.
 
-Each queue redrives to its DLQ after ``max_receive_count`` receives, is encrypted (SSE-SQS) and
+Each queue redrives to its DLQ after ``max_receive_count`` receives, is encrypted (SSE-SQS, or the
+stack's customer-managed key with ``encryption=cmk``: infra/encryption.py) and
 refuses requests that are not over TLS. Visibility timeouts follow AWS's advice for Lambda event
 sources: at least six times the consuming function's timeout, so a batch that is retried by Lambda
 does not reappear on the queue while the first invocation is still running.
@@ -9,14 +10,36 @@ does not reappear on the queue while the first invocation is still running.
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.encryption import AWS_KEY_REASONS, grant_send
+from infra.nag import skip_checkov
 from jobsched.runtime.resources import PRIORITIES, QUEUES, QueueSpec
 
 VISIBILITY_FACTOR = 6
 QUEUE_CONSUMER = "worker"  # consumes every queue (the long queue too: chunk tasks)
 DLQ_CONSUMER = "dlq_consumer"  # consumes every DLQ
+
+
+def encrypted_queue(scope: Construct, construct_id: str, *, key: kms.IKey | None, **props) -> sqs.Queue:
+    """An SQS queue that refuses requests not over TLS, encrypted with ``key`` or else SSE-SQS."""
+    if key is None:
+        queue = sqs.Queue(
+            scope, construct_id, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True, **props
+        )
+        skip_checkov(queue, "CKV_AWS_27", AWS_KEY_REASONS["CKV_AWS_27"])
+        return queue
+    return sqs.Queue(
+        scope,
+        construct_id,
+        encryption=sqs.QueueEncryption.KMS,
+        encryption_master_key=key,
+        enforce_ssl=True,
+        **props,
+    )
 
 
 def visibility_timeout(consumer_timeout_seconds: int) -> int:
@@ -34,8 +57,10 @@ class Queues(Construct):
         *,
         consumer_timeout_seconds: int,
         dlq_consumer_timeout_seconds: int,
+        key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        self._key = key
         self._queues: dict[str, sqs.Queue] = {}
         self._dlqs: dict[str, sqs.Queue] = {}
         for spec in QUEUES:
@@ -43,19 +68,17 @@ class Queues(Construct):
 
     def _build(self, spec: QueueSpec, consumer_timeout: int, dlq_consumer_timeout: int) -> None:
         name = spec.kind.title()
-        dlq = sqs.Queue(
+        dlq = encrypted_queue(
             self,
             f"{name}Dlq",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
+            key=self._key,
             retention_period=cdk.Duration.days(spec.dlq_retention_days),
             visibility_timeout=cdk.Duration.seconds(visibility_timeout(dlq_consumer_timeout)),
         )
-        queue = sqs.Queue(
+        queue = encrypted_queue(
             self,
             name,
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
+            key=self._key,
             retention_period=cdk.Duration.days(spec.retention_days),
             visibility_timeout=cdk.Duration.seconds(visibility_timeout(consumer_timeout)),
             dead_letter_queue=sqs.DeadLetterQueue(queue=dlq, max_receive_count=spec.max_receive_count),
@@ -68,6 +91,10 @@ class Queues(Construct):
 
     def dlq(self, kind: str) -> sqs.Queue:
         return self._dlqs[kind]
+
+    def grant_send(self, kind: str, grantee: iam.IGrantable) -> None:
+        """Let ``grantee`` send to the ``kind`` queue (and use its key, if any, as a producer)."""
+        grant_send(self.queue(kind), grantee)
 
     @property
     def kinds(self) -> tuple[str, ...]:

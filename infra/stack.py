@@ -1,8 +1,9 @@
 """The jobsched stack: composes the constructs, wires their names into the functions, outputs.
 
-It builds nothing itself: every resource belongs to one construct (tables, storage, queues,
-long_jobs, dispatch, workers, api, observability). The stack only hands each construct what it needs
-and sets the stack outputs (API URL, dashboard URL, alert topic).
+It builds nothing itself but the deployment's one customer-managed key (``encryption=cmk``,
+infra/encryption.py), which every construct shares: every other resource belongs to one construct
+(tables, storage, queues, long_jobs, dispatch, workers, api, observability). The stack only hands
+each construct what it needs and sets the stack outputs (API URL, dashboard URL, alert topic).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from infra.api import Api
 from infra.bundling import code_asset
 from infra.config import StackConfig
 from infra.dispatch import Dispatch
+from infra.encryption import stack_key
 from infra.functions import function_spec
 from infra.long_jobs import LongJobs
 from infra.nag import acknowledge, acknowledge_index_access
@@ -55,15 +57,24 @@ class JobschedStack(cdk.Stack):
         destroy = config.removal_policy_destroy
         code = code or code_asset()  # one asset, bundled once, shared by every function
 
-        self.tables = Tables(self, "Tables", destroy=destroy)
-        self.storage = PayloadStore(self, "Payloads", retention_days=config.retention_days, destroy=destroy)
+        # encryption=cmk: one customer-managed key for every store (infra/encryption.py); None = AWS keys.
+        self.key = stack_key(self, "Key", destroy=destroy) if config.encryption == "cmk" else None
+        key = self.key
+
+        self.tables = Tables(self, "Tables", destroy=destroy, key=key)
+        self.storage = PayloadStore(
+            self, "Payloads", retention_days=config.retention_days, destroy=destroy, key=key
+        )
         self.queues = Queues(
             self,
             "Queues",
             consumer_timeout_seconds=function_spec(QUEUE_CONSUMER).timeout_seconds,
             dlq_consumer_timeout_seconds=function_spec(DLQ_CONSUMER).timeout_seconds,
+            key=key,
         )
-        self.long_jobs = LongJobs(self, "LongJobs", long_queue=self.queues.queue("long"), config=config)
+        self.long_jobs = LongJobs(
+            self, "LongJobs", long_queue=self.queues.queue("long"), config=config, key=key
+        )
 
         # Every function gets the whole name map (the settings object needs it); grants stay per function.
         environment = {
@@ -77,7 +88,13 @@ class JobschedStack(cdk.Stack):
             ENV_ALLOWED_HTTP_HOSTS: config.allowed_http_hosts,
             ENV_HANDLER_MODULES: ",".join(config.handler_modules),
         }
-        shared = {"code": code, "config": config, "environment": environment, "tables": self.tables}
+        shared = {
+            "code": code,
+            "config": config,
+            "environment": environment,
+            "tables": self.tables,
+            "key": key,
+        }
         self.dispatch = Dispatch(self, "Dispatch", queues=self.queues, **shared)
         self.workers = Workers(
             self,
@@ -100,6 +117,7 @@ class JobschedStack(cdk.Stack):
             self,
             "Observability",
             config=config,
+            key=key,
             watched=Watched(
                 queues={kind: self.queues.queue(kind) for kind in QUEUE_KINDS},
                 dlqs={
@@ -142,3 +160,13 @@ class JobschedStack(cdk.Stack):
                 "no resource-level permissions, so CDK grants it on Resource '*'; no action is a "
                 "wildcard.",
             )
+            if self.key is not None:
+                for action in ("kms:ReEncrypt*", "kms:GenerateDataKey*"):
+                    acknowledge(
+                        function.role,  # type: ignore[arg-type]
+                        f"AwsSolutions-IAM5[Action::{action}]",
+                        "CDK's DynamoDB grant_read_write_data adds the key actions a principal of a "
+                        "table encrypted with a customer-managed key may need (kms:Decrypt, "
+                        "kms:DescribeKey, kms:Encrypt, kms:ReEncrypt*, kms:GenerateDataKey*), on the "
+                        "stack's one key only; SQS and S3 grants name their key actions exactly.",
+                    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import aws_cdk as cdk
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_stepfunctions as sfn
@@ -46,10 +47,11 @@ class Workers(Construct):
         queues: Queues,
         payloads: PayloadStore,
         state_machine: sfn.IStateMachine,
+        key: kms.IKey | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.worker = make_function(
-            self, function_spec(QUEUE_CONSUMER), code=code, config=config, environment=environment
+            self, function_spec(QUEUE_CONSUMER), code=code, config=config, environment=environment, key=key
         )
         # Runs (claims, outcomes), Leases (chunk checkpoints), Idempotency (handlers' effects). Not Jobs:
         # the worker reads the job's snapshot from the message, and a retry longer than the SQS delay
@@ -77,7 +79,7 @@ class Workers(Construct):
             # Retries re-send the run with their backoff as DelaySeconds. A delay over SQS's 900 s cap
             # is carried by the message itself: a delivery that arrives before its due instant re-sends
             # itself with the rest of the delay (jobsched/services/worker.py, step 2).
-            queue.grant_send_messages(self.worker)
+            queues.grant_send(kind, self.worker)
             source = sources.SqsEventSource(
                 queue,
                 batch_size=BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),
@@ -88,7 +90,7 @@ class Workers(Construct):
             self.mappings[kind] = source
 
         self.dlq_consumer = make_function(
-            self, function_spec(DLQ_CONSUMER), code=code, config=config, environment=environment
+            self, function_spec(DLQ_CONSUMER), code=code, config=config, environment=environment, key=key
         )
         tables.table(RUNS_TABLE).grant_read_write_data(self.dlq_consumer)
         for kind in queues.kinds:

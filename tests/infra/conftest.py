@@ -2,7 +2,9 @@
 
 Synthesis (bundling, jsii, cdk-nag) takes seconds, so every infra test reads the same cloud
 assembly. A cdk-nag validation failure does not abort the session: it is recorded and reported by
-``test_nag.py``, while the template tests still run on the written template.
+``test_nag.py``, while the template tests still run on the written template. ``cmk_synth`` is the
+same app with ``encryption=cmk`` (one customer-managed key), checked by cdk-nag, cfn-lint and checkov
+like the default.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import aws_cdk as cdk
 from aws_cdk import assertions
 
 STACK = "Jobsched"
+SYNTHESIZING = {"synth", "cmk_synth", "each_synth", "variant"}  # fixtures that synthesize an app
 
 
 @dataclass(frozen=True)
@@ -52,7 +55,34 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     from app import build_app
 
     outdir = tmp_path_factory.mktemp("cdk.out")
-    app = build_app(cdk.App(outdir=str(outdir)))
+    return _synthesize(build_app(cdk.App(outdir=str(outdir))), outdir)
+
+
+@pytest.fixture(scope="session")
+def cmk_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The app with ``-c encryption=cmk``, cdk-nag included; inline code instead of the bundled asset
+    (the code is not what this variant changes, and bundling twice costs a minute)."""
+    from aws_cdk import aws_lambda as lambda_
+    from cdk_nag import AwsSolutionsChecks
+
+    from infra.config import StackConfig
+    from infra.stack import JobschedStack
+
+    outdir = tmp_path_factory.mktemp("cdk.out.cmk")
+    app = cdk.App(outdir=str(outdir), context={"encryption": "cmk"})
+    config = StackConfig.from_context(app.node.try_get_context)
+    JobschedStack(app, STACK, config=config, code=lambda_.Code.from_inline("def handler(e, c): pass"))
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # type: ignore[attr-defined]
+    return _synthesize(app, outdir)
+
+
+@pytest.fixture(params=["synth", "cmk_synth"], ids=["encryption=aws", "encryption=cmk"])
+def each_synth(request: pytest.FixtureRequest) -> Synth:
+    """Both encryption variants, for the checks each must pass (cdk-nag, cfn-lint, checkov)."""
+    return request.getfixturevalue(request.param)
+
+
+def _synthesize(app: cdk.App, outdir: Path) -> Synth:
     error = None
     try:
         app.synth()
@@ -74,5 +104,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests that synthesize an app as ``slow`` (``-m "not slow"`` skips them)."""
     here = Path(__file__).parent
     for item in items:
-        if item.path.is_relative_to(here) and {"synth", "variant"} & set(getattr(item, "fixturenames", ())):
+        if item.path.is_relative_to(here) and SYNTHESIZING & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)

@@ -1,4 +1,4 @@
-"""cfn-lint (offline) finds no errors in the synthesized template."""
+"""cfn-lint (offline) finds no errors in the synthesized template (both encryption variants)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from cfnlint.api import lint
 REGIONS = ["us-east-1"]
 
 
-def test_template_has_no_cfn_lint_errors(synth):
-    template = synth.outdir / "Jobsched.template.json"
+def test_template_has_no_cfn_lint_errors(each_synth):
+    template = each_synth.outdir / "Jobsched.template.json"
     matches = lint(template.read_text(), regions=REGIONS)
     errors = [m for m in matches if m.rule.id.startswith("E")]
     assert errors == [], "\n".join(str(m) for m in errors)

@@ -1,4 +1,5 @@
-"""cdk-nag AwsSolutions: zero unacknowledged findings, every acknowledgement with a reason."""
+"""cdk-nag AwsSolutions: zero unacknowledged findings, every acknowledgement with a reason (both
+encryption variants)."""
 
 from __future__ import annotations
 
@@ -11,24 +12,24 @@ def _report(synth) -> dict:
     return plugin
 
 
-def test_synthesis_passes_cdk_nag(synth):
-    assert synth.validation_error is None, synth.validation_error
+def test_synthesis_passes_cdk_nag(each_synth):
+    assert each_synth.validation_error is None, each_synth.validation_error
 
 
-def test_no_unacknowledged_findings(synth):
-    plugin = _report(synth)
+def test_no_unacknowledged_findings(each_synth):
+    plugin = _report(each_synth)
     assert plugin["violations"] == []
     assert plugin["conclusion"] == "success"
 
 
-def test_every_acknowledgement_states_a_reason(synth):
-    acknowledged = _report(synth)["suppressedViolations"]
+def test_every_acknowledgement_states_a_reason(each_synth):
+    acknowledged = _report(each_synth)["suppressedViolations"]
     assert acknowledged, "the report lists the acknowledged findings; none at all means nag did not run"
     for finding in acknowledged:
         assert len(finding["reason"]) >= 40, finding["ruleName"]
 
 
-def test_only_expected_rules_are_acknowledged(synth):
+def test_only_expected_rules_are_acknowledged(each_synth):
     # A new kind of acknowledgement is a design decision: it must be added here on purpose
-    rules = {f["ruleName"].split("[")[0] for f in _report(synth)["suppressedViolations"]}
+    rules = {f["ruleName"].split("[")[0] for f in _report(each_synth)["suppressedViolations"]}
     assert rules <= {"AwsSolutions-IAM5", "AwsSolutions-S1", "AwsSolutions-SQS3", "AwsSolutions-APIG4"}
