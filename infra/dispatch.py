@@ -19,7 +19,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import StackConfig
-from infra.functions import function_spec, make_function
+from infra.functions import function_spec, grant_notify_publish, make_function
 from infra.nag import acknowledge
 from infra.queues import Queues
 from infra.tables import Tables
@@ -64,6 +64,7 @@ class Dispatch(Construct):
             tables.table(spec).grant_read_write_data(self.sweeper)
         for kind in queues.kinds:
             queues.queue(kind).grant_send_messages(self.sweeper)
+        grant_notify_publish(self.sweeper, config)  # it delivers the dead-letter notifications still owed
 
         self.schedule_dlq = sqs.Queue(
             self,
