@@ -275,3 +275,21 @@ def test_a_topic_outside_the_allow_list_is_never_published_to(kit, aws):
     run, _ = _fail(kit, {"sns_topic_arn": other})
     view = _dead_letter(kit, run.id)["notification"]
     assert view["state"] == "failed" and "notify_topic_arns" in view["error"]
+
+
+def test_replaying_or_discarding_a_dead_letter_cancels_its_owed_notification(kit, hook, clock):
+    # Given two dead letters whose notification is still owed (their writer died before sending)
+    url, server = hook
+    kit.attempts.on_dead_letter = None
+    replayed, _ = _fail(kit, {"webhook": url}, job_id="job1")
+    discarded, _ = _fail(kit, {"webhook": url}, job_id="job2")
+    # When one is replayed and the other discarded before the sweeper came
+    run_service(kit).replay("acme", replayed.id, clock.now())
+    DeadLetterService(run_service(kit)).discard("acme", discarded.id, clock.now())
+    # Then neither owes a notification any more, and a sender finds nothing to send
+    clock.advance(timedelta(minutes=3))
+    for run in (replayed, discarded):
+        item = kit.attempts.get_item(run.id)
+        assert NOTIFY_PENDING not in item
+        assert kit.notifier.deliver(item, clock.now()) == "skipped"
+    assert server.seen == []
