@@ -8,6 +8,7 @@ names the setting. docs/deploy.md lists them with their meaning.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,10 @@ ENCRYPTION_MODES = ("aws", "cmk")
 # worker invocations that queue may use, not a reservation -- the queues share one worker function
 # and the account's unreserved concurrency, so a busy queue can leave another below its ceiling.
 DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 20, "low": 5, "long": 5}
+
+#: A ``notify_topic_arns`` pattern: an SNS topic ARN of one literal account; ``*``/``?`` allowed in the
+#: region and the topic name only (so an allow-list never covers every account's topics).
+NOTIFY_TOPIC_PATTERN = re.compile(r"^arn:aws(?:-[a-z]+)*:sns:[a-z0-9*?-]+:\d{12}:[A-Za-z0-9_.*?-]+$")
 
 
 class ConfigError(ValueError):
@@ -59,6 +64,8 @@ class StackConfig:
     alarm_oldest_message_seconds: int = 300
     alarm_lag_p99_seconds: int = 10
     alarm_error_rate_percent: int = 5
+    alarm_dead_letters: int = 1  # dead letters in 5 minutes that raise the DeadLetters alarm
+    notify_topic_arns: tuple[str, ...] = ()  # SNS topics dead-letter notifications may go to
     allowed_http_hosts: str = ""
     handler_modules: tuple[str, ...] = ()
     removal_policy_destroy: bool = False
@@ -87,6 +94,15 @@ class StackConfig:
             )
         if not 0 < self.lookahead_seconds <= 900:
             raise ConfigError(f"lookahead_seconds must be between 1 and 900, got {self.lookahead_seconds}")
+        for pattern in self.notify_topic_arns:
+            if not NOTIFY_TOPIC_PATTERN.match(pattern) or set(pattern.rsplit(":", 1)[-1]) <= {"*", "?"}:
+                raise ConfigError(
+                    f"notify_topic_arns: {pattern!r} must be an SNS topic ARN of one account, with * or "
+                    "? only in the region and after a topic-name prefix, "
+                    "e.g. arn:aws:sns:eu-west-1:123456789012:team-*"
+                )
+        if self.alarm_dead_letters < 1:
+            raise ConfigError(f"alarm_dead_letters must be at least 1, got {self.alarm_dead_letters}")
         if self.low_backlog_limit < 0:
             raise ConfigError(
                 f"low_backlog_limit must be 0 (no backpressure) or more, got {self.low_backlog_limit}"

@@ -20,7 +20,7 @@ from constructs import Construct
 
 from infra.config import StackConfig
 from infra.encryption import SQS_PRODUCER_KEY_ACTIONS
-from infra.functions import function_spec, make_function
+from infra.functions import function_spec, grant_notify_publish, make_function
 from infra.nag import acknowledge
 from infra.queues import Queues, encrypted_queue
 from infra.tables import Tables
@@ -67,6 +67,7 @@ class Dispatch(Construct):
             tables.table(spec).grant_read_write_data(self.sweeper)
         for kind in queues.kinds:
             queues.grant_send(kind, self.sweeper)
+        grant_notify_publish(self.sweeper, config)  # it delivers the dead-letter notifications still owed
 
         self.schedule_dlq = encrypted_queue(
             self, "ScheduleDlq", key=key, retention_period=cdk.Duration.days(14)

@@ -22,7 +22,7 @@ from constructs import Construct
 from infra.bundling import LAMBDA_ARCHITECTURE, LAMBDA_RUNTIME
 from infra.config import StackConfig
 from infra.encryption import AWS_KEY_REASONS
-from infra.nag import skip_checkov
+from infra.nag import acknowledge, skip_checkov
 from jobsched.runtime.observability import NAMESPACE
 from jobsched.runtime.resources import FUNCTIONS, FunctionSpec
 
@@ -152,3 +152,22 @@ def make_function(
     for check_id, reason in FUNCTION_CHECK_REASONS.items():
         skip_checkov(function, check_id, reason)
     return function
+
+
+def grant_notify_publish(function: lambda_.Function, config: StackConfig) -> None:
+    """``sns:Publish`` for a function that sends dead-letter notifications, on exactly the topics of
+    the deployment's ``notify_topic_arns`` allow-list (nothing when it is empty: webhooks only)."""
+    patterns = list(config.notify_topic_arns)
+    if not patterns:
+        return
+    assert function.role is not None
+    function.add_to_role_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=patterns))
+    for pattern in patterns:
+        if "*" in pattern or "?" in pattern:
+            acknowledge(
+                function.role,
+                f"AwsSolutions-IAM5[Resource::{pattern}]",
+                "Dead-letter notifications go to the teams' own SNS topics, named when a job is written; the "
+                "operator's notify_topic_arns allow-list (docs/deploy.md) bounds them to one account and a "
+                "name pattern, and the API refuses any topic outside it. The only action is sns:Publish.",
+            )

@@ -23,10 +23,12 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import StackConfig
-from infra.queues import QUEUE_CONSUMER
+from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER
 from jobsched.runtime import observability as obs
 
 MINUTE = cdk.Duration.minutes(1)
+#: The functions that dead-letter runs (the worker also for chunked runs), i.e. emit RunsDeadLettered.
+DEAD_LETTERING = (QUEUE_CONSUMER, DLQ_CONSUMER, "sweeper")
 RUN_OUTCOMES = (
     obs.RUNS_SUCCEEDED,
     obs.RUNS_FAILED,
@@ -141,6 +143,27 @@ class Observability(Construct):
                 threshold=config.alarm_lag_p99_seconds,
                 evaluation_periods=5,
                 comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            ),
+        )
+        # An alarm cannot use SEARCH: the sum of the three functions' own metrics (missing = 0).
+        dead = {f"d{i}": app_metric(obs.RUNS_DEAD_LETTERED, "Sum", s) for i, s in enumerate(DEAD_LETTERING)}
+        dead_letters = cw.MathExpression(
+            expression=" + ".join(f"FILL({key}, 0)" for key in dead),
+            using_metrics={k: m.with_(period=cdk.Duration.minutes(5)) for k, m in dead.items()},
+            label="runs dead-lettered (5 min)",
+            period=cdk.Duration.minutes(5),
+        )
+        self._alarm(
+            "DeadLetters",
+            dead_letters.create_alarm(
+                self,
+                "DeadLetters",
+                alarm_description=f"{config.alarm_dead_letters} or more runs were dead-lettered in 5 "
+                "minutes (failed for good: permanent error, attempts used up, lost worker, poison message).",
+                threshold=config.alarm_dead_letters,
+                evaluation_periods=1,
+                comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
             ),
         )

@@ -30,6 +30,7 @@ from jobsched.runtime.resources import (
     ENV_BUCKET,
     ENV_HANDLER_MODULES,
     ENV_LOOKAHEAD_SECONDS,
+    ENV_NOTIFY_TOPIC_ARNS,
     ENV_RETENTION_DAYS,
     ENV_SHARDS,
     ENV_STATE_MACHINE_ARN,
@@ -86,6 +87,7 @@ class JobschedStack(cdk.Stack):
             ENV_LOOKAHEAD_SECONDS: str(config.lookahead_seconds),
             ENV_RETENTION_DAYS: str(config.retention_days),
             ENV_ALLOWED_HTTP_HOSTS: config.allowed_http_hosts,
+            ENV_NOTIFY_TOPIC_ARNS: ",".join(config.notify_topic_arns),
             ENV_HANDLER_MODULES: ",".join(config.handler_modules),
         }
         shared = {

@@ -20,7 +20,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
 from infra.config import StackConfig
-from infra.functions import function_spec, make_function
+from infra.functions import function_spec, grant_notify_publish, make_function
 from infra.nag import acknowledge
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
@@ -59,6 +59,8 @@ class Workers(Construct):
         for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE):
             tables.table(spec).grant_read_write_data(self.worker)
         payloads.grant_objects(self.worker, "s3:GetObject", "s3:PutObject")
+        # Dead-letter notifications: the worker delivers its own (tenant defaults live in Leases).
+        grant_notify_publish(self.worker, config)
         state_machine.grant_task_response(self.worker)
         state_machine.grant_start_execution(self.worker)
         # Chunked runs: read an execution's result, stop the execution of a cancelled run.
@@ -92,6 +94,7 @@ class Workers(Construct):
         self.dlq_consumer = make_function(
             self, function_spec(DLQ_CONSUMER), code=code, config=config, environment=environment, key=key
         )
+        # Runs only: its poison dead letters are marked as owing a notification, the sweeper sends it.
         tables.table(RUNS_TABLE).grant_read_write_data(self.dlq_consumer)
         for kind in queues.kinds:
             self.dlq_consumer.add_event_source(

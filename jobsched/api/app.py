@@ -33,6 +33,7 @@ from jobsched.core.errors import JobschedError
 if TYPE_CHECKING:
     from jobsched.services.dead_letters import DeadLetterService
     from jobsched.services.jobs import JobService
+    from jobsched.services.notifications import TenantNotifySettings
     from jobsched.services.runs import RunService
 
 TITLE = "jobsched"
@@ -56,6 +57,7 @@ class ApiServices:
     jobs: JobService | None = None
     runs: RunService | None = None
     dead_letters: DeadLetterService | None = None
+    notify_settings: TenantNotifySettings | None = None
 
 
 class JobschedResolver(APIGatewayHttpResolver):
@@ -170,3 +172,7 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         from jobsched.api.routes.dead_letters import dead_letters_router
 
         app.include_router(dead_letters_router(services.dead_letters, services.clock))
+    if services.notify_settings is not None:
+        from jobsched.api.routes.settings import settings_router
+
+        app.include_router(settings_router(services.notify_settings, services.clock))

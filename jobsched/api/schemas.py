@@ -118,6 +118,22 @@ class TargetIn(_In):
         return {"http": self.http.model_dump(exclude_none=True)}
 
 
+class NotifyIn(_In):
+    """Who is told when a run is dead-lettered: an SNS topic and/or a webhook (``{}``: nobody here)."""
+
+    sns_topic_arn: str | None = Field(
+        default=None,
+        max_length=300,
+        description="arn:aws:sns:<region>:<account>:<topic>; must match the deployment's notify_topic_arns",
+    )
+    webhook: str | None = Field(
+        default=None, max_length=2048, description="http(s) URL POSTed the notification (SSRF-guarded)"
+    )
+
+    def to_domain(self) -> dict[str, str]:
+        return self.model_dump(exclude_none=True)
+
+
 class RetryIn(_In):
     max_attempts: int = Field(default=3, ge=1, le=100)
     base_seconds: float = Field(default=2.0, ge=0, le=86400)
@@ -151,11 +167,16 @@ class JobIn(_In):
     dst_overlap: DstOverlap = "first"
     jitter_seconds: int = Field(default=0, ge=0, le=3600)
     description: str = Field(default="", max_length=1000)
+    notify: NotifyIn = Field(
+        default_factory=NotifyIn,
+        description="who is told when a run of this job is dead-lettered ({} = the tenant's default)",
+    )
 
     def to_domain(self) -> dict[str, Any]:
         """The job definition as the job service takes it."""
         data = self.model_dump()
         data["target"] = self.target.to_domain()
+        data["notify"] = self.notify.to_domain()
         return data
 
     _payload_storable = field_validator("payload")(_storable_payload)
@@ -180,6 +201,7 @@ class JobPatch(_In):
     dst_overlap: DstOverlap | None = None
     jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
     description: str | None = Field(default=None, max_length=1000)
+    notify: NotifyIn | None = Field(default=None, description="replaces the job's notify; {} removes it")
 
     def to_domain(self) -> dict[str, Any]:
         changes = self.model_dump(exclude_unset=True)
@@ -188,6 +210,8 @@ class JobPatch(_In):
             raise ValueError(f"{nulls}: null is not a value; leave the field out to keep it")
         if self.target is not None:
             changes["target"] = self.target.to_domain()
+        if self.notify is not None:
+            changes["notify"] = self.notify.to_domain()
         return changes
 
     _payload_storable = field_validator("payload")(_storable_payload)
@@ -243,6 +267,9 @@ class JobOut(BaseModel):
     dst_overlap: str
     jitter_seconds: int
     description: str = ""
+    notify: dict[str, str] = Field(
+        default_factory=dict, description="who is told of its dead letters: sns_topic_arn and/or webhook"
+    )
     paused_note: str | None = None
     created_at: str
     updated_at: str
@@ -350,6 +377,11 @@ class DeadLetterOut(BaseModel):
     payload: dict[str, Any] | None = None
     target: dict[str, Any] | None = None
     replays: list[dict[str, Any]]
+    notification: dict[str, Any] = Field(
+        default_factory=dict,
+        description="the dead letter's notification: state (pending, retrying, sent, failed, none), "
+        "to, sent, tries, at, error",
+    )
 
 
 class DeadLetterList(BaseModel):
@@ -412,6 +444,12 @@ class DiscardedOut(BaseModel):
 
 
 # --- admin ----------------------------------------------------------------------------------------
+
+
+class NotifySettingsOut(BaseModel):
+    notify: dict[str, str] = Field(
+        description="the tenant's default recipients of dead-letter notifications ({} = none)"
+    )
 
 
 class PrincipalIn(_In):

@@ -45,6 +45,7 @@ def job_view(job: Job, now: datetime) -> JobOut:
         dst_overlap=job.dst_overlap,
         jitter_seconds=job.jitter_seconds,
         description=job.description or "",
+        notify=dict(job.notify),
         paused_note=job.paused_note,
         created_at=iso_z(job.created_at),
         updated_at=iso_z(job.updated_at),

@@ -70,10 +70,12 @@ def build_services(
     settings: Settings, clients: Clients, clock: Clock, *, max_jobs: int = DEFAULT_MAX_JOBS_PER_TENANT
 ) -> ApiServices:
     from jobsched.aws.attempts import AttemptStore
+    from jobsched.aws.notify_store import TenantSettingsStore
     from jobsched.aws.outputs import OutputStore
-    from jobsched.runtime.wiring import dispatcher_from_settings
+    from jobsched.runtime.wiring import dispatcher_from_settings, notify_policy_from_settings
     from jobsched.services.dead_letters import DeadLetterService
     from jobsched.services.jobs import JobService
+    from jobsched.services.notifications import TenantNotifySettings
     from jobsched.services.runs import RunService
     from jobsched.targets.registry import is_registered
 
@@ -89,6 +91,7 @@ def build_services(
         shards=settings.shards,
         known_handlers=is_registered,
         id_factory=lambda: newest_first_job_id(clock.now()),
+        notify_policy=notify_policy_from_settings(settings),
     )
     runs = RunService(
         runs=jobs.runs,
@@ -106,6 +109,9 @@ def build_services(
         jobs=jobs,
         runs=runs,
         dead_letters=DeadLetterService(runs),
+        notify_settings=TenantNotifySettings(
+            TenantSettingsStore(jobs.runs.dynamo, settings.leases_table), jobs.notify_policy
+        ),
     )
 
 

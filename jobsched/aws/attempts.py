@@ -10,12 +10,20 @@ A failed condition returns the item as it is (``ReturnValuesOnConditionCheckFail
 deciding *why* a claim failed costs no extra read. Writes return ``ALL_NEW`` (free on UpdateItem)
 so the worker learns ``max_attempts``, ``payload_override`` and ``cancel_requested`` without a GetItem.
 
+A dead-letter write (:meth:`AttemptStore.dead_letter`, :meth:`AttemptStore.fail_unclaimed`) also
+sets ``notify_pending`` (= ``dl_at``) in the same write: the outbox mark of the notification the
+dead letter owes (:mod:`jobsched.services.notifications`), removed by whoever delivers it. An
+``on_dead_letter`` listener given to the store is called with the item as written, right after the
+write; whatever it raises is logged and swallowed (the mark stays, and the sweeper delivers it).
+
 Instants are stored as fixed-length ISO strings (``models.to_iso``), so ``lease_until < :now``
 compares correctly as strings.
 """
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -23,6 +31,11 @@ from typing import Any
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, to_iso
+
+logger = logging.getLogger(__name__)
+
+#: Called with a dead-lettered run's item (as written) and the instant of the write.
+DeadLetterListener = Callable[[dict[str, Any], datetime], None]
 
 
 class ClaimStatus:
@@ -51,9 +64,20 @@ class Claim:
 class AttemptStore:
     """Conditional attempt writes on the Runs table (client and table name injected)."""
 
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Dynamo, table: str, on_dead_letter: DeadLetterListener | None = None):
         self.dynamo = dynamo
         self.table = table
+        #: Told of every dead letter this store writes (the notifier's immediate delivery).
+        self.on_dead_letter = on_dead_letter
+
+    def _dead_lettered(self, item: dict[str, Any], now: datetime) -> Run:
+        if self.on_dead_letter is not None:
+            try:
+                self.on_dead_letter(item, now)
+            except Exception:  # the notify_pending mark stays: the sweeper delivers it later
+                run = f"{item.get('job_id')}.{item.get('run_key')}"
+                logger.exception("dead-letter listener failed for run %s", run)
+        return Run.from_item(item)
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -206,6 +230,11 @@ class AttemptStore:
     def _finish(self, claim: Claim, owner: str, sets: list[str], values: dict, removes: list[str]) -> Run:
         """One fenced write that ends the current attempt: the given SETs, the attempt's
         ``finished_at``/``outcome``, and the lease removed."""
+        return Run.from_item(self._finish_item(claim, owner, sets, values, removes))
+
+    def _finish_item(
+        self, claim: Claim, owner: str, sets: list[str], values: dict, removes: list[str]
+    ) -> dict[str, Any]:
         assert claim.run is not None
         i = claim.index
         sets = [*sets, f"attempts[{i}].finished_at = :now", f"attempts[{i}].outcome = :outcome"]
@@ -216,7 +245,7 @@ class AttemptStore:
             item = self._update(claim.run.id, update, self._FENCE, values, names)
         except _Rejected as rejected:
             raise LeaseLostError(_lost_message(claim.run.id, claim.attempt, rejected.item)) from None
-        return Run.from_item(item)
+        return item
 
     def succeed(
         self, claim: Claim, owner: str, now: datetime, output: Any = None, output_ref: str | None = None
@@ -262,6 +291,7 @@ class AttemptStore:
             "dl_tenant = :tenant",
             "dl_at = :now",
             "dl_reason = :reason",
+            f"{NOTIFY_PENDING} = :now",
         ]
         values: dict[str, Any] = {
             ":failed": "failed",
@@ -274,7 +304,8 @@ class AttemptStore:
         if message is not None:
             sets.append("dl_message = :msg")
             values[":msg"] = message
-        return self._finish(claim, owner, sets, values, ["progress", *_REPLAY_MARKERS])
+        removes = ["progress", *_REPLAY_MARKERS, *NOTIFY_STATE]
+        return self._dead_lettered(self._finish_item(claim, owner, sets, values, removes), now)
 
     def cancelled(self, claim: Claim, owner: str, now: datetime) -> Run:
         """running -> cancelled after the handler saw the flag (fenced)."""
@@ -301,6 +332,7 @@ class AttemptStore:
             "dl_tenant = :tenant",
             "dl_at = :now",
             "dl_reason = :reason",
+            f"{NOTIFY_PENDING} = :now",
         ]
         if message is not None:
             sets.append("dl_message = :msg")
@@ -311,7 +343,7 @@ class AttemptStore:
                 "SET "
                 + ", ".join(sets)
                 + " REMOVE lease_until, lease_owner, progress, retry_at, "
-                + ", ".join(_REPLAY_MARKERS),
+                + ", ".join([*_REPLAY_MARKERS, *NOTIFY_STATE]),
                 "#state = :st AND (attribute_not_exists(attempt) OR attempt = :cur)",
                 values,
                 {"#error": "error"},
@@ -320,7 +352,7 @@ class AttemptStore:
             raise ConflictError(
                 f"run {run.id} changed while being dead-lettered: {_state_of(rejected.item)}"
             ) from None
-        return Run.from_item(item)
+        return self._dead_lettered(item, now)
 
 
 #: A replay's pending marker (see :mod:`jobsched.services.runs`): when the replay began, and the message it
@@ -328,6 +360,15 @@ class AttemptStore:
 REPLAY_PENDING = "replay_pending_at"
 REPLAY_MESSAGE = "replay_message"
 _REPLAY_MARKERS = (REPLAY_PENDING, REPLAY_MESSAGE)
+
+#: The dead-letter notification's outbox (:mod:`jobsched.services.notifications`): the mark a dead
+#: letter sets (its ``dl_at``), the sender's lease on it, the tries so far, and the outcome once done.
+NOTIFY_PENDING = "notify_pending"
+NOTIFY_LEASE = "notify_lease"
+NOTIFY_TRIES = "notify_tries"
+NOTIFIED = "notified"
+#: What a new dead letter clears of the previous one's notification (it owes a notification of its own).
+NOTIFY_STATE = (NOTIFY_LEASE, NOTIFY_TRIES, NOTIFIED)
 
 
 class _Rejected(Exception):

@@ -62,5 +62,9 @@ class Clients:
         return self.client("stepfunctions")
 
     @cached_property
+    def sns(self) -> Any:
+        return self.client("sns")
+
+    @cached_property
     def cloudwatch(self) -> Any:
         return self.client("cloudwatch")

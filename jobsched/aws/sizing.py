@@ -121,6 +121,11 @@ class Meter:
             self.sqs_billed_requests += billed
             self.sqs_messages += len(sizes)
 
+    def record_request(self, service: str, operation: str) -> None:
+        """One call of another service (e.g. ``sns.Publish``), counted in ``requests``."""
+        with self._lock:
+            self.requests[f"{service}.{operation}"] += 1
+
     def snapshot(self) -> dict[str, Any]:
         """A JSON-ready summary: totals and the per-operation breakdown."""
         with self._lock:

@@ -247,6 +247,14 @@ class ApiClient:
     def discard_dead_letter(self, run_id: str) -> Any:
         return self.request("DELETE", f"/dead-letters/{_seg(run_id)}")
 
+    # --- the tenant's settings -----------------------------------------------------------------------
+
+    def get_notify_settings(self) -> dict:
+        return self.request("GET", "/settings/notify")
+
+    def put_notify_settings(self, notify: Mapping[str, Any]) -> dict:
+        return self.request("PUT", "/settings/notify", body=dict(notify))
+
     # --- admin: IAM principal -> tenant mappings --------------------------------------------------
 
     def list_principals(self) -> dict:

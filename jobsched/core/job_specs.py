@@ -13,6 +13,7 @@ from typing import Any
 from jobsched.core.errors import PayloadTooLargeError, ValidationError
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, payload_size
 from jobsched.core.models import PRIORITIES, JobSpec, RetrySpec
+from jobsched.core.notify import validate_notify
 from jobsched.core.policies import validate_policies
 from jobsched.core.schedules import Schedule, parse_schedule
 
@@ -39,6 +40,7 @@ def spec_from_dict(data: Mapping[str, Any]) -> JobSpec:
             raise ValidationError(f"job field {required!r} is required", field=required)
     values = dict(data)
     values["retry"] = RetrySpec.from_dict(values.get("retry"))
+    values["notify"] = validate_notify(values.get("notify"))
     return JobSpec(**values)
 
 
@@ -68,6 +70,7 @@ def validate_spec(spec: JobSpec, known_handlers: KnownHandlers | None = None) ->
     )
     validate_target(spec.target, known_handlers)
     validate_payload(spec.payload)
+    validate_notify(spec.notify)
     return schedule
 
 

@@ -58,6 +58,9 @@ class RunMessage:
     timeout_seconds: int = 300
     retry: RetrySpec = field(default_factory=RetrySpec)
     priority: str = "default"
+    #: The job's ``notify`` (:mod:`jobsched.core.notify`) at dispatch; kept on a dead letter with the
+    #: rest of the snapshot. Left out of the body when empty.
+    notify: dict[str, str] = field(default_factory=dict)
     v: int = MESSAGE_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,7 +77,7 @@ class RunMessage:
             "timeout_seconds": self.timeout_seconds,
             "retry": self.retry.to_dict(),
             "priority": self.priority,
-        }
+        } | ({"notify": self.notify} if self.notify else {})
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
@@ -114,6 +117,7 @@ class RunMessage:
             timeout_seconds=int(data.get("timeout_seconds", 300)),
             retry=RetrySpec.from_dict(data.get("retry")),
             priority=data.get("priority", "default"),
+            notify=data["notify"] if isinstance(data.get("notify"), dict) else {},
         )
 
 

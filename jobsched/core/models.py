@@ -146,6 +146,9 @@ class JobSpec:
     dst_overlap: str = "first"
     jitter_seconds: int = 0
     description: str = ""
+    #: Who is told when a run of the job is dead-lettered (:mod:`jobsched.core.notify`); ``{}``: the
+    #: tenant's default.
+    notify: dict[str, str] = field(default_factory=dict)
 
     def spec_fields(self) -> dict[str, Any]:
         """The definition part only (used to copy a spec into a :class:`Job`)."""
@@ -198,6 +201,7 @@ class Job(JobSpec):
             "dst_overlap": self.dst_overlap,
             "jitter_seconds": self.jitter_seconds,
             "description": self.description or None,
+            "notify": self.notify or None,
             "state": str(self.state),
             "version": self.version,
             "shard": self.shard,
@@ -250,6 +254,7 @@ class Job(JobSpec):
             dst_overlap=data.get("dst_overlap", "first"),
             jitter_seconds=data.get("jitter_seconds", 0),
             description=data.get("description", ""),
+            notify=data.get("notify") or {},
             state=JobState(data.get("state", "active")),
             version=data.get("version", 1),
             shard=data.get("shard", 0),

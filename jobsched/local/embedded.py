@@ -49,6 +49,8 @@ from jobsched.runtime.clock import SystemClock
 log = logging.getLogger(__name__)
 
 REGION = "us-east-1"
+#: The account moto gives every resource in the embedded mode.
+LOCAL_ACCOUNT = "123456789012"
 
 #: The child's program: moto's own server (``moto.server.main``), quiet, ended when our end of its
 #: stdin closes -- so a parent that dies without ``stop()`` (SIGKILL) leaves no server behind.
@@ -271,6 +273,8 @@ class EmbeddedMode:
             resources.ENV_AUTH_MODE: "token",
             resources.ENV_TENANT_TOKENS: tenant_tokens_json(self.config),
             resources.ENV_ALLOWED_HTTP_HOSTS: "127.0.0.1,localhost",
+            # Dead-letter notifications may go to any topic of the emulator's one account.
+            resources.ENV_NOTIFY_TOPIC_ARNS: f"arn:aws:sns:{REGION}:{LOCAL_ACCOUNT}:*",
             resources.ENV_RETENTION_DAYS: str(self.config.retention_days),
             "POWERTOOLS_SERVICE_NAME": "jobsched",
             "POWERTOOLS_METRICS_NAMESPACE": "jobsched",

@@ -29,6 +29,8 @@ RUNS_CANCELLED = "RunsCancelled"
 RUNS_RESENT = "RunsResent"  # sweeper: lost sends re-sent
 RUNS_RECLAIMED = "RunsReclaimed"  # sweeper: expired leases handed to a new attempt
 POISON_MESSAGES = "PoisonMessages"  # DLQ consumer
+NOTIFICATIONS_SENT = "NotificationsSent"  # dead-letter notifications delivered (per destination)
+NOTIFICATIONS_FAILED = "NotificationsFailed"  # dead-letter notifications given up
 JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due low jobs left for a later tick (backpressure)
 
 UNITS = {SCHEDULE_LAG: MetricUnit.Seconds, RUN_DURATION: MetricUnit.Seconds}

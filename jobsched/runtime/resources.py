@@ -27,6 +27,10 @@ ENV_ENQUEUE_HORIZON_SECONDS = "JOBSCHED_ENQUEUE_HORIZON_SECONDS"
 ENV_LOW_BACKLOG_LIMIT = "JOBSCHED_LOW_BACKLOG_LIMIT"
 ENV_STATE_MACHINE_ARN = "JOBSCHED_STATE_MACHINE_ARN"
 ENV_ALLOWED_HTTP_HOSTS = "JOBSCHED_ALLOWED_HTTP_HOSTS"
+#: Comma-separated SNS topic ARN patterns (IAM syntax, ``*`` and ``?``) that dead-letter notifications
+#: may be published to: the API refuses any other ``notify.sns_topic_arn``, and the sending functions'
+#: IAM policy allows ``sns:Publish`` on exactly these (CDK context ``notify_topic_arns``).
+ENV_NOTIFY_TOPIC_ARNS = "JOBSCHED_NOTIFY_TOPIC_ARNS"
 ENV_AUTH_MODE = "JOBSCHED_AUTH_MODE"
 ENV_TENANT_TOKENS = "JOBSCHED_TENANT_TOKENS"
 #: Comma-separated modules that register job handlers (``@job``), imported by the api function (so an

@@ -39,6 +39,8 @@ class Settings:
     low_backlog_limit: int = r.DEFAULT_LOW_BACKLOG_LIMIT  # 0 = no backpressure
     state_machine_arn: str | None = None
     allowed_http_hosts: tuple[str, ...] = ()
+    #: SNS topic ARN patterns dead-letter notifications may go to (``JOBSCHED_NOTIFY_TOPIC_ARNS``).
+    notify_topic_arns: tuple[str, ...] = ()
     auth_mode: str = "iam"
     tenant_tokens: str | None = None
     #: Records of one SQS batch the worker handles at once (``JOBSCHED_WORKER_CONCURRENCY``).
@@ -115,6 +117,9 @@ class Settings:
             low_backlog_limit=integer(r.ENV_LOW_BACKLOG_LIMIT, r.DEFAULT_LOW_BACKLOG_LIMIT, 0),
             state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN) or None,
             allowed_http_hosts=hosts,
+            notify_topic_arns=tuple(
+                a.strip() for a in env.get(r.ENV_NOTIFY_TOPIC_ARNS, "").split(",") if a.strip()
+            ),
             auth_mode=env.get(r.ENV_AUTH_MODE, "iam") or "iam",
             tenant_tokens=env.get(r.ENV_TENANT_TOKENS) or None,
             worker_concurrency=worker_concurrency_from(env.get(r.ENV_WORKER_CONCURRENCY)),
@@ -146,6 +151,7 @@ class Settings:
             r.ENV_STATE_MACHINE_ARN: self.state_machine_arn,
             r.ENV_TENANT_TOKENS: self.tenant_tokens,
             r.ENV_ALLOWED_HTTP_HOSTS: ",".join(self.allowed_http_hosts) or None,
+            r.ENV_NOTIFY_TOPIC_ARNS: ",".join(self.notify_topic_arns) or None,
             r.ENV_HANDLER_MODULES: ",".join(self.handler_modules) or None,
         }
         env.update({k: v for k, v in optional.items() if v})

@@ -20,6 +20,7 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.leases import Leases
 from jobsched.aws.metering import Dynamo, Meter, dynamo_for
+from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsStore
 from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import RunsStore
@@ -33,6 +34,7 @@ from jobsched.services.backpressure import LowBacklog
 from jobsched.services.dispatcher import Dispatcher
 from jobsched.services.dlq_consumer import DlqConsumer
 from jobsched.services.jobs import JobService
+from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
 from jobsched.services.outcome import Outcome
 from jobsched.services.sweeper import Sweeper
 from jobsched.services.worker import Worker, WorkerConfig
@@ -78,8 +80,44 @@ def job_service_from_settings(
     """The job service over the deployment's tables and queues (the API builds it once per container)."""
     dispatcher = dispatcher_from_settings(settings, clients, meter=meter, owner="api")
     return JobService(
-        dispatcher.jobs, dispatcher.runs, dispatcher, shards=settings.shards, known_handlers=known_handlers
+        dispatcher.jobs,
+        dispatcher.runs,
+        dispatcher,
+        shards=settings.shards,
+        known_handlers=known_handlers,
+        notify_policy=notify_policy_from_settings(settings),
     )
+
+
+def notify_policy_from_settings(settings: Settings) -> NotifyPolicy:
+    """What the deployment lets a ``notify`` name (topic allow-list, the SSRF guard's host allow-list)."""
+    return NotifyPolicy(settings.notify_topic_arns, settings.allowed_http_hosts)
+
+
+def notifier_from_settings(
+    settings: Settings,
+    clients: Clients,
+    dynamo: Dynamo,
+    *,
+    metrics: obs.MetricSink | None = None,
+) -> DeadLetterNotifier:
+    """The dead-letter notifier over the Runs table (outbox), the Leases table (tenant defaults) and
+    SNS, all metered on ``dynamo``'s meter."""
+    return DeadLetterNotifier(
+        outbox=NotifyOutbox(dynamo, settings.runs_table),
+        settings=TenantSettingsStore(dynamo, settings.leases_table),
+        publisher=Publisher(clients.sns, dynamo.meter),
+        policy=notify_policy_from_settings(settings),
+        metrics=metrics,
+    )
+
+
+def notifying_attempts(
+    settings: Settings, clients: Clients, dynamo: Dynamo, *, metrics: obs.MetricSink | None = None
+) -> AttemptStore:
+    """An attempt store whose dead letters are notified at once (the notifier is its listener)."""
+    notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
+    return AttemptStore(dynamo, settings.runs_table, on_dead_letter=notifier.on_dead_letter)
 
 
 def chunk_runner_from_settings(
@@ -97,7 +135,7 @@ def chunk_runner_from_settings(
     if not settings.state_machine_arn:
         return None
     return ChunkRunner(
-        attempts=AttemptStore(dynamo, settings.runs_table),
+        attempts=notifying_attempts(settings, clients, dynamo, metrics=metrics),
         outputs=OutputStore(clients.s3, settings.bucket),
         chunks=ChunkStore(dynamo, settings.leases_table),
         sqs=clients.sqs,
@@ -157,7 +195,7 @@ def worker_from_settings(
         settings, clients, dynamo, clock, owner, metrics=metrics, heartbeat_seconds=lease_seconds / 3
     )
     worker = Worker(
-        attempts=AttemptStore(dynamo, settings.runs_table),
+        attempts=notifying_attempts(settings, clients, dynamo, metrics=metrics),
         outputs=OutputStore(clients.s3, settings.bucket),
         sqs=clients.sqs,
         queue_urls=dict(settings.queue_urls),
@@ -176,7 +214,8 @@ def worker_from_settings(
 def dlq_consumer_from_settings(
     settings: Settings, clients: Clients, *, metrics: obs.MetricSink | None = None, meter: Meter | None = None
 ) -> DlqConsumer:
-    """A DLQ consumer over the deployment's Runs table."""
+    """A DLQ consumer over the deployment's Runs table. Its dead letters are only marked as owing a
+    notification (no SNS or Leases access): the sweeper delivers them."""
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     return DlqConsumer(AttemptStore(dynamo, settings.runs_table), metrics)
 
@@ -184,15 +223,17 @@ def dlq_consumer_from_settings(
 def sweeper_from_settings(
     settings: Settings, clients: Clients, *, metrics: obs.MetricSink | None = None, meter: Any = None
 ) -> Sweeper:
-    """A sweeper over the deployment's tables and queues."""
+    """A sweeper over the deployment's tables and queues; it delivers owed dead-letter notifications."""
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
     return Sweeper(
         dynamo=dynamo,
         jobs_table=settings.jobs_table,
         runs_table=settings.runs_table,
         jobs=JobsStore(dynamo, settings.jobs_table),
-        attempts=AttemptStore(dynamo, settings.runs_table),
+        attempts=AttemptStore(dynamo, settings.runs_table, on_dead_letter=notifier.on_dead_letter),
         sqs=clients.sqs,
         queue_urls=dict(settings.queue_urls),
         metrics=metrics,
+        notifier=notifier,
     )

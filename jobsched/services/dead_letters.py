@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jobsched.aws.attempts import REPLAY_PENDING
+from jobsched.aws.attempts import NOTIFIED, NOTIFY_PENDING, NOTIFY_STATE, REPLAY_PENDING
 from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.runs_store import DEAD_LETTER_INDEX
 from jobsched.core.errors import ConflictError, NotFoundError, ValidationError
@@ -62,7 +62,23 @@ def dead_letter_view(item: dict[str, Any]) -> dict[str, Any]:
         "payload": run.payload_override if run.payload_override is not None else message.get("payload"),
         "target": message.get("target"),
         "replays": run.replays,
+        "notification": notification_view(item),
     }
+
+
+def notification_view(item: dict[str, Any]) -> dict[str, Any]:
+    """Where the dead letter's notification stands: ``pending`` (owed, not delivered yet),
+    ``retrying`` (a try failed; the sweeper tries again), ``sent``, ``failed`` (given up) or ``none``
+    (neither the job nor the tenant names anyone), with the destinations and the last error."""
+    notified = item.get(NOTIFIED) or {}
+    state = notified.get("state") or ("pending" if NOTIFY_PENDING in item else "none")
+    view: dict[str, Any] = {"state": state}
+    for key in ("to", "sent", "at", "error"):
+        if notified.get(key) not in (None, []):
+            view[key] = notified[key]
+    if notified.get("tries") is not None:
+        view["tries"] = int(notified["tries"])
+    return view
 
 
 def _index_key(item: dict[str, Any]) -> dict[str, Any]:
@@ -163,7 +179,7 @@ class DeadLetterService:
                 self.table,
                 {"job_id": item["job_id"], "run_key": item["run_key"]},
                 "SET discarded_at = :now, replays = list_append(if_not_exists(replays, :empty), :record) "
-                "REMOVE dl_tenant, dl_at, dl_message",
+                "REMOVE dl_tenant, dl_at, dl_message, " + ", ".join([NOTIFY_PENDING, *NOTIFY_STATE]),
                 condition="#state = :failed AND dl_at = :dl_at",
                 names={"#state": "state"},
                 values={

@@ -29,6 +29,7 @@ from jobsched.core.policies import MISFIRE_POLICIES
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
 from jobsched.services.dispatcher import SKIP_REASON_DELETED, SKIP_REASON_PAUSED, Dispatcher
+from jobsched.services.notifications import NotifyPolicy
 
 MAX_BACKFILL = 1000
 SKIP_REASON_RESCHEDULED = "rescheduled"
@@ -60,6 +61,7 @@ class JobService:
         known_handlers: KnownHandlers | None = None,
         id_factory: Callable[[], str] = new_job_id,
         nonce_factory: Callable[[], str] = lambda: secrets.token_urlsafe(9),
+        notify_policy: NotifyPolicy | None = None,
     ):
         self.jobs = jobs
         self.runs = runs
@@ -68,6 +70,9 @@ class JobService:
         self.known_handlers = known_handlers
         self.id_factory = id_factory
         self.nonce_factory = nonce_factory
+        #: What a job's ``notify`` may name in this deployment (default: no SNS topic, any webhook
+        #: whose host is not literally refused by the SSRF guard).
+        self.notify_policy = notify_policy or NotifyPolicy()
 
     # --- definitions ----------------------------------------------------------------------------
 
@@ -84,6 +89,7 @@ class JobService:
         require_aware(now, "now")
         spec = spec if isinstance(spec, JobSpec) else spec_from_dict(spec)
         schedule = validate_spec(spec, self.known_handlers)
+        self.notify_policy.check(spec.notify)
         next_due = first_fire_after(schedule, now - _EPSILON)
         if next_due is None:
             raise ValidationError(
@@ -142,6 +148,8 @@ class JobService:
             merged = {**_spec_dict(current), **dict(changes)}
             spec = spec_from_dict(merged)
             schedule = validate_spec(spec, self.known_handlers)
+            if "notify" in changes:
+                self.notify_policy.check(spec.notify)
             timing = ("schedule", "timezone", "dst_gap", "dst_overlap")
             next_due = current.next_due_at
             if (

@@ -8,7 +8,9 @@ or finishes, and either way the run ends ``cancelled`` (its result is ignored).
 Replay (also "retry a failed run") takes three steps, so that a crash between any two of them
 loses nothing (guarantee 4):
 
-1. ``failed -> queued`` with a fresh attempt budget, an optional corrected payload (kept as
+1. ``failed -> queued`` with a fresh attempt budget, its dead-letter notification state removed (a
+   notification still pending is not sent: someone has acted on the dead letter; if the replay fails
+   again, that new dead letter owes a notification of its own), an optional corrected payload (kept as
    ``payload_override``) and a record appended to the run's ``replays``; conditional on the attempt
    read, so two concurrent replays cannot both send. The run *stays* in the sparse dead-letter index
    (``dl_tenant``, ``dl_at``) and gets ``replay_pending_at`` (when) and ``replay_message`` (the exact
@@ -37,7 +39,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from jobsched.aws.attempts import REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
+from jobsched.aws.attempts import NOTIFY_PENDING, NOTIFY_STATE, REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.outputs import OutputStore
@@ -69,6 +71,8 @@ _RESTORED_ON_UNDO = (
     "replays",
     "payload_override",
     "expires_at",
+    NOTIFY_PENDING,
+    *NOTIFY_STATE,
 )
 
 
@@ -191,7 +195,7 @@ class RunService:
                 self.runs.table,
                 key,
                 "SET " + ", ".join(sets) + " REMOVE dl_reason, dl_message, finished_at, #error, retry_at, "
-                "discarded_at",
+                "discarded_at, " + ", ".join([NOTIFY_PENDING, *NOTIFY_STATE]),
                 condition="#state = :failed AND attempt = :a",
                 names={"#state": "state", "#error": "error"},
                 values=values,

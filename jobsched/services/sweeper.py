@@ -18,6 +18,11 @@ Four ways a run can be stranded, each found by its timestamps:
   letter stays. The tenants are those of the Jobs scan: a tenant with no job left is not swept this
   way.
 
+The same Query finds dead letters whose notification is still owed (``notify_pending`` more than
+``grace`` ago: a sender that died, a try that failed, a poison dead letter the DLQ consumer only
+marked) and hands each to the notifier (:mod:`jobsched.services.notifications`), which claims it
+with a conditional write, so a sweep racing the worker's own delivery sends nothing twice.
+
 For each of the first three, the sweeper marks the run (``swept_at``, ``sweeps + 1``, conditional on
 the state and attempt it read, so two sweepers never both act) and sends a message for the next
 attempt from the job's definition. Duplicates are harmless: the worker's claim is conditional on
@@ -40,7 +45,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobsched.aws.attempts import REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
+from jobsched.aws.attempts import NOTIFY_PENDING, REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.queues import send_run_message
@@ -51,6 +56,7 @@ from jobsched.core.models import Job, Run, RunState, run_key_for, to_iso
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import stranded_kind
 from jobsched.runtime import observability as obs
+from jobsched.services.notifications import DeadLetterNotifier
 from jobsched.services.runs import finish_replay
 
 logger = logging.getLogger(__name__)
@@ -70,6 +76,7 @@ class SweepSummary:
     failed: int = 0  # the job is gone: the run is failed (dead letter)
     replays_resent: int = 0  # stranded replays whose message was re-sent
     replays_cleaned: int = 0  # replays whose run had moved on: only the pending marker removed
+    notifications: int = 0  # owed dead-letter notifications handed to the notifier
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -92,6 +99,7 @@ class Sweeper:
         lookback: timedelta = DEFAULT_LOOKBACK,
         grace: timedelta = DEFAULT_GRACE,
         max_sweeps: int = DEFAULT_MAX_SWEEPS,
+        notifier: DeadLetterNotifier | None = None,
     ):
         self.dynamo = dynamo
         self.jobs_table = jobs_table
@@ -104,6 +112,8 @@ class Sweeper:
         self.lookback = lookback
         self.grace = grace
         self.max_sweeps = max_sweeps
+        #: Delivers owed dead-letter notifications; None: they are left to another sweeper.
+        self.notifier = notifier
 
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine the runs scheduled in ``[now - lookback, now]`` of every job and re-send the stranded."""
@@ -120,9 +130,14 @@ class Sweeper:
                 if not jobs:
                     jobs.append(self._job(tenant, job_id))
                 self._rescue(item, kind, jobs[0], now, summary)
+        limit = to_iso(now - self.grace)
         for tenant in sorted({tenant for tenant, _ in keys}):
-            for item in self._pending_replays(tenant, now):
-                self._finish_replay(item, now, summary)
+            for item in self._pending(tenant, now):
+                if item.get(REPLAY_PENDING, "~") < limit:
+                    self._finish_replay(item, now, summary)
+                elif self.notifier is not None and item.get(NOTIFY_PENDING, "~") < limit:
+                    summary.notifications += 1
+                    self.notifier.deliver(item, now)
         return summary
 
     # --- finding ---------------------------------------------------------------------------------
@@ -147,14 +162,15 @@ class Sweeper:
             filter_expression="#state IN (:q, :r, :w)",
         )
 
-    def _pending_replays(self, tenant: str, now: datetime) -> list[dict[str, Any]]:
-        """The tenant's runs whose replay began more than ``grace`` ago and was not finished."""
+    def _pending(self, tenant: str, now: datetime) -> list[dict[str, Any]]:
+        """The tenant's runs whose replay began, or whose dead letter's notification was owed, more
+        than ``grace`` ago and is not done."""
         return self.dynamo.query_all(
             self.runs_table,
             "dl_tenant = :t",
             {":t": tenant, ":limit": to_iso(now - self.grace)},
             index=DEAD_LETTER_INDEX,
-            filter_expression=f"{REPLAY_PENDING} < :limit",
+            filter_expression=f"{REPLAY_PENDING} < :limit OR {NOTIFY_PENDING} < :limit",
         )
 
     def _stranded(self, item: dict[str, Any], now: datetime) -> str | None:

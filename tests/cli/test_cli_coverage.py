@@ -35,6 +35,8 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("POST", "/dead-letters/replay"): ("dlq", "replay", "--job", "job-0001"),
     ("POST", "/dead-letters/{run_id}/replay"): ("dlq", "replay", RUN_ID),
     ("DELETE", "/dead-letters/{run_id}"): ("dlq", "discard", RUN_ID),
+    ("GET", "/settings/notify"): ("settings", "notify", "get"),
+    ("PUT", "/settings/notify"): ("settings", "notify", "set", "--webhook", "https://hooks.example.com/x"),
     ("GET", "/admin/principals"): ("admin", "principals", "list"),
     ("PUT", "/admin/principals"): ("admin", "principals", "map", "arn:aws:iam::123456789012:role/r", "acme"),
     ("DELETE", "/admin/principals"): ("admin", "principals", "unmap", "arn:aws:iam::123456789012:role/r"),
@@ -221,3 +223,36 @@ def test_a_validation_error_of_preview_prints_the_documented_error_line(cli) -> 
     result = cli("preview", "61 * * * *")
     assert result.code == 2
     assert result.err.startswith("error: validation_error: ")
+
+
+def test_create_sends_the_notify_flags_as_the_jobs_notify(cli, cli_env: ContractServer) -> None:
+    """Given the notify flags, When a job is created, Then the body's notify holds them"""
+    cli_env.respond("POST", "/jobs", 201, job_body())
+    arn = "arn:aws:sns:us-east-1:123456789012:team-a"
+    hook = "https://hooks.example.com/x"
+    flags = ("--notify-sns-topic-arn", arn, "--notify-webhook", hook)
+    result = cli("jobs", "create", "--name", "n", "--schedule", "@daily", "--handler", "demo.echo", *flags)
+    assert result.code == 0, result.err
+    [request] = [r for r in cli_env.requests if r.method == "POST"]
+    assert request.json()["notify"] == {"sns_topic_arn": arn, "webhook": hook}
+
+
+def test_update_with_no_notify_sends_an_empty_notify(cli, cli_env: ContractServer) -> None:
+    cli_env.respond("PATCH", "/jobs/job-0001", 200, job_body())
+    result = cli("jobs", "update", "job-0001", "--no-notify", "--if-match", "1")
+    assert result.code == 0, result.err
+    [request] = [r for r in cli_env.requests if r.method == "PATCH"]
+    assert request.json() == {"notify": {}}
+
+
+def test_settings_notify_set_and_clear_send_the_tenant_default(cli, cli_env: ContractServer) -> None:
+    """Given the settings commands, Then set PUTs the flags and clear PUTs {}"""
+    cli_env.respond("PUT", "/settings/notify", 200, {"notify": {"webhook": "https://h.example.com"}})
+    cli_env.respond("PUT", "/settings/notify", 200, {"notify": {}})
+    assert cli("settings", "notify", "set", "--webhook", "https://h.example.com").out.strip() == (
+        "webhook: https://h.example.com"
+    )
+    assert "nobody" in cli("settings", "notify", "clear").out
+    bodies = [r.json() for r in cli_env.requests if r.method == "PUT"]
+    assert bodies == [{"webhook": "https://h.example.com"}, {}]
+    assert cli("settings", "notify", "set").code == 2

@@ -53,6 +53,8 @@ def test_openapi_lists_every_route(call):
         ("POST", "/dead-letters/replay"),
         ("POST", "/dead-letters/{run_id}/replay"),
         ("DELETE", "/dead-letters/{run_id}"),
+        ("GET", "/settings/notify"),
+        ("PUT", "/settings/notify"),
     }
 
 

@@ -46,6 +46,16 @@ def test_command_line_strings_are_parsed():
     assert config.removal_policy_destroy is True
 
 
+def test_notify_topic_patterns_of_one_account_with_a_name_prefix_are_accepted():
+    config = _from(
+        {"notify_topic_arns": "arn:aws:sns:*:123456789012:team-*, arn:aws:sns:eu-west-1:123456789012:ops"}
+    )
+    assert config.notify_topic_arns == (
+        "arn:aws:sns:*:123456789012:team-*",
+        "arn:aws:sns:eu-west-1:123456789012:ops",
+    )
+
+
 @pytest.mark.parametrize(
     ("context", "message"),
     [
@@ -62,6 +72,11 @@ def test_command_line_strings_are_parsed():
         ({"lookahead_seconds": "901"}, "lookahead_seconds"),
         ({"low_backlog_limit": "-1"}, "low_backlog_limit"),
         ({"low_backlog_limit": "lots"}, "low_backlog_limit"),
+        ({"notify_topic_arns": "*"}, "notify_topic_arns"),
+        ({"notify_topic_arns": "arn:aws:sns:us-east-1:*:team-*"}, "notify_topic_arns"),
+        ({"notify_topic_arns": "arn:aws:sns:us-east-1:123456789012:*"}, "notify_topic_arns"),
+        ({"notify_topic_arns": "arn:aws:sqs:us-east-1:123456789012:team-q"}, "notify_topic_arns"),
+        ({"alarm_dead_letters": "0"}, "alarm_dead_letters"),
     ],
 )
 def test_invalid_settings_are_rejected_naming_the_setting(context, message):

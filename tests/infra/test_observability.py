@@ -38,13 +38,14 @@ def test_every_alarm_notifies_the_alert_topic(synth):
     assert all(a["AlarmActions"] == [topic] and a["OKActions"] == [topic] for a in alarms)
 
 
-def test_alarm_set_covers_dlqs_queue_age_lag_and_error_rates(synth):
+def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_and_error_rates(synth):
     # Given 4 queues (+ the scheduler DLQ) and 5 functions / Then: a DLQ-not-empty alarm per DLQ,
-    # an oldest-message alarm per queue, one lag p99 alarm and an error-rate alarm per function
+    # an oldest-message alarm per queue, one lag p99 alarm, one dead-letter alarm and an error-rate
+    # alarm per function
     names = set(synth.stack.observability.alarms)
     expected = (
         {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
-        | {"DlqNotEmpty-schedule", "ScheduleLagP99"}
+        | {"DlqNotEmpty-schedule", "ScheduleLagP99", "DeadLetters"}
         | {f"OldestMessage-{q.kind}" for q in QUEUES}
         | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
     )
@@ -87,3 +88,22 @@ def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_d
         "JobsHeldBack",  # backpressure on the low queue, beside the queue depths
     ):
         assert needle in body, needle
+
+
+def test_dead_letter_alarm_sums_the_dead_letter_metric_of_every_function_that_dead_letters(synth):
+    # Given the worker, the DLQ consumer and the sweeper each emit RunsDeadLettered (service = name)
+    alarm = synth.stack.observability.alarms["DeadLetters"]
+    (props,) = [a for a in _alarms(synth) if a.get("AlarmDescription", "").startswith("1 or more runs")]
+    # Then the alarm's expression adds the three (missing data as 0), over 5 minutes, at >= 1
+    metrics = props["Metrics"]
+    (expression,) = [m for m in metrics if "Expression" in m]
+    assert expression["Expression"].count("FILL(") == 3
+    watched = {
+        (m["MetricStat"]["Metric"]["MetricName"], m["MetricStat"]["Metric"]["Dimensions"][0]["Value"])
+        for m in metrics
+        if "MetricStat" in m
+    }
+    assert watched == {("RunsDeadLettered", s) for s in ("worker", "dlq_consumer", "sweeper")}
+    assert {m["MetricStat"]["Period"] for m in metrics if "MetricStat" in m} == {300}
+    assert props["Threshold"] == 1 and props["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
+    assert alarm is not None

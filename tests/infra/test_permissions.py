@@ -115,3 +115,28 @@ def test_functions_that_create_runs_may_batch_write_the_run_feed(synth, function
 
     runs = _arn_of(synth, synth.stack.tables.table(RUNS_TABLE))
     assert runs in _resources_for(synth, function_name, "dynamodb:BatchWriteItem")
+
+
+@pytest.mark.parametrize("function_name", ["worker", "sweeper"])
+def test_the_functions_that_send_notifications_may_publish_to_the_allow_listed_topics_only(
+    synth, function_name
+):
+    # Given the synthesis's notify_topic_arns allow-list / Then sns:Publish names exactly its patterns
+    from tests.infra.conftest import NOTIFY_TOPIC_ARNS
+
+    assert _resources_for(synth, function_name, "sns:Publish") == [NOTIFY_TOPIC_ARNS]
+
+
+@pytest.mark.parametrize("function_name", ["api", "dispatcher", "dlq_consumer"])
+def test_functions_that_send_no_notification_cannot_publish(synth, function_name):
+    assert "sns:Publish" not in _actions(synth, function_name)
+
+
+def test_every_function_is_told_the_topic_allow_list(synth):
+    from jobsched.runtime.resources import ENV_NOTIFY_TOPIC_ARNS
+    from tests.infra.conftest import NOTIFY_TOPIC_ARNS
+
+    for function in synth.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        if "JOBSCHED_RUNS_TABLE" in variables:
+            assert variables[ENV_NOTIFY_TOPIC_ARNS] == NOTIFY_TOPIC_ARNS

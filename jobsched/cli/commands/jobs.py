@@ -73,6 +73,7 @@ JOB_FIELDS = (
     ("dst", lambda j: f"gap {j.get('dst_gap') or '-'}, overlap {j.get('dst_overlap') or '-'}"),
     ("jitter", field("jitter_seconds")),
     ("description", lambda j: j.get("description") or OMIT),
+    ("notify", lambda j: j.get("notify") or OMIT),
     ("next fires", lambda j: ", ".join(short_time(t) or "" for t in j.get("next_fire_times") or []) or None),
 )
 
@@ -176,6 +177,12 @@ def _add_spec_flags(parser: argparse.ArgumentParser, *, patch: bool = False) -> 
     parser.add_argument("--dst-gap", choices=DST_GAP)
     parser.add_argument("--dst-overlap", choices=DST_OVERLAP)
     parser.add_argument("--jitter-seconds", type=int)
+    parser.add_argument("--notify-sns-topic-arn", metavar="ARN", help="tell this SNS topic of dead letters")
+    parser.add_argument("--notify-webhook", metavar="URL", help="POST dead-letter notifications here")
+    if patch:
+        parser.add_argument(
+            "--no-notify", action="store_true", help="remove the job's notify (the tenant's default applies)"
+        )
     if not patch:
         parser.add_argument("--idempotency-key", help="retrying with the same key creates the job once")
 
@@ -217,6 +224,15 @@ def _fields_from_args(args: argparse.Namespace, what: str) -> dict[str, Any]:
     ):
         _put(spec, key, getattr(args, key))
     _put(spec, "jitter_seconds", args.jitter_seconds)
+    notify = {
+        k: v for k, v in (("sns_topic_arn", args.notify_sns_topic_arn), ("webhook", args.notify_webhook)) if v
+    }
+    if getattr(args, "no_notify", False):
+        if notify:
+            raise UsageError("--no-notify cannot go with --notify-sns-topic-arn/--notify-webhook")
+        spec["notify"] = {}
+    elif notify:
+        spec["notify"] = notify
     if args.payload is not None:
         payload = load_json_arg(args.payload, "--payload")
         if not isinstance(payload, dict):
