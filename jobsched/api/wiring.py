@@ -86,7 +86,6 @@ def build_services(
         dispatcher.jobs,
         dispatcher.runs,
         dispatcher,
-        shards=settings.shards,
         known_handlers=is_registered,
         id_factory=lambda: newest_first_job_id(clock.now()),
     )

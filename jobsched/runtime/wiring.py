@@ -63,6 +63,7 @@ def dispatcher_from_settings(
         lookahead=timedelta(seconds=settings.lookahead_seconds),
         enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
         owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
+        shards=settings.shards,
         clock=clock,
         backpressure=backlog,
     )
@@ -77,9 +78,7 @@ def job_service_from_settings(
 ) -> JobService:
     """The job service over the deployment's tables and queues (the API builds it once per container)."""
     dispatcher = dispatcher_from_settings(settings, clients, meter=meter, owner="api")
-    return JobService(
-        dispatcher.jobs, dispatcher.runs, dispatcher, shards=settings.shards, known_handlers=known_handlers
-    )
+    return JobService(dispatcher.jobs, dispatcher.runs, dispatcher, known_handlers=known_handlers)
 
 
 def chunk_runner_from_settings(

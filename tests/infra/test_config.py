@@ -51,6 +51,7 @@ def test_command_line_strings_are_parsed():
     [
         ({"shards": "0"}, "shards"),
         ({"shards": "many"}, "shards"),
+        ({"shards": "33"}, "shards must be between 1 and 32"),
         ({"max_concurrency": '{"high": 1}'}, "max_concurrency"),
         ({"auth_mode": "basic"}, "auth_mode"),
         ({"auth_mode": "jwt"}, "jwt_issuer"),
