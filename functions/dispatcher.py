@@ -1,5 +1,6 @@
-"""Dispatcher Lambda: one tick of one shard (event ``{"shard": k}`` from a per-shard EventBridge
-schedule), or of every shard when the event names none (handy locally and for a manual catch-up).
+"""Dispatcher Lambda: one tick of one shard (event ``{"shard": k, "shards": n}`` from a per-shard
+EventBridge schedule: shard ``k`` of ``n``; without ``shards`` the deployment's ``JOBSCHED_SHARDS``), or
+of every shard when the event names none (handy locally and for a manual catch-up).
 
 Thin on purpose: parse the event, call
 :meth:`jobsched.services.dispatcher.Dispatcher.dispatch_shard`, return the
@@ -22,6 +23,7 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.leases import LeaseHeldError
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, ValidationError
+from jobsched.core.ids import validate_shard_count
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.lazy import lazy
@@ -51,26 +53,30 @@ def reset(with_clock: Clock | None = None) -> None:
     clock = with_clock or SystemClock()
 
 
-def parse_shards(event: Any, shards: int) -> list[int]:
-    """``{"shard": k}`` -> [k]; no shard -> every shard. Anything else is a ValidationError."""
+def parse_shards(event: Any, shards: int) -> tuple[list[int], int]:
+    """``{"shard": k, "shards": n}`` -> ([k], n); ``{"shard": k}`` -> ([k], ``shards``); no shard ->
+    every shard of the count. Anything else is a ValidationError."""
+    count = shards
+    if isinstance(event, dict) and event.get("shards") is not None:
+        count = validate_shard_count(event["shards"])
     if not isinstance(event, dict) or event.get("shard") is None:
-        return list(range(shards))
+        return list(range(count)), count
     shard = event["shard"]
-    if isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < shards:
-        raise ValidationError(f"shard must be an integer in 0..{shards - 1}, got {shard!r}", field="shard")
-    return [shard]
+    if isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < count:
+        raise ValidationError(f"shard must be an integer in 0..{count - 1}, got {shard!r}", field="shard")
+    return [shard], count
 
 
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings, dispatcher = services()
-    shards = parse_shards(event, settings.shards)
+    shards, count = parse_shards(event, settings.shards)
     summary = DispatchSummary()
     for shard in shards:
         now = clock.now()
         try:
-            summary.merge(dispatcher.dispatch_shard(shard, now))
+            summary.merge(dispatcher.dispatch_shard(shard, now, count))
         except (LeaseHeldError, LeaseLostError) as exc:
             # Another tick holds (or took over) the shard: it does the work; nothing was half-written.
             logger.info("shard busy", extra={"shard": shard, "reason": exc.message})

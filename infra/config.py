@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobsched.api.auth import DEFAULT_JWT_TENANT_CLAIM
+from jobsched.core.ids import DUE_PARTITIONS
 from jobsched.runtime.resources import (
     DEFAULT_LOOKAHEAD_SECONDS,
     DEFAULT_LOW_BACKLOG_LIMIT,
@@ -72,8 +73,11 @@ class StackConfig:
     encryption: str = "aws"
 
     def __post_init__(self) -> None:
-        if not 1 <= self.shards <= 256:
-            raise ConfigError(f"shards must be between 1 and 256, got {self.shards}")
+        if not 1 <= self.shards <= DUE_PARTITIONS:
+            raise ConfigError(
+                f"shards must be between 1 and {DUE_PARTITIONS} (the due index's partitions), "
+                f"got {self.shards}"
+            )
         if set(self.max_concurrency) != set(QUEUE_KINDS):
             raise ConfigError(f"max_concurrency needs exactly the queues {list(QUEUE_KINDS)}")
         for kind, value in self.max_concurrency.items():

@@ -1,7 +1,9 @@
 """The dispatcher and its per-shard ticks; the sweeper and its schedule.
 
-EventBridge Scheduler invokes the dispatcher once a minute per shard (``{"shard": k}``): one schedule
-per shard in one schedule group, each with a retry policy and a dead-letter queue. A tick older than
+EventBridge Scheduler invokes the dispatcher once a minute per shard (``{"shard": k, "shards": n}``:
+the event names the count, so while a deployment changes it each tick follows its own schedule's
+mapping of due partitions to shards, docs/decisions/0016-due-partitions.md): one schedule per shard in
+one schedule group, each with a retry policy and a dead-letter queue. A tick older than
 a minute is worthless (the next one is already due), so retries stop after a minute. The sweeper
 runs on its own, slower schedule in the same group.
 """
@@ -111,7 +113,9 @@ class Dispatch(Construct):
                 schedule_group=self.group,
                 target=targets.LambdaInvoke(
                     self.dispatcher,
-                    input=scheduler.ScheduleTargetInput.from_object({"shard": shard}),
+                    input=scheduler.ScheduleTargetInput.from_object(
+                        {"shard": shard, "shards": config.shards}
+                    ),
                     **retry,
                 ),
             )

@@ -88,7 +88,6 @@ def build_services(
         dispatcher.jobs,
         dispatcher.runs,
         dispatcher,
-        shards=settings.shards,
         known_handlers=is_registered,
         id_factory=lambda: newest_first_job_id(clock.now()),
         notify_policy=notify_policy_from_settings(settings),

@@ -1,5 +1,6 @@
-"""The Jobs table: one item per job (pk ``tenant``, sk ``job_id``) and the sparse ``due_index``; a
-payload over 256 bytes is kept in a second item (sk ``<job_id>#payload#<hash>``) so that the job item
+"""The Jobs table: one item per job (pk ``tenant``, sk ``job_id``) and the sparse ``due_index`` (keyed
+by due partition ``p<n>`` and due instant: docs/decisions/0016-due-partitions.md); a payload over
+256 bytes is kept in a second item (sk ``<job_id>#payload#<hash>``) so that the job item
 the dispatcher rewrites on every advance stays under 1 KB.
 
 Every write here is conditional: creation on absence, edits on the caller's ``version`` (optimistic
@@ -18,7 +19,7 @@ from typing import Any
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError, PreconditionFailedError
 from jobsched.core.messages import payload_size
-from jobsched.core.models import Job, JobState, to_epoch_ms, to_iso
+from jobsched.core.models import Job, JobState, partition_for, partition_key, to_epoch_ms, to_iso
 
 DUE_INDEX = "due_index"
 #: Payloads up to this size (compact JSON) stay in the job item; larger ones get an item of their own,
@@ -171,9 +172,16 @@ class JobsStore:
             for i in items
             if i.get("payload_body")
         ]
-        bodies = {
-            b["job_id"]: b["payload"] for b in self.dynamo.batch_get(self.table, keys, consistent=consistent)
-        }
+        # A body item never changes (its key is its content's hash) and is written before any head
+        # points at it, so an eventually consistent read returns the right payload or none; the few it
+        # misses (written a moment ago) are read again consistently.
+        bodies = {b["job_id"]: b["payload"] for b in self.dynamo.batch_get(self.table, keys)}
+        missing = [k for k in keys if k["job_id"] not in bodies]
+        if missing and consistent:
+            bodies.update(
+                (b["job_id"], b["payload"])
+                for b in self.dynamo.batch_get(self.table, missing, consistent=True)
+            )
         jobs = []
         for item in items:
             if item.get("payload_body"):
@@ -187,18 +195,42 @@ class JobsStore:
     # --- dispatcher side ------------------------------------------------------------------------
 
     def due_keys(
-        self, shard: int, until: datetime, *, limit: int = 100, start_key: dict[str, Any] | None = None
+        self, key: str, until: datetime, *, limit: int = 100, start_key: dict[str, Any] | None = None
     ) -> tuple[builtins.list[tuple[str, str]], dict[str, Any] | None]:
-        """One page of (tenant, job_id) due at or before ``until`` in ``shard``, earliest first."""
+        """One page of (tenant, job_id) due at or before ``until`` under due index key ``key`` (a
+        partition's ``p<n>``, or a legacy shard number), earliest first."""
         items, last = self.dynamo.query(
             self.table,
             "due_shard = :s AND due_at <= :u",
-            {":s": str(shard), ":u": to_epoch_ms(until)},
+            {":s": key, ":u": to_epoch_ms(until)},
             index=DUE_INDEX,
             limit=limit,
             start_key=start_key,
         )
         return [(i["tenant"], i["job_id"]) for i in items], last
+
+    def rekey_legacy(self, key: str) -> int:
+        """Move every job indexed under the legacy key ``key`` (a bare shard number, written before due
+        partitions) to its partition's key; returns how many moved.
+
+        Each move is one update conditional on the item still carrying ``key``: a job a writer re-indexed
+        meanwhile (any write of this version indexes by partition) is left as it is. Nothing else of the
+        item changes, so no other writer's condition (version, ``next_due_at``, fence) is affected.
+        """
+        moved = 0
+        for item in self.dynamo.query_all(self.table, "due_shard = :s", {":s": key}, index=DUE_INDEX):
+            try:
+                self.dynamo.update(
+                    self.table,
+                    {"tenant": item["tenant"], "job_id": item["job_id"]},
+                    "SET due_shard = :p",
+                    condition="due_shard = :s",
+                    values={":p": partition_key(partition_for(item["job_id"])), ":s": key},
+                )
+            except ConditionFailed:
+                continue
+            moved += 1
+        return moved
 
     def get_many(self, keys: builtins.list[tuple[str, str]]) -> builtins.list[Job]:
         """Jobs for (tenant, job_id) keys, in the order given; keys that vanished are left out."""
@@ -210,12 +242,16 @@ class JobsStore:
         by_key = {(j.tenant, j.id): j for j in self._hydrate(items, True)}
         return [by_key[k] for k in keys if k in by_key]
 
-    def advance(self, read: Job, updated: Job, fence: int | None) -> None:
+    def advance(self, read: Job, updated: Job, fence: int | None, fence_lease: str | None = None) -> None:
         """Store the dispatcher's bookkeeping of ``updated`` if the job is still as ``read``.
 
         Conditional on the ``next_due_at``, ``version`` and state that were read (a concurrent tick,
         edit or pause makes it fail with :class:`StaleJobError`) and, when ``fence`` is given, on no
-        higher fencing token having advanced the job (:class:`LeaseLostError`). Only dispatch fields are
+        higher fencing token having advanced the job (:class:`LeaseLostError`). With ``fence_lease`` (the
+        lease the token belongs to) the tokens are compared only when the job was last advanced under
+        that same lease: tokens of different shard leases are unrelated numbers, and a job whose
+        partition changed owner (the shard count changed) must not be refused for good by them. Across
+        leases the conditions on the state read keep one advance per state. Only dispatch fields are
         written, so a definition edit is never overwritten.
         """
         sets: dict[str, Any] = {
@@ -238,10 +274,10 @@ class JobsStore:
                 removes.append(name)
             else:
                 sets[name] = value
-        # Leave the index keys alone when they do not change: rewriting them is billed twice.
-        read_due = read.due_index_attributes()
-        for name in ("due_shard", "due_at"):
-            if read_due.get(name) == due.get(name):
+        # Leave the index keys alone when they do not change: rewriting them is billed twice. When the
+        # entry moves, both keys are written, so a job still under a legacy key is re-indexed.
+        if read.due_index_attributes() == due:
+            for name in ("due_shard", "due_at"):
                 sets.pop(name, None)
                 if name in removes:
                     removes.remove(name)
@@ -253,7 +289,15 @@ class JobsStore:
             conditions.append("next_due_at = :read_due")
             values[":read_due"] = to_iso(read.next_due_at)
         if fence is not None:
-            conditions.append("(attribute_not_exists(fence) OR fence <= :fence)")
+            if fence_lease is None:
+                conditions.append("(attribute_not_exists(fence) OR fence <= :fence)")
+            else:
+                conditions.append(
+                    "(attribute_not_exists(fence) OR attribute_not_exists(fence_lease) "
+                    "OR fence_lease <> :fence_lease OR fence <= :fence)"
+                )
+                values[":fence_lease"] = fence_lease
+                sets["fence_lease"] = fence_lease
             values[":fence"] = fence
             sets["fence"] = fence
         names = {"#state": "state"}
@@ -279,7 +323,13 @@ class JobsStore:
             existing = failed.existing
             if existing is None:
                 raise StaleJobError(f"job {read.id} was deleted") from None
-            if fence is not None and existing.get("fence") is not None and int(existing["fence"]) > fence:
+            same_lease = fence_lease is None or existing.get("fence_lease") == fence_lease
+            if (
+                fence is not None
+                and same_lease
+                and existing.get("fence") is not None
+                and int(existing["fence"]) > fence
+            ):
                 raise LeaseLostError(
                     f"job {read.id} was advanced under fencing token {existing['fence']} > {fence}"
                 ) from None

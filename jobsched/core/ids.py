@@ -1,4 +1,4 @@
-"""Ids: job ids, run ids (job + scheduled instant + trigger suffix), run keys, shards.
+"""Ids: job ids, run ids (job + scheduled instant + trigger suffix), run keys, due partitions, shards.
 
 Part of the data model's vocabulary (:mod:`jobsched.core.models` re-exports every public name). Pure.
 """
@@ -76,8 +76,51 @@ def scheduled_at_from_run_key(run_key: str) -> datetime:
     return base + timedelta(milliseconds=int(stamp[16:19]))
 
 
+#: Virtual partitions of the due index, fixed forever (docs/decisions/0016-due-partitions.md): a job's
+#: partition depends on its id alone, so changing the shard count moves no item. It also bounds the
+#: shard count: a shard owns at least one partition.
+DUE_PARTITIONS = 32
+#: The due index's partition key value of partition ``p``; a bare number is the shard of a job indexed
+#: before partitions (``LEGACY_MAX_SHARDS`` was the highest shard count a deployment could have then).
+PARTITION_PREFIX = "p"
+LEGACY_MAX_SHARDS = 256
+
+
+def partition_for(job_id: str) -> int:
+    """Stable due partition of a job: crc32 of its id modulo :data:`DUE_PARTITIONS` (``hash`` is salted)."""
+    return zlib.crc32(job_id.encode()) % DUE_PARTITIONS
+
+
+def partition_key(partition: int) -> str:
+    """The due index key of ``partition``: ``p7``."""
+    return f"{PARTITION_PREFIX}{partition}"
+
+
+def validate_shard_count(shards: int) -> int:
+    """1 <= shards <= :data:`DUE_PARTITIONS` (a shard with no partition would tick for nothing)."""
+    if isinstance(shards, bool) or not isinstance(shards, int) or not 1 <= shards <= DUE_PARTITIONS:
+        raise ValidationError(
+            f"shard count must be an integer in 1..{DUE_PARTITIONS} (the due partitions), got {shards!r}",
+            field="shards",
+        )
+    return shards
+
+
+def partitions_of(shard: int, shards: int) -> list[int]:
+    """The due partitions shard ``shard`` of ``shards`` owns: ``p % shards == shard``."""
+    validate_shard_count(shards)
+    if isinstance(shard, bool) or not isinstance(shard, int) or not 0 <= shard < shards:
+        raise ValidationError(f"shard must be an integer in 0..{shards - 1}, got {shard!r}", field="shard")
+    return list(range(shard, DUE_PARTITIONS, shards))
+
+
+def legacy_keys_of(shard: int, shards: int) -> list[str]:
+    """Due index keys of jobs indexed before partitions that shard ``shard`` of ``shards`` drains: the
+    bare shard numbers ``j`` below :data:`LEGACY_MAX_SHARDS` with ``j % shards == shard``."""
+    return [str(j) for j in range(shard, LEGACY_MAX_SHARDS, shards)]
+
+
 def shard_for(job_id: str, shards: int) -> int:
-    """Stable shard of a job: crc32 of its id modulo the shard count (Python's ``hash`` is salted)."""
-    if shards < 1:
-        raise ValidationError("shard count must be >= 1")
-    return zlib.crc32(job_id.encode()) % shards
+    """The shard that owns a job when there are ``shards``: the owner of its due partition."""
+    validate_shard_count(shards)
+    return partition_for(job_id) % shards

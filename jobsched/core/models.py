@@ -21,6 +21,8 @@ from jobsched.core.errors import ValidationError
 from jobsched.core.ids import (
     make_run_id,
     parse_run_id,
+    partition_for,
+    partition_key,
     run_key_for,
     scheduled_at_from_run_key,
     shard_for,
@@ -76,6 +78,8 @@ __all__ = [
     "from_iso",
     "make_run_id",
     "parse_run_id",
+    "partition_for",
+    "partition_key",
     "require_aware",
     "run_key_for",
     "scheduled_at_from_run_key",
@@ -161,15 +165,15 @@ class Job(JobSpec):
 
     ``next_due_at`` is the earliest occurrence not yet dispatched (``None`` when nothing is left);
     ``last_fired_at`` the latest scheduled instant a run was created for; ``last_run_id`` points at that
-    run so the overlap policy needs one GetItem, not a query. ``fence`` is the highest shard-lease
-    token that advanced the job (a stale dispatcher's lower token is refused).
+    run so the overlap policy needs one GetItem, not a query. ``fence`` is the highest token of the
+    shard lease ``fence_lease`` that advanced the job (a stale holder of that lease, with a lower token,
+    is refused; tokens of different leases are not compared: docs/decisions/0016-due-partitions.md).
     """
 
     id: str
     tenant: str
     state: JobState = JobState.ACTIVE
     version: int = 1
-    shard: int = 0
     created_at: datetime
     updated_at: datetime
     next_due_at: datetime | None = None
@@ -180,6 +184,7 @@ class Job(JobSpec):
     paused_at: datetime | None = None
     misfire_override: str | None = None
     fence: int | None = None
+    fence_lease: str | None = None
 
     def to_item(self) -> dict[str, Any]:
         item: dict[str, Any] = {
@@ -204,7 +209,6 @@ class Job(JobSpec):
             "notify": self.notify or None,
             "state": str(self.state),
             "version": self.version,
-            "shard": self.shard,
             "created_at": to_iso(self.created_at),
             "updated_at": to_iso(self.updated_at),
             "next_due_at": _opt_iso(self.next_due_at),
@@ -215,6 +219,7 @@ class Job(JobSpec):
             "paused_at": _opt_iso(self.paused_at),
             "misfire_override": self.misfire_override,
             "fence": self.fence,
+            "fence_lease": self.fence_lease,
         }
         item.update(self.due_index_attributes())
         return _compact(item) | {"payload": self.payload}
@@ -222,6 +227,8 @@ class Job(JobSpec):
     def due_index_attributes(self) -> dict[str, Any]:
         """Sparse due index keys: present only while the job is active and has something to decide.
 
+        ``due_shard`` holds the job's due partition (``p<n>``, from its id alone); the attribute kept its
+        name from when it held a shard number, so the index needed no rebuild.
         A job holding a buffered occurrence (overlap ``buffer_one``) stays due from that instant on, so
         every tick re-checks whether the previous run has finished and the buffered one can start.
         """
@@ -230,7 +237,7 @@ class Job(JobSpec):
         candidates = [t for t in (self.next_due_at, self.buffered_at) if t is not None]
         if not candidates:
             return {}
-        return {"due_shard": str(self.shard), "due_at": to_epoch_ms(min(candidates))}
+        return {"due_shard": partition_key(partition_for(self.id)), "due_at": to_epoch_ms(min(candidates))}
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> Job:
@@ -257,7 +264,6 @@ class Job(JobSpec):
             notify=data.get("notify") or {},
             state=JobState(data.get("state", "active")),
             version=data.get("version", 1),
-            shard=data.get("shard", 0),
             created_at=from_iso(data["created_at"]),
             updated_at=from_iso(data["updated_at"]),
             next_due_at=_opt_dt(data.get("next_due_at")),
@@ -268,6 +274,7 @@ class Job(JobSpec):
             paused_at=_opt_dt(data.get("paused_at")),
             misfire_override=data.get("misfire_override"),
             fence=data.get("fence"),
+            fence_lease=data.get("fence_lease"),
         )
 
 

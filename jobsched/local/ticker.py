@@ -76,12 +76,12 @@ def dispatcher_schedules(
     interval: float = 1.0,
     clock: Callable[[], float] = time.time,
 ) -> list[Periodic]:
-    """One schedule per shard, each invoking the dispatcher with ``{"shard": k}``."""
+    """One schedule per shard, each invoking the dispatcher with ``{"shard": k, "shards": shards}``."""
     return [
         Periodic(
             name=f"dispatcher-{k}",
             interval=interval,
-            event={"shard": k},
+            event={"shard": k, "shards": shards},
             invoke=invoke,
             stop=stop,
             clock=clock,

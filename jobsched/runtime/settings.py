@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from jobsched.core.errors import JobschedError
+from jobsched.core.ids import DUE_PARTITIONS
 from jobsched.runtime import resources as r
 
 
@@ -97,6 +98,12 @@ class Settings:
                 f"environment variable {r.ENV_ENQUEUE_HORIZON_SECONDS} must be <= {r.MAX_SQS_DELAY_SECONDS} "
                 "(the SQS delay cap)"
             )
+        shards = integer(r.ENV_SHARDS, r.DEFAULT_SHARDS, 1)
+        if shards > DUE_PARTITIONS:
+            raise ConfigurationError(
+                f"environment variable {r.ENV_SHARDS} must be <= {DUE_PARTITIONS} (the due partitions), "
+                f"got {shards}"
+            )
         retention = integer(r.ENV_RETENTION_DAYS, r.DEFAULT_RETENTION_DAYS, 1)
         if retention > r.MAX_RETENTION_DAYS:
             raise ConfigurationError(
@@ -111,7 +118,7 @@ class Settings:
             idempotency_table=env.get(r.ENV_IDEMPOTENCY_TABLE) or None,
             bucket=env.get(r.ENV_BUCKET) or None,
             dlq_urls=dlq_urls,
-            shards=integer(r.ENV_SHARDS, r.DEFAULT_SHARDS, 1),
+            shards=shards,
             lookahead_seconds=lookahead,
             enqueue_horizon_seconds=horizon,
             low_backlog_limit=integer(r.ENV_LOW_BACKLOG_LIMIT, r.DEFAULT_LOW_BACKLOG_LIMIT, 0),

@@ -65,6 +65,7 @@ def dispatcher_from_settings(
         lookahead=timedelta(seconds=settings.lookahead_seconds),
         enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
         owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
+        shards=settings.shards,
         clock=clock,
         backpressure=backlog,
     )
@@ -83,7 +84,6 @@ def job_service_from_settings(
         dispatcher.jobs,
         dispatcher.runs,
         dispatcher,
-        shards=settings.shards,
         known_handlers=known_handlers,
         notify_policy=notify_policy_from_settings(settings),
     )

@@ -1,5 +1,11 @@
 """The dispatcher service: due jobs -> runs -> queue messages, one shard per tick.
 
+A tick of shard ``k`` of ``N`` reads the due index's partitions ``p`` with ``p % N == k``
+(:func:`jobsched.core.ids.partitions_of`; a job's partition comes from its id alone, so changing
+``N`` moves no item: docs/decisions/0016-due-partitions.md), gathers their due jobs and dispatches
+them a page at a time. In the hour after an upgrade from a version without partitions it first re-keys
+the jobs still indexed by their old shard number (:meth:`JobsStore.rekey_legacy`).
+
 Order of the writes, chosen so that a crash at any point leaves a state the next tick (or the
 sweeper) completes without duplicates (docs/decisions/0001-data-model.md):
 
@@ -32,6 +38,7 @@ from jobsched.aws.runs_store import RunsStore
 from jobsched.core.clock import Clock
 from jobsched.core.dispatch_plan import SKIP_REASON_REPLACED, JobPlan, plan_job
 from jobsched.core.errors import NotFoundError, ValidationError
+from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shard_for, validate_shard_count
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.services.backpressure import LowBacklog, TickGate
@@ -40,6 +47,10 @@ logger = logging.getLogger(__name__)
 
 SKIP_REASON_PAUSED = "paused"
 SKIP_REASON_DELETED = "deleted"
+#: How long after its first tick of this version a shard that existed before keeps re-keying legacy
+#: index entries: longer than any function of the old version can still be running (and writing them)
+#: once a deployment has replaced it.
+LEGACY_REKEY_WINDOW = timedelta(hours=1)
 
 
 @dataclass
@@ -47,6 +58,8 @@ class DispatchSummary:
     """What a tick did (returned by the function, logged, and turned into metrics)."""
 
     shards: list[int] = field(default_factory=list)
+    partitions: list[int] = field(default_factory=list)  # due partitions the tick read
+    jobs_rekeyed: int = 0  # legacy index entries moved to their partition (after an upgrade)
     fences: dict[int, int] = field(default_factory=dict)
     jobs_seen: int = 0
     jobs_advanced: int = 0
@@ -114,6 +127,7 @@ class Dispatcher:
         *,
         lookahead: timedelta,
         owner: str,
+        shards: int = 1,
         enqueue_horizon: timedelta | None = None,
         page_size: int = 100,
         max_fires_per_job: int = 500,
@@ -129,6 +143,7 @@ class Dispatcher:
         self.lookahead = lookahead
         self.horizon = max(lookahead, enqueue_horizon or lookahead)
         self.owner = owner
+        self.shards = validate_shard_count(shards)
         self.page_size = page_size
         self.max_fires_per_job = max_fires_per_job
         self.lease_ttl = lease_ttl
@@ -136,21 +151,48 @@ class Dispatcher:
         self.clock = clock  # only for re-checking the lease: a tick that overran it must stop
         self.backpressure = backpressure
 
-    def dispatch_shard(self, shard: int, now: datetime) -> DispatchSummary:
-        """One tick of ``shard``: take its lease, page through due jobs, dispatch each page."""
-        summary = DispatchSummary(shards=[shard])
-        lease = self.leases.acquire(shard_lease_key(shard), self.owner, now, self.lease_ttl)
+    def shard_of(self, job_id: str) -> int:
+        """The shard that owns ``job_id`` under this deployment's shard count."""
+        return shard_for(job_id, self.shards)
+
+    def dispatch_shard(self, shard: int, now: datetime, shards: int | None = None) -> DispatchSummary:
+        """One tick of shard ``shard`` of ``shards`` (default: the deployment's count): take its lease,
+        gather the due jobs of its partitions, dispatch them a page at a time.
+
+        The tick event names the count (``{"shard": k, "shards": n}``), so while a deployment changes it,
+        each schedule's ticks follow the mapping of that schedule: a partition may briefly be read by
+        two shards (the conditional run put and job advance keep one run per occurrence), and is never
+        left to none once the deployment is done.
+        """
+        count = validate_shard_count(shards if shards is not None else self.shards)
+        partitions = partitions_of(shard, count)
+        summary = DispatchSummary(shards=[shard], partitions=partitions)
+        lease = self.leases.acquire(
+            shard_lease_key(shard), self.owner, now, self.lease_ttl, legacy_window=LEGACY_REKEY_WINDOW
+        )
         summary.fences[shard] = lease.token
-        start = None
         gate = self.backpressure.tick() if self.backpressure else None
         try:
-            while True:
-                keys, start = self.jobs.due_keys(
-                    shard, now + self.lookahead, limit=self.page_size, start_key=start
-                )
-                summary.merge(self.dispatch_jobs(self.jobs.get_many(keys), now, lease=lease, gate=gate))
-                if not start:
-                    break
+            if lease.in_legacy_window(now):
+                summary.jobs_rekeyed = sum(self.jobs.rekey_legacy(k) for k in legacy_keys_of(shard, count))
+            page: list[tuple[str, str]] = []
+            for partition in partitions:
+                start = None
+                while True:
+                    keys, start = self.jobs.due_keys(
+                        partition_key(partition),
+                        now + self.lookahead,
+                        limit=self.page_size,
+                        start_key=start,
+                    )
+                    page.extend(keys)
+                    if len(page) >= self.page_size:
+                        summary.merge(self._dispatch_keys(page, now, lease, gate))
+                        page = []
+                    if not start:
+                        break
+            if page:
+                summary.merge(self._dispatch_keys(page, now, lease, gate))
             if gate is not None:
                 gate.log(shard, summary.jobs_held_back)
         finally:
@@ -158,6 +200,11 @@ class Dispatcher:
             # error; a process that dies here instead simply lets the lease expire.
             self.leases.release(lease, now)
         return summary
+
+    def _dispatch_keys(
+        self, keys: list[tuple[str, str]], now: datetime, lease: Lease, gate: TickGate | None
+    ) -> DispatchSummary:
+        return self.dispatch_jobs(self.jobs.get_many(keys), now, lease=lease, gate=gate)
 
     def dispatch_jobs(
         self, jobs: list[Job], now: datetime, *, lease: Lease | None = None, gate: TickGate | None = None
@@ -208,7 +255,7 @@ class Dispatcher:
         report = self.queues.send(outgoing)
         summary.messages_sent += len(report.sent)
         summary.send_failures += len(report.failed)
-        if lease is not None:
+        if lease is not None and work:  # nothing to advance, nothing to fence: no read
             self.leases.check(lease, self.clock.now() if self.clock else now)
         for item in work:
             if any(key in report.failed for key in item.keys):
@@ -217,7 +264,12 @@ class Dispatcher:
                 summary.jobs_held += 1  # e.g. a buffered occurrence still waiting: no write needed
                 continue
             try:
-                self.jobs.advance(item.job, item.plan.job, lease.token if lease else None)
+                self.jobs.advance(
+                    item.job,
+                    item.plan.job,
+                    lease.token if lease else None,
+                    fence_lease=lease.key if lease else None,
+                )
             except StaleJobError as exc:
                 summary.jobs_stale += 1
                 logger.info("job %s not advanced: %s", item.job.id, exc.message)

@@ -24,7 +24,7 @@ from jobsched.aws.runs_store import RunsStore
 from jobsched.core.dispatch_plan import first_fire_after, schedule_of
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
 from jobsched.core.job_specs import KnownHandlers, spec_from_dict, validate_payload, validate_spec
-from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware, shard_for
+from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware
 from jobsched.core.policies import MISFIRE_POLICIES
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
@@ -57,7 +57,6 @@ class JobService:
         runs: RunsStore,
         dispatcher: Dispatcher,
         *,
-        shards: int,
         known_handlers: KnownHandlers | None = None,
         id_factory: Callable[[], str] = new_job_id,
         nonce_factory: Callable[[], str] = lambda: secrets.token_urlsafe(9),
@@ -66,7 +65,6 @@ class JobService:
         self.jobs = jobs
         self.runs = runs
         self.dispatcher = dispatcher
-        self.shards = shards
         self.known_handlers = known_handlers
         self.id_factory = id_factory
         self.nonce_factory = nonce_factory
@@ -100,7 +98,6 @@ class JobService:
             **spec.spec_fields(),
             id=job_id,
             tenant=tenant,
-            shard=shard_for(job_id, self.shards),
             created_at=now,
             updated_at=now,
             next_due_at=next_due,

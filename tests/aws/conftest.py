@@ -141,6 +141,10 @@ class Pipeline:
     dispatcher: object  # Dispatcher
     meter: object  # Meter
 
+    def tick(self, job, now):
+        """One tick of the shard that owns ``job`` (under the deployment's shard count)."""
+        return self.dispatcher.dispatch_shard(self.dispatcher.shard_of(job.id), now)
+
     def messages(self, kind: str = "default") -> list[dict]:
         """Every message on a queue, delayed or not, as ``{"body", "group", "delay"}`` (oldest first).
 
@@ -175,7 +179,6 @@ def build_pipeline(env: AwsEnv, owner: str = "test-dispatcher") -> Pipeline:
         dispatcher.jobs,
         dispatcher.runs,
         dispatcher,
-        shards=env.settings.shards,
         known_handlers=KNOWN_HANDLERS.__contains__,
     )
     return Pipeline(env=env, jobs=service, dispatcher=dispatcher, meter=meter)

@@ -23,13 +23,19 @@ def _runs(p: Pipeline, job_id: str) -> dict[str, object]:
 
 def _tick(p: Pipeline, job, now: datetime):
     """One tick of the job's shard at ``now``."""
-    return p.dispatcher.dispatch_shard(job.shard, now)
+    return p.tick(job, now)
 
 
 def _clone(p: Pipeline, owner: str, **dispatcher_overrides) -> Dispatcher:
     d = p.dispatcher
     kwargs = (
-        dict(lookahead=d.lookahead, owner=owner, enqueue_horizon=d.horizon, lease_ttl=d.lease_ttl)
+        dict(
+            lookahead=d.lookahead,
+            owner=owner,
+            enqueue_horizon=d.horizon,
+            lease_ttl=d.lease_ttl,
+            shards=d.shards,
+        )
         | dispatcher_overrides
     )
     jobs = kwargs.pop("jobs", d.jobs)
@@ -79,7 +85,7 @@ def test_second_dispatcher_cannot_tick_a_shard_whose_lease_is_held(pipeline):
     from jobsched.aws.leases import LeaseHeldError
 
     job = pipeline.jobs.create("acme", EVERY_MINUTE, T0)
-    pipeline.dispatcher.leases.acquire(f"shard#{job.shard}", "someone-else", T0)
+    pipeline.dispatcher.leases.acquire(f"shard#{pipeline.dispatcher.shard_of(job.id)}", "someone-else", T0)
     with pytest.raises(LeaseHeldError):
         _tick(pipeline, job, T0 + timedelta(seconds=30))
 
@@ -90,7 +96,7 @@ class _CrashingQueues(RunQueues):
 
 
 class _CrashingJobs(JobsStore):
-    def advance(self, read, updated, fence):
+    def advance(self, read, updated, fence, fence_lease=None):
         raise RuntimeError("crash before advance")
 
 
@@ -100,7 +106,7 @@ def test_crash_between_run_put_and_send_is_completed_by_next_tick(pipeline):
     now = T0 + timedelta(minutes=5)
     crashing = _clone(pipeline, "a", queues=_CrashingQueues(None, {}))
     with pytest.raises(RuntimeError):
-        crashing.dispatch_shard(job.shard, now)
+        crashing.dispatch_shard(crashing.shard_of(job.id), now)
     before = len(pipeline.messages())
     # When the next tick runs (a dead process's lease would have expired by then)
     summary = _tick(pipeline, job, now + timedelta(seconds=61))
@@ -120,7 +126,7 @@ def test_crash_between_send_and_advance_leaves_duplicates_only_in_the_queue(pipe
         pipeline, "a", jobs=_CrashingJobs(pipeline.dispatcher.jobs.dynamo, pipeline.dispatcher.jobs.table)
     )
     with pytest.raises(RuntimeError):
-        crashing.dispatch_shard(job.shard, now)
+        crashing.dispatch_shard(crashing.shard_of(job.id), now)
     runs_before = set(_runs(pipeline, job.id))
     # When the next tick runs
     summary = _tick(pipeline, job, now + timedelta(seconds=90))
@@ -137,10 +143,12 @@ def test_stale_dispatcher_with_an_old_fencing_token_cannot_advance(pipeline):
     # Guarantee 3 (fenced ownership): A's lease expires, B takes the shard with a higher token.
     job = pipeline.jobs.create("acme", EVERY_MINUTE, T0)
     a, b = _clone(pipeline, "a"), _clone(pipeline, "b")
-    lease_a = a.leases.acquire(f"shard#{job.shard}", "a", T0 + timedelta(minutes=1))
+    lease_a = a.leases.acquire(
+        f"shard#{pipeline.dispatcher.shard_of(job.id)}", "a", T0 + timedelta(minutes=1)
+    )
     snapshot = a.jobs.get("acme", job.id)
-    b_summary = b.dispatch_shard(job.shard, T0 + timedelta(minutes=3))  # after A's lease expired
-    assert b_summary.fences[job.shard] == lease_a.token + 1
+    b_summary = b.dispatch_shard(b.shard_of(job.id), T0 + timedelta(minutes=3))  # after A's lease expired
+    assert b_summary.fences[b.shard_of(job.id)] == lease_a.token + 1
     after_b = a.jobs.get("acme", job.id)
     # When A, unaware, dispatches with its old lease / Then it is refused before advancing anything
     with pytest.raises(LeaseLostError):
@@ -148,6 +156,8 @@ def test_stale_dispatcher_with_an_old_fencing_token_cannot_advance(pipeline):
     # And a direct advance under the old token is refused by the job's fence
     with pytest.raises(LeaseLostError):
         a.jobs.advance(after_b, after_b, lease_a.token)
+    with pytest.raises(LeaseLostError):
+        a.jobs.advance(after_b, after_b, lease_a.token, fence_lease=lease_a.key)
     assert a.jobs.get("acme", job.id) == after_b
 
 
@@ -245,7 +255,7 @@ def test_dst_gap_shift_end_to_end_fires_once_after_the_gap(aws):
         created,
     )
     assert job.next_due_at == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
-    p.dispatcher.dispatch_shard(job.shard, datetime(2026, 3, 29, 0, 59, 30, tzinfo=UTC))
+    p.tick(job, datetime(2026, 3, 29, 0, 59, 30, tzinfo=UTC))
     [message] = p.messages()
     assert message["body"]["scheduled_at"] == "2026-03-29T01:00:00.000Z" and message["delay"] == 30
     after = p.dispatcher.jobs.get("acme", job.id)
@@ -268,13 +278,13 @@ def test_dst_gap_skip_end_to_end_records_a_skipped_run(aws):
     )
     # The cursor stops at the skipped occurrence, so the tick that reaches it records it
     assert job.next_due_at == datetime(2026, 3, 29, 1, 0, tzinfo=UTC)
-    p.dispatcher.dispatch_shard(job.shard, datetime(2026, 3, 29, 0, 59, 30, tzinfo=UTC))
+    p.tick(job, datetime(2026, 3, 29, 0, 59, 30, tzinfo=UTC))
     skipped = [r for r in _runs(p, job.id).values() if r.state is RunState.SKIPPED]
     assert [(r.scheduled_at, r.skip_reason) for r in skipped] == [
         (datetime(2026, 3, 29, 1, 0, tzinfo=UTC), "dst_gap")
     ]
     assert p.messages() == []
-    p.dispatcher.dispatch_shard(job.shard, datetime(2026, 3, 30, 0, 29, 30, tzinfo=UTC))
+    p.tick(job, datetime(2026, 3, 30, 0, 29, 30, tzinfo=UTC))
     assert [m["body"]["scheduled_at"] for m in p.messages()] == ["2026-03-30T00:30:00.000Z"]
 
 
@@ -312,5 +322,5 @@ def test_a_tick_that_overran_its_lease_stops_before_advancing(pipeline):
     before = pipeline.dispatcher.jobs.get("acme", job.id)
     # When it ticks / Then the lease re-check refuses, and the job is left for the next tick
     with pytest.raises(LeaseLostError, match="expired"):
-        slow.dispatch_shard(job.shard, clock.now())
+        slow.dispatch_shard(slow.shard_of(job.id), clock.now())
     assert pipeline.dispatcher.jobs.get("acme", job.id) == before

@@ -19,6 +19,12 @@ from tests.aws.conftest import T0, build_pipeline, provision
 EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}, "payload": {"n": 1}}
 
 
+def _first_tick(p, job) -> None:
+    """A tick with nothing due: the shard's first, which also creates its lease item (one refused
+    conditional write more, once per shard: jobsched/aws/leases.py)."""
+    p.tick(job, T0 + timedelta(minutes=2))
+
+
 def _dispatcher_wru_per_run(
     aws, horizon_seconds: int, jobs: int = 4, minutes: int = 30
 ) -> tuple[float, float]:
@@ -29,6 +35,7 @@ def _dispatcher_wru_per_run(
     p = build_pipeline(aws)
     for i in range(jobs):
         p.jobs.create(f"tenant{i}", EVERY_MINUTE, T0 - timedelta(seconds=30))
+    p.dispatcher.dispatch_shard(0, T0 - timedelta(seconds=20))  # the shard's first tick: creates the lease
     p.meter.reset()
     runs = 0
     for minute in range(minutes):
@@ -73,9 +80,12 @@ def test_creating_one_run_alone_writes_its_feed_entry_first(pipeline):
 def test_job_advance_rewrites_the_due_index_entry(pipeline):
     # Given an hourly job created just after 12:00 (next due 13:00)
     job = pipeline.jobs.create("acme", EVERY_MINUTE | {"schedule": "0 * * * *"}, T0 + timedelta(minutes=1))
+    _first_tick(pipeline, job)
     pipeline.meter.reset()
     # When the tick 30 s before 13:00 enqueues the 13:00 run
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=59, seconds=30))
+    pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=59, seconds=30)
+    )
     wcu = pipeline.meter.snapshot()["dynamodb"]["wcu_by_operation"]
     # Then: feed item 1, run put 1; advance 1 + due index delete and put 2; lease acquire + release 2
     assert wcu["BatchWriteItem"] == 1 and wcu["PutItem"] == 1 and wcu["UpdateItem"] == 5
@@ -115,9 +125,12 @@ def test_a_large_payload_does_not_make_the_job_advance_dearer(pipeline):
     job = pipeline.jobs.create(
         "acme", EVERY_MINUTE | {"schedule": "0 * * * *", "payload": big}, T0 + timedelta(minutes=1)
     )
+    _first_tick(pipeline, job)
     pipeline.meter.reset()
     # When the tick before 13:00 enqueues its run
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=59, seconds=30))
+    pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=59, seconds=30)
+    )
     # Then the advance still costs 1 + 2 WRU, and the message carries the full payload
     assert pipeline.meter.snapshot()["dynamodb"]["wcu_by_operation"]["UpdateItem"] == 5  # advance 3 + lease 2
     [message] = pipeline.messages()

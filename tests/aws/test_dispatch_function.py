@@ -7,6 +7,7 @@ import pytest
 import functions.dispatcher as fn
 from jobsched.core.clock import FakeClock
 from jobsched.core.errors import ValidationError
+from jobsched.core.ids import shard_for
 from tests.aws.conftest import T0, build_pipeline
 
 
@@ -33,9 +34,13 @@ def test_event_with_a_shard_ticks_that_shard_and_returns_the_summary(aws_environ
     )
     dispatcher_fn.advance(minutes=2)
     # When the function runs for the job's shard
-    result = fn.handler({"shard": job.shard}, _Context())
+    result = fn.handler({"shard": shard_for(job.id, 4), "shards": 4}, _Context())
     # Then the summary counts the new runs and the EMF output carries the metrics without dimensions
-    assert result["shards"] == [job.shard] and result["runs_created"] == 2 and result["jobs_advanced"] == 1
+    assert (
+        result["shards"] == [shard_for(job.id, 4)]
+        and result["runs_created"] == 2
+        and result["jobs_advanced"] == 1
+    )
     out = capsys.readouterr().out
     assert '"RunsSkipped"' in out and '"RunsDispatched"' in out and "tenant" not in out.split('"_aws"')[-1]
 
@@ -48,6 +53,22 @@ def test_event_without_a_shard_ticks_every_shard(aws_environ, dispatcher_fn):
 def test_a_bad_shard_is_a_validation_error():
     with pytest.raises(ValidationError, match="shard must be an integer"):
         fn.parse_shards({"shard": 99}, 4)
+
+
+def test_the_event_names_the_shard_count_and_overrides_the_environment():
+    # Given a function configured for 4 shards / When a tick of shard 5 of 8 arrives (a deployment
+    # raising the count: the new schedule fires before the function's environment is updated)
+    # Then it is shard 5 of 8, not an error; an event without "shards" uses the environment's count
+    assert fn.parse_shards({"shard": 5, "shards": 8}, 4) == ([5], 8)
+    assert fn.parse_shards({"shard": 1}, 4) == ([1], 4)
+    assert fn.parse_shards({"shards": 2}, 4) == ([0, 1], 2)
+    with pytest.raises(ValidationError, match=r"1\.\.32"):
+        fn.parse_shards({"shard": 0, "shards": 64}, 4)
+
+
+def test_a_tick_of_a_changed_count_reads_the_partitions_of_that_count(aws_environ, dispatcher_fn):
+    result = fn.handler({"shard": 1, "shards": 8}, _Context())
+    assert result["shards"] == [1] and result["partitions"] == [1, 9, 17, 25]
 
 
 def test_missing_environment_names_the_variable(aws_environ, monkeypatch):
@@ -77,7 +98,7 @@ def test_held_back_low_jobs_are_counted_in_the_summary_and_the_metric(
     dispatcher_fn.advance(minutes=2)
     capsys.readouterr()
     # When the function runs for the job's shard
-    result = fn.handler({"shard": job.shard}, _Context())
+    result = fn.handler({"shard": shard_for(job.id, 4), "shards": 4}, _Context())
     # Then the summary and the JobsHeldBack metric (service dimension only) count the held job
     assert result["jobs_held_back"] == 1 and result["jobs_advanced"] == 0
     [emf] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]

@@ -29,13 +29,19 @@ def test_buffer_one_keeps_one_occurrence_and_releases_it_when_the_previous_run_e
     job = pipeline.jobs.create("acme", EVERY_MINUTE | {"overlap_policy": "buffer_one"}, T0)
     running = _start(pipeline, job, 0)
     # 12:01 comes due while 12:00 runs: buffered, no run yet; 12:02 too: skipped (one is buffered)
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=1, seconds=1))
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=2, seconds=1))
+    pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=1, seconds=1)
+    )
+    pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=2, seconds=1)
+    )
     assert pipeline.dispatcher.jobs.get("acme", job.id).buffered_at == T0 + timedelta(minutes=1)
     assert _run(pipeline, job, 2).skip_reason == "overlap"
     # When 12:00 finishes, the next tick starts the buffered 12:01 occurrence
     pipeline.dispatcher.runs.transition(running, RunState.SUCCEEDED, T0 + timedelta(minutes=2, seconds=30))
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=2, seconds=40))
+    pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=2, seconds=40)
+    )
     released = _run(pipeline, job, 1)
     assert released.state is RunState.QUEUED
     assert pipeline.dispatcher.jobs.get("acme", job.id).buffered_at is None
@@ -44,7 +50,9 @@ def test_buffer_one_keeps_one_occurrence_and_releases_it_when_the_previous_run_e
 def test_replace_cancels_a_queued_previous_run(pipeline):
     job = pipeline.jobs.create("acme", EVERY_MINUTE | {"overlap_policy": "replace"}, T0)
     # Given the 12:00 run never started (e.g. the queue is backed up) and 12:01 comes due
-    summary = pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=1, seconds=1))
+    summary = pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=1, seconds=1)
+    )
     # Then the 12:00 run is cancelled (reason replaced) and 12:01 is queued
     previous = _run(pipeline, job, 0)
     assert previous.state is RunState.CANCELLED and previous.error == "replaced"
@@ -54,7 +62,9 @@ def test_replace_cancels_a_queued_previous_run(pipeline):
 def test_replace_flags_a_running_previous_run_for_cancellation(pipeline):
     job = pipeline.jobs.create("acme", EVERY_MINUTE | {"overlap_policy": "replace"}, T0)
     _start(pipeline, job, 0)
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=1, seconds=1))
+    pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=1, seconds=1)
+    )
     previous = _run(pipeline, job, 0)
     assert previous.state is RunState.RUNNING and previous.cancel_requested
     assert _run(pipeline, job, 1).state is RunState.QUEUED
@@ -126,10 +136,14 @@ def test_concurrent_dispatchers_in_threads_create_each_run_once(aws):
 def test_a_job_waiting_on_its_buffered_occurrence_costs_no_write_per_tick(pipeline):
     job = pipeline.jobs.create("acme", EVERY_MINUTE | {"overlap_policy": "buffer_one"}, T0)
     _start(pipeline, job, 0)
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=1, seconds=1))  # 12:01 buffered
+    pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=1, seconds=1)
+    )  # 12:01 buffered
     pipeline.meter.reset()
     # When a tick finds the previous run still running and nothing new due
-    summary = pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=1, seconds=20))
+    summary = pipeline.dispatcher.dispatch_shard(
+        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=1, seconds=20)
+    )
     # Then the job is read but not written (only the lease is)
     by_table = pipeline.meter.snapshot()["dynamodb"]["wcu_by_table"]
     assert summary.jobs_held == 1 and by_table.get(pipeline.env.settings.jobs_table, 0) == 0

@@ -15,7 +15,7 @@ from jobsched.core.errors import (
     PreconditionFailedError,
     ValidationError,
 )
-from jobsched.core.models import JobState, RunState, Trigger, make_run_id, shard_for
+from jobsched.core.models import JobState, RunState, Trigger, make_run_id, partition_for, partition_key
 from tests.aws.conftest import T0
 
 T1 = T0 + timedelta(minutes=1)  # just after an hourly occurrence: nothing due within the look-ahead
@@ -52,7 +52,9 @@ def test_create_computes_the_next_due_instant_through_the_time_core(pipeline):
     job = pipeline.jobs.create("acme", HOURLY | {"timezone": "Asia/Kolkata"}, T0)  # UTC+05:30
     assert job.next_due_at == T0 + timedelta(minutes=30)
     assert job.version == 1 and job.state is JobState.ACTIVE
-    assert 0 <= job.shard < pipeline.env.settings.shards
+    assert pipeline.jobs.jobs.dynamo.get(
+        pipeline.env.settings.jobs_table, {"tenant": "acme", "job_id": job.id}
+    )["due_shard"] == partition_key(partition_for(job.id))
 
 
 def test_a_job_not_due_within_the_lookahead_is_not_dispatched_at_create(pipeline):
@@ -174,7 +176,11 @@ def test_an_edit_racing_a_dispatcher_tick_does_not_roll_the_cursor_back(pipeline
         def get(self, tenant, job_id, *, consistent=True):
             read = super().get(tenant, job_id, consistent=consistent)
             if not ticked:
-                ticked.append(pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(minutes=3)))
+                ticked.append(
+                    pipeline.dispatcher.dispatch_shard(
+                        pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=3)
+                    )
+                )
             return read
 
     pipeline.jobs.jobs = TickAfterRead(store.dynamo, store.table)
@@ -214,7 +220,7 @@ def test_a_failed_immediate_dispatch_leaves_the_job_to_the_next_tick(pipeline):
     assert job.next_due_at == T0 and pipeline.messages() == []
     # And the shard's next tick sends the run and advances the job
     pipeline.dispatcher.queues = good
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + timedelta(seconds=30))
+    pipeline.tick(job, T0 + timedelta(seconds=30))
     assert make_run_id(job.id, T0) in [m["body"]["run_id"] for m in pipeline.messages()]
     assert pipeline.jobs.get("acme", job.id).next_due_at > T0
 
@@ -244,7 +250,6 @@ def test_a_large_payload_round_trips_and_its_item_follows_the_job(pipeline):
 def test_create_under_a_given_id_stores_the_job_under_that_id(pipeline):
     job = pipeline.jobs.create("acme", HOURLY, T1, job_id="jGivenId0000000000001")
     assert job.id == "jGivenId0000000000001"
-    assert job.shard == shard_for(job.id, pipeline.env.settings.shards)
     assert pipeline.jobs.get("acme", job.id).name == "report"
 
 

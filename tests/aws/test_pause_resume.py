@@ -71,7 +71,7 @@ def test_withdrawn_runs_are_revived_not_created_twice(pipeline):
     assert {r.skip_reason for at, r in before.items() if at > T0} == {"paused"}
     # When resumed 2 s later and ticked at the resume
     pipeline.jobs.resume("acme", job.id, T0 + 2.5 * S)
-    summary = pipeline.dispatcher.dispatch_shard(job.shard, T0 + 2.5 * S)
+    summary = pipeline.tick(job, T0 + 2.5 * S)
     # Then each withdrawn occurrence is queued again under its own id, with one message sent for it
     after = _runs(pipeline, job.id)
     assert set(before) <= set(after)  # no new item for them (the new ones are after T0+60 s)
@@ -88,7 +88,7 @@ def test_a_tick_after_the_resume_keeps_the_schedule_going(pipeline):
     pipeline.jobs.pause("acme", job.id, T0 + 3 * S)
     pipeline.jobs.resume("acme", job.id, T0 + 9 * S)
     # When the shard ticks a minute later
-    pipeline.dispatcher.dispatch_shard(job.shard, T0 + 70 * S)
+    pipeline.tick(job, T0 + 70 * S)
     # Then the occurrences from T0 to T0+130 s are one queued run each, none skipped
     runs = _runs(pipeline, job.id)
     assert [_shape(runs[T0 + k * S]) for k in range(0, 131, 2)] == [QUEUED] * 66

@@ -61,6 +61,7 @@ def test_notify_topic_patterns_of_one_account_with_a_name_prefix_are_accepted():
     [
         ({"shards": "0"}, "shards"),
         ({"shards": "many"}, "shards"),
+        ({"shards": "33"}, "shards must be between 1 and 32"),
         ({"max_concurrency": '{"high": 1}'}, "max_concurrency"),
         ({"auth_mode": "basic"}, "auth_mode"),
         ({"auth_mode": "jwt"}, "jwt_issuer"),

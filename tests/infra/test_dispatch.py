@@ -29,6 +29,14 @@ def test_one_tick_per_shard_each_naming_its_shard(synth):
     assert shards == list(range(synth.stack.config.shards))
 
 
+def test_each_tick_names_the_shard_count_its_shard_belongs_to(synth):
+    # Given N shards / When reading the ticks' inputs / Then each is {"shard": k, "shards": N}, so a
+    # tick follows its own schedule's mapping of due partitions while a deployment changes N
+    inputs = [json.loads(t["Target"]["Input"]) for t in _targeting(synth, "dispatcher")]
+    assert {i["shards"] for i in inputs} == {synth.stack.config.shards}
+    assert all(set(i) == {"shard", "shards"} for i in inputs)
+
+
 def test_ticks_fire_every_minute(synth):
     assert {t["ScheduleExpression"] for t in _targeting(synth, "dispatcher")} == {"rate(1 minute)"}
 

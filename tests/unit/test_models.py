@@ -22,6 +22,8 @@ from jobsched.core.models import (
     from_iso,
     make_run_id,
     parse_run_id,
+    partition_for,
+    partition_key,
     shard_for,
     tenant_sort_for,
     to_iso,
@@ -99,7 +101,8 @@ def test_shard_is_stable_and_in_range():
 def test_job_item_round_trips_and_carries_due_index_keys_while_active():
     job = _job()
     item = job.to_item()
-    assert item["due_shard"] == "0" and item["due_at"] == int((T + timedelta(hours=1)).timestamp() * 1000)
+    assert item["due_shard"] == partition_key(partition_for(job.id))
+    assert item["due_at"] == int((T + timedelta(hours=1)).timestamp() * 1000)
     assert Job.from_item(item) == job
 
 

@@ -27,6 +27,7 @@ from contextlib import redirect_stdout
 from typing import Any
 
 from jobsched.core.errors import ValidationError
+from jobsched.core.ids import DUE_PARTITIONS
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,8 +63,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _validate(args: argparse.Namespace) -> None:
     if args.runs < 1 or args.jobs < 1:
         raise ValidationError("--runs and --jobs must be at least 1")
-    if args.shards is not None and args.shards < 1:
-        raise ValidationError("--shards must be at least 1")
+    if args.shards is not None and not 1 <= args.shards <= DUE_PARTITIONS:
+        raise ValidationError(f"--shards must be 1..{DUE_PARTITIONS}")
     if not 11 <= args.payload_bytes <= 64 * 1024:
         raise ValidationError("--payload-bytes must be 11..65536")
     if not 1 <= args.lag_runs <= 1000:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from jobsched.cli.client import ENV_TOKEN
+from jobsched.core.ids import DUE_PARTITIONS
 from jobsched.local.config import LocalConfig, resolve_tenants
 from jobsched.runtime import resources
 
@@ -62,9 +63,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-demo", action="store_true", help="start empty: register no demo jobs")
     parser.add_argument(
         "--shards",
-        type=_positive(int),
+        type=_shard_count,
         default=resources.DEFAULT_SHARDS,
-        help="dispatcher shards (default %(default)s)",
+        help=f"dispatcher shards, 1..{DUE_PARTITIONS} (default %(default)s)",
     )
     parser.add_argument(
         "--moto-port",
@@ -117,6 +118,13 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
     parse.__name__ = kind.__name__
     return parse
+
+
+def _shard_count(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= DUE_PARTITIONS:
+        raise argparse.ArgumentTypeError(f"{text}: the shard count must be 1..{DUE_PARTITIONS}")
+    return value
 
 
 def run_and_exit(args: argparse.Namespace) -> int:
