@@ -69,6 +69,7 @@ def api_idempotency_store(dynamodb: object, leases_table: str) -> IdempotencySto
 def build_services(
     settings: Settings, clients: Clients, clock: Clock, *, max_jobs: int = DEFAULT_MAX_JOBS_PER_TENANT
 ) -> ApiServices:
+    from jobsched.api.run_logs import RunLogs
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.outputs import OutputStore
     from jobsched.runtime.wiring import dispatcher_from_settings
@@ -106,6 +107,7 @@ def build_services(
         jobs=jobs,
         runs=runs,
         dead_letters=DeadLetterService(runs),
+        run_logs=RunLogs(log_group=settings.run_log_group, log_file=settings.run_log_file),
     )
 
 

@@ -146,8 +146,21 @@ class Worker:
         queue_url: str | None = None,
         remaining_seconds: float = 900.0,
     ) -> Outcome:
-        """Handle one run delivery at ``now``; see the module docstring for the steps."""
+        """Handle one run delivery at ``now``; see the module docstring for the steps. Every log line
+        written meanwhile, in any of the run's threads, carries the run's keys."""
         msg = RunMessage.from_json(body)
+        keys = obs.run_keys(job_id=msg.job_id, run_id=msg.run_id, attempt=msg.attempt, tenant=msg.tenant)
+        with obs.run_log_keys(**keys):
+            return self._process(msg, now, receipt_handle, queue_url, remaining_seconds)
+
+    def _process(
+        self,
+        msg: RunMessage,
+        now: datetime,
+        receipt_handle: str | None,
+        queue_url: str | None,
+        remaining_seconds: float,
+    ) -> Outcome:
         if msg.due_at > now + timedelta(seconds=EARLY_TOLERANCE_SECONDS):
             self._send(msg, now)
             return Outcome(OutcomeStatus.REDELAYED, msg.run_id, msg.attempt)
@@ -170,9 +183,10 @@ class Worker:
             self.metrics.add(obs.SCHEDULE_LAG, max(0.0, (now - claim.run.due_at).total_seconds()))
         if (chunked := self.chunks.job_for(msg.target)) is not None:
             return self.chunks.start(msg, claim, chunked, now)  # the workflow finishes the run
-        return self._execute(
-            msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle
-        )
+        with obs.run_log_keys(attempt=claim.attempt):  # a takeover runs a later attempt than the message's
+            return self._execute(
+                msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle
+            )
 
     # --- not ours --------------------------------------------------------------------------------
 

@@ -10,6 +10,7 @@ for it). The Lambda's remaining time bounds the timeout, so an attempt never out
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -60,7 +61,9 @@ def run_with_timeout(
         finally:
             outcome.done = True
 
-    thread = threading.Thread(target=target, name=name, daemon=True)
+    # In a copy of the caller's context: the run's log keys (and any other context) follow the handler.
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(target,), name=name, daemon=True)
     thread.start()
     thread.join(max(timeout_seconds, 0.0))
     if not outcome.done:
@@ -146,7 +149,10 @@ class Heartbeat:
         self.beats = 0
 
     def __enter__(self) -> Heartbeat:
-        self._thread = threading.Thread(target=self._loop, name="jobsched-heartbeat", daemon=True)
+        context = contextvars.copy_context()  # its log lines carry the run's keys
+        self._thread = threading.Thread(
+            target=context.run, args=(self._loop,), name="jobsched-heartbeat", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -202,7 +208,10 @@ class CancelWatch:
 
     def __enter__(self) -> CancelWatch:
         if self._interval > 0:
-            self._thread = threading.Thread(target=self._loop, name="jobsched-cancel-watch", daemon=True)
+            context = contextvars.copy_context()  # its log lines carry the run's keys
+            self._thread = threading.Thread(
+                target=context.run, args=(self._loop,), name="jobsched-cancel-watch", daemon=True
+            )
             self._thread.start()
         return self
 
