@@ -14,9 +14,11 @@ from aws_lambda_powertools.logging import correlation_paths
 
 from jobsched.api.app import JobschedResolver
 from jobsched.api.wiring import app_from_env
+from jobsched.runtime import observability as obs
 from jobsched.runtime.lazy import lazy
 
 logger = Logger(service="jobsched-api")
+obs.configure_function_logging(logger)
 
 
 @lazy

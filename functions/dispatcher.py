@@ -34,6 +34,7 @@ from jobsched.services.dispatcher import Dispatcher, DispatchSummary
 
 logger = Logger(service="jobsched-dispatcher")
 metrics = obs.make_metrics("dispatcher")
+obs.configure_function_logging(logger)
 clock: Clock = SystemClock()
 
 
@@ -89,5 +90,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="ShardsBusy", unit=MetricUnit.Count, value=len(summary.lease_busy))
     metrics.add_metric(name=JOBS_HELD_BACK, unit=MetricUnit.Count, value=summary.jobs_held_back)
     result = summary.to_dict()
-    logger.info("dispatch tick", extra={"summary": result})
+    # A tick that found nothing due is logged at DEBUG: one line per shard and minute on AWS (one per
+    # second in the embedded mode) saying nothing happened would drown the lines about runs.
+    idle = not summary.jobs_seen and not summary.lease_busy
+    (logger.debug if idle else logger.info)("dispatch tick", extra={"summary": result})
     return result

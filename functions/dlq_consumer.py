@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
@@ -25,7 +24,7 @@ from jobsched.services.dlq_consumer import DlqConsumer
 
 logger = Logger(service="jobsched-dlq-consumer")
 metrics = obs.make_metrics("dlq_consumer")
-copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
+obs.configure_function_logging(logger)
 clock: Clock = SystemClock()
 
 
@@ -45,10 +44,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     service = consumer()
 
     def record_handler(record: SQSRecord) -> str:
-        logger.append_keys(**obs.log_keys_of(record.body))
         count = record.attributes.approximate_receive_count
-        outcome = service.process(record.body, clock.now(), receive_count=int(count) if count else None)
-        logger.warning("poison message handled", extra={"outcome": outcome.status, **outcome.detail})
+        with obs.run_log_keys(**obs.log_keys_of(record.body)):
+            outcome = service.process(record.body, clock.now(), receive_count=int(count) if count else None)
+            logger.warning("poison message handled", extra={"outcome": outcome.status, **outcome.detail})
         if outcome.defer:
             raise LeftForLater(outcome.status)
         return outcome.status

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 
 from jobsched.aws.clients import Clients
 from jobsched.core.clock import Clock
@@ -18,7 +17,7 @@ from jobsched.services.sweeper import Sweeper
 
 logger = Logger(service="jobsched-sweeper")
 metrics = obs.make_metrics("sweeper")
-copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
+obs.configure_function_logging(logger)
 clock: Clock = SystemClock()
 
 

@@ -12,8 +12,9 @@ The records of a batch are handled concurrently, up to ``JOBSCHED_WORKER_CONCURR
 different run with its own lease and fenced writes, so they do not interfere, and the tenth run of a
 batch no longer waits for the nine before it (lag), nor does the invocation bill their durations one
 after the other (cost). The response is Lambda's documented partial-batch shape
-(``{"batchItemFailures": [{"itemIdentifier": id}]}``); log keys are per thread
-(``thread_safe_append_keys``) and metrics go through a lock.
+(``{"batchItemFailures": [{"itemIdentifier": id}]}``); the run's log keys are per context
+(:func:`jobsched.runtime.observability.run_log_keys`: every line of the record's threads, the
+handler's own included, carries them) and metrics go through a lock.
 
 With ``JOBSCHED_STATE_MACHINE_ARN`` set, the worker also drives chunked jobs: it starts a chunked
 run's Step Functions execution and answers the workflow's ``chunk.*`` messages on the ``long`` queue
@@ -27,7 +28,6 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 import jobsched.targets.demo  # noqa: F401  (registers demo.*)
@@ -47,7 +47,7 @@ __all__ = ["DEFAULT_WORKER_CONCURRENCY", "ENV_WORKER_CONCURRENCY", "concurrency"
 
 logger = Logger(service="jobsched-worker")
 metrics = obs.make_metrics("worker")
-copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
+obs.configure_function_logging(logger)
 clock: Clock = SystemClock()
 
 
@@ -82,8 +82,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     settings, _ = environment()
 
     def handle(delivery: Delivery) -> Outcome:
-        logger.thread_safe_append_keys(**obs.log_keys_of(delivery.body))
-        try:
+        with obs.run_log_keys(**obs.log_keys_of(delivery.body)):
             remaining = context.get_remaining_time_in_millis() / 1000 if context else 900.0
             outcome = worker.process(
                 delivery.body,
@@ -94,8 +93,6 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             )
             logger.info("run delivery handled", extra={"outcome": outcome.status, **outcome.detail})
             return outcome
-        finally:
-            logger.thread_safe_clear_keys()
 
     deliveries = []
     for raw in event.get("Records") or []:

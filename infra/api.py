@@ -29,7 +29,14 @@ from infra.storage import PayloadStore
 from infra.tables import Tables
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM
 from jobsched.api.gate import PUBLIC_PATHS
-from jobsched.runtime.resources import ENV_AUTH_MODE, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
+from jobsched.runtime.resources import (
+    ENV_AUTH_MODE,
+    ENV_RUN_LOG_GROUP,
+    JOBS_TABLE,
+    LEASES_TABLE,
+    PRIORITIES,
+    RUNS_TABLE,
+)
 
 ACCESS_LOG_FORMAT = {
     "requestId": "$context.requestId",
@@ -63,6 +70,7 @@ class Api(Construct):
         queues: Queues,
         payloads: PayloadStore,
         key: kms.IKey | None = None,
+        run_log_group: str | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.function = make_function(
@@ -76,6 +84,8 @@ class Api(Construct):
                 ENV_AUTH_MODE: config.auth_mode,
                 ENV_ADMIN_PRINCIPALS: ",".join(config.admin_principals),
                 ENV_JWT_TENANT_CLAIM: config.jwt_tenant_claim,
+                # the worker's log group, named in the run view (logs.log_group) with a Logs Insights query
+                **({ENV_RUN_LOG_GROUP: run_log_group} if run_log_group else {}),
             },
         )
         for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):

@@ -106,7 +106,14 @@ class JobschedStack(cdk.Stack):
             state_machine=self.long_jobs.state_machine,
             **shared,
         )
-        self.api = Api(self, "Api", queues=self.queues, payloads=self.storage, **shared)
+        self.api = Api(
+            self,
+            "Api",
+            queues=self.queues,
+            payloads=self.storage,
+            run_log_group=self.workers.worker.log_group.log_group_name,
+            **shared,
+        )
 
         functions = {
             "api": self.api.function,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.openapi import polish
 from jobsched.api.quotas import JobQuota
 from jobsched.api.routes.health import health_router
+from jobsched.api.run_logs import RunLogs
 from jobsched.api.tenants import PrincipalStore, admin_router
 from jobsched.core.clock import Clock
 from jobsched.core.errors import JobschedError
@@ -58,6 +59,7 @@ class ApiServices:
     runs: RunService | None = None
     dead_letters: DeadLetterService | None = None
     notify_settings: TenantNotifySettings | None = None
+    run_logs: RunLogs = field(default_factory=RunLogs)
 
 
 class JobschedResolver(APIGatewayHttpResolver):
@@ -167,7 +169,7 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
     if services.runs is not None:
         from jobsched.api.routes.runs import runs_router
 
-        app.include_router(runs_router(services.runs, services.clock))
+        app.include_router(runs_router(services.runs, services.clock, services.run_logs))
     if services.dead_letters is not None:
         from jobsched.api.routes.dead_letters import dead_letters_router
 

@@ -351,6 +351,35 @@ class RunOut(BaseModel):
         default_factory=list,
         description="each replay, retry and discard of the run: {action, at, from_attempt, payload_changed}",
     )
+    logs: RunLogsLink | None = Field(
+        default=None,
+        description="GET /runs/{id} only: where the run's log lines are (null in listings)",
+    )
+
+
+class RunLogsLink(BaseModel):
+    log_group: str | None = Field(
+        default=None,
+        description="the CloudWatch Logs group of the worker function, where the run's lines are (AWS; "
+        "null in the embedded mode)",
+    )
+    insights_query: str = Field(
+        description="a CloudWatch Logs Insights query for the run's lines (every line carries run_id)"
+    )
+    lines: str | None = Field(
+        default=None,
+        description="the path that serves the run's lines, GET /runs/{id}/logs: embedded mode only "
+        "(null where the route does not serve them)",
+    )
+
+
+class RunLogLines(BaseModel):
+    run_id: str
+    items: list[dict[str, Any]] = Field(
+        description="the run's JSON log lines as written, oldest first (each has job_id, run_id, "
+        "attempt, tenant)"
+    )
+    truncated: bool = Field(description="true when the run has more lines than the 5000 returned")
 
 
 class RunList(BaseModel):

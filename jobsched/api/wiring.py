@@ -69,6 +69,7 @@ def api_idempotency_store(dynamodb: object, leases_table: str) -> IdempotencySto
 def build_services(
     settings: Settings, clients: Clients, clock: Clock, *, max_jobs: int = DEFAULT_MAX_JOBS_PER_TENANT
 ) -> ApiServices:
+    from jobsched.api.run_logs import RunLogs
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.notify_store import TenantSettingsStore
     from jobsched.aws.outputs import OutputStore
@@ -111,6 +112,7 @@ def build_services(
         notify_settings=TenantNotifySettings(
             TenantSettingsStore(jobs.runs.dynamo, settings.leases_table), jobs.notify_policy
         ),
+        run_logs=RunLogs(log_group=settings.run_log_group, log_file=settings.run_log_file),
     )
 
 

@@ -225,6 +225,14 @@ class AttemptStore:
             raise LeaseLostError(_lost_message(run_id, attempt, rejected.item)) from None
         return bool(item.get("cancel_requested", False))
 
+    def cancel_requested(self, run_id: str) -> bool:
+        """Whether the run carries ``cancel_requested``: one strongly consistent GetItem of that
+        attribute alone (1 read unit for a run item under 4 KB; no write, no lease extension)."""
+        item = self.dynamo.get(
+            self.table, self._key(run_id), consistent=True, attributes=("cancel_requested",)
+        )
+        return bool((item or {}).get("cancel_requested", False))
+
     # --- endings ---------------------------------------------------------------------------------
 
     def _finish(self, claim: Claim, owner: str, sets: list[str], values: dict, removes: list[str]) -> Run:

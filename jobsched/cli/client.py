@@ -223,6 +223,10 @@ class ApiClient:
     def get_run(self, run_id: str) -> dict:
         return self.request("GET", f"/runs/{_seg(run_id)}")
 
+    def get_run_logs(self, run_id: str) -> dict:
+        """The run's log lines (``GET /runs/{id}/logs``: the embedded mode only)."""
+        return self.request("GET", f"/runs/{_seg(run_id)}/logs")
+
     def cancel_run(self, run_id: str) -> dict:
         return self.request("POST", f"/runs/{_seg(run_id)}/cancel", body={})
 

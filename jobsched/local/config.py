@@ -44,6 +44,7 @@ class LocalConfig:
     tenants: dict[str, str] = field(default_factory=dict)  # tenant name -> bearer token
     demo: bool = True
     verbose: bool = False  # keep the functions' JSON logs and EMF metrics on stdout
+    log_file: str | None = None  # the file the functions write to (jobsched dev): GET /runs/{id}/logs
     shutdown_grace_seconds: float = 2.0
 
     def tenant_tokens(self) -> dict[str, str]:

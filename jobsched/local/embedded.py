@@ -281,7 +281,10 @@ class EmbeddedMode:
         }
         if not self.config.verbose:
             env["POWERTOOLS_METRICS_DISABLED"] = "true"
-            env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
+        # INFO, as deployed: the lines about runs are what `jobsched runs logs` shows
+        env["POWERTOOLS_LOG_LEVEL"] = "INFO"
+        if self.config.log_file:
+            env[resources.ENV_RUN_LOG_FILE] = self.config.log_file
         return env
 
     def _set_env(self, values: dict[str, str]) -> None:

@@ -5,15 +5,32 @@ emit through a small :class:`MetricSink` so they stay testable and the local mod
 Cardinality: metrics carry only the ``service`` default dimension (and ``priority`` where it says
 so: three values). Never a per-run, per-job or per-tenant dimension: each distinct dimension set is a
 separate billed metric. Per-run detail belongs in the structured log line (job/run/attempt/tenant keys).
+
+Run keys in every line (:func:`run_log_keys`, :class:`RunKeysFilter`, :func:`configure_function_logging`):
+while a run is handled its keys sit in a context variable; the worker's own threads (the handler's,
+the heartbeat's, the cancel watch's) start in a copy of the context (``contextvars.copy_context``),
+so they see the same keys; a filter on the log handlers copies them onto every record, whatever the
+logger (ours, a handler's ``logging.getLogger(...)``, a library's) and whatever the thread. Each
+function sends its Powertools logger's lines, the ``jobsched`` loggers' and the root logger's (every
+other logger propagates there) as Powertools JSON to stdout.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import sys
 import threading
 from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Any, Protocol
 
 from aws_lambda_powertools import Logger
+from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
+from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
 NAMESPACE = "jobsched"
@@ -114,6 +131,80 @@ def make_metrics(service: str) -> EphemeralMetrics:
     with ``"service": "dispatcher"``. Each function's own set keeps its metrics and its service apart.
     """
     return FunctionMetrics(namespace=NAMESPACE, service=service)
+
+
+#: The keys of the run being handled in this context (empty outside a run).
+_NO_KEYS: Mapping[str, Any] = MappingProxyType({})
+_RUN_KEYS: ContextVar[Mapping[str, Any]] = ContextVar("jobsched_run_log_keys", default=_NO_KEYS)
+
+
+@contextlib.contextmanager
+def run_log_keys(**keys: Any) -> Iterator[None]:
+    """While active, every log record of this context (and of threads started in a copy of it)
+    carries ``keys`` (those not None), over the keys bound by an enclosing call."""
+    token = _RUN_KEYS.set({**_RUN_KEYS.get(), **{k: v for k, v in keys.items() if v is not None}})
+    try:
+        yield
+    finally:
+        _RUN_KEYS.reset(token)
+
+
+def current_run_keys() -> dict[str, Any]:
+    """The run keys bound in this context ({} outside a run)."""
+    return dict(_RUN_KEYS.get())
+
+
+class RunKeysFilter(logging.Filter):
+    """Copies the context's run keys onto each record it sees (keys the record already has win), so
+    the Powertools formatter writes them into the JSON line. Installed on handlers, not loggers: a
+    handler's filter sees the records of every logger that propagates to it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        for key, value in _RUN_KEYS.get().items():
+            if not hasattr(record, key):
+                setattr(record, key, value)
+        return True
+
+
+_ROOT_HANDLER_NAME = "jobsched-root-json"
+
+
+def _with_run_keys(handler: logging.Handler) -> logging.Handler:
+    if not any(isinstance(f, RunKeysFilter) for f in handler.filters):
+        handler.addFilter(RunKeysFilter())
+    return handler
+
+
+def configure_function_logging(logger: Logger) -> None:
+    """Every line a function's process writes, as Powertools JSON with the run's keys.
+
+    - ``logger`` (the function's Powertools logger) and the ``jobsched`` loggers share its handler
+      (Powertools ``copy_config_to_registered_loggers``), which gets a :class:`RunKeysFilter`;
+    - the root logger, where every other logger's records end (a job handler's own
+      ``logging.getLogger(...)``, libraries), gets one JSON handler on stdout with the same filter and
+      the Powertools formatter (``service`` = ``$POWERTOOLS_SERVICE_NAME``, plus the logger's ``name``),
+      replacing the handlers found there (on Lambda, the runtime's plain one), at ``logger``'s level.
+
+    Idempotent: the embedded mode configures each of its functions in one process.
+    """
+    _with_run_keys(logger.registered_handler)
+    logging.getLogger(logger.name).propagate = False  # its handler is not root's: no line twice
+    copy_config_to_registered_loggers(source_logger=logger, include={"jobsched"})
+    root = logging.getLogger()
+    ours = next((h for h in root.handlers if h.get_name() == _ROOT_HANDLER_NAME), None)
+    if ours is None:
+        ours = logging.StreamHandler(sys.stdout)
+        ours.set_name(_ROOT_HANDLER_NAME)
+        service = os.environ.get("POWERTOOLS_SERVICE_NAME") or logger.service
+        ours.setFormatter(LambdaPowertoolsFormatter(service=service, name="%(name)s"))
+        _with_run_keys(ours)
+    for handler in list(root.handlers):
+        # pytest's capture handler stays (caplog); anything else (Lambda's own) would print it twice
+        if handler is not ours and type(handler).__module__ != "_pytest.logging":
+            root.removeHandler(handler)
+    if ours not in root.handlers:
+        root.addHandler(ours)
+    root.setLevel(logger.log_level)
 
 
 def run_keys(*, job_id: str, run_id: str, attempt: int, tenant: str) -> dict[str, Any]:

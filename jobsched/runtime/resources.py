@@ -42,6 +42,11 @@ ENV_WORKER_CONCURRENCY = "JOBSCHED_WORKER_CONCURRENCY"
 #: last replayed) + this, and the bucket's lifecycle rule expires outputs and payloads this many days
 #: after they were written. One deployment setting (CDK context ``retention_days``) sets both.
 ENV_RETENTION_DAYS = "JOBSCHED_RETENTION_DAYS"
+#: Where a run's log lines are: on AWS the worker function's CloudWatch log group (set on the api
+#: function, for the run view's Logs Insights query); in the embedded mode the dev log file the
+#: functions write (read by the embedded-mode-only ``GET /runs/{id}/logs``).
+ENV_RUN_LOG_GROUP = "JOBSCHED_RUN_LOG_GROUP"
+ENV_RUN_LOG_FILE = "JOBSCHED_RUN_LOG_FILE"
 
 PRIORITIES = ("high", "default", "low")
 QUEUE_KINDS = (*PRIORITIES, "long")

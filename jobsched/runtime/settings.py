@@ -49,6 +49,8 @@ class Settings:
     #: Modules that register job handlers (``JOBSCHED_HANDLER_MODULES``, comma-separated).
     handler_modules: tuple[str, ...] = ()
     retention_days: int = r.DEFAULT_RETENTION_DAYS  # run items (TTL) and bucket objects (lifecycle)
+    run_log_group: str | None = None  # the worker's log group (AWS): the run view's logs.log_group
+    run_log_file: str | None = None  # the embedded mode's log file: GET /runs/{id}/logs reads it
 
     def queue_url(self, priority: str) -> str:
         try:
@@ -132,6 +134,8 @@ class Settings:
             worker_concurrency=worker_concurrency_from(env.get(r.ENV_WORKER_CONCURRENCY)),
             handler_modules=handler_modules_from(env.get(r.ENV_HANDLER_MODULES)),
             retention_days=retention,
+            run_log_group=env.get(r.ENV_RUN_LOG_GROUP) or None,
+            run_log_file=env.get(r.ENV_RUN_LOG_FILE) or None,
         )
 
     def to_env(self) -> dict[str, str]:

@@ -9,7 +9,9 @@
    acknowledged without doing anything (guarantee 2: a redelivery after a crash does nothing new); a run
    another worker holds is left in the queue; a run whose owner's lease expired is taken over;
 4. run the target under ``min(timeout, Lambda time left)`` with a heartbeat every third of the lease
-   that extends the lease and the message's visibility, writes progress and reads the cancel flag;
+   that extends the lease and the message's visibility, writes progress and reads the cancel flag,
+   and, while the target runs, a cancel watch that reads only the flag every
+   ``cancel_poll_seconds`` (1 s), so a cancellation reaches the handler within about a second;
 5. record the outcome with a write fenced on the attempt: succeeded (output inline or in S3), cancelled,
    retrying (the next attempt is *sent first*, then the run is marked, so a crash in between leaves a
    message that finds the run and claims it; never a run waiting for a message that does not exist),
@@ -44,7 +46,7 @@ from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_
 from jobsched.runtime import observability as obs
 from jobsched.services.outcome import Outcome, OutcomeStatus
 from jobsched.targets.context import IdempotentEffects, JobContext
-from jobsched.targets.executor import Heartbeat, error_info, execute_target
+from jobsched.targets.executor import CancelWatch, Heartbeat, error_info, execute_target
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +57,9 @@ SAFETY_MARGIN_SECONDS = 5.0
 EARLY_TOLERANCE_SECONDS = 1.0
 #: The message stays invisible this long past the lease, so a dead worker's run reappears soon after.
 VISIBILITY_SLACK_SECONDS = 30
+#: How often a running target's cancellation flag is read (decision 0013): a cancel reaches
+#: ``ctx.cancelled`` within about this long, for one read unit per read.
+CANCEL_POLL_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ class WorkerConfig:
     heartbeat_seconds: float | None = None  # default: a third of the lease
     allowed_http_hosts: tuple[str, ...] = ()
     safety_margin_seconds: float = SAFETY_MARGIN_SECONDS
+    cancel_poll_seconds: float = CANCEL_POLL_SECONDS  # 0 = only the heartbeat reads the flag
 
     @property
     def heartbeat_interval(self) -> float:
@@ -140,8 +146,21 @@ class Worker:
         queue_url: str | None = None,
         remaining_seconds: float = 900.0,
     ) -> Outcome:
-        """Handle one run delivery at ``now``; see the module docstring for the steps."""
+        """Handle one run delivery at ``now``; see the module docstring for the steps. Every log line
+        written meanwhile, in any of the run's threads, carries the run's keys."""
         msg = RunMessage.from_json(body)
+        keys = obs.run_keys(job_id=msg.job_id, run_id=msg.run_id, attempt=msg.attempt, tenant=msg.tenant)
+        with obs.run_log_keys(**keys):
+            return self._process(msg, now, receipt_handle, queue_url, remaining_seconds)
+
+    def _process(
+        self,
+        msg: RunMessage,
+        now: datetime,
+        receipt_handle: str | None,
+        queue_url: str | None,
+        remaining_seconds: float,
+    ) -> Outcome:
         if msg.due_at > now + timedelta(seconds=EARLY_TOLERANCE_SECONDS):
             self._send(msg, now)
             return Outcome(OutcomeStatus.REDELAYED, msg.run_id, msg.attempt)
@@ -164,9 +183,10 @@ class Worker:
             self.metrics.add(obs.SCHEDULE_LAG, max(0.0, (now - claim.run.due_at).total_seconds()))
         if (chunked := self.chunks.job_for(msg.target)) is not None:
             return self.chunks.start(msg, claim, chunked, now)  # the workflow finishes the run
-        return self._execute(
-            msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle
-        )
+        with obs.run_log_keys(attempt=claim.attempt):  # a takeover runs a later attempt than the message's
+            return self._execute(
+                msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle
+            )
 
     # --- not ours --------------------------------------------------------------------------------
 
@@ -228,33 +248,40 @@ class Worker:
             on_progress=pending_progress.append,
         )
 
+        def cancel() -> None:
+            cancel_seen.set()
+            ctx.cancel_event.set()
+
         def beat() -> None:
             progress = pending_progress[-1] if pending_progress else None
             pending_progress.clear()
             lease = self.config.lease_seconds
             if self.attempts.heartbeat(run.id, attempt, owner, self.clock.now(), lease, progress):
-                cancel_seen.set()
-                ctx.cancel_event.set()
+                cancel()
             self._set_visibility(queue_url, receipt, int(lease) + VISIBILITY_SLACK_SECONDS)
+
+        def flagged() -> bool:
+            return self.attempts.cancel_requested(run.id)
 
         started = self.clock.now()
         error: BaseException | None = None
         output: Any = None
         heartbeat = Heartbeat(beat, self.config.heartbeat_interval, ctx.cancel_event)
+        watch = CancelWatch(flagged, self.config.cancel_poll_seconds, ctx.cancel_event, cancel)
         try:
             payload = self._payload(msg, claim)
             with heartbeat:
                 if run.cancel_requested:
-                    cancel_seen.set()
-                    ctx.cancel_event.set()
+                    cancel()
                 else:
-                    output = execute_target(
-                        msg.target,
-                        payload,
-                        ctx,
-                        timeout_seconds=timeout,
-                        allowed_hosts=self.config.allowed_http_hosts,
-                    )
+                    with watch:
+                        output = execute_target(
+                            msg.target,
+                            payload,
+                            ctx,
+                            timeout_seconds=timeout,
+                            allowed_hosts=self.config.allowed_http_hosts,
+                        )
         except Exception as exc:  # classified below; never escapes as a batch failure
             error = exc
         finished = self.clock.now()

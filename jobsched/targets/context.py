@@ -78,7 +78,8 @@ class IdempotentEffects:
 class JobContext:
     """Passed to every handler as its second argument.
 
-    ``cancelled`` turns true when the run was cancelled (seen by the heartbeat) or its timeout passed;
+    ``cancelled`` turns true when the run was cancelled (the worker reads the flag every second while
+    the handler runs) or its timeout passed;
     a cooperative handler checks it at safe points and returns early. ``heartbeat(progress)`` records
     progress (any small JSON value, e.g. ``{"done": 3, "total": 10}``); the worker's heartbeat thread
     writes it with the next lease extension.

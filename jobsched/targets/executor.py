@@ -10,6 +10,7 @@ for it). The Lambda's remaining time bounds the timeout, so an attempt never out
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import threading
 from collections.abc import Callable, Iterable
@@ -60,7 +61,9 @@ def run_with_timeout(
         finally:
             outcome.done = True
 
-    thread = threading.Thread(target=target, name=name, daemon=True)
+    # In a copy of the caller's context: the run's log keys (and any other context) follow the handler.
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(target,), name=name, daemon=True)
     thread.start()
     thread.join(max(timeout_seconds, 0.0))
     if not outcome.done:
@@ -146,7 +149,10 @@ class Heartbeat:
         self.beats = 0
 
     def __enter__(self) -> Heartbeat:
-        self._thread = threading.Thread(target=self._loop, name="jobsched-heartbeat", daemon=True)
+        context = contextvars.copy_context()  # its log lines carry the run's keys
+        self._thread = threading.Thread(
+            target=context.run, args=(self._loop,), name="jobsched-heartbeat", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -170,3 +176,64 @@ class Heartbeat:
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
             self.beat_once()
+
+
+class CancelWatch:
+    """Reads a running run's cancellation flag every ``interval_seconds`` while its target runs.
+
+    The heartbeat reads the flag too, but only every third of the lease (20 s by default); this
+    watch makes a cancellation reach ``ctx.cancelled`` within about ``interval_seconds``. It only
+    reads (``is_cancelled``: a strongly consistent GetItem of the flag, 1 read unit), and only while a
+    target runs: it starts with the target and its first read is one interval in, so a run that ends
+    sooner pays nothing. When the flag is seen it calls ``on_cancel`` and stops; it also stops once
+    ``cancel_event`` is set for another reason (timeout, a lost lease). A failed read is logged and
+    tried again at the next interval. ``interval_seconds <= 0`` disables it (the heartbeat alone).
+    """
+
+    def __init__(
+        self,
+        is_cancelled: Callable[[], bool],
+        interval_seconds: float,
+        cancel_event: threading.Event,
+        on_cancel: Callable[[], None],
+    ):
+        self._is_cancelled = is_cancelled
+        self._interval = interval_seconds
+        self._cancel = cancel_event
+        self._on_cancel = on_cancel
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.reads = 0
+        self.seen = False
+
+    def __enter__(self) -> CancelWatch:
+        if self._interval > 0:
+            context = contextvars.copy_context()  # its log lines carry the run's keys
+            self._thread = threading.Thread(
+                target=context.run, args=(self._loop,), name="jobsched-cancel-watch", daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self._interval + 5.0)
+
+    def check_once(self) -> bool:
+        """One read of the flag (the loop's body); True once the cancellation was seen."""
+        try:
+            cancelled = self._is_cancelled()
+        except Exception:
+            logger.exception("reading the cancellation flag failed; retrying at the next interval")
+            return False
+        self.reads += 1
+        if cancelled:
+            self.seen = True
+            self._on_cancel()
+        return cancelled
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            if self._cancel.is_set() or self.check_once():
+                return

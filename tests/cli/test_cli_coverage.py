@@ -31,6 +31,7 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("GET", "/runs/{run_id}"): ("runs", "get", RUN_ID),
     ("POST", "/runs/{run_id}/cancel"): ("runs", "cancel", RUN_ID),
     ("POST", "/runs/{run_id}/retry"): ("runs", "retry", RUN_ID),
+    ("GET", "/runs/{run_id}/logs"): ("runs", "logs", RUN_ID),
     ("GET", "/dead-letters"): ("dlq", "list"),
     ("POST", "/dead-letters/replay"): ("dlq", "replay", "--job", "job-0001"),
     ("POST", "/dead-letters/{run_id}/replay"): ("dlq", "replay", RUN_ID),
@@ -256,3 +257,33 @@ def test_settings_notify_set_and_clear_send_the_tenant_default(cli, cli_env: Con
     bodies = [r.json() for r in cli_env.requests if r.method == "PUT"]
     assert bodies == [{"webhook": "https://h.example.com"}, {}]
     assert cli("settings", "notify", "set").code == 2
+
+
+def test_logs_prints_the_runs_lines_one_json_object_per_line(cli, cli_env: ContractServer) -> None:
+    """Given the embedded mode serving a run's lines, When `runs logs` runs, Then each line is printed
+    as one compact JSON object, in the order served."""
+    lines = [{"message": "a", "run_id": RUN_ID}, {"message": "b", "run_id": RUN_ID}]
+    cli_env.respond(
+        "GET", f"/runs/{RUN_ID}/logs", 200, {"run_id": RUN_ID, "items": lines, "truncated": False}
+    )
+    result = cli("runs", "logs", RUN_ID)
+    assert result.code == 0
+    assert [json.loads(line) for line in result.out.splitlines()] == lines
+
+
+def test_logs_where_the_route_is_not_served_prints_the_log_group_and_query(
+    cli, cli_env: ContractServer
+) -> None:
+    """Given a deployment whose lines route answers 404 (AWS), When `runs logs` runs, Then it prints the
+    run's log group and Logs Insights query, exit 0."""
+    cli_env.respond("GET", f"/runs/{RUN_ID}/logs", 404, {"code": "not_found", "message": "not here"})
+    link = {
+        "log_group": "/aws/lambda/w",
+        "insights_query": "fields @timestamp | filter run_id = 'x'",
+        "lines": None,
+    }
+    cli_env.respond("GET", f"/runs/{RUN_ID}", 200, run_body(logs=link))
+    result = cli("runs", "logs", RUN_ID)
+    assert result.code == 0
+    assert "log group: /aws/lambda/w" in result.out
+    assert "insights query: fields @timestamp | filter run_id = 'x'" in result.out

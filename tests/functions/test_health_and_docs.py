@@ -48,6 +48,7 @@ def test_openapi_lists_every_route(call):
         ("GET", "/runs"),
         ("GET", "/runs/{run_id}"),
         ("POST", "/runs/{run_id}/cancel"),
+        ("GET", "/runs/{run_id}/logs"),
         ("POST", "/runs/{run_id}/retry"),
         ("GET", "/dead-letters"),
         ("POST", "/dead-letters/replay"),

@@ -52,3 +52,18 @@ def test_api_function_knows_the_auth_mode(synth):
 
     fn = synth.template["Resources"][synth.logical_id(synth.stack.api.function)]["Properties"]
     assert fn["Environment"]["Variables"][ENV_AUTH_MODE] == "iam"
+
+
+def test_the_api_function_names_the_workers_log_group_for_the_run_view(synth):
+    """Given the stack, Then the api function's JOBSCHED_RUN_LOG_GROUP is the worker function's log
+    group (a reference to it), which GET /runs/{id} names in logs.log_group."""
+    from jobsched.runtime.resources import ENV_RUN_LOG_GROUP
+
+    api = synth.stack.api.function
+    (props,) = [
+        r["Properties"]
+        for lid, r in synth.resources("AWS::Lambda::Function").items()
+        if lid == synth.logical_id(api)
+    ]
+    worker_logs = synth.stack.resolve(synth.stack.workers.worker.log_group.node.default_child.logical_id)
+    assert props["Environment"]["Variables"][ENV_RUN_LOG_GROUP] == {"Ref": worker_logs}

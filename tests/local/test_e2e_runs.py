@@ -6,8 +6,9 @@ drive it over HTTP and wait, with timeouts, on the real clock: these are about t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -18,8 +19,9 @@ from tests.local.e2e_helpers import VALIDATE_HANDLER, EmbeddedProcess, job, pars
 pytestmark = pytest.mark.slow
 
 TENANT, TOKEN = "e2e", "tok-e2e-runs"
-# The worker heartbeats every third of its 60 s lease: a running run sees its cancel flag within 20 s.
-CANCEL_SEEN_WITHIN = 45.0
+# The worker's cancel watch reads a running run's flag every second (decision 0013): the run shows
+# `cancelled` within 5 s of the request (the goal of issue 10 §3; the heartbeat alone took up to 20 s).
+CANCEL_SEEN_WITHIN = 5.0
 LOW_SLOTS = 2  # concurrent worker invocations of the low queue
 
 
@@ -82,16 +84,17 @@ def test_cancelling_a_running_sleep_stops_it_early(client: ApiClient) -> None:
     wait_for(lambda: run_state(client, run_id, "running"), timeout=60, interval=0.2)
 
     # When it is cancelled
+    requested, sent = datetime.now(UTC), time.monotonic()
     answer = client.cancel_run(run_id)
 
     # Then the API answers at once with the request recorded, the run still running
     assert answer["state"] == "running" and answer["cancel_requested"] is True
-    # And the handler stops at its next heartbeat, long before its 60 s, the run ending cancelled
-    run = wait_for(lambda: run_state(client, run_id, "cancelled"), timeout=CANCEL_SEEN_WITHIN, interval=0.3)
+    # And the handler stops within seconds, long before its 60 s, the run showing cancelled within 5 s
+    run = wait_for(lambda: run_state(client, run_id, "cancelled"), timeout=CANCEL_SEEN_WITHIN, interval=0.1)
+    assert time.monotonic() - sent < CANCEL_SEEN_WITHIN
     [attempt] = run["attempts"]
     assert attempt["outcome"] == "cancelled"
-    ran = parse(attempt["finished_at"]) - parse(attempt["started_at"])
-    assert ran < timedelta(seconds=CANCEL_SEEN_WITHIN)
+    assert parse(attempt["finished_at"]) - requested < timedelta(seconds=CANCEL_SEEN_WITHIN)
     assert run["state"] == "cancelled" and run["error"] is None
     # And it is not a dead letter
     assert client.list_all("/dead-letters", {"job_id": created["id"]}) == []

@@ -1,4 +1,4 @@
-"""``/runs``: list (filters ``state``, ``job_id``, ``since``), read, cancel, retry."""
+"""``/runs``: list (filters ``state``, ``job_id``, ``since``), read, cancel, retry, log lines."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from jobsched.api.deps import current_tenant
 from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
 from jobsched.api.routes.jobs import job_id_of
 from jobsched.api.routes.listing import scope_of
-from jobsched.api.schemas import RetryRunIn, RunList, RunOut, RunStateName
+from jobsched.api.run_logs import RunLogs
+from jobsched.api.schemas import RetryRunIn, RunList, RunLogLines, RunLogsLink, RunOut, RunStateName
 from jobsched.api.views import run_view
 from jobsched.aws.outputs import ObjectExpired
 from jobsched.core.clock import Clock
@@ -41,8 +42,9 @@ def _aware(value: datetime | None, name: str) -> datetime | None:
     return value
 
 
-def runs_router(runs: Any, clock: Clock) -> Router:
-    """``runs`` is a :class:`jobsched.services.runs.RunService`."""
+def runs_router(runs: Any, clock: Clock, logs: RunLogs | None = None) -> Router:
+    """``runs`` is a :class:`jobsched.services.runs.RunService`; ``logs`` where run log lines are."""
+    logs = logs or RunLogs()
     router = Router()
     store = runs.runs
 
@@ -95,7 +97,17 @@ def runs_router(runs: Any, clock: Clock) -> Router:
                 view.output = runs.outputs.get_json(run.output_ref)
             except ObjectExpired:  # the bucket's retention removed it: the run itself is still here
                 view.output, view.output_expired = None, True
+        view.logs = RunLogsLink(**logs.link(run.id))
         return view
+
+    @router.get(
+        "/runs/<run_id>/logs",
+        tags=["runs"],
+        summary="The run's log lines (embedded mode only; elsewhere 404: use the run's logs.insights_query)",
+    )
+    def get_run_logs(run_id: str, tenant: Tenant) -> RunLogLines:
+        run = runs.get(tenant, run_id_of(run_id))  # another tenant's run: 404 before any line is read
+        return RunLogLines(**logs.lines(run.id))
 
     @router.post("/runs/<run_id>/cancel", tags=["runs"], summary="Cancel a queued, retrying or running run")
     def cancel_run(run_id: str, tenant: Tenant) -> RunOut:

@@ -221,6 +221,7 @@ def _run(
         verbose=args.verbose,
         sweeper_seconds=args.sweeper_seconds,
         retention_days=args.retention_days,
+        log_file=log_path,
     )
     mode = EmbeddedMode(config, out=emit)
     restore = _install_signal_handlers(mode.request_stop)

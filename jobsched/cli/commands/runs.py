@@ -1,4 +1,8 @@
-"""`jobsched runs list|get|cancel|retry|watch`: look at runs and act on them over the API.
+"""`jobsched runs list|get|cancel|retry|watch|logs`: look at runs and act on them over the API.
+
+``runs logs`` prints the run's log lines, one JSON object per line, oldest first, as the embedded mode
+serves them (``GET /runs/{id}/logs``); where that route answers 404 (AWS) it reads the run and prints
+its ``logs`` link instead: the CloudWatch log group and the Logs Insights query.
 
 ``runs watch`` polls one run (``RUN_ID``) or a job's runs (``--job``) and prints one line per state
 transition (``--json``: one JSON object per line) until the watched runs reach terminal states or
@@ -22,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
-from jobsched.cli.client import ApiClient
+from jobsched.cli.client import ApiClient, ApiError
 from jobsched.cli.commands._api_args import (
     EXIT_API_ERROR,
     EXIT_OK,
@@ -71,7 +75,7 @@ RUN_COLUMNS = (
 def _cancel(run: dict) -> object:
     if not run.get("cancel_requested") or run.get("state") in TERMINAL_STATES:
         return OMIT
-    return "requested: the worker stops the run at its next heartbeat (a safe point)"
+    return "requested: the handler sees it within about a second and stops at a safe point"
 
 
 def _progress(run: dict) -> object:
@@ -127,6 +131,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ("get", cmd_get, "show one run and its attempts"),
         ("cancel", cmd_cancel, "cancel a queued or running run"),
         ("retry", cmd_retry, "run a failed run again"),
+        ("logs", cmd_logs, "print a run's log lines (embedded mode; on AWS its Logs Insights query)"),
     ):
         parser = sub.add_parser(name, parents=[common], help=text)
         parser.add_argument("run_id")
@@ -188,6 +193,39 @@ def cmd_cancel(args: argparse.Namespace, client: ApiClient) -> int:
         print(
             f"\ncancel pending: {args.run_id} is still running; it ends `cancelled` once the worker sees "
             f"the request (follow it with: jobsched runs watch {args.run_id})"
+        )
+    return EXIT_OK
+
+
+@command
+def cmd_logs(args: argparse.Namespace, client: ApiClient) -> int:
+    try:
+        found = client.get_run_logs(args.run_id)
+    except ApiError as exc:
+        if exc.status != 404:
+            raise
+        # Not served here (AWS), or no such run: the run view says where the lines are (or answers 404).
+        return _print_log_link(args, client.get_run(args.run_id).get("logs") or {})
+    if args.json:
+        print_json(found)
+        return EXIT_OK
+    for line in found.get("items") or []:
+        print(json.dumps(line, separators=(",", ":")))
+    if found.get("truncated"):
+        print(f"(only the first {len(found['items'])} lines)", file=sys.stderr)
+    return EXIT_OK
+
+
+def _print_log_link(args: argparse.Namespace, link: dict) -> int:
+    if args.json:
+        print_json(link)
+        return EXIT_OK
+    print(f"log group: {link.get('log_group')}")
+    print(f"insights query: {link.get('insights_query')}")
+    if link.get("log_group"):
+        print(
+            f"\nrun it with: aws logs start-query --log-group-name {link['log_group']} "
+            "--start-time <epoch s> --end-time <epoch s> --query-string '<the query>'"
         )
     return EXIT_OK
 
