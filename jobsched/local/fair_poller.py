@@ -113,42 +113,48 @@ class FairQueuePoller(QueuePoller):
                 self._free.release()
                 continue
             thread = threading.Thread(
-                target=self._run_batch, args=(batch,), name=f"worker-{self.name}", daemon=True
+                target=self._run_held, args=(batch,), name=f"worker-{self.name}", daemon=True
             )
             with self._lock:
                 self._busy.add(thread)
             thread.start()
 
-    def _next_batch(self) -> list[dict[str, Any]]:
-        """Wait (at most 0.5 s) until a batch is ready, take it, restart its visibility if it waited."""
+    def _next_batch(self) -> list[Held]:
+        """Wait (at most 0.5 s) until a batch is ready and take it (empty if none was)."""
         deadline = time.monotonic() + 0.5
         with self._lock:
             while not self.stop_event.is_set():
                 ready, wait = self.selector.ready(self.batch_size, time.time(), GATHER_MARGIN_SECONDS)
                 if ready:
-                    break
+                    return self.selector.take_held(self.batch_size, time.monotonic())
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return []
                 self._changed.wait(min(left, wait if wait is not None else left))
-            else:
-                return []
-            now = time.monotonic()
+        return []
+
+    def _run_held(self, batch: list[Held]) -> None:
+        """In the batch's own thread: restart the visibility of what waited, then invoke."""
+        messages = [h.message for h in batch]
+        try:
             after = min(HANDOUT_REFRESH_SECONDS, self._visibility_seconds() / 4)
-            waited = {h.message["MessageId"] for h in self.selector.stale(now, after)}
-            batch = self.selector.take(self.batch_size, now)
-        stale = [m for m in batch if m["MessageId"] in waited]
-        if stale:
-            failed = self._extend(stale)
-            if failed:
-                with self._lock:
-                    self.selector.finish([m for m in batch if m["MessageId"] in failed], time.monotonic())
-                batch = [m for m in batch if m["MessageId"] not in failed]
-        return batch
+            now = time.monotonic()
+            waited = [h.message for h in batch if now - h.refreshed_at > after]
+            failed = self._extend(waited) if waited else set()
+        except Exception:
+            if not self.stop_event.is_set():
+                log.exception("restarting the visibility of a batch on %s failed", self.name)
+            failed = {m["MessageId"] for m in messages}
+        if failed:  # let go, never handed out late: they come back by themselves
+            with self._lock:
+                self.selector.finish([m for m in messages if m["MessageId"] in failed], time.monotonic())
+            messages = [m for m in messages if m["MessageId"] not in failed]
+        self._run_batch(messages)
 
     def _run_batch(self, messages: list[dict[str, Any]]) -> None:
         try:
-            self.process(messages)
+            if messages:
+                self.process(messages)
         except Exception:
             if not self.stop_event.is_set():
                 log.exception("batch on %s failed", self.name)
@@ -179,7 +185,9 @@ class FairQueuePoller(QueuePoller):
         messages = [h.message for h in stale]
         failed = self._extend(messages)
         with self._lock:
-            self.selector.drop(failed)
+            self.selector.drop_unless_received_again(
+                {m["MessageId"]: m["ReceiptHandle"] for m in messages if m["MessageId"] in failed}
+            )
             self.selector.refreshed({m["MessageId"] for m in messages} - failed, time.monotonic())
         return len(messages) - len(failed)
 

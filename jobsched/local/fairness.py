@@ -105,6 +105,18 @@ class FairSelector:
                 if not queue:
                     del self._groups[held.group]
 
+    def drop_unless_received_again(self, receipts: dict[str, str]) -> None:
+        """:meth:`drop` the messages whose held receipt handle is still the one in ``receipts``
+        (message id -> handle): one received again meanwhile is held with its newer handle."""
+        self.drop(
+            {
+                message_id
+                for message_id, handle in receipts.items()
+                if (held := self._by_id.get(message_id)) is not None
+                and held.message.get("ReceiptHandle") == handle
+            }
+        )
+
     def stale(self, now: float, older_than: float) -> list[Held]:
         """Held messages whose visibility timeout (re)started more than ``older_than`` s ago."""
         return [h for h in self._by_id.values() if now - h.refreshed_at >= older_than]
@@ -137,7 +149,11 @@ class FairSelector:
 
     def take(self, count: int, now: float) -> list[dict[str, Any]]:
         """Pick up to ``count`` held messages in fair order and count them in flight."""
-        picked: list[dict[str, Any]] = []
+        return [held.message for held in self.take_held(count, now)]
+
+    def take_held(self, count: int, now: float) -> list[Held]:
+        """:meth:`take`, with what was known of each message while it was held."""
+        picked: list[Held] = []
         times = self._recent_times(now)
         while len(picked) < count and self._groups:
             group = self._next_group(times)
@@ -148,7 +164,7 @@ class FairSelector:
             del self._by_id[held.message["MessageId"]]
             self._in_flight[group] = self._in_flight.get(group, 0) + 1
             self._started[held.message["MessageId"]] = (group, now)
-            picked.append(held.message)
+            picked.append(held)
         return picked
 
     def finish(self, messages: list[dict[str, Any]], now: float) -> None:

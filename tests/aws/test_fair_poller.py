@@ -100,18 +100,18 @@ def test_a_quiet_tenants_message_sent_behind_a_backlog_goes_out_in_the_next_batc
 
 
 def test_held_messages_stay_invisible_past_the_visibility_timeout_and_are_delivered_once(sqs: Any) -> None:
-    """Given a queue with a 2 s visibility timeout and one slot, whose first batch blocks for 5 s
+    """Given a queue with a 3 s visibility timeout and one slot, whose first batch blocks for 7 s
     while 20 more messages are held by the poller
     When the batch ends and the held messages go out
     Then each message was delivered exactly once, all with ApproximateReceiveCount 1 (none expired
     while held and came back), and the queue is empty."""
     handler = Blocking()
-    poller, url, stop = start_poller(sqs, 2, handler)
+    poller, url, stop = start_poller(sqs, 3, handler)
     send(sqs, url, "a", 30)
     poller.start()
     try:
         wait_for(lambda: handler.batches and poller.held == 20)
-        time.sleep(5)  # two and a half visibility timeouts with the messages held
+        time.sleep(7)  # more than two visibility timeouts with the messages held
         handler.release.set()
         wait_for(lambda: sum(len(b) for b in handler.batches) >= 30)
         time.sleep(0.5)  # a redelivery, if any, would show up now

@@ -165,3 +165,14 @@ def test_a_partial_batch_of_runs_not_yet_due_waits_until_the_earliest_is_close()
     selector.add(msgs("b", 1), T0, [None])
     assert selector.ready(10, 99.0, 0.1) == (True, None)
     assert FairSelector().ready(10, 99.0, 0.1) == (False, None)
+
+
+def test_a_failed_refresh_lets_go_only_of_a_message_not_received_again() -> None:
+    """Given two held messages whose refresh was refused, one of them received again meanwhile
+    Then only the other is let go; the one received again stays held with its newer handle."""
+    selector = FairSelector()
+    first, second = [dict(m, ReceiptHandle="old") for m in msgs("a", 2)]
+    hold(selector, [first, second])
+    selector.add([dict(first, ReceiptHandle="new")], T0 + 1, [None])
+    selector.drop_unless_received_again({"a-0": "old", "a-1": "old"})
+    assert [(m["MessageId"], m["ReceiptHandle"]) for m in selector.take(10, T0 + 1)] == [("a-0", "new")]
