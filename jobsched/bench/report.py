@@ -71,3 +71,25 @@ def lag_text(figures: dict[str, Any]) -> str:
             f"{'met' if figures['goal_met'] else 'NOT met'})",
         ]
     )
+
+
+def noisy_text(figures: dict[str, Any]) -> str:
+    """The noisy-neighbour benchmark: the quiet tenant's lag with fair queues and without."""
+    lines = [
+        f"noisy neighbour: a burst of {figures['burst_runs']} runs ({figures['handler']}) on 'default' "
+        f"({figures['worker_slots_default']} slots x {figures['batch_size']}), quiet tenant triggers "
+        f"{figures['quiet_runs']} runs every {figures['quiet_interval_seconds']} s",
+    ]
+    for name in ("fair", "fifo"):
+        m = figures[name]
+        lines.append(
+            f"  {name:<4}  quiet lag p50 {_fmt(m['quiet_p50_seconds'], 3)} s   "
+            f"p99 {_fmt(m['quiet_p99_seconds'], 3)} s   max {_fmt(m['quiet_max_seconds'], 3)} s   "
+            f"({m['quiet_during_burst']} of {m['quiet_runs']} during the burst; burst drained in "
+            f"{_fmt(m['noisy_drain_seconds'], 1)} s)"
+        )
+    lines.append(
+        f"  goal: quiet p99 < {figures['goal_p99_seconds']} s with fair queues: "
+        f"{'met' if figures['goal_met'] else 'NOT met'}"
+    )
+    return "\n".join(lines)

@@ -41,6 +41,7 @@ class LocalConfig:
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
     housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)
     events_seconds: float = 0.5
+    fair_queues: bool = True  # serve message groups (tenants) as SQS fair queues do (local/fair_poller.py)
     tenants: dict[str, str] = field(default_factory=dict)  # tenant name -> bearer token
     demo: bool = True
     verbose: bool = False  # keep the functions' JSON logs and EMF metrics on stdout

@@ -36,6 +36,7 @@ from botocore.config import Config
 
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.events import RunEventWatcher
+from jobsched.local.fair_poller import FairQueuePoller
 from jobsched.local.housekeeping import Housekeeper
 from jobsched.local.http_bridge import HttpBridge
 from jobsched.local.invoke import Function, Handler, load_handler
@@ -342,8 +343,9 @@ class EmbeddedMode:
     def _add_poller(
         self, url: str, arn: str, function: Function, slots: int, name: str, batch_size: int
     ) -> None:
+        poller = FairQueuePoller if self.config.fair_queues else QueuePoller
         self.pollers.append(
-            QueuePoller(
+            poller(
                 sqs=self.clients["sqs"],
                 queue_url=url,
                 queue_arn=arn,

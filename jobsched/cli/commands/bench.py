@@ -3,15 +3,19 @@
 By default both benchmarks run: the run pipeline (``--runs N`` cron runs end to end in-process against
 moto, priced at us-east-1 list prices) and the lag of a burst of ``--lag-runs`` one-off runs due in the
 same second in the embedded mode. ``--no-lag`` runs only the first, ``--lag`` only the second.
+``--noisy`` runs, alone, the noisy-neighbour benchmark (:mod:`jobsched.bench.noisy`: a quiet tenant's
+lag while another tenant's burst of ``--noisy-runs`` runs floods the ``default`` queue, with fair
+queues on and off; a few minutes, so not part of the default run).
 
 With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline figures at the top level
 (``runs``, ``succeeded``, ``duplicates``, ``lost``, ``wru``, ``rru``, ``sqs_requests``,
 ``lambda_invocations``, ``usd_per_million_runs``, ``breakdown``...) and the lag figures under ``lag``
-(or at the top level with ``--lag``). What the functions print while the benchmark runs (Powertools
-JSON logs, EMF metrics lines) and the warnings raised meanwhile are dropped, so the terminal shows the
-report alone; ``--verbose`` sends them to stderr instead. Exit status 1 when a run was duplicated or
-lost or a lag run never started; a cost or lag
-goal that is not met is reported in the figures (``goal_met``), not in the exit status.
+(or at the top level with ``--lag``); with ``--noisy`` the object holds the noisy-neighbour figures
+alone. What the functions print while the benchmark runs (Powertools JSON logs, EMF metrics lines)
+and the warnings raised meanwhile are dropped, so the terminal shows the report alone; ``--verbose``
+sends them to stderr instead. Exit status 1 when a run was duplicated or lost, a lag run never
+started, or a run of the noisy-neighbour benchmark never started; a cost, lag or noisy-neighbour goal
+that is not met is reported in the figures (``goal_met``), not in the exit status.
 """
 
 from __future__ import annotations
@@ -50,7 +54,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--lag", action="store_true", help="run only the schedule-lag benchmark")
     which.add_argument("--no-lag", action="store_true", help="run only the cost benchmark")
+    which.add_argument(
+        "--noisy",
+        action="store_true",
+        help="run only the noisy-neighbour benchmark (fair queues on and off; a few minutes)",
+    )
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
+    parser.add_argument(
+        "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     parser.add_argument(
         "--verbose",
@@ -69,6 +81,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--payload-bytes must be 11..65536")
     if not 1 <= args.lag_runs <= 1000:
         raise ValidationError("--lag-runs must be 1..1000")
+    if not 100 <= args.noisy_runs <= 5000:
+        raise ValidationError("--noisy-runs must be 100..5000")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,7 +93,12 @@ def run(args: argparse.Namespace) -> int:
     stdout = sys.stdout
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
     with _function_output(args.verbose):
-        if not args.lag:
+        if args.noisy:
+            from jobsched.bench.noisy import NoisyConfig, run_noisy
+
+            figures = run_noisy(NoisyConfig(burst_runs=args.noisy_runs))
+            ok = bool(figures["complete"])
+        if not args.lag and not args.noisy:
             from jobsched.bench.pipeline import PipelineConfig, run_pipeline
             from jobsched.runtime import resources
 
@@ -92,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             result = run_pipeline(config)
             figures.update(result.to_dict())
             ok = ok and not result.duplicates and not result.lost
-        if not args.no_lag:
+        if not args.no_lag and not args.noisy:
             from jobsched.bench.lag import LagConfig, run_lag
 
             lag = run_lag(LagConfig(runs=args.lag_runs)).to_dict()
@@ -119,10 +138,13 @@ def _function_output(verbose: bool) -> Iterator[None]:
 
 
 def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) -> None:
-    from jobsched.bench.report import lag_text, pipeline_text
+    from jobsched.bench.report import lag_text, noisy_text, pipeline_text
 
     if args.json:
         print(json.dumps(figures, separators=(",", ":")), file=out)
+        return
+    if args.noisy:
+        print(noisy_text(figures), file=out)
         return
     parts = []
     if not args.lag:

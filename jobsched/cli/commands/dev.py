@@ -98,6 +98,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="days runs and their outputs are kept, as the deployment's retention_days (default %(default)s)",
     )
     parser.add_argument(
+        "--no-fair-queues",
+        action="store_true",
+        help="hand queued messages out in moto's send order instead of SQS fair-queue order",
+    )
+    parser.add_argument(
         "--verbose", action="store_true", help="also show the functions' JSON logs and EMF metrics"
     )
 
@@ -219,6 +224,7 @@ def _run(
         tenants=tenants,
         demo=not args.no_demo,
         verbose=args.verbose,
+        fair_queues=not args.no_fair_queues,
         sweeper_seconds=args.sweeper_seconds,
         retention_days=args.retention_days,
         log_file=log_path,
