@@ -24,16 +24,28 @@ def wait_for(predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
 
 
 class Blocking:
-    """A handler that records each batch's bodies and blocks the first one until ``release``."""
+    """A handler that records each batch's bodies and blocks the first one until ``release``.
 
-    def __init__(self) -> None:
+    While it blocks, it extends its own records' visibility every second (``heartbeat``: the SQS
+    client and queue URL), as the worker's heartbeat does, so only the messages the poller holds
+    depend on the poller to stay invisible."""
+
+    def __init__(self, heartbeat: tuple[Any, str] | None = None) -> None:
         self.batches: list[list[dict[str, Any]]] = []
         self.release = threading.Event()
+        self.heartbeat = heartbeat
 
     def __call__(self, event: dict[str, Any]) -> dict[str, Any]:
         self.batches.append(event["Records"])
         if len(self.batches) == 1:
-            self.release.wait(15)
+            deadline = time.monotonic() + 15
+            while not self.release.wait(1.0) and time.monotonic() < deadline:
+                if self.heartbeat is not None:
+                    sqs, url = self.heartbeat
+                    for record in event["Records"]:
+                        sqs.change_message_visibility(
+                            QueueUrl=url, ReceiptHandle=record["receiptHandle"], VisibilityTimeout=3
+                        )
         return {"batchItemFailures": []}
 
     def bodies(self) -> list[list[str]]:
@@ -101,12 +113,14 @@ def test_a_quiet_tenants_message_sent_behind_a_backlog_goes_out_in_the_next_batc
 
 def test_held_messages_stay_invisible_past_the_visibility_timeout_and_are_delivered_once(sqs: Any) -> None:
     """Given a queue with a 3 s visibility timeout and one slot, whose first batch blocks for 7 s
-    while 20 more messages are held by the poller
+    (extending its own records' visibility, as the worker does) while 20 more messages are held by
+    the poller
     When the batch ends and the held messages go out
     Then each message was delivered exactly once, all with ApproximateReceiveCount 1 (none expired
     while held and came back), and the queue is empty."""
     handler = Blocking()
     poller, url, stop = start_poller(sqs, 3, handler)
+    handler.heartbeat = (sqs, url)
     send(sqs, url, "a", 30)
     poller.start()
     try:
