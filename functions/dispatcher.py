@@ -83,5 +83,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="ShardsBusy", unit=MetricUnit.Count, value=len(summary.lease_busy))
     metrics.add_metric(name=JOBS_HELD_BACK, unit=MetricUnit.Count, value=summary.jobs_held_back)
     result = summary.to_dict()
-    logger.info("dispatch tick", extra={"summary": result})
+    busy = summary.runs_created or summary.runs_skipped or summary.send_failures or summary.lease_busy
+    (logger.info if busy else logger.debug)("dispatch tick", extra={"summary": result})
     return result

@@ -58,6 +58,8 @@ class RunMessage:
     timeout_seconds: int = 300
     retry: RetrySpec = field(default_factory=RetrySpec)
     priority: str = "default"
+    #: The run's ``send_token`` when this message was sent: only the newest message of a run executes.
+    token: str | None = None
     v: int = MESSAGE_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -74,6 +76,7 @@ class RunMessage:
             "timeout_seconds": self.timeout_seconds,
             "retry": self.retry.to_dict(),
             "priority": self.priority,
+            **({"token": self.token} if self.token is not None else {}),
         }
 
     def to_json(self) -> str:
@@ -114,6 +117,7 @@ class RunMessage:
             timeout_seconds=int(data.get("timeout_seconds", 300)),
             retry=RetrySpec.from_dict(data.get("retry")),
             priority=data.get("priority", "default"),
+            token=data.get("token") if isinstance(data.get("token"), str) else None,
         )
 
 

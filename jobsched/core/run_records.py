@@ -71,5 +71,6 @@ def outgoing_for(job: Job, run: Run, now: datetime) -> Outgoing:
         timeout_seconds=job.timeout_seconds,
         retry=job.retry,
         priority=run.priority,
+        token=run.send_token,
     )
     return Outgoing(queue=run.priority, message=message, delay_seconds=delay_seconds(run.due_at, now))

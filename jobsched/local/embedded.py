@@ -277,7 +277,9 @@ class EmbeddedMode:
         }
         if not self.config.verbose:
             env["POWERTOOLS_METRICS_DISABLED"] = "true"
-            env["POWERTOOLS_LOG_LEVEL"] = "WARNING"
+        # INFO: the log file shows every message sent (run, attempt, MessageId) and every delivery
+        # handled (MessageId, outcome), so a run whose message vanished can be traced (issue 10 §4).
+        env["POWERTOOLS_LOG_LEVEL"] = "INFO"
         return env
 
     def _set_env(self, values: dict[str, str]) -> None:

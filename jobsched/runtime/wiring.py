@@ -188,7 +188,6 @@ def sweeper_from_settings(
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     return Sweeper(
         dynamo=dynamo,
-        jobs_table=settings.jobs_table,
         runs_table=settings.runs_table,
         jobs=JobsStore(dynamo, settings.jobs_table),
         attempts=AttemptStore(dynamo, settings.runs_table),
