@@ -8,10 +8,16 @@ import threading
 import boto3
 import pytest
 from moto import mock_aws
-from moto.core import DEFAULT_ACCOUNT_ID
 from moto.sqs.models import Queue, sqs_backends
 
 from jobsched.local import moto_fixes
+
+
+@pytest.fixture(autouse=True)
+def in_process_moto(monkeypatch):
+    """No endpoint left over from an embedded-mode test: the client must reach ``mock_aws``."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture
@@ -49,7 +55,8 @@ def send_during_delete() -> list[str]:
         url = sqs.create_queue(QueueName="q")["QueueUrl"]
         sqs.send_message(QueueUrl=url, MessageBody="done")
         [done] = sqs.receive_message(QueueUrl=url)["Messages"]
-        queue = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].queues["q"]
+        account = url.rstrip("/").split("/")[-2]  # whatever account the environment gives moto
+        queue = sqs_backends[account]["us-east-1"].queues["q"]
         sent = threading.Event()
 
         def send():
