@@ -91,7 +91,10 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 queue_url=delivery.queue_url,
                 remaining_seconds=remaining,
             )
-            logger.info("run delivery handled", extra={"outcome": outcome.status, **outcome.detail})
+            logger.info(
+                "run delivery handled",
+                extra={"message_id": delivery.message_id, "outcome": outcome.status, **outcome.detail},
+            )
             return outcome
 
     deliveries = []

@@ -134,6 +134,19 @@ class Observability(Construct):
                 ),
             )
         self._alarm(
+            "RunsStranded",
+            app_metric(obs.RUNS_STRANDED, "Sum", "sweeper").create_alarm(
+                self,
+                "RunsStranded",
+                alarm_description="The sweeper gave up on a run: it ended failed (reason stranded) in the "
+                "dead letters after 3 re-sends; messages are being lost or no worker takes them.",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            ),
+        )
+        self._alarm(
             "ScheduleLagP99",
             app_metric(obs.SCHEDULE_LAG, "p99", QUEUE_CONSUMER).create_alarm(
                 self,

@@ -399,7 +399,11 @@ class DeadLetterOut(BaseModel):
     job_id: str
     scheduled_at: str | None = None
     failed_at: str | None = None
-    reason: str | None = Field(default=None, description="permanent, exhausted, lease_expired or poison")
+    reason: str | None = Field(
+        default=None,
+        description="permanent, exhausted, lease_expired, poison, stranded (given up by the sweeper) "
+        "or lost (its job deleted before it ran)",
+    )
     error: str | None = None
     attempt: int = 0
     attempts: list[AttemptOut]
@@ -434,7 +438,7 @@ class RetryRunIn(_In):
     _payload_storable = field_validator("payload")(_storable_payload)
 
 
-DeadLetterReason = Literal["permanent", "exhausted", "lease_expired", "poison"]
+DeadLetterReason = Literal["permanent", "exhausted", "lease_expired", "poison", "stranded", "lost"]
 
 
 class ReplayFilterIn(_In):

@@ -54,6 +54,7 @@ class Claim:
     item: dict[str, Any] | None = None
     attempt: int = 0
     took_over: bool = False
+    superseded: bool = False  # STALE because a newer message of the run was sent (send token)
 
     @property
     def index(self) -> int:
@@ -116,9 +117,23 @@ class AttemptStore:
 
     # --- claim -----------------------------------------------------------------------------------
 
-    def claim(self, run_id: str, attempt: int, owner: str, now: datetime, lease_seconds: float) -> Claim:
+    def claim(
+        self,
+        run_id: str,
+        attempt: int,
+        owner: str,
+        now: datetime,
+        lease_seconds: float,
+        token: str | None = None,
+    ) -> Claim:
         """Take the run for ``attempt`` (the attempt the delivery names), with a lease until
         ``now + lease_seconds``.
+
+        ``token`` is the delivery's send token: when given, the run must carry the same ``send_token``
+        (or none, a run written before tokens existed), else the delivery is STALE — an older message
+        of the run, superseded by a newer send (a revive after a pause, a sweeper re-send); it is
+        acknowledged and dropped, so only the newest message of a run executes. A message without a
+        token is not checked.
 
         - queued/retrying with ``attempt - 1`` done: claimed (one conditional write).
         - running with an expired lease: taken over as attempt ``current + 1`` (the old attempt is
@@ -128,6 +143,9 @@ class AttemptStore:
         lease_until = to_iso(now + timedelta(seconds=lease_seconds))
         entry = [{"attempt": attempt, "started_at": to_iso(now)}]
         prev_cond = "attempt = :prev" if attempt > 1 else "(attribute_not_exists(attempt) OR attempt = :prev)"
+        token_values = {":tok": token} if token is not None else {}
+        if token is not None:
+            prev_cond += f" AND {_TOKEN_MATCHES}"
         try:
             item = self._update(
                 run_id,
@@ -146,21 +164,32 @@ class AttemptStore:
                     ":now": to_iso(now),
                     ":empty": [],
                     ":entry": entry,
+                    **token_values,
                 },
             )
             return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, attempt)
         except _Rejected as rejected:
             old = rejected.item
-        return self._after_rejected_claim(run_id, attempt, old, owner, now, lease_until)
+        return self._after_rejected_claim(run_id, attempt, old, owner, now, lease_until, token)
 
     def _after_rejected_claim(
-        self, run_id: str, attempt: int, old: dict | None, owner: str, now: datetime, lease_until: str
+        self,
+        run_id: str,
+        attempt: int,
+        old: dict | None,
+        owner: str,
+        now: datetime,
+        lease_until: str,
+        token: str | None = None,
     ) -> Claim:
         if old is None:
             return Claim(ClaimStatus.MISSING)
         run = Run.from_item(old)
         if run.state not in ACTIVE_RUN_STATES:
             return Claim(ClaimStatus.FINISHED, run, old, run.attempt)
+        ahead = run.state is RunState.RUNNING and run.attempt == attempt - 1  # a retry racing its mark
+        if token is not None and run.send_token not in (None, token) and not ahead:
+            return Claim(ClaimStatus.STALE, run, old, run.attempt, superseded=True)
         if run.state is not RunState.RUNNING:
             return Claim(ClaimStatus.STALE, run, old, run.attempt)
         if run.lease_until is not None and run.lease_until > now:
@@ -273,13 +302,25 @@ class AttemptStore:
         removes = ["#output" if r == "output" else r for r in removes]
         return self._finish(claim, owner, sets, values, removes)
 
-    def retrying(self, claim: Claim, owner: str, now: datetime, retry_at: datetime, error: str) -> Run:
-        """running -> retrying until ``retry_at`` (fenced); the error is kept on the attempt."""
+    def retrying(
+        self,
+        claim: Claim,
+        owner: str,
+        now: datetime,
+        retry_at: datetime,
+        error: str,
+        token: str | None = None,
+    ) -> Run:
+        """running -> retrying until ``retry_at`` (fenced); the error is kept on the attempt, and
+        ``token`` (the retry message's) becomes the run's ``send_token``."""
         assert claim.run is not None
         i = claim.index
         sets = ["#state = :retrying", "retry_at = :retry_at", "#error = :err", f"attempts[{i}].#error = :err"]
         values = {":retrying": "retrying", ":retry_at": to_iso(retry_at), ":err": error, ":now": to_iso(now)}
         values[":outcome"] = "retrying"
+        if token is not None:
+            sets.append("send_token = :tok")
+            values[":tok"] = token
         return self._finish(claim, owner, sets, values, ["progress"])
 
     def dead_letter(
@@ -362,6 +403,9 @@ class AttemptStore:
             ) from None
         return self._dead_lettered(item, now)
 
+
+#: The claim condition that the delivery's token (``:tok``) is the run's current one.
+_TOKEN_MATCHES = "(attribute_not_exists(send_token) OR send_token = :tok)"
 
 #: A replay's pending marker (see :mod:`jobsched.services.runs`): when the replay began, and the message it
 #: sends. A new dead letter removes it.

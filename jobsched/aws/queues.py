@@ -43,12 +43,18 @@ def send_run_message(
     the dispatcher does (:func:`jobsched.core.messages.delay_seconds`: the worker waits out the
     sub-second rest, so the attempt starts at its due instant) and the tenant as the message group."""
     body = msg.to_json()
+    delay = delay_seconds(msg.due_at, now)
     try:
-        sqs.send_message(
-            QueueUrl=queue_url,
-            MessageBody=body,
-            DelaySeconds=delay_seconds(msg.due_at, now),
-            MessageGroupId=msg.tenant,
+        response = sqs.send_message(
+            QueueUrl=queue_url, MessageBody=body, DelaySeconds=delay, MessageGroupId=msg.tenant
+        )
+        logger.info(
+            "run message sent",
+            extra={
+                "queue": _queue_name(queue_url),
+                "messages": {f"{msg.run_id}@{msg.attempt}": response.get("MessageId")},
+                "delay_seconds": delay,
+            },
         )
     finally:
         if meter is not None:
@@ -128,6 +134,8 @@ class RunQueues:
                         report.failed[item.key] = failed[item.key]
                     else:
                         report.sent.append(item.key)
+        if report.failed:
+            logger.warning("run messages not sent", extra={"failed": report.failed})
         return report
 
     def _send_batch(self, url: str, batch: list[Outgoing]) -> dict[str, str]:
@@ -147,10 +155,17 @@ class RunQueues:
             self.meter.record_sqs("SendMessageBatch", [len(b.encode()) for b in bodies])
             return {o.key: str(exc) for o in batch}
         self.meter.record_sqs("SendMessageBatch", [len(b.encode()) for b in bodies])
+        sent = {batch[int(ok["Id"])].key: ok.get("MessageId") for ok in response.get("Successful", [])}
+        if sent:
+            logger.info("run messages sent", extra={"queue": _queue_name(url), "messages": sent})
         return {
             batch[int(f["Id"])].key: f.get("Message", f.get("Code", "failed"))
             for f in response.get("Failed", [])
         }
+
+
+def _queue_name(url: str) -> str:
+    return url.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _batches(items: list[Outgoing]) -> list[list[Outgoing]]:

@@ -18,15 +18,17 @@ DynamoDB deletes both; a replay moves the run's expiry to the replay's instant +
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.metering import ConditionFailed, Dynamo
-from jobsched.aws.run_feed import RunFeed
+from jobsched.aws.run_feed import RunFeed, feed_entry
 from jobsched.core.errors import ConflictError, NotFoundError
-from jobsched.core.feed import entry_key
+from jobsched.core.feed import entry_key, feed_items
+from jobsched.core.inflight import ledger_items
 from jobsched.core.models import (
     Run,
     RunState,
@@ -38,6 +40,14 @@ from jobsched.core.models import (
 )
 
 DEAD_LETTER_INDEX = "dead_letter_index"
+
+
+def new_send_token() -> str:
+    """A fresh ``send_token`` (48 random bits): recorded on a run with the write that precedes a send,
+    carried by that message; the worker's claim accepts only the run's current token."""
+    return secrets.token_urlsafe(6)
+
+
 _WITHDRAWN = "#state = :skipped AND skip_reason = :reason AND attribute_not_exists(skipped_count)"
 
 
@@ -54,11 +64,19 @@ class RunsStore:
         *,
         feed: RunFeed | None = None,
         retention: timedelta | None = None,
+        token: Callable[[], str] = new_send_token,
     ):
         self.dynamo = dynamo
         self.table = table
         self.feed = feed or RunFeed(dynamo, table)
         self.retention = retention
+        self.token = token
+
+    def _tokened(self, run: Run) -> Run:
+        """A queued ``run`` with a fresh ``send_token`` (the one its first message will carry)."""
+        if run.state is not RunState.QUEUED or run.send_token is not None:
+            return run
+        return replace(run, send_token=self.token())
 
     def expiry_after(self, instant: datetime) -> int | None:
         """The TTL value (epoch seconds) of a run kept from ``instant``; None without a retention."""
@@ -78,14 +96,31 @@ class RunsStore:
         self.announce([run])
         return self.put_announced(run)
 
-    def announce(self, runs: Iterable[Run]) -> int:
-        """Record runs about to be put in their tenants' feeds (batched); returns feed items written."""
-        return self.feed.record(self._expiring(run) for run in runs)
+    def announce(self, runs: Iterable[Run], *, feed: bool = True, at: datetime | None = None) -> int:
+        """Record runs about to be put in their tenants' feeds and the queued ones in the in-flight
+        ledger (:mod:`jobsched.core.inflight`, the sweeper's reach), all in one batched write; returns
+        the items written. ``feed=False`` writes only the ledger (a replay of a run the feed lists);
+        ``at``: when (default: the latest ``created_at`` of the runs)."""
+        runs = [self._expiring(run) for run in runs]
+        items = feed_items((feed_entry(r) for r in runs), self.feed.nonce) if feed else []
+        queued = [r for r in runs if r.state is RunState.QUEUED]
+        if queued:
+            expiries = [r.expires_at for r in queued]
+            items += ledger_items(
+                (tenant_sort_for(r.run_key, r.job_id) for r in queued),
+                at or max(r.created_at for r in queued),
+                self.feed.nonce,
+                max(x for x in expiries if x is not None) if None not in expiries else None,
+                min(r.due_at for r in queued),
+            )
+        if items:
+            self.dynamo.batch_write(self.table, items)
+        return len(items)
 
     def put_announced(self, run: Run) -> tuple[Run, bool]:
         """:meth:`create` for a run already recorded by :meth:`announce` (never call it otherwise: a
         run missing from the feed is missing from its tenant's listing)."""
-        run = self._expiring(run)
+        run = self._tokened(self._expiring(run))
         try:
             self.dynamo.put(self.table, run.to_item(), condition="attribute_not_exists(run_key)")
         except ConditionFailed as failed:
@@ -106,6 +141,9 @@ class RunsStore:
         """
         if not is_withdrawn(withdrawn, reason):
             return withdrawn, False
+        # A fresh send token: the message the pause withdrew may still be in its queue, and only the
+        # revive's message may execute the run (it carries the job as it is now).
+        record = self._tokened(replace(record, send_token=None))
         item = {**record.to_item(), "created_at": to_iso(withdrawn.created_at)}
         try:
             self.dynamo.put(

@@ -35,11 +35,15 @@ BENCH_TENANT = "bench"
 
 @dataclass
 class PipelineFunctions:
-    """The two Lambda handlers of the run pipeline and the meter each one's AWS calls go through."""
+    """The Lambda handlers of the run pipeline (the sweeper included: its cost is a cost per run) and
+    the meter each one's AWS calls go through."""
 
     dispatcher: Handler
     worker: Handler
-    meters: dict[str, Meter] = field(default_factory=lambda: {"dispatcher": Meter(), "worker": Meter()})
+    sweeper: Handler
+    meters: dict[str, Meter] = field(
+        default_factory=lambda: {"dispatcher": Meter(), "worker": Meter(), "sweeper": Meter()}
+    )
 
     def meter(self, function: str) -> Meter:
         return self.meters[function]
@@ -47,11 +51,23 @@ class PipelineFunctions:
 
 @contextmanager
 def bind_functions(clock: Clock) -> Iterator[PipelineFunctions]:
-    """Import the dispatcher and worker functions, give them ``clock`` and a meter each, fresh services."""
+    """Import the dispatcher, worker and sweeper functions, give them ``clock`` and a meter each, fresh
+    services."""
     dispatcher = importlib.import_module("functions.dispatcher")
     worker = importlib.import_module("functions.worker")
-    bound = PipelineFunctions(dispatcher=dispatcher.handler, worker=worker.handler)
+    sweeper = importlib.import_module("functions.sweeper")
+    bound = PipelineFunctions(dispatcher=dispatcher.handler, worker=worker.handler, sweeper=sweeper.handler)
     with ExitStack() as stack:
+        stack.enter_context(
+            mock.patch.object(
+                sweeper,
+                "sweeper_from_settings",
+                partial(sweeper.sweeper_from_settings, meter=bound.meters["sweeper"]),
+            )
+        )
+        stack.enter_context(mock.patch.object(sweeper, "clock", clock))
+        sweeper.sweeper.cache_clear()
+        stack.callback(sweeper.sweeper.cache_clear)
         stack.enter_context(
             mock.patch.object(
                 dispatcher,

@@ -70,6 +70,10 @@ class Harness:
         for shard in range(shards):
             self.invoke("dispatcher", {"shard": shard})
 
+    def sweep(self) -> None:
+        """The sweeper's schedule firing once."""
+        self.invoke("sweeper", {})
+
     def drain(self) -> None:
         """Deliver every visible message of every queue to the worker, in batches of up to 10."""
         for kind, ref in self.provisioned.queues.items():

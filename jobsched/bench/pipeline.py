@@ -12,7 +12,8 @@ Shape of a benchmark (``run_pipeline``):
    which then sits on the run item: 1 WRU more per completion);
 3. every simulated minute: set the fake clock to the minute, invoke the real dispatcher handler once
    per shard with its tick event, then drain the queues into the real worker handler
-   (:class:`jobsched.bench.harness.Harness`);
+   (:class:`jobsched.bench.harness.Harness`); every ``SWEEP_EVERY_MINUTES`` (the deployment's sweeper
+   rate) the real sweeper handler runs once, so the figure includes what housekeeping costs per run;
 4. a warm-up of one enqueue cycle (horizon / 1 minute) first brings the pipeline to its steady state
    -- runs enqueued ahead, functions initialised -- and is not counted; then ``runs / jobs`` minutes,
    rounded up to whole enqueue cycles, are measured;
@@ -170,6 +171,10 @@ class PipelineResult:
         }
 
 
+#: The sweeper's schedule (infra: ``sweeper_rate_minutes``, default 5).
+SWEEP_EVERY_MINUTES = 5
+
+
 def bench_payload(size: int) -> dict[str, str]:
     """A payload whose compact JSON is exactly ``size`` bytes (at least 11: ``{"data":""}``)."""
     filler = max(0, size - payload_size({"data": ""}))
@@ -206,6 +211,8 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
             clock.set(config.start + timedelta(minutes=minute))
             harness.tick(config.shards)
             harness.drain()
+            if minute % SWEEP_EVERY_MINUTES == SWEEP_EVERY_MINUTES - 1:
+                harness.sweep()
         states = run_states(clients["dynamodb"], provisioned.tables[resources.ENV_RUNS_TABLE])
     executed = EXECUTIONS.per_run()
 

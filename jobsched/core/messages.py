@@ -61,6 +61,8 @@ class RunMessage:
     #: The job's ``notify`` (:mod:`jobsched.core.notify`) at dispatch; kept on a dead letter with the
     #: rest of the snapshot. Left out of the body when empty.
     notify: dict[str, str] = field(default_factory=dict)
+    #: The run's ``send_token`` when this message was sent: only the newest message of a run executes.
+    token: str | None = None
     v: int = MESSAGE_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -77,6 +79,7 @@ class RunMessage:
             "timeout_seconds": self.timeout_seconds,
             "retry": self.retry.to_dict(),
             "priority": self.priority,
+            **({"token": self.token} if self.token is not None else {}),
         } | ({"notify": self.notify} if self.notify else {})
 
     def to_json(self) -> str:
@@ -118,6 +121,7 @@ class RunMessage:
             retry=RetrySpec.from_dict(data.get("retry")),
             priority=data.get("priority", "default"),
             notify=data["notify"] if isinstance(data.get("notify"), dict) else {},
+            token=data.get("token") if isinstance(data.get("token"), str) else None,
         )
 
 

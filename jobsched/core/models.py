@@ -358,6 +358,8 @@ class Run:
     progress: dict[str, Any] | None = None
     dead_lettered_at: datetime | None = None
     expires_at: int | None = None  # epoch seconds, DynamoDB TTL
+    #: The token of the newest message sent for this run; a delivery carrying another is stale.
+    send_token: str | None = None
 
     @property
     def run_key(self) -> str:
@@ -392,6 +394,7 @@ class Run:
             "finished_at": _opt_iso(self.finished_at),
             "progress": self.progress,
             "expires_at": self.expires_at,
+            "send_token": self.send_token,
         }
         if self.dead_lettered_at is not None:
             item["dl_tenant"] = self.tenant
@@ -430,6 +433,7 @@ class Run:
             progress=data.get("progress"),
             dead_lettered_at=_opt_dt(data.get("dl_at")),
             expires_at=data.get("expires_at"),
+            send_token=data.get("send_token"),
         )
 
     @property

@@ -72,5 +72,6 @@ def outgoing_for(job: Job, run: Run, now: datetime) -> Outgoing:
         retry=job.retry,
         priority=run.priority,
         notify=job.notify,
+        token=run.send_token,
     )
     return Outgoing(queue=run.priority, message=message, delay_seconds=delay_seconds(run.due_at, now))

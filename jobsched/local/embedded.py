@@ -282,7 +282,9 @@ class EmbeddedMode:
         }
         if not self.config.verbose:
             env["POWERTOOLS_METRICS_DISABLED"] = "true"
-        # INFO, as deployed: the lines about runs are what `jobsched runs logs` shows
+        # INFO, as deployed: the lines about runs are what `jobsched runs logs` shows, and the file
+        # shows every message sent (run, attempt, MessageId) and every delivery handled (MessageId,
+        # outcome), so a run whose message vanished can be traced (issue 10 §4).
         env["POWERTOOLS_LOG_LEVEL"] = "INFO"
         if self.config.log_file:
             env[resources.ENV_RUN_LOG_FILE] = self.config.log_file

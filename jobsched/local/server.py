@@ -13,6 +13,8 @@ import urllib.request
 
 from moto.server import ThreadedMotoServer
 
+from jobsched.local import moto_fixes
+
 LOCAL_HOST = "127.0.0.1"
 
 # moto executes Step Functions state machines only when asked to (the long-jobs workflow needs it).
@@ -44,7 +46,9 @@ class MotoServer:
         return f"http://{self.host}:{self.port}"
 
     def start(self, environ: dict[str, str]) -> None:
-        """Start serving and switch on the moto features the embedded mode needs."""
+        """Start serving (with :mod:`jobsched.local.moto_fixes` applied) and switch on the moto features
+        the embedded mode needs."""
+        moto_fixes.apply()
         environ["MOTO_PORT"] = str(self.port)
         # werkzeug logs every request at INFO to stderr unless its logger already has a level.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)

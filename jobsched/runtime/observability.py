@@ -45,6 +45,7 @@ RUNS_SKIPPED = "RunsSkipped"
 RUNS_CANCELLED = "RunsCancelled"
 RUNS_RESENT = "RunsResent"  # sweeper: lost sends re-sent
 RUNS_RECLAIMED = "RunsReclaimed"  # sweeper: expired leases handed to a new attempt
+RUNS_STRANDED = "RunsStranded"  # sweeper: runs given up on, failed with reason stranded (dead letters)
 POISON_MESSAGES = "PoisonMessages"  # DLQ consumer
 NOTIFICATIONS_SENT = "NotificationsSent"  # dead-letter notifications delivered (per destination)
 NOTIFICATIONS_FAILED = "NotificationsFailed"  # dead-letter notifications given up

@@ -228,7 +228,6 @@ def sweeper_from_settings(
     notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
     return Sweeper(
         dynamo=dynamo,
-        jobs_table=settings.jobs_table,
         runs_table=settings.runs_table,
         jobs=JobsStore(dynamo, settings.jobs_table),
         attempts=AttemptStore(dynamo, settings.runs_table, on_dead_letter=notifier.on_dead_letter),

@@ -38,7 +38,7 @@ class DeadLetterFilter:
     """Which dead letters a list or a bulk replay covers (all optional, combined with AND)."""
 
     job_id: str | None = None
-    reason: str | None = None  # permanent | exhausted | lease_expired | poison
+    reason: str | None = None  # permanent | exhausted | lease_expired | poison | stranded | lost
     error_contains: str | None = None
     since: datetime | None = None  # failed at or after
     until: datetime | None = None  # failed before

@@ -14,7 +14,9 @@ loses nothing (guarantee 4):
    ``payload_override``) and a record appended to the run's ``replays``; conditional on the attempt
    read, so two concurrent replays cannot both send. The run *stays* in the sparse dead-letter index
    (``dl_tenant``, ``dl_at``) and gets ``replay_pending_at`` (when) and ``replay_message`` (the exact
-   message of attempt ``n + 1``): listings leave such a run out, and the sweeper finds it there.
+   message of attempt ``n + 1``, with a fresh send token that step 1 records as the run's
+   ``send_token``): listings leave such a run out. Before step 1 the run is recorded in the in-flight
+   ledger (:mod:`jobsched.core.inflight`), which is how the sweeper finds it, whatever its tenant.
 2. The message is sent. If the send fails, step 1 is undone (the failed state restored) and the
    caller gets a retryable error.
 3. :func:`finish_replay` removes the index keys and the pending marker, conditional on the marker and
@@ -44,7 +46,7 @@ from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queues import send_run_message
-from jobsched.aws.runs_store import RunsStore
+from jobsched.aws.runs_store import RunsStore, new_send_token
 from jobsched.core.errors import ConflictError, NotFoundError, PayloadTooLargeError, RetryableError
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, RunMessage, payload_size
 from jobsched.core.models import Run, RunState, to_iso
@@ -70,6 +72,9 @@ _RESTORED_ON_UNDO = (
     "max_attempts",
     "replays",
     "payload_override",
+    "send_token",
+    "swept_at",
+    "sweeps",
     "expires_at",
     NOTIFY_PENDING,
     *NOTIFY_STATE,
@@ -151,6 +156,7 @@ class RunService:
             attempt=run.attempt + 1,
             due_at=now,
             payload=payload if payload is not None else snapshot.payload,
+            token=new_send_token(),  # recorded by step 1: an older message of the run cannot run it
         )
         record = {
             "action": action,
@@ -168,6 +174,8 @@ class RunService:
             "dl_at = :dl_at",
             f"{REPLAY_PENDING} = :since",
             f"{REPLAY_MESSAGE} = :msg",
+            "send_token = :tok",
+            "swept_at = :since",  # sent now: the sweeper gives this message its grace period
         ]
         values: dict[str, Any] = {
             ":queued": "queued",
@@ -180,6 +188,7 @@ class RunService:
             ":dl_at": dl_at,
             ":since": since,
             ":msg": message.to_json(),
+            ":tok": message.token,
         }
         if payload is not None:
             sets.append("payload_override = :p")
@@ -188,14 +197,17 @@ class RunService:
         if expiry is not None:
             sets.append("expires_at = :exp")
             values[":exp"] = expiry
-            self.runs.announce([replace(run, expires_at=expiry)])
+        # In the in-flight ledger (the sweeper's reach), and with a retention in the feed again (its
+        # entry's expiry moves with the run's), before the run is queued.
+        queued = replace(run, state=RunState.QUEUED, expires_at=expiry or run.expires_at)
+        self.runs.announce([queued], feed=expiry is not None, at=now)
         key = {"job_id": run.job_id, "run_key": run.run_key}
         try:
             updated = self.runs.dynamo.update(
                 self.runs.table,
                 key,
                 "SET " + ", ".join(sets) + " REMOVE dl_reason, dl_message, finished_at, #error, retry_at, "
-                "discarded_at, " + ", ".join([NOTIFY_PENDING, *NOTIFY_STATE]),
+                "discarded_at, sweeps, " + ", ".join([NOTIFY_PENDING, *NOTIFY_STATE]),
                 condition="#state = :failed AND attempt = :a",
                 names={"#state": "state", "#error": "error"},
                 values=values,

@@ -1,41 +1,50 @@
-"""The sweeper: finds runs that nothing will move on and hands them to a worker again (guarantee 4).
+"""The sweeper: finds runs that nothing will move on, hands them to a worker again, and ends those it
+gives up on (guarantee 4: every run ends).
 
-Four ways a run can be stranded, each found by its timestamps:
+**Reach.** The sweeper reads the in-flight ledger (:mod:`jobsched.core.inflight`): every write that
+puts runs in ``queued`` (a dispatcher page, a trigger, a backfill, a revive after a pause, a replay or
+retry of a dead letter) names them in a ledger item, in the same batched write as the tenant run
+feed. A sweep queries the ledger's partitions, reads the runs each item names (BatchGetItem), and
+deletes the item once none of them is active any more (and it is older than ``grace``). An item whose
+earliest run is not due yet (``due_from`` later than ``grace`` ago) is passed over unread. So every run
+in flight is in reach whatever its scheduled instant (a backfill's runs are scheduled in the past),
+its tenant (one with no job left included) or its age; no job is read unless one of its runs is
+stranded, and a registered job that has no run in flight costs the sweep nothing.
 
-- **lost send** — ``queued`` and ``due_at`` more than ``grace`` ago: the dispatcher (or a replay)
-  wrote the run and died before its message was sent;
-- **lost retry** — ``retrying`` and ``retry_at`` more than ``grace`` ago (the worker sends the retry
-  before marking the run, so this needs a message lost after the fact);
-- **expired lease** — ``running`` and ``lease_until`` more than ``grace`` ago with no message left
-  to bring it back (SQS normally redelivers it, and the next worker takes over);
-- **stranded replay** — ``replay_pending_at`` more than ``grace`` ago: a replay (or retry) of a failed
+**Stranded**, judged from the run's own timestamps (:func:`jobsched.core.sweeping.stranded_kind`):
+
+- *lost send* — ``queued`` and ``due_at`` more than ``grace`` ago;
+- *lost retry* — ``retrying`` and ``retry_at`` more than ``grace`` ago;
+- *expired lease* — ``running`` and ``lease_until`` more than ``grace`` ago;
+- *stranded replay* — ``replay_pending_at`` more than ``grace`` ago: a replay (or retry) of a failed
   run moved it to ``queued`` and died before sending its message or before its last write
-  (:mod:`jobsched.services.runs`). Such a run keeps its ``dead_letter_index`` keys while the replay is
-  pending, so it is found by one Query per tenant on that index, whatever its age. Still ``queued``
-  at the attempt before the one in ``replay_message``: that exact message (corrected payload
-  included) is re-sent, then the marker and index keys are removed; moved on (running, finished,
-  failed again): only the removal, conditional on the marker and ``dl_at`` read, so a newer dead
-  letter stays. The tenants are those of the Jobs scan: a tenant with no job left is not swept this
-  way.
+  (:mod:`jobsched.services.runs`). Still ``queued`` at the attempt before the one in
+  ``replay_message``: that exact message is re-sent; then the replay's last write is done.
 
-The same Query finds dead letters whose notification is still owed (``notify_pending`` more than
-``grace`` ago: a sender that died, a try that failed, a poison dead letter the DLQ consumer only
-marked) and hands each to the notifier (:mod:`jobsched.services.notifications`), which claims it
-with a conditional write, so a sweep racing the worker's own delivery sends nothing twice.
+**Rescue.** For the first three, the sweeper marks the run (``swept_at``, ``sweeps + 1``, conditional
+on the state and attempt it read, so two sweepers never both act) and sends the message of the next
+attempt from the job's definition, with the run's current ``send_token``: a copy of the send it
+believes lost (if the first copy turns up after all, whichever arrives first runs the attempt and the
+other finds it taken). A run whose job is gone ends ``failed`` (reason
+``lost``). A run is re-sent at most ``max_sweeps`` times, each at least ``grace`` after the last.
 
-For each of the first three, the sweeper marks the run (``swept_at``, ``sweeps + 1``, conditional on
-the state and attempt it read, so two sweepers never both act) and sends a message for the next
-attempt from the job's definition. Duplicates are harmless: the worker's claim is conditional on
-state and attempt, and a takeover bumps the attempt (fencing). A run is re-sent at most
-``max_sweeps`` times; a queue backlog therefore cannot make the sweeper multiply messages.
+**Giving up.** Still stranded after ``max_sweeps`` re-sends, a run is declared *stranded*: it ends
+``failed`` with ``dl_reason = stranded`` in the dead letters (with the message it would have been
+sent, so it is replayable like any other), counted in ``RunsDeadLettered`` and ``RunsStranded``.
+Unless its queue holds a backlog (``ApproximateNumberOfMessages`` > 0, or unreadable): then its
+message may only be waiting its turn, the declaration is deferred to a later sweep (``deferred``).
 
-Cost: the sweep reads, it writes only for stranded runs. It lists job keys with a Scan of the Jobs
-table (billed by the table's size: ~0.5 RRU per 4 KB of jobs) and reads each job's runs scheduled in
-the last ``lookback`` with one Query (billed by the size of those runs, about ``lookback / interval``
-runs per job). Runs stranded longer than ``lookback`` before a sweep saw them are out of reach; with
-the default 30 minutes and a 5-minute sweep that takes six missed sweeps in a row. Stranded replays
-cost one Query per tenant on the dead-letter index, billed by the size of the tenant's dead letters
-(the filter on ``replay_pending_at`` is applied after the read).
+**Owed notifications.** A run the sweeper reads that is a dead letter whose notification is still
+owed (``notify_pending`` more than ``grace`` ago: a sender that died, a try that failed, a poison
+dead letter the DLQ consumer only marked, the sweeper's own ``lost``/``stranded`` dead letters) is
+handed to the notifier (:mod:`jobsched.services.notifications`), which claims it with a conditional
+write, so a sweep racing the worker's own delivery sends nothing twice. A ledger item is kept while
+one of its runs owes a notification, so the run stays in reach until it is paid.
+
+Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
+items' size; 0.5 RRU per run named (BatchGetItem), for every sweep that finds it due and in flight
+(usually one: most runs have ended by the first sweep after their due instant);
+DeleteItem of a settled item (its size in WRU, shared by its runs). Writes only for stranded runs.
 """
 
 from __future__ import annotations
@@ -48,32 +57,36 @@ from typing import Any
 from jobsched.aws.attempts import NOTIFY_PENDING, REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
-from jobsched.aws.queues import send_run_message
-from jobsched.aws.runs_store import DEAD_LETTER_INDEX
+from jobsched.aws.queues import QueueReadError, RunQueues
 from jobsched.core.errors import ConflictError, NotFoundError
+from jobsched.core.feed import entry_key
+from jobsched.core.inflight import partitions, unripe, written_at
 from jobsched.core.messages import RunMessage
-from jobsched.core.models import Job, Run, RunState, run_key_for, to_iso
+from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, to_iso
 from jobsched.core.run_records import outgoing_for
-from jobsched.core.sweeping import stranded_kind
+from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.runtime import observability as obs
 from jobsched.services.notifications import DeadLetterNotifier
 from jobsched.services.runs import finish_replay
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_LOOKBACK = timedelta(minutes=30)
 DEFAULT_GRACE = timedelta(minutes=2)
 DEFAULT_MAX_SWEEPS = 3
+STRANDED = "stranded"
+_ACTIVE = {str(s) for s in ACTIVE_RUN_STATES}
 
 
 @dataclass
 class SweepSummary:
-    jobs: int = 0
-    runs_examined: int = 0
+    ledger_items: int = 0  # ledger items read
+    settled: int = 0  # ledger items deleted: none of their runs is active any more
+    runs_examined: int = 0  # active runs read
     resent: int = 0  # lost sends and lost retries
     reclaimed: int = 0  # expired leases
-    gave_up: int = 0  # already swept max_sweeps times
-    failed: int = 0  # the job is gone: the run is failed (dead letter)
+    stranded: int = 0  # given up after max_sweeps re-sends: failed, reason stranded
+    deferred: int = 0  # would be declared stranded, but the run's queue holds a backlog
+    failed: int = 0  # the job is gone: the run is failed (reason lost)
     replays_resent: int = 0  # stranded replays whose message was re-sent
     replays_cleaned: int = 0  # replays whose run had moved on: only the pending marker removed
     notifications: int = 0  # owed dead-letter notifications handed to the notifier
@@ -83,98 +96,90 @@ class SweepSummary:
 
 
 class Sweeper:
-    """One sweep over every job's recent runs (stores, SQS client and metrics injected)."""
+    """One sweep over the runs in flight (stores, SQS client and metrics injected)."""
 
     def __init__(
         self,
         *,
         dynamo: Dynamo,
-        jobs_table: str,
         runs_table: str,
         jobs: JobsStore,
         attempts: AttemptStore,
         sqs: Any,
         queue_urls: dict[str, str] | Any,
         metrics: obs.MetricSink | None = None,
-        lookback: timedelta = DEFAULT_LOOKBACK,
         grace: timedelta = DEFAULT_GRACE,
         max_sweeps: int = DEFAULT_MAX_SWEEPS,
         notifier: DeadLetterNotifier | None = None,
     ):
         self.dynamo = dynamo
-        self.jobs_table = jobs_table
         self.runs_table = runs_table
         self.jobs = jobs
         self.attempts = attempts
-        self.sqs = sqs
-        self.queue_urls = queue_urls
+        self.queues = RunQueues(sqs, queue_urls, dynamo.meter)
         self.metrics = metrics or obs.NullSink()
-        self.lookback = lookback
         self.grace = grace
         self.max_sweeps = max_sweeps
         #: Delivers owed dead-letter notifications; None: they are left to another sweeper.
         self.notifier = notifier
 
     def sweep(self, now: datetime) -> SweepSummary:
-        """Examine the runs scheduled in ``[now - lookback, now]`` of every job and re-send the stranded."""
+        """Examine every run the in-flight ledger names; rescue or end the stranded ones."""
         summary = SweepSummary()
-        keys = self._job_keys()
-        for tenant, job_id in keys:
-            summary.jobs += 1
-            jobs: list[Job | None] = []  # the job, read once and only when one of its runs is stranded
-            for item in self._active_runs(job_id, now):
-                summary.runs_examined += 1
-                kind = self._stranded(item, now)
-                if kind is None:
-                    continue
-                if not jobs:
-                    jobs.append(self._job(tenant, job_id))
-                self._rescue(item, kind, jobs[0], now, summary)
-        limit = to_iso(now - self.grace)
-        for tenant in sorted({tenant for tenant, _ in keys}):
-            for item in self._pending(tenant, now):
-                if item.get(REPLAY_PENDING, "~") < limit:
-                    self._finish_replay(item, now, summary)
-                elif self.notifier is not None and item.get(NOTIFY_PENDING, "~") < limit:
-                    summary.notifications += 1
-                    self.notifier.deliver(item, now)
+        sweep = _Sweep(now)
+        for partition in partitions():
+            for item in self.dynamo.query_all(self.runs_table, "job_id = :p", {":p": partition}):
+                self._sweep_item(item, sweep, summary)
         return summary
 
-    # --- finding ---------------------------------------------------------------------------------
+    # --- one ledger item -------------------------------------------------------------------------
 
-    def _job_keys(self) -> list[tuple[str, str]]:
-        items = self.dynamo.scan_all(self.jobs_table, projection="tenant, job_id")
-        return [(i["tenant"], i["job_id"]) for i in items]
+    def _sweep_item(self, ledger: dict[str, Any], sweep: _Sweep, summary: SweepSummary) -> None:
+        summary.ledger_items += 1
+        if unripe(ledger, sweep.now - self.grace):
+            return  # its runs are not due yet: nothing to read
+        keys = [entry_key(e) for e in ledger.get("runs", [])]
+        in_flight = False
+        for item in self.dynamo.batch_get(self.runs_table, keys) if keys else []:
+            key = (item["job_id"], item["run_key"])
+            if key not in sweep.seen:  # a run named by several items is examined once per sweep
+                sweep.seen[key] = self._examine(item, sweep, summary)
+            in_flight = in_flight or sweep.seen[key]
+        if in_flight or written_at(ledger["run_key"]) > sweep.now - self.grace:
+            return  # (a young item's runs may not be put yet)
+        self.dynamo.delete(self.runs_table, {"job_id": ledger["job_id"], "run_key": ledger["run_key"]})
+        summary.settled += 1
 
-    def _active_runs(self, job_id: str, now: datetime) -> list[dict[str, Any]]:
-        return self.dynamo.query_all(
-            self.runs_table,
-            "job_id = :j AND run_key BETWEEN :from AND :to",
-            {
-                ":j": job_id,
-                ":from": run_key_for(now - self.lookback),
-                ":to": run_key_for(now) + "~",  # "~" sorts after the manual/backfill suffixes
-                ":q": "queued",
-                ":r": "running",
-                ":w": "retrying",
-            },
-            names={"#state": "state"},
-            filter_expression="#state IN (:q, :r, :w)",
-        )
+    def _examine(self, item: dict[str, Any], sweep: _Sweep, summary: SweepSummary) -> bool:
+        """Rescue ``item`` if it is stranded; whether the run is still active after."""
+        now = sweep.now
+        active = item.get("state") in _ACTIVE
+        pending = item.get(REPLAY_PENDING)
+        if pending:  # a replay in progress: its own steps, or the sweeper's after the grace period
+            if pending < to_iso(now - self.grace):
+                self._finish_replay(item, now, summary)
+            return active
+        if not active:
+            return self._owed_notification(item, now, summary)
+        summary.runs_examined += 1
+        kind = stranded_kind(item, now, self.grace)
+        if kind is None:
+            return True
+        run = Run.from_item(item)
+        if run.job_id not in sweep.jobs:
+            sweep.jobs[run.job_id] = self._job(run.tenant, run.job_id)
+        return self._rescue(item, run, kind, sweep.jobs[run.job_id], sweep, summary)
 
-    def _pending(self, tenant: str, now: datetime) -> list[dict[str, Any]]:
-        """The tenant's runs whose replay began, or whose dead letter's notification was owed, more
-        than ``grace`` ago and is not done."""
-        return self.dynamo.query_all(
-            self.runs_table,
-            "dl_tenant = :t",
-            {":t": tenant, ":limit": to_iso(now - self.grace)},
-            index=DEAD_LETTER_INDEX,
-            filter_expression=f"{REPLAY_PENDING} < :limit OR {NOTIFY_PENDING} < :limit",
-        )
-
-    def _stranded(self, item: dict[str, Any], now: datetime) -> str | None:
-        return stranded_kind(item, now, self.grace)
+    def _owed_notification(self, item: dict[str, Any], now: datetime, summary: SweepSummary) -> bool:
+        """Hand a dead letter's owed notification to the notifier once its grace has passed; whether
+        it is still owed after (its ledger item is kept until it is not)."""
+        pending = item.get(NOTIFY_PENDING)
+        if not pending:
+            return False
+        if self.notifier is None or pending >= to_iso(now - self.grace):
+            return True
+        summary.notifications += 1
+        return self.notifier.deliver(item, now) in ("retrying", "skipped")
 
     def _job(self, tenant: str, job_id: str) -> Job | None:
         try:
@@ -185,9 +190,15 @@ class Sweeper:
     # --- rescuing --------------------------------------------------------------------------------
 
     def _rescue(
-        self, item: dict[str, Any], kind: str, job: Job | None, now: datetime, summary: SweepSummary
-    ) -> None:
-        run = Run.from_item(item)
+        self,
+        item: dict[str, Any],
+        run: Run,
+        kind: Rescue,
+        job: Job | None,
+        sweep: _Sweep,
+        summary: SweepSummary,
+    ) -> bool:
+        now = sweep.now
         if job is None:
             try:
                 self.attempts.fail_unclaimed(
@@ -195,13 +206,13 @@ class Sweeper:
                 )
                 summary.failed += 1
                 self.metrics.add(obs.RUNS_DEAD_LETTERED)
+                logger.warning("run %s was %s and its job is gone: failed (lost)", run.id, run.state)
             except ConflictError:
                 pass
-            return
-        if int(item.get("sweeps", 0)) >= self.max_sweeps:
-            summary.gave_up += 1
-            logger.error("run %s is still %s after %s sweeps; leaving it", run.id, run.state, self.max_sweeps)
-            return
+            return False
+        sweeps = int(item.get("sweeps", 0))
+        if sweeps >= self.max_sweeps:
+            return self._give_up(item, run, job, sweeps, sweep, summary)
         condition = "#state = :st AND attempt = :a AND (attribute_not_exists(sweeps) OR sweeps < :max)"
         values: dict[str, Any] = {
             ":st": str(run.state),
@@ -226,15 +237,56 @@ class Sweeper:
                 values=values,
             )
         except ConditionFailed:
-            return  # it moved on by itself
-        message = outgoing_for(job, run, now).message
-        send_run_message(self.sqs, self.queue_urls[message.priority], message, now, self.dynamo.meter)
+            return True  # it moved on by itself
+        message = outgoing_for(job, run, now).message  # the run's send token: a copy of the lost send
+        self.queues.send_one(message, now)
+        logger.warning(
+            "run %s was stranded (%s, %s); sent attempt %s again (re-send %s of %s)",
+            run.id,
+            run.state,
+            _since(run, item),
+            message.attempt,
+            sweeps + 1,
+            self.max_sweeps,
+        )
         if kind == "reclaim":
             summary.reclaimed += 1
             self.metrics.add(obs.RUNS_RECLAIMED)
         else:
             summary.resent += 1
             self.metrics.add(obs.RUNS_RESENT)
+        return True
+
+    def _give_up(
+        self, item: dict[str, Any], run: Run, job: Job, sweeps: int, sweep: _Sweep, summary: SweepSummary
+    ) -> bool:
+        """End a run still stranded after ``max_sweeps`` re-sends: ``failed``, reason ``stranded`` (a
+        dead letter, replayable), unless its queue holds a backlog its message may be waiting in."""
+        if sweep.backlog(self.queues, run.priority):
+            summary.deferred += 1
+            logger.warning(
+                "run %s is still %s after %s re-sends, but the %s queue holds a backlog: not declared "
+                "stranded yet",
+                run.id,
+                run.state,
+                sweeps,
+                run.priority,
+            )
+            return True
+        error = (
+            f"stranded: the run stayed {run.state} ({_since(run, item)}) through {sweeps} re-sends "
+            "by the sweeper and no worker took it"
+        )
+        message = outgoing_for(job, run, sweep.now).message.to_json()
+        try:
+            self.attempts.fail_unclaimed(run, sweep.now, error, STRANDED, message)
+        except ConflictError:
+            return True  # it moved on meanwhile
+        summary.stranded += 1
+        self.metrics.add(obs.RUNS_STRANDED)
+        self.metrics.add(obs.RUNS_DEAD_LETTERED)
+        logger.error("run %s declared stranded and dead-lettered: %s", run.id, error)
+        return False
 
     def _finish_replay(self, item: dict[str, Any], now: datetime, summary: SweepSummary) -> None:
         """Re-send a stranded replay's message if its run still waits for it, then do the replay's
@@ -242,7 +294,7 @@ class Sweeper:
         message = RunMessage.from_json(item[REPLAY_MESSAGE])
         waiting = item.get("state") == RunState.QUEUED and int(item.get("attempt", 0)) + 1 == message.attempt
         if waiting:
-            send_run_message(self.sqs, self.queue_urls[message.priority], message, now, self.dynamo.meter)
+            self.queues.send_one(message, now)
             summary.replays_resent += 1
             self.metrics.add(obs.RUNS_RESENT)
             logger.warning(
@@ -255,3 +307,33 @@ class Sweeper:
             logger.info(
                 "replay of run %s had moved on (%s); removed its marker", message.run_id, item.get("state")
             )
+
+
+class _Sweep:
+    """What one sweep remembers: its instant, the runs examined, the jobs read, the queue backlogs."""
+
+    def __init__(self, now: datetime):
+        self.now = now
+        self.seen: dict[tuple[str, str], bool] = {}  # run key -> still active after the examination
+        self.jobs: dict[str, Job | None] = {}
+        self._backlogs: dict[str, bool] = {}
+
+    def backlog(self, queues: RunQueues, priority: str) -> bool:
+        """Whether the ``priority`` queue holds visible messages (read once per sweep; unreadable
+        counts as a backlog: never declare a run stranded on a guess)."""
+        if priority not in self._backlogs:
+            try:
+                self._backlogs[priority] = queues.visible_messages(priority) > 0
+            except QueueReadError:
+                self._backlogs[priority] = True
+        return self._backlogs[priority]
+
+
+def _since(run: Run, item: dict[str, Any] | None) -> str:
+    """What the run has been waiting for, in words (for the logs and the dead letter's error)."""
+    if run.state is RunState.RUNNING:
+        return f"lease expired at {to_iso(run.lease_until)}" if run.lease_until else "lease expired"
+    if run.state is RunState.RETRYING:
+        retry_at = (item or {}).get("retry_at")
+        return f"retry due at {retry_at}" if retry_at else "retry due"
+    return f"due at {to_iso(run.due_at)}"

@@ -39,6 +39,7 @@ from jobsched.aws.attempts import AttemptStore, Claim, ClaimStatus
 from jobsched.aws.metering import Meter
 from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queues import RunQueues
+from jobsched.aws.runs_store import new_send_token
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.messages import RunMessage
@@ -174,7 +175,7 @@ class Worker:
             return Outcome(OutcomeStatus.NO_TIME, msg.run_id, msg.attempt, defer=True)
 
         claim = self.attempts.claim(
-            msg.run_id, msg.attempt, self.config.owner, now, self.config.lease_seconds
+            msg.run_id, msg.attempt, self.config.owner, now, self.config.lease_seconds, msg.token
         )
         if claim.status != ClaimStatus.CLAIMED:
             return self._not_claimed(msg, claim, now, queue_url, receipt_handle)
@@ -216,6 +217,11 @@ class Worker:
             return Outcome(
                 OutcomeStatus.DEAD_LETTERED, msg.run_id, claim.attempt, detail={"reason": "lease_expired"}
             )
+        if claim.superseded:
+            logger.info(
+                "message of run %s attempt %s superseded by a newer send; dropped", msg.run_id, msg.attempt
+            )
+            return Outcome(claim.status, msg.run_id, msg.attempt, detail={"superseded": True})
         return Outcome(claim.status, msg.run_id, msg.attempt)
 
     # --- execution -------------------------------------------------------------------------------
@@ -331,8 +337,10 @@ class Worker:
             )
         delay = retry_delay(msg, claim.attempt, self.rng)
         retry_at = now + timedelta(seconds=delay)
-        self._send(replace(msg, attempt=claim.attempt + 1, due_at=retry_at), now)  # send first, then mark
-        self.attempts.retrying(claim, self.config.owner, now, retry_at, text)
+        token = new_send_token()  # recorded by the mark below: the retry's message is the run's newest
+        retry = replace(msg, attempt=claim.attempt + 1, due_at=retry_at, token=token)
+        self._send(retry, now)  # send first, then mark
+        self.attempts.retrying(claim, self.config.owner, now, retry_at, text, token=token)
         self.metrics.add(obs.RUNS_RETRIED)
         return Outcome(OutcomeStatus.RETRYING, run.id, claim.attempt, detail={"delay": delay, "error": text})
 

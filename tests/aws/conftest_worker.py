@@ -127,7 +127,6 @@ def sweeper_for(kit: Kit, jobs: Any):
 
     return Sweeper(
         dynamo=kit.dynamo,
-        jobs_table=kit.aws.settings.jobs_table,
         runs_table=kit.aws.settings.runs_table,
         jobs=jobs,
         attempts=kit.attempts,

@@ -71,9 +71,9 @@ def test_creating_one_run_alone_writes_its_feed_entry_first(pipeline):
     job = pipeline.jobs.create("acme", EVERY_MINUTE, T0 + timedelta(hours=1))
     pipeline.meter.reset()
     _, created = pipeline.dispatcher.runs.create(new_run(job, T0, "schedule", T0))
-    # Then one feed item (1 WRU, batched with nothing) and the run (1 WRU)
+    # Then one feed item and one in-flight ledger item (1 WRU each, in one request) and the run (1 WRU)
     snapshot = pipeline.meter.snapshot()
-    assert created and snapshot["dynamodb"]["wcu_by_operation"] == {"BatchWriteItem": 1, "PutItem": 1}
+    assert created and snapshot["dynamodb"]["wcu_by_operation"] == {"BatchWriteItem": 2, "PutItem": 1}
     assert snapshot["requests"]["dynamodb.BatchWriteItem"] == 1
 
 
@@ -87,8 +87,9 @@ def test_job_advance_rewrites_the_due_index_entry(pipeline):
         pipeline.dispatcher.shard_of(job.id), T0 + timedelta(minutes=59, seconds=30)
     )
     wcu = pipeline.meter.snapshot()["dynamodb"]["wcu_by_operation"]
-    # Then: feed item 1, run put 1; advance 1 + due index delete and put 2; lease acquire + release 2
-    assert wcu["BatchWriteItem"] == 1 and wcu["PutItem"] == 1 and wcu["UpdateItem"] == 5
+    # Then: feed item 1 + ledger item 1, run put 1; advance 1 + due index delete and put 2; lease
+    # acquire + release 2
+    assert wcu["BatchWriteItem"] == 2 and wcu["PutItem"] == 1 and wcu["UpdateItem"] == 5
 
 
 def test_the_feed_costs_far_below_one_write_unit_per_run_when_a_tick_creates_many(aws):
@@ -110,7 +111,7 @@ def test_the_feed_costs_far_below_one_write_unit_per_run_when_a_tick_creates_man
     assert wcu["PutItem"] / summary.runs_created == 1.0
 
 
-@pytest.mark.parametrize(("horizon", "ceiling"), [(60, 5.0), (300, 1.9), (900, 1.5)])
+@pytest.mark.parametrize(("horizon", "ceiling"), [(60, 5.3), (300, 1.9), (900, 1.5)])
 def test_dispatcher_write_units_per_run_by_enqueue_horizon(aws, horizon, ceiling, capsys):
     per_run, lease_per_tick = _dispatcher_wru_per_run(aws, horizon)
     with capsys.disabled():

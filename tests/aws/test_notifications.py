@@ -80,8 +80,6 @@ def kit(aws, clock):
     )
     kit.notifier = notifier_from_settings(settings, aws.clients, kit.dynamo, metrics=kit.metrics)
     kit.attempts.on_dead_letter = kit.notifier.on_dead_letter  # as the wiring builds the worker's store
-    # the sweeper enumerates tenants from the Jobs table
-    kit.dynamo.put(aws.settings.jobs_table, {"tenant": "acme", "job_id": "job1"})
     return kit
 
 

@@ -45,8 +45,13 @@ def dead(service):
 
 @pytest.fixture
 def sweeper(kit):
+    return sweeper_for(kit, jobs_with_job1(kit))
+
+
+def jobs_with_job1(kit) -> JobsStore:
+    """The Jobs table holding the dead letters' job (a replay without a kept message reads it)."""
     jobs = JobsStore(kit.dynamo, kit.aws.settings.jobs_table)
-    jobs.create(  # the sweeper learns the tenants from the Jobs table
+    jobs.create(
         Job(
             id="job1",
             tenant="acme",
@@ -60,7 +65,7 @@ def sweeper(kit):
             updated_at=kit.clock.now() - timedelta(days=2),
         )
     )
-    return sweeper_for(kit, jobs)
+    return jobs
 
 
 def old_dead_letter(kit, payload: dict | None = None, *, job_id: str = "job1"):
@@ -288,3 +293,23 @@ def test_a_stranded_retry_of_a_discarded_run_is_found_too(
     [(body, _)] = sent_messages(aws)
     assert body["attempt"] == 2 and replay_attributes(kit, run.id) == {}
     assert kit.worker().process(json.dumps(body), clock.now()).status == "succeeded"
+
+
+def test_a_stranded_replay_is_found_when_its_tenant_has_no_job_left(
+    kit, dead, sweeper, clock, aws, monkeypatch
+):
+    # Given a replay that died before its message was sent, and then its job deleted (the tenant has
+    # no job left)
+    run = old_dead_letter(kit)
+    with monkeypatch.context() as patch:
+        crash_before_send(patch)
+        with pytest.raises(Crash):
+            dead.replay("acme", run.id, clock.now())
+    JobsStore(kit.dynamo, kit.aws.settings.jobs_table).delete("acme", "job1")
+    # When the sweeper runs after the grace period
+    clock.advance(minutes=3)
+    summary = sweeper.sweep(clock.now())
+    # Then the replay's message is sent all the same (the sweeper reads the runs in flight, not jobs)
+    assert summary.replays_resent == 1
+    [(body, _)] = sent_messages(aws)
+    assert (body["run_id"], body["attempt"]) == (run.id, 2)

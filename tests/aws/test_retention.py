@@ -81,8 +81,8 @@ def test_housekeeping_deletes_runs_and_feed_items_past_their_ttl_and_keeps_the_o
     assert housekeeper.expire(first_expiry - timedelta(seconds=1)).items == 0
     # When it runs just after it
     done = housekeeper.expire(first_expiry + timedelta(seconds=1))
-    # Then the old run and its feed item are gone, the newer run and its feed item stay
-    assert done.items == 2
+    # Then the old run, its feed item and its in-flight ledger item are gone, the newer ones stay
+    assert done.items == 3
     assert _item(aws, old) is None and _item(aws, new) is not None
     assert _feed_expiries(aws, "acme") == [int((new.created_at + RETENTION).timestamp())]
 

@@ -29,4 +29,4 @@ def test_the_function_sweeps_and_returns_a_summary(kit, clock):
     # When the scheduled sweeper runs
     summary = sweeper_function.handler({}, LambdaContext("sweeper", 300))
     # Then it reports the re-sent run
-    assert summary["resent"] == 1 and summary["jobs"] == 1 and summary["runs_examined"] == 1
+    assert summary["resent"] == 1 and summary["ledger_items"] == 1 and summary["runs_examined"] == 1

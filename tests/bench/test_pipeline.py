@@ -67,7 +67,7 @@ def test_totals_agree_with_the_per_function_breakdown(figures):
     )
     invocations = sum(e.get("invocations", 0) for e in breakdown.values())
     assert invocations == pytest.approx(figures["lambda_invocations"], abs=1e-3)
-    assert set(breakdown) == {"dispatcher", "worker", "event_source_mapping"}
+    assert set(breakdown) == {"dispatcher", "worker", "sweeper", "event_source_mapping"}
 
 
 def test_dollars_are_the_priced_usage_and_add_up(figures, result):

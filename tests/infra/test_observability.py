@@ -38,19 +38,25 @@ def test_every_alarm_notifies_the_alert_topic(synth):
     assert all(a["AlarmActions"] == [topic] and a["OKActions"] == [topic] for a in alarms)
 
 
-def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_and_error_rates(synth):
+def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_stranded_runs_and_error_rates(synth):
     # Given 4 queues (+ the scheduler DLQ) and 5 functions / Then: a DLQ-not-empty alarm per DLQ,
-    # an oldest-message alarm per queue, one lag p99 alarm, one dead-letter alarm and an error-rate
-    # alarm per function
+    # an oldest-message alarm per queue, one lag p99 alarm, one dead-letter alarm, one on runs
+    # declared stranded and an error-rate alarm per function
     names = set(synth.stack.observability.alarms)
     expected = (
         {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
-        | {"DlqNotEmpty-schedule", "ScheduleLagP99", "DeadLetters"}
+        | {"DlqNotEmpty-schedule", "ScheduleLagP99", "DeadLetters", "RunsStranded"}
         | {f"OldestMessage-{q.kind}" for q in QUEUES}
         | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
     )
     assert names == expected
     assert len(_alarms(synth)) == len(expected)
+
+
+def test_stranded_alarm_fires_on_one_run_declared_stranded_by_the_sweeper(synth):
+    (stranded,) = [a for a in _alarms(synth) if a.get("MetricName") == "RunsStranded"]
+    assert (stranded["Statistic"], stranded["Threshold"], stranded["Namespace"]) == ("Sum", 1, "jobsched")
+    assert stranded["Dimensions"] == [{"Name": "service", "Value": "sweeper"}]
 
 
 def test_lag_alarm_watches_p99_of_the_schedule_lag_metric(synth):

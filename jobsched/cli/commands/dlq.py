@@ -42,7 +42,7 @@ DEAD_LETTER_COLUMNS = (
     Column("REASON", key("reason"), 13),
     Column("ERROR", _error, 50),
 )
-REASONS = ("permanent", "exhausted", "lease_expired", "poison")
+REASONS = ("permanent", "exhausted", "lease_expired", "poison", "stranded", "lost")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

@@ -1,0 +1,41 @@
+"""Fixes to the emulator's thread safety that the embedded mode needs (moto 5.x), applied before its
+server starts.
+
+**A message sent while another is deleted could vanish.** moto's ``Queue.delete_message`` rebuilds
+the queue's message list without the lock that ``Queue.add_message`` appends under: it copies every
+message but the deleted one into a new list, then assigns that list back. A message a concurrent
+``SendMessage``/``SendMessageBatch`` appended in between is in the old list only, so it is dropped
+without a trace: the send answered with a ``MessageId``, no queue (not the DLQ either) holds the
+message, and its run stays ``queued`` at attempt 0. The embedded mode hits this whenever the API or
+the dispatcher sends while the pollers delete what the workers finished: a 1000-run backfill lost one
+or two runs' messages in a few thousand (issue 10 §4). Real SQS does not lose an acknowledged send;
+the sweeper still covers a lost message on AWS (docs/semantics/runs.md).
+
+The fix holds the queue's own lock (``Queue._messages_lock``, a ``Condition`` over an ``RLock``) across
+the scan and the reassignment, so a send either lands before the scan (and stays) or after the
+reassignment. :func:`apply` is idempotent.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+_APPLIED = "_jobsched_locked"
+
+
+def apply() -> None:
+    """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock (once)."""
+    from moto.sqs.models import Queue
+
+    original = Queue.delete_message
+    if getattr(original, _APPLIED, False):
+        return
+
+    @functools.wraps(original)
+    def delete_message(self: Any, receipt_handle: str) -> None:
+        with self._messages_lock:
+            original(self, receipt_handle)
+
+    setattr(delete_message, _APPLIED, True)
+    Queue.delete_message = delete_message  # type: ignore[method-assign]

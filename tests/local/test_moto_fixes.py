@@ -1,0 +1,88 @@
+"""The emulator fix behind a backfill run left ``queued`` with no message (issue 10 §4): a message sent
+while another is being deleted must stay in the queue."""
+
+from __future__ import annotations
+
+import threading
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.sqs.models import Queue, sqs_backends
+
+from jobsched.local import moto_fixes
+
+
+@pytest.fixture(autouse=True)
+def in_process_moto(monkeypatch):
+    """No endpoint left over from an embedded-mode test: the client must reach ``mock_aws``."""
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_DYNAMODB"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def unpatched_delete():
+    """moto's own ``Queue.delete_message`` during the test (unwrapped if the fix was applied before),
+    and the method as it was afterwards (the fix patches the class)."""
+    original = Queue.delete_message
+    Queue.delete_message = getattr(original, "__wrapped__", original)  # type: ignore[method-assign]
+    yield
+    Queue.delete_message = original  # type: ignore[method-assign]
+
+
+class SendAfterScan(list):
+    """A queue's message list that runs ``on_scanned`` once the delete's rebuild loop (its second pass
+    over the list) has gone through every message, before the rebuilt list is assigned back."""
+
+    def __init__(self, items, on_scanned):
+        super().__init__(items)
+        self.passes = 0
+        self.on_scanned = on_scanned
+
+    def __iter__(self):
+        self.passes += 1
+        yield from list.__iter__(self)
+        if self.passes == 2:
+            self.on_scanned()
+
+
+def send_during_delete() -> list[str]:
+    """Delete one message while another thread sends one between the end of the delete's scan and the
+    reassignment of the queue's list (forced: the scan's end waits for the send, at most 0.5 s).
+    Returns the bodies left in the queue."""
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="done")
+        [done] = sqs.receive_message(QueueUrl=url)["Messages"]
+        account = url.rstrip("/").split("/")[-2]  # whatever account the environment gives moto
+        queue = sqs_backends[account]["us-east-1"].queues["q"]
+        sent = threading.Event()
+
+        def send():
+            sqs.send_message(QueueUrl=url, MessageBody="new")
+            sent.set()
+
+        def on_scanned():
+            sender = threading.Thread(target=send)
+            sender.start()
+            sent.wait(0.5)  # with the fix the sender waits for the queue's lock: this times out
+
+        queue._messages = SendAfterScan(queue._messages, on_scanned)
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=done["ReceiptHandle"])
+        assert sent.wait(5)
+        return [m.body for m in queue._messages]
+
+
+def test_without_the_fix_moto_drops_a_message_sent_during_a_delete(unpatched_delete):
+    # Given moto as it is, When a send lands while a delete rebuilds the queue's list
+    # Then the sent message is gone (this is what lost a backfill run's message)
+    assert send_during_delete() == []
+
+
+def test_with_the_fix_a_message_sent_during_a_delete_stays(unpatched_delete):
+    # Given the embedded mode's fix applied
+    moto_fixes.apply()
+    moto_fixes.apply()  # idempotent
+    # When a send lands while a delete runs, Then it waits for the delete and stays in the queue
+    assert send_during_delete() == ["new"]
