@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
+import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_apigateway as apigw_v1
 from aws_cdk import aws_apigatewayv2 as apigw
@@ -22,6 +23,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.config import StackConfig
+from infra.console import TENANT_CLAIM, ConsoleUserPool
 from infra.functions import function_spec, make_function, make_log_group
 from infra.nag import acknowledge
 from infra.queues import Queues
@@ -29,6 +31,7 @@ from infra.storage import PayloadStore
 from infra.tables import Tables
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM
 from jobsched.api.gate import PUBLIC_PATHS
+from jobsched.console import CONSOLE_PATH, ENV_CONSOLE_COGNITO_CLIENT_ID, ENV_CONSOLE_COGNITO_REGION
 from jobsched.runtime.resources import (
     ENV_AUTH_MODE,
     ENV_RUN_LOG_GROUP,
@@ -71,8 +74,15 @@ class Api(Construct):
         payloads: PayloadStore,
         key: kms.IKey | None = None,
         run_log_group: str | None = None,
+        console_pool: ConsoleUserPool | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
+        console_env = {}
+        if console_pool is not None:
+            console_env = {
+                ENV_CONSOLE_COGNITO_CLIENT_ID: console_pool.client.user_pool_client_id,
+                ENV_CONSOLE_COGNITO_REGION: cdk.Stack.of(self).region,
+            }
         self.function = make_function(
             self,
             function_spec("api"),
@@ -83,7 +93,8 @@ class Api(Construct):
                 **environment,
                 ENV_AUTH_MODE: config.auth_mode,
                 ENV_ADMIN_PRINCIPALS: ",".join(config.admin_principals),
-                ENV_JWT_TENANT_CLAIM: config.jwt_tenant_claim,
+                ENV_JWT_TENANT_CLAIM: TENANT_CLAIM if console_pool is not None else config.jwt_tenant_claim,
+                **console_env,
                 # the worker's log group, named in the run view (logs.log_group) with a Logs Insights query
                 **({ENV_RUN_LOG_GROUP: run_log_group} if run_log_group else {}),
             },
@@ -94,8 +105,13 @@ class Api(Construct):
             queues.grant_send(kind, self.function)  # run now, replay dead letters
         payloads.grant_objects(self.function, "s3:GetObject")  # run outputs stored in S3
 
-        if config.auth_mode == "jwt":
-            authorizer: apigw.IHttpRouteAuthorizer = authorizers.HttpJwtAuthorizer(
+        if console_pool is not None:
+            # The pool's ID tokens for the console's app client (their aud is the client id).
+            authorizer: apigw.IHttpRouteAuthorizer = authorizers.HttpUserPoolAuthorizer(
+                "ConsoleUsers", console_pool.user_pool, user_pool_clients=[console_pool.client]
+            )
+        elif config.auth_mode == "jwt":
+            authorizer = authorizers.HttpJwtAuthorizer(
                 "Jwt", config.jwt_issuer or "", jwt_audience=list(config.jwt_audience)
             )
         else:
@@ -111,7 +127,9 @@ class Api(Construct):
         self.http_api.add_routes(path="/{proxy+}", methods=[apigw.HttpMethod.ANY], integration=integration)
         # The same public paths as the function's own gate (jobsched.api.gate.PUBLIC_PATHS): the liveness
         # probe and the API's documentation, none of which reads tenant data.
-        for path in sorted(PUBLIC_PATHS):
+        # The console's static files (/ui and below) are public too: they hold no tenant data; the
+        # console calls the API with the signed-in user's token (jobsched.api.routes.console).
+        for path in sorted({*PUBLIC_PATHS, CONSOLE_PATH, CONSOLE_PATH + "/{proxy+}"}):
             for route in self.http_api.add_routes(
                 path=path,
                 methods=[apigw.HttpMethod.GET],
@@ -122,7 +140,8 @@ class Api(Construct):
                     route,
                     "AwsSolutions-APIG4",
                     f"GET {path} is public (liveness probe, the API's own OpenAPI document / Swagger UI, "
-                    "or the root's redirect to it); it reads no tenant data. "
+                    "the root's redirect to it, or the operator console's static files); it reads no "
+                    "tenant data. "
                     "Every other route requires IAM or JWT.",
                 )
         access_logs = make_log_group(self, "AccessLogs", config=config, key=key)

@@ -71,6 +71,9 @@ class StackConfig:
     handler_modules: tuple[str, ...] = ()
     removal_policy_destroy: bool = False
     encryption: str = "aws"
+    #: Create a Cognito user pool for the operator console's sign-in (infra/console.py); needs
+    #: auth_mode=jwt, and the pool is then the API's JWT issuer.
+    console_user_pool: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= DUE_PARTITIONS:
@@ -87,8 +90,24 @@ class StackConfig:
             raise ConfigError(f"auth_mode must be one of {AUTH_MODES}, got {self.auth_mode!r}")
         if self.encryption not in ENCRYPTION_MODES:
             raise ConfigError(f"encryption must be one of {ENCRYPTION_MODES}, got {self.encryption!r}")
-        if self.auth_mode == "jwt" and not (self.jwt_issuer and self.jwt_audience):
-            raise ConfigError("auth_mode=jwt needs jwt_issuer and jwt_audience")
+        if self.console_user_pool:
+            if self.auth_mode != "jwt":
+                raise ConfigError(
+                    "console_user_pool=true needs auth_mode=jwt (a browser cannot sign SigV4 requests; "
+                    "the API then accepts the pool's ID tokens)"
+                )
+            if self.jwt_issuer or self.jwt_audience:
+                raise ConfigError(
+                    "console_user_pool=true makes the user pool the JWT issuer: leave jwt_issuer and "
+                    "jwt_audience unset"
+                )
+            if self.jwt_tenant_claim != DEFAULT_JWT_TENANT_CLAIM:
+                raise ConfigError(
+                    "console_user_pool=true reads the tenant from the custom:tenant claim: leave "
+                    "jwt_tenant_claim unset"
+                )
+        elif self.auth_mode == "jwt" and not (self.jwt_issuer and self.jwt_audience):
+            raise ConfigError("auth_mode=jwt needs jwt_issuer and jwt_audience (or console_user_pool=true)")
         for name in ("retention_days", "log_retention_days"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{name} must be at least 1 day")

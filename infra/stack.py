@@ -15,6 +15,7 @@ from constructs import Construct
 from infra.api import Api
 from infra.bundling import code_asset
 from infra.config import StackConfig
+from infra.console import ConsoleUserPool
 from infra.dispatch import Dispatch
 from infra.encryption import stack_key
 from infra.functions import function_spec
@@ -106,9 +107,13 @@ class JobschedStack(cdk.Stack):
             state_machine=self.long_jobs.state_machine,
             **shared,
         )
+        self.console_pool = (
+            ConsoleUserPool(self, "Console", config=config) if config.console_user_pool else None
+        )
         self.api = Api(
             self,
             "Api",
+            console_pool=self.console_pool,
             queues=self.queues,
             payloads=self.storage,
             run_log_group=self.workers.worker.log_group.log_group_name,
@@ -139,6 +144,21 @@ class JobschedStack(cdk.Stack):
         self.functions = functions
 
         cdk.CfnOutput(self, "ApiUrl", value=self.api.url, description="Base URL of the HTTP API (SigV4)")
+        cdk.CfnOutput(self, "ConsoleUrl", value=self.api.url + "ui", description="The operator console")
+        if self.console_pool is not None:
+            pool = self.console_pool
+            cdk.CfnOutput(
+                self,
+                "ConsoleUserPoolId",
+                value=pool.user_pool.user_pool_id,
+                description="Cognito user pool of the console's users (custom:tenant names the tenant)",
+            )
+            cdk.CfnOutput(
+                self,
+                "ConsoleClientId",
+                value=pool.client.user_pool_client_id,
+                description="The console's app client (the API's JWT audience)",
+            )
         cdk.CfnOutput(
             self, "DashboardUrl", value=self.observability.dashboard_url, description="CloudWatch dashboard"
         )

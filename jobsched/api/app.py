@@ -28,6 +28,7 @@ from jobsched.api.quotas import JobQuota
 from jobsched.api.routes.health import health_router
 from jobsched.api.run_logs import RunLogs
 from jobsched.api.tenants import PrincipalStore, admin_router
+from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock
 from jobsched.core.errors import JobschedError
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
     from jobsched.services.runs import RunService
 
 TITLE = "jobsched"
-#: Where ``GET /`` sends a browser (there is no console yet).
+#: Where ``GET /`` sends a browser (the operator console is at ``/ui``).
 ROOT_REDIRECT = "/docs"
 DESCRIPTION = (
     "Multi-tenant job scheduler. JSON in and out; instants are ISO 8601 UTC ending in Z; lists are "
@@ -60,6 +61,7 @@ class ApiServices:
     dead_letters: DeadLetterService | None = None
     notify_settings: TenantNotifySettings | None = None
     run_logs: RunLogs = field(default_factory=RunLogs)
+    console: ConsoleConfig = field(default_factory=ConsoleConfig)
 
 
 class JobschedResolver(APIGatewayHttpResolver):
@@ -133,6 +135,9 @@ def build_app(services: ApiServices, authenticator: Authenticator) -> JobschedRe
     if services.principals is not None:
         app.include_router(admin_router(services.principals, services.clock))
     _include_optional_routers(app, services)
+    from jobsched.api.routes.console import console_router
+
+    app.include_router(console_router(services.console, authenticator.config.mode))
 
     openapi = _openapi_kwargs(authenticator.config.mode)
     # Swagger UI with its JavaScript and CSS inlined by Powertools (no CDN needed, works offline).
@@ -141,7 +146,7 @@ def build_app(services: ApiServices, authenticator: Authenticator) -> JobschedRe
 
     @app.get("/", include_in_schema=False)
     def root():
-        """No console yet: a browser opening the API's root is sent to the Swagger UI."""
+        """A browser opening the API's root is sent to the Swagger UI (the console is at /ui)."""
         body = json.dumps({"docs": ROOT_REDIRECT, "openapi": "/openapi.json"})
         headers = {"Location": ROOT_REDIRECT}
         return Response(

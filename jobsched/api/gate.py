@@ -17,10 +17,14 @@ from typing import Any
 
 from jobsched.api.auth import Authenticator, Identity
 from jobsched.api.errors import BadRequestError, ForbiddenError
+from jobsched.console import CONSOLE_PATH
 from jobsched.core.errors import PayloadTooLargeError, UnauthorizedError
 
 #: Routes that answer without credentials.
 PUBLIC_PATHS = frozenset({"/", "/health", "/openapi.json", "/docs"})
+#: The operator console's static files (``/ui`` and everything below it) answer without credentials
+#: too: they hold no tenant data (:mod:`jobsched.api.routes.console`).
+PUBLIC_PREFIX = CONSOLE_PATH
 ADMIN_PREFIX = "/admin/"
 #: Request bodies above this are refused with 413 before they are parsed.
 MAX_BODY_BYTES = 256 * 1024
@@ -30,6 +34,11 @@ def request_path(event: Mapping[str, Any]) -> str:
     http = (event.get("requestContext") or {}).get("http") or {}
     path = event.get("rawPath") or http.get("path") or "/"
     return path.rstrip("/") or "/"
+
+
+def is_console_path(path: str) -> bool:
+    """``/ui`` or a path below it (already stripped of a trailing slash by :func:`request_path`)."""
+    return path == PUBLIC_PREFIX or path.startswith(PUBLIC_PREFIX + "/")
 
 
 def _reject_constant(name: str) -> Any:
@@ -80,7 +89,7 @@ def check_body(event: Mapping[str, Any]) -> None:
 def admit(event: Mapping[str, Any], authenticator: Authenticator) -> Identity | None:
     """The caller's identity (``None`` on a public route); raises the 4xx error that stops the request."""
     path = request_path(event)
-    if path in PUBLIC_PATHS:
+    if path in PUBLIC_PATHS or is_console_path(path):
         return None
     identity = authenticator.authenticate(event)
     if (path + "/").startswith(ADMIN_PREFIX):

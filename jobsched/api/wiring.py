@@ -19,6 +19,7 @@ from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.quotas import DEFAULT_MAX_JOBS_PER_TENANT, ENV_MAX_JOBS_PER_TENANT, JobQuota
 from jobsched.api.tenants import PrincipalStore
 from jobsched.aws.clients import Clients
+from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock
 from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.resources import ENV_HANDLER_MODULES
@@ -124,5 +125,6 @@ def app_from_env(
     load_handler_modules(env)
     clients = clients or Clients()
     services = build_services(settings, clients, clock or SystemClock(), max_jobs=max_jobs_per_tenant(env))
+    services.console = ConsoleConfig.from_env(env)
     config = AuthConfig.from_env(env)
     return build_app(services, Authenticator(config, services.principals))

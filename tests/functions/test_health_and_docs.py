@@ -109,7 +109,7 @@ def test_unknown_route_answers_404_in_the_error_shape(call):
 
 def test_the_root_sends_a_browser_to_the_swagger_ui_without_credentials(call):
     """Given no credentials (a browser opening the API's URL), When GET /,
-    Then 302 to /docs (there is no console yet), not a JSON 401"""
+    Then 302 to /docs (the console is at /ui), not a JSON 401"""
     response = call("GET", "/")
     assert response["statusCode"] == 302
     assert response["headers"]["Location"] == "/docs"

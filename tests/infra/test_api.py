@@ -27,7 +27,17 @@ def test_every_route_but_health_and_the_docs_requires_iam(synth):
     assert routes["GET /docs"]["AuthorizationType"] == "NONE"
     assert routes["GET /openapi.json"]["AuthorizationType"] == "NONE"
     assert routes["GET /"]["AuthorizationType"] == "NONE"  # the redirect to /docs (issue 11)
-    assert set(routes) == {"ANY /{proxy+}", "GET /", "GET /health", "GET /docs", "GET /openapi.json"}
+    assert routes["GET /ui"]["AuthorizationType"] == "NONE"  # the console's static files (issue 15)
+    assert routes["GET /ui/{proxy+}"]["AuthorizationType"] == "NONE"
+    assert set(routes) == {
+        "ANY /{proxy+}",
+        "GET /",
+        "GET /health",
+        "GET /docs",
+        "GET /openapi.json",
+        "GET /ui",
+        "GET /ui/{proxy+}",
+    }
 
 
 def test_default_stage_writes_json_access_logs(synth):

@@ -258,8 +258,8 @@ def _run(
 def _print_banner(emit: Callable[[str], None], mode: Any, tenants: dict[str, str], generated: bool) -> None:
     url = mode.api_url
     emit(f"jobsched dev: API on {url}")
-    if _answers(f"{url}/console/"):
-        emit(f"  console   {url}/console/")
+    if _answers(f"{url}/ui"):
+        emit(f"  console   {url}/ui   (the operator console: sign in with a tenant's token)")
     emit(f"  docs      {url}/docs   (OpenAPI: {url}/openapi.json; {url}/ in a browser leads there)")
     emit(f"  AWS       {mode.endpoint_url} (moto: SQS, Step Functions, S3; AWS_ENDPOINT_URL for the aws CLI)")
     emit(f"  DynamoDB  {mode.dynamodb_endpoint_url} (moto; AWS_ENDPOINT_URL_DYNAMODB)")

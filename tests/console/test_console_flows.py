@@ -1,0 +1,199 @@
+"""The console's main flows in Chromium against a real ``jobsched dev`` (docs/console.md).
+
+Each test drives the browser the way an operator would (labels, roles, buttons) and waits for what
+the console shows after its own polling (no reload): runs appearing, states changing.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.slow  # a browser and a jobsched dev: seconds, not milliseconds
+
+expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
+
+YEARLY = "@yearly"
+
+
+def _job(
+    api: Any, name: str, handler: str, payload: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    spec = {
+        "name": name,
+        "schedule": YEARLY,
+        "target": {"handler": handler},
+        "payload": payload or {},
+        **extra,
+    }
+    return api("alpha").create_job(spec)
+
+
+def _wait_run(api: Any, run_id: str, state: str, timeout: float = 30.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = api("alpha").get_run(run_id)
+        if run["state"] == state:
+            return run
+        time.sleep(0.2)
+    raise AssertionError(f"run {run_id} did not reach {state} within {timeout} s: {run['state']}")
+
+
+def test_sign_in_rejects_a_wrong_token_and_accepts_the_tenants(console):
+    """Given the login page, when a wrong token is entered, then the API's refusal is shown and the
+    user stays on the login page; when the tenant's token is entered, the Overview opens."""
+    tab = console()
+    tab.page.goto(tab.url + "/ui")
+    tab.page.get_by_label("Tenant token").fill("not-a-token")
+    tab.page.get_by_role("button", name="Sign in").click()
+    expect(tab.page.get_by_role("alert")).to_contain_text("refused this token")
+    tab.sign_in("alpha")
+    expect(tab.heading("Overview")).to_be_visible()
+    assert tab.page.evaluate("sessionStorage.getItem('jobsched.token')") == "tok-console-alpha"
+
+
+def test_create_a_job_watch_its_runs_then_pause_and_resume(console):
+    """Given a signed-in operator, when they create a job every 5 seconds in the New job dialog, then
+    its page shows runs succeeding without a reload; pausing with a note shows the note (page and
+    list); resuming with the misfire choice "skip" makes the job active again."""
+    tab = console()
+    tab.sign_in("alpha")
+    page = tab.page
+    page.get_by_role("link", name="Jobs", exact=True).click()
+    expect(tab.heading("Jobs")).to_be_visible()
+    page.get_by_role("button", name="New job").click()
+    dialog = page.get_by_role("dialog", name="New job")
+    dialog.get_by_label("Name").fill("console.every5s")
+    dialog.get_by_label("Handler").fill("demo.echo")
+    dialog.get_by_label("Schedule").fill("*/5 * * * * *")
+    expect(dialog.get_by_text("Every 5 seconds")).to_be_visible()
+    dialog.get_by_role("button", name="Create").click()
+    page.get_by_role("status").get_by_role("link", name="console.every5s").click()
+
+    expect(tab.heading(re.compile("console.every5s"))).to_be_visible()
+    timeline = page.get_by_role("list", name="Runs, newest scheduled first")
+    expect(timeline.get_by_text("succeeded").first).to_be_visible()
+
+    page.get_by_role("button", name="Pause console.every5s").click()
+    pause = page.get_by_role("dialog", name="Pause console.every5s")
+    pause.get_by_label("Note (shown beside the job)").fill("disk full on the target")
+    pause.get_by_role("button", name="Pause").click()
+    expect(page.get_by_text("Paused: disk full on the target")).to_be_visible()
+    expect(timeline.get_by_text("skipped: paused").first).to_be_visible()
+
+    page.get_by_role("link", name="Jobs", exact=True).click()
+    row = page.get_by_role("row").filter(has_text="console.every5s")
+    expect(row.get_by_text("Paused: disk full on the target")).to_be_visible()
+    row.get_by_role("button", name="Resume console.every5s").click()
+    resume = page.get_by_role("dialog", name="Resume console.every5s")
+    expect(resume.get_by_text("run none of the missed occurrences, record them skipped")).to_be_visible()
+    resume.get_by_label(re.compile("^skip")).check()
+    resume.get_by_role("button", name="Resume").click()
+    expect(row.get_by_text("active", exact=True)).to_be_visible()
+    expect(row.get_by_role("button", name="Pause console.every5s")).to_be_visible()
+    assert tab.errors == []
+
+
+def test_cancel_a_running_run(console, api):
+    """Given a job whose run sleeps for a minute, when the operator triggers it from the job page,
+    opens the run and presses Cancel run while it is running, then the run shows cancelled."""
+    job = _job(api, "console.sleeper", "demo.sleep", {"seconds": 60}, timeout_seconds=120)
+    tab = console()
+    tab.sign_in("alpha")
+    tab.open(f"jobs/{job['id']}")
+    page = tab.page
+    page.get_by_role("button", name="Trigger console.sleeper now").click()
+    page.get_by_role("status").get_by_role("link").click()
+    expect(tab.heading(re.compile("^Run"))).to_be_visible()
+    expect(tab.heading(re.compile("running"))).to_be_visible()
+    page.get_by_role("button", name="Cancel run").click()
+    expect(tab.heading(re.compile("cancelled"))).to_be_visible()
+
+
+def test_replay_a_dead_letter_with_a_corrected_payload(console, api):
+    """Given a run dead-lettered because its payload asked for failures, when the operator replays it
+    from the Dead letters page with the payload corrected in the editor, then the replayed run
+    succeeds and its replay is recorded with payload_changed."""
+    job = _job(api, "console.flaky", "demo.flaky", {"failures": 5}, retry={"max_attempts": 1})
+    run_id = api("alpha").trigger_job(job["id"])["id"]
+    _wait_run(api, run_id, "failed")
+    tab = console()
+    tab.sign_in("alpha")
+    page = tab.page
+    page.get_by_role("link", name="Dead letters").click()
+    page.get_by_role("button", name=f"Replay {run_id}").click()
+    dialog = page.get_by_role("dialog", name="Replay a dead letter")
+    editor = dialog.get_by_label(re.compile("^Payload for the replay"))
+    expect(editor).to_have_value(re.compile('"failures": 5'))
+    editor.fill("not json")
+    dialog.get_by_role("button", name="Replay").click()
+    expect(dialog.get_by_role("alert")).to_contain_text("not valid JSON")
+    editor.fill('{"failures": 0}')
+    dialog.get_by_role("button", name="Replay").click()
+    page.get_by_role("status").get_by_role("link", name=f"run {run_id}").click()
+    expect(tab.heading(re.compile("succeeded"))).to_be_visible()
+    replays = page.get_by_role("table", name="Replays, retries and discards")
+    expect(replays.get_by_role("row").nth(1)).to_contain_text("yes")
+    assert api("alpha").get_run(run_id)["replays"][-1]["payload_changed"] is True
+
+
+def test_bulk_replay_confirmation_says_how_many(console, api):
+    """Given two dead letters of one job, when the operator filters by the job and asks to replay all
+    matching, then the confirmation says 2 and confirming replays both."""
+    job = _job(api, "console.bulk", "demo.fail", {"kind": "permanent"})
+    run_ids = [
+        api("alpha").trigger_job(job["id"], payload={"kind": "permanent", "n": n})["id"] for n in (1, 2)
+    ]
+    for run_id in run_ids:
+        _wait_run(api, run_id, "failed")
+    tab = console()
+    tab.sign_in("alpha")
+    tab.open(f"dead-letters?job_id={job['id']}")
+    page = tab.page
+    expect(page.get_by_role("button", name=re.compile("^Replay j"))).to_have_count(2)
+    page.get_by_role("button", name="Replay all matching…").click()
+    dialog = page.get_by_role("dialog", name="Replay all matching")
+    expect(dialog).to_contain_text("Replay 2 dead letters")
+    expect(dialog).to_contain_text(f"job {job['id']}")
+    dialog.get_by_role("button", name="Replay 2").click()
+    expect(page.get_by_role("status")).to_contain_text("Replayed 2")
+
+
+def test_another_tenants_run_and_job_show_not_found(console, api):
+    """Given alpha's job and run, when beta opens their console URLs, then each says not found and
+    shows nothing of alpha's."""
+    job = _job(api, "console.private", "demo.echo", {"secret": "alpha-only"})
+    run_id = api("alpha").trigger_job(job["id"])["id"]
+    tab = console()
+    tab.sign_in("beta")
+    tab.open(f"runs/{run_id}")
+    expect(tab.heading("Run not found")).to_be_visible()
+    tab.open(f"jobs/{job['id']}")
+    expect(tab.heading("Job not found")).to_be_visible()
+    expect(tab.page.get_by_text("alpha-only")).to_have_count(0)
+
+
+def test_keyboard_reaches_the_pages_and_dialogs_close_with_escape(console, api):
+    """Given a signed-in operator using only the keyboard, when they Tab to the Jobs link and press
+    Enter, then the Jobs page opens with focus on its heading; a dialog opened with Enter closes with
+    Escape and gives focus back to its button."""
+    _job(api, "console.keys", "demo.echo")
+    tab = console()
+    tab.sign_in("alpha")
+    page = tab.page
+    for _ in range(10):
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.textContent") == "Jobs":
+            break
+    page.keyboard.press("Enter")
+    expect(tab.heading("Jobs")).to_be_focused()
+    button = page.get_by_role("button", name="New job")
+    button.focus()
+    page.keyboard.press("Enter")
+    expect(page.get_by_role("dialog", name="New job")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("dialog", name="New job")).to_be_hidden()
+    expect(button).to_be_focused()
