@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -128,6 +129,19 @@ class RunsStore:
                 return Run.from_item(failed.existing), False
             return self.get(run.id), False
         return run, True
+
+    def put_announced_many(self, runs: list[Run], *, concurrency: int = 1) -> list[tuple[Run, bool]]:
+        """:meth:`put_announced` for each of ``runs`` (already announced), with up to ``concurrency``
+        requests in flight at once; results in the order of ``runs``.
+
+        Each run is still its own PutItem conditional on its id's absence, so a run id is created at
+        most once whatever the concurrency (two backfills of one range racing each other included);
+        only the waiting is overlapped (docs/decisions/0020-scale-figures-and-fast-backfill.md).
+        """
+        if concurrency <= 1 or len(runs) <= 1:
+            return [self.put_announced(run) for run in runs]
+        with ThreadPoolExecutor(max_workers=min(concurrency, len(runs)), thread_name_prefix="put") as pool:
+            return list(pool.map(self.put_announced, runs))
 
     def revive(self, record: Run, withdrawn: Run, reason: str = "paused") -> tuple[Run, bool]:
         """Put ``record`` (a queued run, or a skipped or summary record) in place of ``withdrawn``, the

@@ -93,3 +93,26 @@ def noisy_text(figures: dict[str, Any]) -> str:
         f"{'met' if figures['goal_met'] else 'NOT met'}"
     )
     return "\n".join(lines)
+
+
+def idle_text(figures: dict[str, Any]) -> str:
+    """The idle figure: what registered jobs add to a day of ticks and sweeps, and the stack's own cost."""
+    per = figures["per_million_jobs"]
+    stack = figures["stack"]
+    storage = figures["storage"]
+    extra = figures["extra_requests_per_day"] or "none"
+    return "\n".join(
+        [
+            f"idle jobs: {figures['jobs']} monthly crons ('{figures['schedule']}'), "
+            f"{figures['shards']} shards, {figures['ticks_per_day']} ticks and "
+            f"{figures['sweeps_per_day']} sweeps per simulated day",
+            f"  requests the jobs added to the day: {extra}",
+            f"  per million idle jobs per month: {_fmt(per['requests_per_month'])} requests, "
+            f"USD {_fmt(per['usd_requests_per_month'], 4)} in requests (goal <= "
+            f"{figures['goal_usd_per_million_jobs_per_month']:.2f}: "
+            f"{'met' if figures['goal_met'] else 'NOT met'}); storage USD "
+            f"{_fmt(storage['usd_per_million_jobs_per_month'], 4)} ({storage['bytes_per_job']} B per job)",
+            f"  the stack itself, whatever the jobs: {_fmt(stack['requests_per_month'])} requests, "
+            f"USD {_fmt(stack['usd_requests_per_month'], 4)} per month in requests",
+        ]
+    )

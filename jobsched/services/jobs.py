@@ -32,6 +32,9 @@ from jobsched.services.dispatcher import SKIP_REASON_DELETED, SKIP_REASON_PAUSED
 from jobsched.services.notifications import NotifyPolicy
 
 MAX_BACKFILL = 1000
+#: Conditional puts a backfill keeps in flight at once (decision 0020); the API's boto3 clients pool
+#: 25 connections (jobsched/aws/clients.py), so they never wait for one.
+PUT_CONCURRENCY = 8
 SKIP_REASON_RESCHEDULED = "rescheduled"
 _SCHEDULED = (Trigger.SCHEDULE, Trigger.CATCHUP)
 logger = logging.getLogger(__name__)
@@ -318,10 +321,11 @@ class JobService:
         raise ConflictError(f"job {job_id} is being dispatched right now; retry the request")
 
     def _create_and_send(self, job: Job, runs: builtins.list[Run], now: datetime) -> builtins.list[Run]:
+        """Announce, put (each conditionally) and send ``runs``; a backfill's many runs are put with up
+        to :data:`PUT_CONCURRENCY` requests in flight (decision 0020), then sent in batches of 10."""
         stored_runs, outgoing = [], []
         self.runs.announce(runs)  # in the tenant's run feed before any put (one batch for a backfill)
-        for run in runs:
-            stored, _ = self.runs.put_announced(run)
+        for stored, _ in self.runs.put_announced_many(runs, concurrency=PUT_CONCURRENCY):
             stored_runs.append(stored)
             if stored.state is RunState.QUEUED:
                 outgoing.append(outgoing_for(job, stored, now))

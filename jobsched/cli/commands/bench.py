@@ -11,11 +11,13 @@ With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline
 (``runs``, ``succeeded``, ``duplicates``, ``lost``, ``wru``, ``rru``, ``sqs_requests``,
 ``lambda_invocations``, ``usd_per_million_runs``, ``breakdown``...) and the lag figures under ``lag``
 (or at the top level with ``--lag``); with ``--noisy`` the object holds the noisy-neighbour figures
-alone. What the functions print while the benchmark runs (Powertools JSON logs, EMF metrics lines)
-and the warnings raised meanwhile are dropped, so the terminal shows the report alone; ``--verbose``
-sends them to stderr instead. Exit status 1 when a run was duplicated or lost, a lag run never
-started, or a run of the noisy-neighbour benchmark never started; a cost, lag or noisy-neighbour goal
-that is not met is reported in the figures (``goal_met``), not in the exit status.
+alone; with ``--idle`` the idle figure (:mod:`jobsched.bench.idle`: ``--idle-jobs`` monthly crons,
+``--idle-hours`` of ticks and sweeps) under the key ``idle``. What the functions print while the
+benchmark runs (Powertools JSON logs, EMF metrics lines) and the warnings raised meanwhile are
+dropped, so the terminal shows the report alone; ``--verbose`` sends them to stderr instead. Exit
+status 1 when a run was duplicated or lost, a lag run never started, a run of the noisy-neighbour
+benchmark never started, or the idle figure saw an unmetered call; a cost, lag, idle or
+noisy-neighbour goal that is not met is reported in the figures (``goal_met``), not in the exit status.
 """
 
 from __future__ import annotations
@@ -53,6 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--lag", action="store_true", help="run only the schedule-lag benchmark")
+    which.add_argument(
+        "--idle",
+        action="store_true",
+        help="run only the idle figure: what registered jobs cost between occurrences (a few minutes)",
+    )
     which.add_argument("--no-lag", action="store_true", help="run only the cost benchmark")
     which.add_argument(
         "--noisy",
@@ -62,6 +69,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument(
         "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
+    )
+    parser.add_argument(
+        "--idle-jobs", type=int, default=200, help="monthly crons registered in the idle figure (200)"
+    )
+    parser.add_argument(
+        "--idle-hours", type=int, default=24, help="simulated hours of ticks and sweeps per day (24)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     parser.add_argument(
@@ -83,6 +96,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--lag-runs must be 1..1000")
     if not 100 <= args.noisy_runs <= 5000:
         raise ValidationError("--noisy-runs must be 100..5000")
+    if not 1 <= args.idle_jobs <= 100_000 or not 1 <= args.idle_hours <= 24:
+        raise ValidationError("--idle-jobs must be 1..100000 and --idle-hours 1..24")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,12 +108,26 @@ def run(args: argparse.Namespace) -> int:
     stdout = sys.stdout
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
     with _function_output(args.verbose):
+        if args.idle:
+            from jobsched.bench.idle import IdleConfig, run_idle
+            from jobsched.runtime import resources
+
+            figures = {
+                "idle": run_idle(
+                    IdleConfig(
+                        jobs=args.idle_jobs,
+                        hours=args.idle_hours,
+                        shards=args.shards or resources.DEFAULT_SHARDS,
+                    )
+                )
+            }
+            ok = not figures["idle"]["unmetered_calls"]
         if args.noisy:
             from jobsched.bench.noisy import NoisyConfig, run_noisy
 
             figures = run_noisy(NoisyConfig(burst_runs=args.noisy_runs))
             ok = bool(figures["complete"])
-        if not args.lag and not args.noisy:
+        if not args.lag and not args.noisy and not args.idle:
             from jobsched.bench.pipeline import PipelineConfig, run_pipeline
             from jobsched.runtime import resources
 
@@ -111,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             result = run_pipeline(config)
             figures.update(result.to_dict())
             ok = ok and not result.duplicates and not result.lost
-        if not args.no_lag and not args.noisy:
+        if not args.no_lag and not args.noisy and not args.idle:
             from jobsched.bench.lag import LagConfig, run_lag
 
             lag = run_lag(LagConfig(runs=args.lag_runs)).to_dict()
@@ -138,10 +167,13 @@ def _function_output(verbose: bool) -> Iterator[None]:
 
 
 def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) -> None:
-    from jobsched.bench.report import lag_text, noisy_text, pipeline_text
+    from jobsched.bench.report import idle_text, lag_text, noisy_text, pipeline_text
 
     if args.json:
         print(json.dumps(figures, separators=(",", ":")), file=out)
+        return
+    if args.idle:
+        print(idle_text(figures["idle"]), file=out)
         return
     if args.noisy:
         print(noisy_text(figures), file=out)
