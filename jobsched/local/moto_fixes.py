@@ -32,7 +32,7 @@ _APPLIED = "_jobsched_locked"
 KEEP_DELETED_HANDLES = 10_000
 
 
-class BoundedHandles(dict):  # type: ignore[type-arg]
+class BoundedHandles(dict[Any, None]):
     """A set-like record of deleted receipt handles that forgets the oldest past a bound."""
 
     def __init__(self, limit: int) -> None:
