@@ -1,7 +1,10 @@
 """Lambda entry point of the HTTP API (API Gateway HTTP API, payload format 2.0).
 
 Thin on purpose: the resolver is built once per container (on the first event, so importing this
-module creates no AWS client) and every event is handed to it. Routes, auth and error mapping live
+module creates no AWS client) and every event is handed to it. On AWS a container serves one
+invocation at a time; where one process serves requests concurrently (the embedded mode's threaded
+HTTP bridge), each request in flight gets a resolver of its own (``ResolverPool``), so a slow request
+never holds up the others. Routes, auth and error mapping live
 in :mod:`jobsched.api`.
 """
 
@@ -12,7 +15,7 @@ from typing import Any
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 
-from jobsched.api.app import JobschedResolver
+from jobsched.api.app import ResolverPool
 from jobsched.api.wiring import app_from_env
 from jobsched.runtime import observability as obs
 from jobsched.runtime.lazy import lazy
@@ -22,9 +25,10 @@ obs.configure_function_logging(logger)
 
 
 @lazy
-def get_app() -> JobschedResolver:
-    """The container's resolver, built on first use (once, even if first requests race)."""
-    return app_from_env()
+def get_app() -> ResolverPool:
+    """The container's resolver, built on first use (once, even if first requests race), in a pool
+    that gives concurrent invocations in one process (the embedded mode) a resolver each."""
+    return ResolverPool(app_from_env())
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

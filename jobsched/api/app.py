@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -67,11 +67,10 @@ class ApiServices:
 class JobschedResolver(APIGatewayHttpResolver):
     """An ``APIGatewayHttpResolver`` that authenticates and checks the body before routing."""
 
-    #: Powertools keeps the current event on the router *class* and the routing context on the
-    #: resolver, so a process serves one request at a time. Lambda never overlaps requests in a
-    #: container; the embedded mode's threaded HTTP bridge does, hence this lock (uncontended on AWS).
-    _serving = threading.Lock()
-
+    #: One resolver serves one request at a time, as a Lambda container does (Powertools keeps the
+    #: routing context on the resolver); concurrent requests in one process (the embedded mode's
+    #: threaded HTTP bridge) each take a resolver of their own from :class:`ResolverPool`. This lock
+    #: only guards a resolver used directly by two threads at once: it makes them take turns.
     def __init__(self, authenticator: Authenticator):
         super().__init__(
             enable_validation=True,
@@ -79,6 +78,34 @@ class JobschedResolver(APIGatewayHttpResolver):
             serializer=partial(json.dumps, separators=(",", ":"), default=str),
         )
         self.authenticator = authenticator
+        self._serving = threading.Lock()
+        #: Builds another resolver of the same services (set by :func:`build_app`).
+        self.sibling: Callable[[], JobschedResolver] = lambda: self
+
+    # Powertools assigns the request's event and context to the ``BaseRouter`` *class*, shared by
+    # every resolver of the process; these properties keep them on this resolver instead, so two
+    # resolvers serving at once each see their own request (the routers included here ask this
+    # resolver, ``Router.api_resolver``).
+    @property
+    def current_event(self) -> Any:
+        return self.__dict__["_request_event"]
+
+    @current_event.setter
+    def current_event(self, value: Any) -> None:
+        self.__dict__["_request_event"] = value
+
+    @property
+    def lambda_context(self) -> Any:
+        return self.__dict__.get("_request_context")
+
+    @lambda_context.setter
+    def lambda_context(self, value: Any) -> None:
+        self.__dict__["_request_context"] = value
+
+    def _to_proxy_event(self, event: dict) -> Any:
+        proxy = super()._to_proxy_event(event)
+        self.current_event = proxy  # what resolve() puts on the class, kept on this resolver
+        return proxy
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:
         """Powertools' document with this API's error bodies (used by /openapi.json and /docs)."""
@@ -88,6 +115,7 @@ class JobschedResolver(APIGatewayHttpResolver):
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         with self._serving:
+            self.lambda_context = context
             try:
                 identity = gate.admit(event, self.authenticator)
             except JobschedError as error:
@@ -95,6 +123,35 @@ class JobschedResolver(APIGatewayHttpResolver):
             if identity is not None:
                 self.append_context(**{IDENTITY_CONTEXT_KEY: identity})
             return super().resolve(event, context)
+
+
+class ResolverPool:
+    """Resolvers for concurrent requests in one process, like Lambda's containers for concurrent
+    invocations: a request takes an idle resolver (built with ``build`` when none is idle) and gives it
+    back when answered, so a slow request never holds up another. On AWS a container never overlaps
+    invocations and the pool holds one resolver; the embedded mode's HTTP bridge serves requests on
+    threads and gets one resolver per request in flight (at most ``size``; more wait for one)."""
+
+    def __init__(self, first: JobschedResolver, size: int = 16):
+        self._build = first.sibling
+        self._idle: list[JobschedResolver] = [first]
+        self._lock = threading.Lock()
+        self._slots = threading.BoundedSemaphore(size)
+        self.built = 0
+
+    def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
+        with self._slots:
+            with self._lock:
+                app = self._idle.pop() if self._idle else None
+            if app is None:
+                app = self._build()
+                with self._lock:
+                    self.built += 1
+            try:
+                return app.resolve(event, context)
+            finally:
+                with self._lock:
+                    self._idle.append(app)
 
 
 def _security_schemes(mode: str) -> tuple[dict[str, Any], list[dict[str, list[str]]]]:
@@ -130,6 +187,7 @@ def _openapi_kwargs(mode: str) -> dict[str, Any]:
 def build_app(services: ApiServices, authenticator: Authenticator) -> JobschedResolver:
     """The whole API: every router included, error handlers installed, OpenAPI and Swagger UI served."""
     app = JobschedResolver(authenticator)
+    app.sibling = partial(build_app, services, authenticator)
     register_error_handlers(app)
     app.include_router(health_router(services.clock))
     if services.principals is not None:

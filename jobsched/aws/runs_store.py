@@ -41,6 +41,8 @@ from jobsched.core.models import (
 )
 
 DEAD_LETTER_INDEX = "dead_letter_index"
+#: Sorts after every suffix a run key of the same instant may carry (``.m…``, ``.b…``, ``.r…``).
+_AFTER_SUFFIXES = "~"
 
 
 def new_send_token() -> str:
@@ -113,6 +115,7 @@ class RunsStore:
                 self.feed.nonce,
                 max(x for x in expiries if x is not None) if None not in expiries else None,
                 min(r.due_at for r in queued),
+                (r.tenant for r in queued),
             )
         if items:
             self.dynamo.batch_write(self.table, items)
@@ -222,12 +225,28 @@ class RunsStore:
         newest_first: bool = True,
         start_after: str | None = None,
         since: datetime | None = None,
+        until: datetime | None = None,
+        after: datetime | None = None,
     ) -> tuple[list[Run], str | None]:
-        """A page of a job's runs by scheduled instant; the cursor is the last run key of the page."""
+        """A page of a job's runs by scheduled instant; the cursor is the last run key of the page.
+
+        ``since``: scheduled at or after; ``until``: scheduled at or before (manual, backfill and replay
+        runs of that instant included); ``after``: scheduled strictly after (the complement of
+        ``until``). ``since`` combines with ``until`` only."""
         condition, values = "job_id = :j", {":j": job_id}
-        if since is not None:
+        high = run_key_for(until) + _AFTER_SUFFIXES if until is not None else None
+        if since is not None and high is not None:
+            condition += " AND run_key BETWEEN :k AND :hi"
+            values |= {":k": run_key_for(since), ":hi": high}
+        elif since is not None:
             condition += " AND run_key >= :k"
             values[":k"] = run_key_for(since)
+        elif high is not None:
+            condition += " AND run_key <= :hi"
+            values[":hi"] = high
+        elif after is not None:
+            condition += " AND run_key > :lo"
+            values[":lo"] = run_key_for(after) + _AFTER_SUFFIXES
         start = {"job_id": job_id, "run_key": start_after} if start_after else None
         items, last = self.dynamo.query(
             self.table, condition, values, limit=limit, forward=not newest_first, start_key=start

@@ -208,8 +208,11 @@ class ApiClient:
     def backfill_job(self, job_id: str, *, start: str, end: str) -> dict:
         return self.request("POST", f"/jobs/{_seg(job_id)}/backfill", body={"from": start, "to": end})
 
-    def job_runs(self, job_id: str, *, limit: int | None = None, cursor: str | None = None) -> dict:
-        return self.request("GET", self.job_runs_path(job_id), query={"limit": limit, "cursor": cursor})
+    def job_runs(
+        self, job_id: str, *, limit: int | None = None, cursor: str | None = None, upcoming: str | None = None
+    ) -> dict:
+        query = {"limit": limit, "cursor": cursor, "upcoming": upcoming}
+        return self.request("GET", self.job_runs_path(job_id), query=query)
 
     @staticmethod
     def job_runs_path(job_id: str) -> str:

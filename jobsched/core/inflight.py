@@ -9,6 +9,7 @@ the same ``BatchWriteItem`` that records them in their tenants' feeds (:mod:`job
     run_key = <written at, ISO>#<nonce>      (oldest first in a partition)
     runs    = [<run_key>#<job_id>, ...]      (the feed's entry format)
     due_from = the earliest due instant of its runs (ISO): none can be stranded before it
+    tenants  = [<tenant>, ...]               (the tenants of its runs: a tenant's listing skips the rest)
     expires_at = the latest expiry of its runs (only when every run has one)
 
 The sweeper reads every ledger item (a Query per partition), reads the runs it names, rescues or ends
@@ -17,6 +18,12 @@ about as long as its runs are in flight: the sweep's cost follows the runs in fl
 costs nothing, and a run is in reach whatever its scheduled instant and however long ago it was
 created. Like the feed, an item may name a run that was never put (a crash between the ledger write
 and the put); such an entry counts as settled once the item is older than the sweeper's grace.
+
+Because an item names exactly what is (or was lately) in flight, the API lists runs by an active
+state (queued, running, retrying) from it too (:func:`listed_entries`, docs/decisions/0021): no index
+entry per run. A sweep that finds most of a big item's runs ended rewrites it with only the runs still
+in flight (:func:`compacted`), so the ledger's size, and what a sweep or a listing reads, follows the
+runs in flight even after a backfill of a thousand runs of which a few are still queued.
 """
 
 from __future__ import annotations
@@ -63,10 +70,12 @@ def ledger_items(
     nonce: Callable[[], str],
     expires_at: int | None = None,
     due_from: datetime | None = None,
+    tenants: Iterable[str] = (),
 ) -> list[dict[str, Any]]:
     """The ledger items naming ``entries`` (``<run_key>#<job_id>``) written at ``at``, the earliest of
-    whose runs is due at ``due_from`` (default ``at``): one, split only past the size limit; none for
-    no entries."""
+    whose runs is due at ``due_from`` (default ``at``), of ``tenants``: one, split only past the size
+    limit; none for no entries."""
+    tenant_list = sorted(set(tenants))
     parts: list[list[str]] = []
     size = _ITEM_OVERHEAD_BYTES
     for entry in sorted(set(entries)):
@@ -85,7 +94,79 @@ def ledger_items(
             "runs": part,
             "due_from": to_iso(due_from or at),
         }
+        if tenant_list:
+            item["tenants"] = tenant_list
         if expires_at is not None:
             item["expires_at"] = expires_at
         items.append(item)
     return items
+
+
+def names_tenant(item: dict[str, Any], tenant: str) -> bool:
+    """Whether a ledger item may name runs of ``tenant`` (an item written before items carried their
+    ``tenants`` may name anyone's)."""
+    return "tenants" not in item or tenant in item["tenants"]
+
+
+def listed_entries(
+    items: Iterable[dict[str, Any]],
+    tenant: str,
+    *,
+    job_id: str | None = None,
+    since_key: str | None = None,
+    before: str | None = None,
+) -> list[str]:
+    """The entries (``<run_key>#<job_id>``) of ledger ``items`` a listing of ``tenant``'s runs in flight
+    examines, newest scheduled first, each once: only items that may name the tenant's runs, only
+    ``job_id``'s runs when given, run keys at or after ``since_key``, entries before ``before`` (the
+    cursor: the last entry a previous page examined). Which of them are still in flight, and the
+    tenant's, only the runs themselves say."""
+    out: set[str] = set()
+    for item in items:
+        if not names_tenant(item, tenant):
+            continue
+        for entry in item.get("runs", []):
+            run_key, _, of_job = entry.partition("#")
+            if job_id is not None and of_job != job_id:
+                continue
+            if since_key is not None and run_key < since_key:
+                continue
+            if before is not None and entry >= before:
+                continue
+            out.add(entry)
+    return sorted(out, reverse=True)
+
+
+#: A ledger item is rewritten with only its runs still in flight when it names at least this many runs
+#: and at most this fraction of them is in flight (:func:`compacted`).
+COMPACT_MIN_RUNS = 50
+COMPACT_MAX_FRACTION = 0.25
+
+
+def compacted(
+    item: dict[str, Any], in_flight: Iterable[str], tenants: Iterable[str], nonce: Callable[[], str]
+) -> dict[str, Any] | None:
+    """The ledger item replacing ``item`` when only ``in_flight`` (some of its entries) are still in
+    flight, or None when rewriting it is not worth its write: it names fewer than
+    :data:`COMPACT_MIN_RUNS` runs, more than :data:`COMPACT_MAX_FRACTION` of them are in flight, or none
+    is (then the item is simply deleted). Same partition, written-at, ``due_from`` and expiry; a fresh
+    nonce; ``tenants`` those of the runs kept.
+
+    Cost: the new item's size in WRU, once (the old item's delete is paid anyway, when it settles);
+    each later sweep and listing then reads the small item and its few runs instead of every run the
+    big one named (0.5 RRU each)."""
+    runs = item.get("runs", [])
+    kept = sorted(set(in_flight) & set(runs))
+    if not kept or len(runs) < COMPACT_MIN_RUNS or len(kept) > COMPACT_MAX_FRACTION * len(runs):
+        return None
+    out = {
+        **item,
+        "run_key": f"{item['run_key'][:_ISO_CHARS]}#{nonce()}",
+        "runs": kept,
+    }
+    tenant_list = sorted(set(tenants))
+    if tenant_list:
+        out["tenants"] = tenant_list
+    else:
+        out.pop("tenants", None)
+    return out

@@ -29,23 +29,64 @@ def filtered_page(
     stop: Callable[[T], bool] = lambda _: False,
     max_examined: int = MAX_EXAMINED,
 ) -> tuple[list[T], K | None]:
-    """``fetch(n, after) -> (items, last_key)``; ``stop(item)`` ends the list (an ordered bound)."""
+    """``fetch(n, after) -> (items, last_key)``; ``stop(item)`` ends the list (an ordered bound).
+
+    The cursor returned is None when nothing can follow: once the page is full, the items after it
+    are looked at (those already fetched, then further pages, within the same ``max_examined``
+    budget) until one would be kept (then the cursor is the page's last item) or the list ends (then
+    None), so a filtered page that holds the last match ends the list instead of sending the caller
+    to an empty page. A page cut short by the budget keeps its cursor: more may follow."""
     kept: list[T] = []
     after = start_after
     examined = 0
     while True:
         items, last = fetch(limit, after)
-        for item in items:
+        for i, item in enumerate(items):
             if stop(item):
                 return kept, None
             examined += 1
             after = key_of(item)
             if keep(item):
                 kept.append(item)
-                if len(kept) == limit:
-                    return kept, after
-            if examined >= max_examined:
-                return kept, after
+            if examined >= max_examined and len(kept) < limit:
+                return kept, (after if last is not None or _more(items[i + 1 :], keep, stop) else None)
+            if len(kept) == limit:
+                return kept, _cursor_if_more(
+                    fetch, keep, stop, items[i + 1 :], last, after, limit, max_examined - examined
+                )
         if last is None:
             return kept, None
         after = last
+
+
+def _cursor_if_more(
+    fetch: Callable[[int, K | None], tuple[list[T], K | None]],
+    keep: Callable[[T], bool],
+    stop: Callable[[T], bool],
+    rest: list[T],
+    last: K | None,
+    page_end: K,
+    limit: int,
+    budget: int,
+) -> K | None:
+    """``page_end`` if an item after the full page would be kept (or the budget ends first), else None."""
+    while True:
+        for item in rest:
+            if stop(item):
+                return None
+            if keep(item) or budget <= 0:
+                return page_end
+            budget -= 1
+        if last is None:
+            return None
+        rest, last = fetch(limit, last)
+
+
+def _more(rest: list[T], keep: Callable[[T], bool], stop: Callable[[T], bool]) -> bool:
+    """Whether the items fetched but not examined hold one that would be kept (before a stop)."""
+    for item in rest:
+        if stop(item):
+            return False
+        if keep(item):
+            return True
+    return False

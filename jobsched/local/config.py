@@ -34,13 +34,17 @@ class LocalConfig:
     batch_size: int = 10
     batch_sizes: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_BATCH_SIZES))
     visibility_timeout_seconds: int = 60
-    poll_wait_seconds: int = 1  # long-poll wait of an idle queue (see jobsched.local.pollers) ...
-    poll_idle_seconds: float = 0.2  # ... and the short-poll interval while it holds delayed messages
-    tick_seconds: float = 1.0
+    # The idle footprint (issue 12 §6, docs/performance.md "Embedded mode footprint"): every request
+    # to moto costs ~4 ms of CPU between the two processes, so the schedules below poll no more often
+    # than the runs need.
+    poll_wait_seconds: int = 5  # long-poll wait of an idle queue (see jobsched.local.pollers) ...
+    poll_idle_seconds: float = 0.5  # ... and the short-poll interval while it holds delayed messages
+    dlq_poll_wait_seconds: int = 20  # a DLQ's long poll (nothing in a DLQ is delayed: the poll wakes)
+    tick_seconds: float = 10.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 60-300 s anyway
     sweeper_seconds: float = 60.0
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
     housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)
-    events_seconds: float = 0.5
+    events_seconds: float = 1.0
     fair_queues: bool = True  # serve message groups (tenants) as SQS fair queues do (local/fair_poller.py)
     tenants: dict[str, str] = field(default_factory=dict)  # tenant name -> bearer token
     demo: bool = True

@@ -337,13 +337,27 @@ class EmbeddedMode:
                 dlq_consumer = self.functions["dlq_consumer"]
                 name = f"{kind}-dlq"
                 self._add_poller(
-                    ref.dlq_url, ref.dlq_arn, dlq_consumer, config.dlq_slots, name, config.batch_size
+                    ref.dlq_url,
+                    ref.dlq_arn,
+                    dlq_consumer,
+                    config.dlq_slots,
+                    name,
+                    config.batch_size,
+                    wait_seconds=config.dlq_poll_wait_seconds,
                 )
         for poller in self.pollers:
             poller.start()
 
     def _add_poller(
-        self, url: str, arn: str, function: Function, slots: int, name: str, batch_size: int
+        self,
+        url: str,
+        arn: str,
+        function: Function,
+        slots: int,
+        name: str,
+        batch_size: int,
+        *,
+        wait_seconds: int | None = None,
     ) -> None:
         poller = FairQueuePoller if self.config.fair_queues else QueuePoller
         self.pollers.append(
@@ -356,7 +370,7 @@ class EmbeddedMode:
                 stop=self.stop_event,
                 region=REGION,
                 batch_size=batch_size,
-                wait_seconds=self.config.poll_wait_seconds,
+                wait_seconds=self.config.poll_wait_seconds if wait_seconds is None else wait_seconds,
                 idle_seconds=self.config.poll_idle_seconds,
                 name=name,
             )

@@ -13,7 +13,13 @@ the sweeper still covers a lost message on AWS (docs/semantics/runs.md).
 
 The fix holds the queue's own lock (``Queue._messages_lock``, a ``Condition`` over an ``RLock``) across
 the scan and the reassignment, so a send either lands before the scan (and stays) or after the
-reassignment. :func:`apply` is idempotent.
+reassignment.
+
+**Deleted receipt handles were kept for ever.** moto remembers every receipt handle of every deleted
+message (``Queue.deleted_messages``, so that deleting twice succeeds, as on SQS), a set that only
+grows: tens of thousands of handles an hour with a few per-second jobs (issue 12 §6). The fix keeps
+the newest :data:`KEEP_DELETED_HANDLES` of them (insertion order), enough for any handle a poller still
+holds (a batch is deleted within its visibility timeout). :func:`apply` is idempotent.
 """
 
 from __future__ import annotations
@@ -22,10 +28,30 @@ import functools
 from typing import Any
 
 _APPLIED = "_jobsched_locked"
+#: Receipt handles of deleted messages a queue remembers (the oldest are forgotten first).
+KEEP_DELETED_HANDLES = 10_000
+
+
+class BoundedHandles(dict[Any, None]):
+    """A set-like record of deleted receipt handles that forgets the oldest past a bound."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def update(self, handles: Any) -> None:  # type: ignore[override]
+        for handle in handles:
+            self[handle] = None
+        while len(self) > self.limit:
+            del self[next(iter(self))]
+
+    def add(self, handle: Any) -> None:
+        self.update([handle])
 
 
 def apply() -> None:
-    """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock (once)."""
+    """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock and to keep a
+    bounded record of deleted receipt handles (once)."""
     from moto.sqs.models import Queue
 
     original = Queue.delete_message
@@ -35,6 +61,10 @@ def apply() -> None:
     @functools.wraps(original)
     def delete_message(self: Any, receipt_handle: str) -> None:
         with self._messages_lock:
+            if not isinstance(self.deleted_messages, BoundedHandles):
+                kept = BoundedHandles(KEEP_DELETED_HANDLES)
+                kept.update(self.deleted_messages)
+                self.deleted_messages = kept
             original(self, receipt_handle)
 
     setattr(delete_message, _APPLIED, True)

@@ -1,8 +1,8 @@
 """Queue pollers: what a Lambda SQS event source mapping does, for the embedded mode.
 
-One poller per queue receives batches (short waits, so a stop is seen within about a second; up to
-``MAX_RECEIVERS`` receives at once while a burst lasts, one while the queue is idle), turns them into
-the exact SQS event Lambda delivers, invokes the handler on a thread pool sized by the
+One poller per queue receives batches (long polls of ``wait_seconds``; a stop abandons the one in
+flight; up to ``MAX_RECEIVERS`` receives at once while a burst lasts, one while the queue is idle),
+turns them into the exact SQS event Lambda delivers, invokes the handler on a thread pool sized by the
 queue's reserved worker slots (so ``low`` can never take ``high``'s slots), and then deletes the
 records the handler did not report in ``batchItemFailures``. Failed records are left alone: they
 come back after the visibility timeout and, after ``maxReceiveCount`` receives, SQS redrives them

@@ -292,10 +292,26 @@ class JobService:
         return self._create_and_send(job, runs, now)
 
     def runs_of(
-        self, tenant: str, job_id: str, *, limit: int = 50, cursor: str | None = None
+        self,
+        tenant: str,
+        job_id: str,
+        *,
+        limit: int = 50,
+        cursor: str | None = None,
+        now: datetime | None = None,
+        upcoming: bool = False,
     ) -> tuple[builtins.list[Run], str | None]:
+        """A job's runs. With ``now``: its history (scheduled at or before ``now``, newest first), or
+        with ``upcoming`` the runs scheduled after ``now`` (soonest first: those queued ahead, or
+        withdrawn by a pause). Without ``now``: every run, newest first."""
         self.jobs.get(tenant, job_id)  # tenant check: another tenant's job is not found
-        return self.runs.list_for_job(job_id, limit=limit, start_after=cursor)
+        if now is None:
+            return self.runs.list_for_job(job_id, limit=limit, start_after=cursor)
+        if upcoming:
+            return self.runs.list_for_job(
+                job_id, limit=limit, start_after=cursor, newest_first=False, after=now
+            )
+        return self.runs.list_for_job(job_id, limit=limit, start_after=cursor, until=now)
 
     # --- helpers --------------------------------------------------------------------------------
 

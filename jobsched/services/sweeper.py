@@ -44,12 +44,16 @@ one of its runs owes a notification, so the run stays in reach until it is paid.
 Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
 items' size; 0.5 RRU per run named (BatchGetItem), for every sweep that finds it due and in flight
 (usually one: most runs have ended by the first sweep after their due instant);
-DeleteItem of a settled item (its size in WRU, shared by its runs). Writes only for stranded runs.
+DeleteItem of a settled item (its size in WRU, shared by its runs). Writes only for stranded runs,
+and for a big item (50 runs or more) of which at most a quarter is still in flight: it is rewritten
+with only those (``compacted``: the small item's size in WRU, once), so later sweeps, and listings by
+an active state (docs/decisions/0021), read the runs in flight, not the whole batch again.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -60,9 +64,9 @@ from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.queues import QueueReadError, RunQueues
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.feed import entry_key
-from jobsched.core.inflight import partitions, unripe, written_at
+from jobsched.core.inflight import compacted, partitions, unripe, written_at
 from jobsched.core.messages import RunMessage
-from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, to_iso
+from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.runtime import observability as obs
@@ -90,6 +94,7 @@ class SweepSummary:
     replays_resent: int = 0  # stranded replays whose message was re-sent
     replays_cleaned: int = 0  # replays whose run had moved on: only the pending marker removed
     notifications: int = 0  # owed dead-letter notifications handed to the notifier
+    compacted: int = 0  # big ledger items rewritten with only their runs still in flight
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -140,15 +145,32 @@ class Sweeper:
             return  # its runs are not due yet: nothing to read
         keys = [entry_key(e) for e in ledger.get("runs", [])]
         in_flight = False
+        still: dict[str, str] = {}  # entry -> tenant of the runs still in flight
         for item in self.dynamo.batch_get(self.runs_table, keys) if keys else []:
             key = (item["job_id"], item["run_key"])
             if key not in sweep.seen:  # a run named by several items is examined once per sweep
                 sweep.seen[key] = self._examine(item, sweep, summary)
             in_flight = in_flight or sweep.seen[key]
-        if in_flight or written_at(ledger["run_key"]) > sweep.now - self.grace:
-            return  # (a young item's runs may not be put yet)
+            if sweep.seen[key]:
+                still[tenant_sort_for(item["run_key"], item["job_id"])] = item.get("tenant", "")
+        if written_at(ledger["run_key"]) > sweep.now - self.grace:
+            return  # a young item's runs may not be put yet
+        if in_flight:
+            self._compact(ledger, still, summary)
+            return
         self.dynamo.delete(self.runs_table, {"job_id": ledger["job_id"], "run_key": ledger["run_key"]})
         summary.settled += 1
+
+    def _compact(self, ledger: dict[str, Any], still: dict[str, str], summary: SweepSummary) -> None:
+        """Rewrite a big ledger item most of whose runs ended with only those still in flight
+        (:func:`jobsched.core.inflight.compacted`): the new item first, then the old one deleted (a
+        crash between leaves both, naming the same runs: harmless)."""
+        smaller = compacted(ledger, still, still.values(), lambda: secrets.token_urlsafe(8))
+        if smaller is None:
+            return
+        self.dynamo.put(self.runs_table, smaller)
+        self.dynamo.delete(self.runs_table, {"job_id": ledger["job_id"], "run_key": ledger["run_key"]})
+        summary.compacted += 1
 
     def _examine(self, item: dict[str, Any], sweep: _Sweep, summary: SweepSummary) -> bool:
         """Rescue ``item`` if it is stranded; whether the run is still active after."""

@@ -167,7 +167,9 @@ def test_delete_with_a_stale_version_is_412_then_current_deletes(call, create_jo
 def test_pause_withdraws_runs_queued_ahead_and_records_them_skipped(call, create_job):
     # Given a job whose next fire (12:00:30) is inside the look-ahead, so its run is queued ahead
     job = create_job(ACME, schedule="30 0 12 * * *")
-    queued = body_of(call("GET", f"/jobs/{job['id']}/runs", headers=ACME))["items"]
+    assert body_of(call("GET", f"/jobs/{job['id']}/runs", headers=ACME))["items"] == []  # no history yet
+    upcoming = call("GET", f"/jobs/{job['id']}/runs", query={"upcoming": "true"}, headers=ACME)
+    queued = body_of(upcoming)["items"]
     assert [r["state"] for r in queued] == ["queued"]
     # When the job is paused with a note
     response = call("POST", f"/jobs/{job['id']}/pause", body={"note": "maintenance"}, headers=ACME)

@@ -86,3 +86,24 @@ def test_with_the_fix_a_message_sent_during_a_delete_stays(unpatched_delete):
     moto_fixes.apply()  # idempotent
     # When a send lands while a delete runs, Then it waits for the delete and stays in the queue
     assert send_during_delete() == ["new"]
+
+
+def test_deleted_receipt_handles_are_kept_bounded(monkeypatch):
+    # Given the fix, with a queue that remembers at most 5 deleted receipt handles
+    moto_fixes.apply()
+    monkeypatch.setattr(moto_fixes, "KEEP_DELETED_HANDLES", 5)
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="bounded")["QueueUrl"]
+        account = url.rstrip("/").split("/")[-2]
+        queue = sqs_backends[account]["us-east-1"].queues["bounded"]
+        # When 12 messages are received and deleted, the last one twice
+        handle = ""
+        for i in range(12):
+            sqs.send_message(QueueUrl=url, MessageBody=str(i))
+            [message] = sqs.receive_message(QueueUrl=url)["Messages"]
+            handle = message["ReceiptHandle"]
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
+        # Then the queue remembers only the newest 5 handles, and a second delete still succeeds
+        assert len(queue.deleted_messages) == 5 and handle in queue.deleted_messages

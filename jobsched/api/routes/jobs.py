@@ -271,12 +271,30 @@ def jobs_router(
         runs = jobs.backfill(tenant, job_id_of(job_id), window.from_, window.to, clock.now())
         return _created(RunsOut(runs=[run_view(r) for r in runs]).model_dump(mode="json"))
 
-    @router.get("/jobs/<job_id>/runs", tags=["jobs"], summary="A job's runs, newest first")
-    def job_runs(job_id: str, tenant: Tenant, limit: Limit = DEFAULT_LIMIT, cursor: Cursor = None) -> RunList:
+    @router.get(
+        "/jobs/<job_id>/runs",
+        tags=["jobs"],
+        summary="A job's history, newest first (upcoming=true: its runs scheduled later, soonest first)",
+    )
+    def job_runs(
+        job_id: str,
+        tenant: Tenant,
+        limit: Limit = DEFAULT_LIMIT,
+        cursor: Cursor = None,
+        upcoming: Annotated[
+            bool,
+            Query(
+                description="false (default): runs scheduled up to now, newest first; true: runs "
+                "scheduled after now (queued ahead, or withdrawn by a pause), soonest first"
+            ),
+        ] = False,
+    ) -> RunList:
         job_id = job_id_of(job_id)
-        scope = f"job-runs:{tenant}:{job_id}"
+        scope = f"job-runs:{tenant}:{job_id}" + (":upcoming" if upcoming else "")
         start = decode_cursor(cursor, scope=scope)
-        runs, last = jobs.runs_of(tenant, job_id, limit=limit, cursor=(start or {}).get("after"))
+        runs, last = jobs.runs_of(
+            tenant, job_id, limit=limit, cursor=(start or {}).get("after"), now=clock.now(), upcoming=upcoming
+        )
         return RunList(**page([run_view(r) for r in runs], {"after": last} if last else None, scope=scope))
 
     return router

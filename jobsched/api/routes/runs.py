@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from jobsched.api.deps import current_tenant
+from jobsched.api.errors import BadRequestError
 from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
 from jobsched.api.routes.jobs import job_id_of
 from jobsched.api.routes.listing import scope_of
@@ -17,9 +18,10 @@ from jobsched.api.run_logs import RunLogs
 from jobsched.api.schemas import RetryRunIn, RunList, RunLogLines, RunLogsLink, RunOut, RunStateName
 from jobsched.api.views import run_view
 from jobsched.aws.outputs import ObjectExpired
+from jobsched.aws.state_listing import StateListing
 from jobsched.core.clock import Clock
 from jobsched.core.errors import NotFoundError, ValidationError
-from jobsched.core.models import Run, parse_run_id, tenant_sort_for
+from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, tenant_sort_for
 from jobsched.core.paging import filtered_page
 
 Tenant = Annotated[str, Depends(current_tenant)]
@@ -47,8 +49,18 @@ def runs_router(runs: Any, clock: Clock, logs: RunLogs | None = None) -> Router:
     logs = logs or RunLogs()
     router = Router()
     store = runs.runs
+    by_state = StateListing(store.dynamo, store.table)
 
-    @router.get("/runs", tags=["runs"], summary="The tenant's runs, newest scheduled first")
+    @router.get(
+        "/runs",
+        tags=["runs"],
+        summary="The tenant's runs, newest scheduled first",
+        description="With state=queued, running or retrying the runs are found through the in-flight "
+        "ledger, with state=failed through the dead-letter index (newest dead-lettered first), so the cost "
+        "follows the runs in flight or failed, not the history; other states (and no state) are filtered "
+        "from the history, at most 1000 runs examined per page: a page may hold fewer than limit items "
+        "while next_cursor says more may follow. See docs/api.md, 'Listing by state'.",
+    )
     def list_runs(
         tenant: Tenant,
         state: Annotated[RunStateName | None, Query()] = None,
@@ -68,17 +80,33 @@ def runs_router(runs: Any, clock: Clock, logs: RunLogs | None = None) -> Router:
 
         if job_id is not None:
             job_id_of(job_id)
+        wanted = RunState(state) if state is not None else None
+        if not isinstance(start, dict if wanted is RunState.FAILED else str) and start is not None:
+            raise BadRequestError("invalid cursor")  # one from before this list's layout
+        last: str | dict[str, Any] | None
+        if wanted in ACTIVE_RUN_STATES:
+            assert wanted is not None and not isinstance(start, dict)
+            found, last = by_state.in_flight(
+                tenant, wanted, limit=limit, after=start, job_id=job_id, since=since
+            )
+        elif wanted is RunState.FAILED:
+            assert not isinstance(start, str)
+            found, last = by_state.failed(tenant, limit=limit, after=start, job_id=job_id, since=since)
+        elif job_id is not None:
+            assert not isinstance(start, dict)
 
             def fetch_job(n: int, after: str | None) -> tuple[list[Run], str | None]:
                 return store.list_for_job(job_id, limit=n, start_after=after, since=since)
 
-            found, last = filtered_page(fetch_job, lambda r: r.run_key, keep, limit=limit, start_after=start)
+            found, key = filtered_page(fetch_job, lambda r: r.run_key, keep, limit=limit, start_after=start)
+            last = key
         else:
+            assert not isinstance(start, dict)
 
             def fetch_tenant(n: int, after: str | None) -> tuple[list[Run], str | None]:
                 return store.list_for_tenant(tenant, limit=n, start_after=after)
 
-            found, last = filtered_page(
+            found, sort = filtered_page(
                 fetch_tenant,
                 lambda r: tenant_sort_for(r.run_key, r.job_id),
                 keep,
@@ -86,6 +114,7 @@ def runs_router(runs: Any, clock: Clock, logs: RunLogs | None = None) -> Router:
                 start_after=start,
                 stop=lambda r: since is not None and r.scheduled_at < since,
             )
+            last = sort
         return RunList(**page([run_view(r) for r in found], {"after": last} if last else None, scope=scope))
 
     @router.get("/runs/<run_id>", tags=["runs"], summary="A run with its attempts and output")

@@ -5,18 +5,24 @@ moto, priced at us-east-1 list prices) and the lag of a burst of ``--lag-runs`` 
 same second in the embedded mode. ``--no-lag`` runs only the first, ``--lag`` only the second.
 ``--noisy`` runs, alone, the noisy-neighbour benchmark (:mod:`jobsched.bench.noisy`: a quiet tenant's
 lag while another tenant's burst of ``--noisy-runs`` runs floods the ``default`` queue, with fair
-queues on and off; a few minutes, so not part of the default run).
+queues on and off; a few minutes, so not part of the default run). ``--listing`` runs, alone, the
+listing benchmark (:mod:`jobsched.bench.listing`: listing by state after two 1000-run backfills, before
+and after a sweep). ``--soak MINUTES`` runs, alone, the embedded mode's footprint benchmark
+(:mod:`jobsched.bench.soak`: ``jobsched dev`` with its demo jobs, plus ``--soak-jobs N`` per-second jobs,
+for MINUTES of real time: CPU, memory of each process, lag of the first and last minute).
 
 With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline figures at the top level
 (``runs``, ``succeeded``, ``duplicates``, ``lost``, ``wru``, ``rru``, ``sqs_requests``,
 ``lambda_invocations``, ``usd_per_million_runs``, ``breakdown``...) and the lag figures under ``lag``
 (or at the top level with ``--lag``); with ``--noisy`` the object holds the noisy-neighbour figures
-alone; with ``--idle`` the idle figure (:mod:`jobsched.bench.idle`: ``--idle-jobs`` monthly crons,
-``--idle-hours`` of ticks and sweeps) under the key ``idle``. What the functions print while the
+alone, and likewise with ``--listing`` and ``--soak``; with ``--idle`` the idle figure
+(:mod:`jobsched.bench.idle`: ``--idle-jobs`` monthly crons, ``--idle-hours`` of ticks and sweeps) under
+the key ``idle``. What the functions print while the
 benchmark runs (Powertools JSON logs, EMF metrics lines) and the warnings raised meanwhile are
 dropped, so the terminal shows the report alone; ``--verbose`` sends them to stderr instead. Exit
 status 1 when a run was duplicated or lost, a lag run never started, a run of the noisy-neighbour
-benchmark never started, or the idle figure saw an unmetered call; a cost, lag, idle or
+benchmark never started, the idle figure saw an unmetered call, or the soak's embedded mode stopped
+answering or ran no run in its first or last minute; a cost, lag, idle or
 noisy-neighbour goal that is not met is reported in the figures (``goal_met``), not in the exit status.
 """
 
@@ -66,6 +72,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run only the noisy-neighbour benchmark (fair queues on and off; a few minutes)",
     )
+    which.add_argument(
+        "--listing",
+        action="store_true",
+        help="run only the listing benchmark (listing by state after two 1000-run backfills)",
+    )
+    which.add_argument(
+        "--soak",
+        type=float,
+        metavar="MINUTES",
+        default=None,
+        help="run only the soak benchmark: jobsched dev for MINUTES of real time (CPU, memory, lag)",
+    )
+    parser.add_argument(
+        "--soak-jobs", type=int, default=0, help="per-second jobs added to the demo jobs in --soak (0)"
+    )
+    parser.add_argument(
+        "--soak-port",
+        type=int,
+        default=None,
+        help="API port of the soak's jobsched dev (default: a free one)",
+    )
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument(
         "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
@@ -98,6 +125,10 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--noisy-runs must be 100..5000")
     if not 1 <= args.idle_jobs <= 100_000 or not 1 <= args.idle_hours <= 24:
         raise ValidationError("--idle-jobs must be 1..100000 and --idle-hours 1..24")
+    if args.soak is not None and not 1 <= args.soak <= 24 * 60:
+        raise ValidationError("--soak MINUTES must be 1..1440")
+    if not 0 <= args.soak_jobs <= 100:
+        raise ValidationError("--soak-jobs must be 0..100")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -106,6 +137,8 @@ def run(args: argparse.Namespace) -> int:
     figures: dict[str, Any] = {}
     ok = True
     stdout = sys.stdout
+    if args.listing or args.soak is not None:
+        return _alone(args, stdout)
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
     with _function_output(args.verbose):
         if args.idle:
@@ -150,6 +183,26 @@ def run(args: argparse.Namespace) -> int:
             else:
                 figures["lag"] = lag
     print_report(figures, args, stdout)
+    return 0 if ok else 1
+
+
+def _alone(args: argparse.Namespace, stdout: Any) -> int:
+    """``--listing`` or ``--soak``: one benchmark, its own report (or its JSON object)."""
+    if args.listing:
+        from jobsched.bench.listing import report as listing_report
+        from jobsched.bench.listing import run_listing
+
+        with _function_output(args.verbose):
+            figures = run_listing()
+        text = listing_report(figures)
+        print(json.dumps(figures, separators=(",", ":")) if args.json else text, file=stdout)
+        return 0
+    from jobsched.bench.soak import SoakConfig, report, run_soak
+
+    with _function_output(args.verbose):
+        figures = run_soak(SoakConfig(minutes=args.soak, per_second_jobs=args.soak_jobs, port=args.soak_port))
+    ok = bool(figures["ok"])
+    print(json.dumps(figures, separators=(",", ":")) if args.json else report(figures), file=stdout)
     return 0 if ok else 1
 
 

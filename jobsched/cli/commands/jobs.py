@@ -98,8 +98,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     get.add_argument("job_id")
     get.set_defaults(func=cmd_get)
 
-    runs = sub.add_parser("runs", parents=[common], help="a job's runs, newest first (GET /jobs/ID/runs)")
+    runs = sub.add_parser("runs", parents=[common], help="a job's history, newest first (GET /jobs/ID/runs)")
     runs.add_argument("job_id")
+    runs.add_argument(
+        "--upcoming",
+        action="store_true",
+        help="the runs scheduled later instead (queued ahead or withdrawn), soonest first",
+    )
     runs.add_argument("--limit", type=int, default=None, help="page size (API default 50, max 200)")
     runs.add_argument("--cursor", help="start at this page (the next_cursor of a previous page)")
     runs.add_argument("--all", action="store_true", help="follow next_cursor through every page")
@@ -309,11 +314,12 @@ def cmd_list(args: argparse.Namespace, client: ApiClient) -> int:
 def cmd_runs(args: argparse.Namespace, client: ApiClient) -> int:
     from jobsched.cli.commands.runs import RUN_COLUMNS
 
+    upcoming = "true" if args.upcoming else None
     if args.all:
-        query = {"limit": args.limit, "cursor": args.cursor}
+        query = {"limit": args.limit, "cursor": args.cursor, "upcoming": upcoming}
         page = {"items": client.list_all(client.job_runs_path(args.job_id), query), "next_cursor": None}
     else:
-        page = client.job_runs(args.job_id, limit=args.limit, cursor=args.cursor)
+        page = client.job_runs(args.job_id, limit=args.limit, cursor=args.cursor, upcoming=upcoming)
     print_page(page, RUN_COLUMNS, "runs", as_json=args.json, quiet=args.quiet)
     return 0
 

@@ -1,0 +1,301 @@
+"""The soak benchmark (``jobsched bench --soak MINUTES``): the embedded mode's own footprint.
+
+It starts ``jobsched dev`` (a child process, as ``make run`` does: its demo jobs, one tenant), adds
+``per_second_jobs`` jobs firing every second (``demo.echo``), and for ``minutes`` of *real time*
+samples, every ``sample_seconds``, the CPU time and the resident memory (RSS) of each process of the
+embedded mode: ``dev`` (the API, the pollers, the workers, the ticks: one Python process),
+``moto-dynamodb`` and ``moto`` (SQS, Step Functions, S3), its two children. Linux only (``/proc``).
+
+Figures (``--json``: one object on the last line):
+
+- ``minutes``, ``per_second_jobs``, ``wall_seconds`` (measured span, from the end of the warm-up);
+- ``cpu_percent``: CPU time of all three processes over the span, in % of one core (the average);
+- ``processes``: per process, ``cpu_percent`` (same unit) and ``rss_mb`` ``{start, end, max}``;
+- ``samples``: ``[{"t": seconds since the start of the span, "rss_mb": {process: MB},
+  "cpu_percent": {process: % of one core since the previous sample}}]`` — memory over time;
+- ``rss_growth_mb_per_minute``: per process, the least-squares slope of RSS over the second half of
+  the samples (the first minutes include caches filling; a bounded process tends to 0);
+- ``lag``: ``first_minute`` and ``last_minute``, each ``{runs, started, p50_ms, p99_ms, max_ms}``:
+  the start lag (``started_at - scheduled_at``) of the per-second jobs' runs (the demo jobs' runs when
+  there are none) scheduled in the first and in the last whole minute of the span;
+- ``goals``: ``cpu_under_5_percent`` (only meaningful with the demo jobs alone) and
+  ``lag_p99_unchanged`` (the last minute's p99 within 1 s of the first's or under 1 s);
+- ``ok``: the embedded mode answered ``/health`` at the end and ran runs in both minutes.
+
+The warm-up (``warmup_seconds``, default 30, not measured) lets the embedded mode finish provisioning
+and register the demo jobs before the span starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+TOKEN = "tok-soak"
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+@dataclass(frozen=True)
+class SoakConfig:
+    minutes: float = 10.0
+    per_second_jobs: int = 0
+    port: int | None = None  # the API port of the soak's jobsched dev (None: a free one); +1, +2: moto's
+    sample_seconds: float = 10.0
+    warmup_seconds: float = 30.0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        text = (task / "children").read_text().split()
+        out += [int(c) for c in text]
+    return out
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14 and 15)
+
+
+def _rss_mb(pid: int) -> float:
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * _PAGE / 1e6
+
+
+def _get(url: str, timeout: float = 10) -> Any:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def _lag(api: str, job_ids: list[str], start: datetime) -> dict[str, Any]:
+    """Start lags of the jobs' runs scheduled in ``[start, start + 1 min)``."""
+    end = start + timedelta(minutes=1)
+    lags: list[float] = []
+    runs = 0
+    for job_id in job_ids:
+        cursor = None
+        while True:
+            query = f"job_id={job_id}&since={start.strftime('%Y-%m-%dT%H:%M:%SZ')}&limit=200"
+            page = _get(f"{api}/runs?{query}" + (f"&cursor={cursor}" if cursor else ""), timeout=300)
+            for run in page["items"]:
+                scheduled = datetime.fromisoformat(run["scheduled_at"].replace("Z", "+00:00"))
+                if not start <= scheduled < end:
+                    continue
+                runs += 1
+                if run.get("started_at"):
+                    started = datetime.fromisoformat(run["started_at"].replace("Z", "+00:00"))
+                    lags.append((started - scheduled).total_seconds() * 1000)
+            cursor = page.get("next_cursor")
+            if not cursor:
+                break
+    lags.sort()
+
+    def pct(q: float) -> float | None:
+        return round(lags[min(len(lags) - 1, int(q * len(lags)))], 1) if lags else None
+
+    return {"runs": runs, "started": len(lags), "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": pct(1.0)}
+
+
+def _slope_per_minute(points: list[tuple[float, float]]) -> float:
+    if len(points) < 2:
+        return 0.0
+    xs, ys = [p[0] / 60 for p in points], [p[1] for p in points]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    den = sum((x - mean_x) ** 2 for x in xs)
+    return (
+        round(sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / den, 2) if den else 0.0
+    )
+
+
+def run_soak(config: SoakConfig = SoakConfig()) -> dict[str, Any]:
+    """Start ``jobsched dev``, add the per-second jobs, sample for ``minutes``, stop it."""
+    port = config.port or _free_port()
+    # With a port given, the emulators take the next two (a developer's port range stays theirs).
+    moto_port, dynamodb_port = (port + 1, port + 2) if config.port else (_free_port(), _free_port())
+    api = f"http://127.0.0.1:{port}"
+    log_dir = tempfile.mkdtemp(prefix="jobsched-soak-")
+    argv = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(port), "--tenant", f"soak={TOKEN}"]
+    argv += ["--moto-port", str(moto_port), "--dynamodb-port", str(dynamodb_port), "--log-dir", log_dir]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with open(os.path.join(log_dir, "dev.out"), "wb") as out:
+        dev = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        return _measure(config, dev, api, {moto_port: "moto", dynamodb_port: "moto-dynamodb"})
+    finally:
+        dev.terminate()
+        try:
+            dev.wait(30)
+        except subprocess.TimeoutExpired:
+            dev.kill()
+            dev.wait(10)
+
+
+def _wait_healthy(api: str, dev: subprocess.Popen[bytes], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if dev.poll() is not None:
+            raise RuntimeError(f"jobsched dev exited with {dev.returncode}")
+        try:
+            _get(f"{api}/health", timeout=2)
+            return
+        except OSError:
+            time.sleep(0.5)
+    raise RuntimeError("jobsched dev did not answer /health")
+
+
+def _processes(dev_pid: int, ports: dict[int, str]) -> dict[str, int]:
+    named = {"dev": dev_pid}
+    for child in _children(dev_pid):
+        argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        if b"-p" in argv:
+            port = int(argv[argv.index(b"-p") + 1])
+            named[ports.get(port, f"child-{child}")] = child
+    return named
+
+
+def _measure(
+    config: SoakConfig, dev: subprocess.Popen[bytes], api: str, ports: dict[int, str]
+) -> dict[str, Any]:
+    _wait_healthy(api, dev, 120)
+    job_ids = []
+    for i in range(config.per_second_jobs):
+        body = json.dumps(
+            {
+                "name": f"soak.{i}",
+                "schedule": "* * * * * *",
+                "target": {"handler": "demo.echo"},
+                "payload": {"i": i},
+            }
+        ).encode()
+        request = urllib.request.Request(
+            f"{api}/jobs",
+            data=body,
+            method="POST",
+            headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+        )
+        # A per-second job is dispatched at creation: its next 300 s of runs, written and sent.
+        with urllib.request.urlopen(request, timeout=600) as response:
+            job_ids.append(json.loads(response.read())["id"])
+    time.sleep(config.warmup_seconds)
+    if not job_ids:  # the demo jobs, registered by jobsched dev itself
+        job_ids = [j["id"] for j in _get(f"{api}/jobs?limit=200")["items"]]
+    procs = _processes(dev.pid, ports)
+    started_at = time.monotonic()
+    span_start = datetime.now(UTC)
+    first = {name: _cpu_seconds(pid) for name, pid in procs.items()}
+    last_cpu, last_t = dict(first), started_at
+    samples: list[dict[str, Any]] = []
+    end = started_at + config.minutes * 60
+    while True:
+        now = time.monotonic()
+        if now >= end:
+            break
+        time.sleep(min(config.sample_seconds, end - now))
+        t = time.monotonic()
+        cpu = {name: _cpu_seconds(pid) for name, pid in procs.items()}
+        rss = {name: round(_rss_mb(pid), 1) for name, pid in procs.items()}
+        samples.append(
+            {
+                "t": round(t - started_at, 1),
+                "rss_mb": rss,
+                "cpu_percent": {n: round((cpu[n] - last_cpu[n]) / (t - last_t) * 100, 2) for n in procs},
+            }
+        )
+        last_cpu, last_t = cpu, t
+    wall = last_t - started_at
+    span_end = span_start + timedelta(seconds=wall)
+    first_minute = (span_start + timedelta(minutes=1)).replace(second=0, microsecond=0)
+    last_minute = (span_end - timedelta(minutes=1, seconds=10)).replace(second=0, microsecond=0)
+    time.sleep(5)  # let the last minute's runs start before their lag is read
+    lag = {"first_minute": _lag(api, job_ids, first_minute), "last_minute": _lag(api, job_ids, last_minute)}
+    healthy = _get(f"{api}/health").get("status") == "ok"
+    processes = {}
+    growth = {}
+    for name in procs:
+        series = [s["rss_mb"][name] for s in samples]
+        processes[name] = {
+            "cpu_percent": round((last_cpu[name] - first[name]) / wall * 100, 2),
+            "rss_mb": {"start": series[0], "end": series[-1], "max": max(series)},
+        }
+        half = samples[len(samples) // 2 :]
+        growth[name] = _slope_per_minute([(s["t"], s["rss_mb"][name]) for s in half])
+    total_cpu = round(sum(last_cpu[n] - first[n] for n in procs) / wall * 100, 2)
+    p99 = [lag[k]["p99_ms"] for k in ("first_minute", "last_minute")]
+    return {
+        "minutes": config.minutes,
+        "per_second_jobs": config.per_second_jobs,
+        "wall_seconds": round(wall, 1),
+        "cpu_percent": total_cpu,
+        "processes": processes,
+        "rss_growth_mb_per_minute": growth,
+        "lag": lag,
+        "goals": {
+            "cpu_under_5_percent": total_cpu < 5,
+            "lag_p99_unchanged": None
+            if None in p99
+            else bool(
+                p99[1] is not None and p99[0] is not None and (p99[1] <= p99[0] + 1000 or p99[1] < 1000)
+            ),
+        },
+        "ok": healthy and all(lag[k]["started"] > 0 for k in lag),
+        "samples": samples,
+    }
+
+
+def report(figures: dict[str, Any]) -> str:
+    """The readable summary of :func:`run_soak`'s figures."""
+    lines = [
+        f"soak: jobsched dev with its demo jobs + {figures['per_second_jobs']} per-second job(s), "
+        f"{figures['wall_seconds']} s measured",
+        f"CPU {figures['cpu_percent']} % of one core (goal < 5 % with the demo jobs alone)",
+        f"{'process':<14} {'cpu %':>7} {'rss start':>10} {'rss end':>8} {'rss max':>8} "
+        f"{'MB/min (2nd half)':>18}",
+    ]
+    for name, p in figures["processes"].items():
+        rss = p["rss_mb"]
+        lines.append(
+            f"{name:<14} {p['cpu_percent']:>7} {rss['start']:>10} {rss['end']:>8} {rss['max']:>8} "
+            f"{figures['rss_growth_mb_per_minute'][name]:>18}"
+        )
+    for key in ("first_minute", "last_minute"):
+        lag = figures["lag"][key]
+        lines.append(
+            f"lag {key.replace('_', ' ')}: {lag['started']}/{lag['runs']} runs started, "
+            f"p50 {lag['p50_ms']} ms, p99 {lag['p99_ms']} ms, max {lag['max_ms']} ms"
+        )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    """``python -m jobsched.bench.soak MINUTES [PER_SECOND_JOBS] [--json]``."""
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    figures = run_soak(
+        SoakConfig(
+            minutes=float(args[0]) if args else 10, per_second_jobs=int(args[1]) if len(args) > 1 else 0
+        )
+    )
+    print(json.dumps(figures) if "--json" in sys.argv[1:] else report(figures))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,46 @@
+"""A slow request does not hold up the others: one resolver per request in flight (issue 12 §4)."""
+
+from __future__ import annotations
+
+import threading
+
+from jobsched.api.app import ResolverPool
+from tests.functions.events import ACME, body_of, http_event
+
+
+def test_a_request_answers_while_another_is_held_inside_its_route(app, monkeypatch):
+    # Given a pool seeded with the app, and a listing of jobs that blocks inside the service until
+    # released (a slow request)
+    pool = ResolverPool(app)
+    entered, release = threading.Event(), threading.Event()
+    from jobsched.services.jobs import JobService
+
+    real = JobService.list
+
+    def slow(self, *args, **kwargs):
+        entered.set()
+        release.wait(10)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(JobService, "list", slow)
+    answers: dict[str, dict] = {}
+    held = threading.Thread(
+        target=lambda: answers.setdefault(
+            "jobs", pool.resolve(http_event("GET", "/jobs", headers=ACME), None)
+        )
+    )
+    held.start()
+    assert entered.wait(10)
+    # When another request arrives while the first is held
+    health = pool.resolve(http_event("GET", "/health"), None)
+    preview = pool.resolve(
+        http_event("GET", "/schedules/preview", query={"schedule": "0 9 * * *"}, headers=ACME), None
+    )
+    # Then it is answered at once, by a second resolver, with its own request's answer
+    assert health["statusCode"] == 200 and body_of(health)["status"] == "ok"
+    assert body_of(preview)["schedule"] == "0 9 * * *"
+    assert pool.built == 1 and "jobs" not in answers
+    release.set()
+    held.join(10)
+    # And the held request gets its own answer too
+    assert answers["jobs"]["statusCode"] == 200 and body_of(answers["jobs"])["items"] == []
