@@ -5,7 +5,10 @@ moto, priced at us-east-1 list prices) and the lag of a burst of ``--lag-runs`` 
 same second in the embedded mode. ``--no-lag`` runs only the first, ``--lag`` only the second.
 ``--noisy`` runs, alone, the noisy-neighbour benchmark (:mod:`jobsched.bench.noisy`: a quiet tenant's
 lag while another tenant's burst of ``--noisy-runs`` runs floods the ``default`` queue, with fair
-queues on and off; a few minutes, so not part of the default run).
+queues on and off; a few minutes, so not part of the default run). ``--limits`` runs, alone, the
+limits benchmark (:mod:`jobsched.bench.limits`: the cost per run of a limited job against an
+unlimited one and of one wait, in-process; then a rate-limited job's observed rate over a minute in
+the embedded mode, about 80 s; ``--no-rate`` skips that part).
 
 With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline figures at the top level
 (``runs``, ``succeeded``, ``duplicates``, ``lost``, ``wru``, ``rru``, ``sqs_requests``,
@@ -59,6 +62,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="run only the noisy-neighbour benchmark (fair queues on and off; a few minutes)",
     )
+    which.add_argument(
+        "--limits",
+        action="store_true",
+        help="run only the limits benchmark (cost of a limited run and of a wait; a rate over a minute)",
+    )
+    parser.add_argument(
+        "--no-rate", action="store_true", help="with --limits: skip the minute-long rate part"
+    )
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument(
         "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
@@ -93,6 +104,12 @@ def run(args: argparse.Namespace) -> int:
     stdout = sys.stdout
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
     with _function_output(args.verbose):
+        if args.limits:
+            from jobsched.bench.limits import run_limits
+
+            figures = run_limits(runs=min(args.runs, 1000), rate=not args.no_rate)
+            print_report(figures, args, stdout)
+            return 0
         if args.noisy:
             from jobsched.bench.noisy import NoisyConfig, run_noisy
 
@@ -142,6 +159,9 @@ def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) ->
 
     if args.json:
         print(json.dumps(figures, separators=(",", ":")), file=out)
+        return
+    if getattr(args, "limits", False):
+        print(json.dumps(figures, indent=2), file=out)
         return
     if args.noisy:
         print(noisy_text(figures), file=out)
