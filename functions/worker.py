@@ -109,4 +109,5 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             )
         )
     failed = process_batch(deliveries, handle, concurrency=settings.worker_concurrency)
+    worker.flush_usage()  # one write per (tenant, day) this batch touched (services/usage.py)
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}

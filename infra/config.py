@@ -74,6 +74,11 @@ class StackConfig:
     #: Create a Cognito user pool for the operator console's sign-in (infra/console.py); needs
     #: auth_mode=jwt, and the pool is then the API's JWT issuer.
     console_user_pool: bool = False
+    # Default per-tenant limits (docs/semantics/limits.md); 0 = none. An operator sets a tenant's own
+    # with PUT /admin/tenants/{tenant}/limits.
+    tenant_max_running: int = 0
+    tenant_runs_per_second: float = 0.0
+    tenant_burst: int = 1
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= DUE_PARTITIONS:
@@ -126,6 +131,14 @@ class StackConfig:
                 )
         if self.alarm_dead_letters < 1:
             raise ConfigError(f"alarm_dead_letters must be at least 1, got {self.alarm_dead_letters}")
+        if not 0 <= self.tenant_max_running <= 1000:
+            raise ConfigError(f"tenant_max_running must be 0 (none) to 1000, got {self.tenant_max_running}")
+        if not 0 <= self.tenant_runs_per_second <= 1000:
+            raise ConfigError(
+                f"tenant_runs_per_second must be 0 (none) to 1000, got {self.tenant_runs_per_second}"
+            )
+        if not 1 <= self.tenant_burst <= 1000:
+            raise ConfigError(f"tenant_burst must be 1 to 1000, got {self.tenant_burst}")
         if self.low_backlog_limit < 0:
             raise ConfigError(
                 f"low_backlog_limit must be 0 (no backpressure) or more, got {self.low_backlog_limit}"
@@ -155,6 +168,8 @@ def _parse(name: str, raw: Any, type_name: Any) -> Any:
     try:
         if text == "int":
             return int(raw)
+        if text == "float":
+            return float(raw)
         if text == "bool":
             return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
         if text.startswith("dict"):

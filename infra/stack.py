@@ -35,6 +35,9 @@ from jobsched.runtime.resources import (
     ENV_RETENTION_DAYS,
     ENV_SHARDS,
     ENV_STATE_MACHINE_ARN,
+    ENV_TENANT_BURST,
+    ENV_TENANT_MAX_RUNNING,
+    ENV_TENANT_RUNS_PER_SECOND,
     QUEUE_KINDS,
     TABLES,
 )
@@ -90,6 +93,9 @@ class JobschedStack(cdk.Stack):
             ENV_ALLOWED_HTTP_HOSTS: config.allowed_http_hosts,
             ENV_NOTIFY_TOPIC_ARNS: ",".join(config.notify_topic_arns),
             ENV_HANDLER_MODULES: ",".join(config.handler_modules),
+            ENV_TENANT_MAX_RUNNING: str(config.tenant_max_running),
+            ENV_TENANT_RUNS_PER_SECOND: str(config.tenant_runs_per_second),
+            ENV_TENANT_BURST: str(config.tenant_burst),
         }
         shared = {
             "code": code,

@@ -33,6 +33,8 @@ from jobsched.core.clock import Clock
 from jobsched.core.errors import JobschedError
 
 if TYPE_CHECKING:
+    from jobsched.aws.tenant_limits import TenantLimits
+    from jobsched.aws.usage_store import UsageStore
     from jobsched.services.dead_letters import DeadLetterService
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings
@@ -62,6 +64,9 @@ class ApiServices:
     notify_settings: TenantNotifySettings | None = None
     run_logs: RunLogs = field(default_factory=RunLogs)
     console: ConsoleConfig = field(default_factory=ConsoleConfig)
+    tenant_limits: TenantLimits | None = None
+    usage: UsageStore | None = None
+    worker_memory_mb: int = 1024
 
 
 class JobschedResolver(APIGatewayHttpResolver):
@@ -241,3 +246,11 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         from jobsched.api.routes.settings import settings_router
 
         app.include_router(settings_router(services.notify_settings, services.clock))
+    if services.tenant_limits is not None:
+        from jobsched.api.routes.limits import limits_router
+
+        app.include_router(limits_router(services.tenant_limits, services.clock))
+    if services.usage is not None:
+        from jobsched.api.routes.limits import usage_router
+
+        app.include_router(usage_router(services.usage, services.clock, services.worker_memory_mb))

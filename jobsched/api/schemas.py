@@ -134,6 +134,53 @@ class NotifyIn(_In):
         return self.model_dump(exclude_none=True)
 
 
+class ConcurrencyIn(_In):
+    """At most ``limit`` runs holding ``key`` execute at once (``{}``: no limit). The key is scoped to
+    the tenant; it defaults to the job's id (a limit on this job alone)."""
+
+    key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="shared by the jobs naming it; default: the job id",
+    )
+    limit: int | None = Field(default=None, ge=1, le=1000, description="runs of the key executing at once")
+
+    @model_validator(mode="after")
+    def _limit_given(self) -> ConcurrencyIn:
+        if self.limit is None and self.key is not None:
+            raise ValueError('give a limit: {"key": "...", "limit": N} (or {} for no limit)')
+        return self
+
+    def to_domain(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class RateLimitIn(_In):
+    """A token bucket shared by the jobs naming ``key``: at most ``per_second`` runs start per second,
+    ``burst`` at once after a quiet spell (``{}``: no limit)."""
+
+    key: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description="shared by the jobs naming it; default: the job id",
+    )
+    per_second: float | None = Field(default=None, ge=0.001, le=1000, description="runs started per second")
+    burst: int | None = Field(
+        default=None, ge=1, le=1000, description="runs that may start at once (default 1)"
+    )
+
+    @model_validator(mode="after")
+    def _rate_given(self) -> RateLimitIn:
+        if self.per_second is None and (self.key is not None or self.burst is not None):
+            raise ValueError('give per_second: {"key": "...", "per_second": R, "burst": B} (or {} for none)')
+        return self
+
+    def to_domain(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
 class RetryIn(_In):
     max_attempts: int = Field(default=3, ge=1, le=100)
     base_seconds: float = Field(default=2.0, ge=0, le=86400)
@@ -171,12 +218,22 @@ class JobIn(_In):
         default_factory=NotifyIn,
         description="who is told when a run of this job is dead-lettered ({} = the tenant's default)",
     )
+    concurrency: ConcurrencyIn = Field(
+        default_factory=ConcurrencyIn,
+        description='{"key", "limit"}: at most limit runs holding key execute at once (semantics/limits.md)',
+    )
+    rate_limit: RateLimitIn = Field(
+        default_factory=RateLimitIn,
+        description='{"key", "per_second", "burst"}: a token bucket shared by the jobs naming key',
+    )
 
     def to_domain(self) -> dict[str, Any]:
         """The job definition as the job service takes it."""
         data = self.model_dump()
         data["target"] = self.target.to_domain()
         data["notify"] = self.notify.to_domain()
+        data["concurrency"] = self.concurrency.to_domain()
+        data["rate_limit"] = self.rate_limit.to_domain()
         return data
 
     _payload_storable = field_validator("payload")(_storable_payload)
@@ -202,6 +259,8 @@ class JobPatch(_In):
     jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
     description: str | None = Field(default=None, max_length=1000)
     notify: NotifyIn | None = Field(default=None, description="replaces the job's notify; {} removes it")
+    concurrency: ConcurrencyIn | None = Field(default=None, description="replaces the limit; {} removes it")
+    rate_limit: RateLimitIn | None = Field(default=None, description="replaces the limit; {} removes it")
 
     def to_domain(self) -> dict[str, Any]:
         changes = self.model_dump(exclude_unset=True)
@@ -212,6 +271,10 @@ class JobPatch(_In):
             changes["target"] = self.target.to_domain()
         if self.notify is not None:
             changes["notify"] = self.notify.to_domain()
+        if self.concurrency is not None:
+            changes["concurrency"] = self.concurrency.to_domain()
+        if self.rate_limit is not None:
+            changes["rate_limit"] = self.rate_limit.to_domain()
         return changes
 
     _payload_storable = field_validator("payload")(_storable_payload)
@@ -269,6 +332,13 @@ class JobOut(BaseModel):
     description: str = ""
     notify: dict[str, str] = Field(
         default_factory=dict, description="who is told of its dead letters: sns_topic_arn and/or webhook"
+    )
+    concurrency: dict[str, Any] = Field(
+        default_factory=dict, description="{key, limit} ({} = none); key is the job id unless named"
+    )
+    rate_limit: dict[str, Any] = Field(
+        default_factory=dict,
+        description="{key, per_second, burst} ({} = none); key is the job id unless named",
     )
     paused_note: str | None = None
     created_at: str
@@ -355,6 +425,17 @@ class RunOut(BaseModel):
         default=None,
         description="GET /runs/{id} only: where the run's log lines are (null in listings)",
     )
+    waiting_for: str | None = Field(
+        default=None,
+        description="a queued or retrying run held back by a limit: concurrency:<key>, rate:<key>, "
+        "concurrency:@tenant or rate:@tenant (null once it starts)",
+    )
+    waiting_until: str | None = Field(
+        default=None,
+        description="when its delivery next looks (a freed slot wakes it sooner); null once it starts",
+    )
+    waits: int = Field(default=0, description="how many times its deliveries waited for a limit (kept)")
+    first_waited_at: str | None = Field(default=None, description="when it first waited (kept)")
 
 
 class RunLogsLink(BaseModel):

@@ -7,6 +7,7 @@ from typing import Any
 
 from jobsched.api.schemas import AttemptOut, DeadLetterOut, JobOut, RunOut, iso_z
 from jobsched.core.models import Attempt, Job, JobState, Run
+from jobsched.core.run_records import with_key
 from jobsched.core.schedules import parse_schedule
 from jobsched.core.timeline import next_fires
 
@@ -46,6 +47,8 @@ def job_view(job: Job, now: datetime) -> JobOut:
         jitter_seconds=job.jitter_seconds,
         description=job.description or "",
         notify=dict(job.notify),
+        concurrency=with_key(job.concurrency, job.id),
+        rate_limit=with_key(job.rate_limit, job.id),
         paused_note=job.paused_note,
         created_at=iso_z(job.created_at),
         updated_at=iso_z(job.updated_at),
@@ -86,6 +89,10 @@ def run_view(run: Run) -> RunOut:
         cancel_requested=run.cancel_requested,
         progress=_progress(run.progress),
         replays=list(run.replays),
+        waiting_for=run.waiting_for if run.is_active else None,
+        waiting_until=_opt(run.waiting_until) if run.is_active and run.waiting_for else None,
+        waits=run.waits,
+        first_waited_at=_opt(run.first_waited_at),
     )
 
 

@@ -74,7 +74,13 @@ def build_services(
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.notify_store import TenantSettingsStore
     from jobsched.aws.outputs import OutputStore
-    from jobsched.runtime.wiring import dispatcher_from_settings, notify_policy_from_settings
+    from jobsched.aws.usage_store import UsageStore
+    from jobsched.runtime.resources import WORKER_MEMORY_MB
+    from jobsched.runtime.wiring import (
+        dispatcher_from_settings,
+        notify_policy_from_settings,
+        tenant_limits_from_settings,
+    )
     from jobsched.services.dead_letters import DeadLetterService
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings
@@ -114,6 +120,9 @@ def build_services(
             TenantSettingsStore(jobs.runs.dynamo, settings.leases_table), jobs.notify_policy
         ),
         run_logs=RunLogs(log_group=settings.run_log_group, log_file=settings.run_log_file),
+        tenant_limits=tenant_limits_from_settings(settings, jobs.runs.dynamo),
+        usage=UsageStore(jobs.runs.dynamo, settings.leases_table, settings.retention_days),
+        worker_memory_mb=WORKER_MEMORY_MB,
     )
 
 

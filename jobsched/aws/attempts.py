@@ -151,7 +151,8 @@ class AttemptStore:
                 run_id,
                 "SET #state = :running, attempt = :a, lease_until = :lu, lease_owner = :o, "
                 "started_at = if_not_exists(started_at, :now), "
-                "attempts = list_append(if_not_exists(attempts, :empty), :entry) REMOVE retry_at, progress",
+                "attempts = list_append(if_not_exists(attempts, :empty), :entry) "
+                "REMOVE retry_at, progress, waiting_for, waiting_until",
                 f"#state IN (:queued, :retrying) AND {prev_cond}",
                 {
                     ":running": "running",
@@ -229,6 +230,36 @@ class AttemptStore:
                 status = ClaimStatus.STALE
             return Claim(status, again, rejected.item, again.attempt)
         return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, new_attempt, took_over=True)
+
+    # --- waiting for a limit (jobsched.services.limits) -----------------------------------------
+
+    def mark_waiting(self, run_id: str, attempt: int, reason: str, now: datetime, until: datetime) -> str:
+        """Record that the delivery of ``attempt`` waits for ``reason`` (``concurrency:<key>``,
+        ``rate:<key>``) until about ``until``: ``waiting_for``, ``waiting_until`` (the sweeper leaves
+        the run alone until then), ``waits`` + 1 and ``first_waited_at``. One conditional write, no
+        attempt used. Returns ``waiting``, or the run's state when it is not waiting for this attempt
+        (``missing``, a terminal state: the delivery has nothing left to do; ``running``: a takeover)."""
+        try:
+            self._update(
+                run_id,
+                "SET waiting_for = :w, waiting_until = :u, "
+                "first_waited_at = if_not_exists(first_waited_at, :now) ADD waits :one",
+                "#state IN (:queued, :retrying) AND (attribute_not_exists(attempt) OR attempt = :prev)",
+                {
+                    ":w": reason,
+                    ":u": to_iso(until),
+                    ":now": to_iso(now),
+                    ":one": 1,
+                    ":queued": "queued",
+                    ":retrying": "retrying",
+                    ":prev": attempt - 1,
+                },
+            )
+        except _Rejected as rejected:
+            if rejected.item is None:
+                return "missing"
+            return str(rejected.item.get("state"))
+        return "waiting"
 
     # --- while running ---------------------------------------------------------------------------
 

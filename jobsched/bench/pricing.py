@@ -18,21 +18,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
-MILLION = 1_000_000
+from jobsched.core.prices import MILLION, US_EAST_1, Prices  # one price sheet (usage estimates too)
 
-
-@dataclass(frozen=True)
-class Prices:
-    """Unit prices in USD; the defaults are us-east-1 list prices (DynamoDB on-demand, SQS, Lambda arm64)."""
-
-    dynamodb_wru: float = 0.625 / MILLION
-    dynamodb_rru: float = 0.125 / MILLION
-    sqs_request: float = 0.40 / MILLION
-    lambda_request: float = 0.20 / MILLION
-    lambda_gb_second: float = 0.0000133334
-
-
-US_EAST_1 = Prices()
+__all__ = ["MILLION", "US_EAST_1", "Cost", "Prices", "Usage", "billed_gb_seconds", "cost_of"]
 
 
 def billed_gb_seconds(durations_seconds: Iterable[float], memory_mb: int) -> float:

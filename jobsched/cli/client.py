@@ -273,6 +273,26 @@ class ApiClient:
     def unmap_principal(self, principal: str) -> Any:
         return self.request("DELETE", "/admin/principals", query={"principal": principal})
 
+    def usage(self, start: str | None = None, end: str | None = None, tenant: str | None = None) -> dict:
+        return self.request(
+            "GET", "/usage", query=_without_none({"from": start, "to": end, "tenant": tenant})
+        )
+
+    def own_limits(self) -> dict:
+        return self.request("GET", "/limits")
+
+    def list_tenant_limits(self) -> dict:
+        return self.request("GET", "/admin/tenants/limits")
+
+    def get_tenant_limits(self, tenant: str) -> dict:
+        return self.request("GET", f"/admin/tenants/{_seg(tenant)}/limits")
+
+    def put_tenant_limits(self, tenant: str, limits: Mapping[str, Any]) -> dict:
+        return self.request("PUT", f"/admin/tenants/{_seg(tenant)}/limits", body=dict(limits))
+
+    def delete_tenant_limits(self, tenant: str) -> Any:
+        return self.request("DELETE", f"/admin/tenants/{_seg(tenant)}/limits")
+
     # --- misc -------------------------------------------------------------------------------------
 
     def health(self) -> dict:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from jobsched.core.errors import PayloadTooLargeError, ValidationError
+from jobsched.core.limits import concurrency_from, rate_from
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, payload_size
 from jobsched.core.models import PRIORITIES, JobSpec, RetrySpec
 from jobsched.core.notify import validate_notify
@@ -41,7 +42,22 @@ def spec_from_dict(data: Mapping[str, Any]) -> JobSpec:
     values = dict(data)
     values["retry"] = RetrySpec.from_dict(values.get("retry"))
     values["notify"] = validate_notify(values.get("notify"))
+    values["concurrency"] = normalize_limit(values.get("concurrency"), "concurrency")
+    values["rate_limit"] = normalize_limit(values.get("rate_limit"), "rate_limit")
     return JobSpec(**values)
+
+
+def normalize_limit(data: Any, field: str) -> dict[str, Any]:
+    """A job's ``concurrency`` or ``rate_limit`` checked and in its stored form (``{}``: none; no
+    ``key``: the job's own id, filled in when a run is sent)."""
+    parse = concurrency_from if field == "concurrency" else rate_from
+    spec = parse(data, "job")
+    if spec is None:
+        return {}
+    stored = spec.to_dict()
+    if isinstance(data, Mapping) and "key" not in data:
+        del stored["key"]
+    return stored
 
 
 def validate_spec(spec: JobSpec, known_handlers: KnownHandlers | None = None) -> Schedule:
@@ -71,6 +87,8 @@ def validate_spec(spec: JobSpec, known_handlers: KnownHandlers | None = None) ->
     validate_target(spec.target, known_handlers)
     validate_payload(spec.payload)
     validate_notify(spec.notify)
+    normalize_limit(spec.concurrency, "concurrency")
+    normalize_limit(spec.rate_limit, "rate_limit")
     return schedule
 
 

@@ -63,6 +63,11 @@ class RunMessage:
     notify: dict[str, str] = field(default_factory=dict)
     #: The run's ``send_token`` when this message was sent: only the newest message of a run executes.
     token: str | None = None
+    #: The job's limits at dispatch, keys filled in (:mod:`jobsched.core.limits`); left out when empty.
+    concurrency: dict[str, Any] = field(default_factory=dict)
+    rate_limit: dict[str, Any] = field(default_factory=dict)
+    #: Set on a message re-sent for its rate-limit booking: its tokens are taken, it starts at ``due_at``.
+    booked: bool = False
     v: int = MESSAGE_VERSION
 
     def to_dict(self) -> dict[str, Any]:
@@ -80,7 +85,9 @@ class RunMessage:
             "retry": self.retry.to_dict(),
             "priority": self.priority,
             **({"token": self.token} if self.token is not None else {}),
-        } | ({"notify": self.notify} if self.notify else {})
+        } | _present(
+            notify=self.notify, concurrency=self.concurrency, rate_limit=self.rate_limit, booked=self.booked
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
@@ -122,7 +129,15 @@ class RunMessage:
             priority=data.get("priority", "default"),
             notify=data["notify"] if isinstance(data.get("notify"), dict) else {},
             token=data.get("token") if isinstance(data.get("token"), str) else None,
+            concurrency=data["concurrency"] if isinstance(data.get("concurrency"), dict) else {},
+            rate_limit=data["rate_limit"] if isinstance(data.get("rate_limit"), dict) else {},
+            booked=data.get("booked") is True,
         )
+
+
+def _present(**fields: Any) -> dict[str, Any]:
+    """The optional fields that carry something (absent fields keep the message small)."""
+    return {name: value for name, value in fields.items() if value}
 
 
 @dataclass(frozen=True)

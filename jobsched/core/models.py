@@ -153,6 +153,11 @@ class JobSpec:
     #: Who is told when a run of the job is dead-lettered (:mod:`jobsched.core.notify`); ``{}``: the
     #: tenant's default.
     notify: dict[str, str] = field(default_factory=dict)
+    #: ``{"key", "limit"}``: at most ``limit`` runs holding ``key`` execute at once (``{}``: no limit;
+    #: :mod:`jobsched.core.limits`).
+    concurrency: dict[str, Any] = field(default_factory=dict)
+    #: ``{"key", "per_second", "burst"}``: a token bucket shared by the jobs naming ``key`` (``{}``: none).
+    rate_limit: dict[str, Any] = field(default_factory=dict)
 
     def spec_fields(self) -> dict[str, Any]:
         """The definition part only (used to copy a spec into a :class:`Job`)."""
@@ -207,6 +212,8 @@ class Job(JobSpec):
             "jitter_seconds": self.jitter_seconds,
             "description": self.description or None,
             "notify": self.notify or None,
+            "concurrency": _limit_item(self.concurrency),
+            "rate_limit": _limit_item(self.rate_limit),
             "state": str(self.state),
             "version": self.version,
             "created_at": to_iso(self.created_at),
@@ -262,6 +269,8 @@ class Job(JobSpec):
             jitter_seconds=data.get("jitter_seconds", 0),
             description=data.get("description", ""),
             notify=data.get("notify") or {},
+            concurrency=data.get("concurrency") or {},
+            rate_limit=data.get("rate_limit") or {},
             state=JobState(data.get("state", "active")),
             version=data.get("version", 1),
             created_at=from_iso(data["created_at"]),
@@ -276,6 +285,13 @@ class Job(JobSpec):
             fence=data.get("fence"),
             fence_lease=data.get("fence_lease"),
         )
+
+
+def _limit_item(spec: dict[str, Any]) -> dict[str, Any] | None:
+    """A limit as stored (numbers as Decimal for DynamoDB; ``None`` when there is none)."""
+    if not spec:
+        return None
+    return {k: Decimal(str(v)) if isinstance(v, float) else v for k, v in spec.items()}
 
 
 # --- runs ----------------------------------------------------------------------------------------
@@ -360,6 +376,13 @@ class Run:
     expires_at: int | None = None  # epoch seconds, DynamoDB TTL
     #: The token of the newest message sent for this run; a delivery carrying another is stale.
     send_token: str | None = None
+    #: What the run waits for before it may start (``concurrency:<key>``, ``rate:<key>``,
+    #: ``concurrency:@tenant``, ``rate:@tenant``), until about ``waiting_until``; cleared by the claim.
+    waiting_for: str | None = None
+    waiting_until: datetime | None = None
+    #: How many times its deliveries waited for a limit, and when the first wait was (kept: history).
+    waits: int = 0
+    first_waited_at: datetime | None = None
 
     @property
     def run_key(self) -> str:
@@ -395,6 +418,10 @@ class Run:
             "progress": self.progress,
             "expires_at": self.expires_at,
             "send_token": self.send_token,
+            "waiting_for": self.waiting_for,
+            "waiting_until": _opt_iso(self.waiting_until),
+            "waits": self.waits or None,
+            "first_waited_at": _opt_iso(self.first_waited_at),
         }
         if self.dead_lettered_at is not None:
             item["dl_tenant"] = self.tenant
@@ -434,6 +461,10 @@ class Run:
             dead_lettered_at=_opt_dt(data.get("dl_at")),
             expires_at=data.get("expires_at"),
             send_token=data.get("send_token"),
+            waiting_for=data.get("waiting_for"),
+            waiting_until=_opt_dt(data.get("waiting_until")),
+            waits=int(data.get("waits") or 0),
+            first_waited_at=_opt_dt(data.get("first_waited_at")),
         )
 
     @property

@@ -73,5 +73,12 @@ def outgoing_for(job: Job, run: Run, now: datetime) -> Outgoing:
         priority=run.priority,
         notify=job.notify,
         token=run.send_token,
+        concurrency=with_key(job.concurrency, job.id),
+        rate_limit=with_key(job.rate_limit, job.id),
     )
     return Outgoing(queue=run.priority, message=message, delay_seconds=delay_seconds(run.due_at, now))
+
+
+def with_key(limit: dict[str, Any], job_id: str) -> dict[str, Any]:
+    """A job's stored limit with its key filled in (the job's id when it names none)."""
+    return {"key": job_id, **limit} if limit else {}

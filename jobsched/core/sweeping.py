@@ -22,6 +22,9 @@ def stranded_kind(item: dict[str, Any], now: datetime, grace: timedelta) -> Resc
     swept = item.get("swept_at")
     if swept and from_iso(swept) > limit:
         return None  # re-sent recently: give that message time
+    waiting = item.get("waiting_until")
+    if waiting and from_iso(waiting) > limit:
+        return None  # its delivery waits for a concurrency slot or a rate booking (core/limits.py)
     state = item.get("state")
     if state == RunState.QUEUED and from_iso(item["due_at"]) < limit:
         return "resend"

@@ -47,6 +47,9 @@ class LocalConfig:
     events_seconds: float = 1.0
     fair_queues: bool = True  # serve message groups (tenants) as SQS fair queues do (local/fair_poller.py)
     tenants: dict[str, str] = field(default_factory=dict)  # tenant name -> bearer token
+    admins: tuple[str, ...] = ()  # tenants whose token is also an administrator's (--admin)
+    tenant_max_running: int = 0  # the deployment default per tenant (0 = none), as on AWS
+    tenant_runs_per_second: float = 0.0
     demo: bool = True
     verbose: bool = False  # keep the functions' JSON logs and EMF metrics on stdout
     log_file: str | None = None  # the file the functions write to (jobsched dev): GET /runs/{id}/logs

@@ -34,6 +34,7 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.events import RunEventWatcher
 from jobsched.local.fair_poller import FairQueuePoller
@@ -277,6 +278,9 @@ class EmbeddedMode:
             # Dead-letter notifications may go to any topic of the emulator's one account.
             resources.ENV_NOTIFY_TOPIC_ARNS: f"arn:aws:sns:{REGION}:{LOCAL_ACCOUNT}:*",
             resources.ENV_RETENTION_DAYS: str(self.config.retention_days),
+            resources.ENV_TENANT_MAX_RUNNING: str(self.config.tenant_max_running),
+            resources.ENV_TENANT_RUNS_PER_SECOND: str(self.config.tenant_runs_per_second),
+            ENV_ADMIN_PRINCIPALS: ",".join(f"token:{tenant}" for tenant in self.config.admins),
             "POWERTOOLS_SERVICE_NAME": "jobsched",
             "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
         }

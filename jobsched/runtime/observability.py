@@ -50,6 +50,8 @@ POISON_MESSAGES = "PoisonMessages"  # DLQ consumer
 NOTIFICATIONS_SENT = "NotificationsSent"  # dead-letter notifications delivered (per destination)
 NOTIFICATIONS_FAILED = "NotificationsFailed"  # dead-letter notifications given up
 JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due low jobs left for a later tick (backpressure)
+LIMIT_WAITS = "LimitWaits"  # worker: deliveries held back by a concurrency or rate limit (no attempt used)
+LIMIT_SLOTS_LOST = "LimitSlotsLost"  # worker: a running run's slot lease ended and the semaphore was full
 
 UNITS = {SCHEDULE_LAG: MetricUnit.Seconds, RUN_DURATION: MetricUnit.Seconds}
 

@@ -47,6 +47,12 @@ ENV_RETENTION_DAYS = "JOBSCHED_RETENTION_DAYS"
 #: functions write (read by the embedded-mode-only ``GET /runs/{id}/logs``).
 ENV_RUN_LOG_GROUP = "JOBSCHED_RUN_LOG_GROUP"
 ENV_RUN_LOG_FILE = "JOBSCHED_RUN_LOG_FILE"
+#: The deployment's default per-tenant limits (CDK context ``tenant_max_running``,
+#: ``tenant_runs_per_second``, ``tenant_burst``), for tenants an operator gave no limits of their
+#: own (``PUT /admin/tenants/{tenant}/limits``); 0 = no limit. Read by the worker.
+ENV_TENANT_MAX_RUNNING = "JOBSCHED_TENANT_MAX_RUNNING"
+ENV_TENANT_RUNS_PER_SECOND = "JOBSCHED_TENANT_RUNS_PER_SECOND"
+ENV_TENANT_BURST = "JOBSCHED_TENANT_BURST"
 
 PRIORITIES = ("high", "default", "low")
 QUEUE_KINDS = (*PRIORITIES, "long")
@@ -210,6 +216,8 @@ DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60
 DEFAULT_ENQUEUE_HORIZON_SECONDS = 300
 DEFAULT_LOW_BACKLOG_LIMIT = 1000
+#: The worker function's memory: the usage estimates price its handlers' seconds at this size.
+WORKER_MEMORY_MB = next(spec.memory_mb for spec in FUNCTIONS if spec.name == "worker")
 #: Records of one batch the worker handles at once (= the event source mapping's batch size).
 DEFAULT_WORKER_CONCURRENCY = 10
 DEFAULT_RETENTION_DAYS = 30

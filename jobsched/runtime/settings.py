@@ -51,6 +51,10 @@ class Settings:
     retention_days: int = r.DEFAULT_RETENTION_DAYS  # run items (TTL) and bucket objects (lifecycle)
     run_log_group: str | None = None  # the worker's log group (AWS): the run view's logs.log_group
     run_log_file: str | None = None  # the embedded mode's log file: GET /runs/{id}/logs reads it
+    #: Default per-tenant limits (0: none): concurrent runs, runs started per second, its burst.
+    tenant_max_running: int = 0
+    tenant_runs_per_second: float = 0.0
+    tenant_burst: int = 1
 
     def queue_url(self, priority: str) -> str:
         try:
@@ -136,6 +140,9 @@ class Settings:
             retention_days=retention,
             run_log_group=env.get(r.ENV_RUN_LOG_GROUP) or None,
             run_log_file=env.get(r.ENV_RUN_LOG_FILE) or None,
+            tenant_max_running=integer(r.ENV_TENANT_MAX_RUNNING, 0, 0),
+            tenant_runs_per_second=rate_setting(env.get(r.ENV_TENANT_RUNS_PER_SECOND)),
+            tenant_burst=integer(r.ENV_TENANT_BURST, 1, 1),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -151,6 +158,9 @@ class Settings:
             r.ENV_AUTH_MODE: self.auth_mode,
             r.ENV_WORKER_CONCURRENCY: str(self.worker_concurrency),
             r.ENV_RETENTION_DAYS: str(self.retention_days),
+            r.ENV_TENANT_MAX_RUNNING: str(self.tenant_max_running),
+            r.ENV_TENANT_RUNS_PER_SECOND: str(self.tenant_runs_per_second),
+            r.ENV_TENANT_BURST: str(self.tenant_burst),
         }
         for kind, url in self.queue_urls.items():
             env[r.ENV_QUEUE_URL_PREFIX + kind.upper()] = url
@@ -181,3 +191,19 @@ def worker_concurrency_from(raw: str | None) -> int:
 def handler_modules_from(raw: str | None) -> tuple[str, ...]:
     """``JOBSCHED_HANDLER_MODULES``: the comma-separated module names, blanks dropped."""
     return tuple(m.strip() for m in (raw or "").split(",") if m.strip())
+
+
+def rate_setting(raw: str | None) -> float:
+    """``JOBSCHED_TENANT_RUNS_PER_SECOND``: a number >= 0 (0 or unset: no default rate)."""
+    text = (raw or "").strip()
+    if not text:
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise ConfigurationError(
+            f"environment variable {r.ENV_TENANT_RUNS_PER_SECOND} must be a number, got {text!r}"
+        ) from None
+    if not 0 <= value <= 1000:
+        raise ConfigurationError(f"environment variable {r.ENV_TENANT_RUNS_PER_SECOND} must be 0..1000")
+    return value

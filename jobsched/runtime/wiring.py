@@ -19,11 +19,14 @@ from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.clients import Clients
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.leases import Leases
+from jobsched.aws.limits_store import Buckets, Semaphores
 from jobsched.aws.metering import Dynamo, Meter, dynamo_for
 from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsStore
 from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import RunsStore
+from jobsched.aws.tenant_limits import TenantLimits
+from jobsched.aws.usage_store import UsageStore
 from jobsched.core.clock import Clock
 from jobsched.core.job_specs import KnownHandlers
 from jobsched.long_jobs.checkpoints import ChunkStore
@@ -34,9 +37,11 @@ from jobsched.services.backpressure import LowBacklog
 from jobsched.services.dispatcher import Dispatcher
 from jobsched.services.dlq_consumer import DlqConsumer
 from jobsched.services.jobs import JobService
+from jobsched.services.limits import LimitGate
 from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
 from jobsched.services.outcome import Outcome
 from jobsched.services.sweeper import Sweeper
+from jobsched.services.usage import TenantMeter, UsageRecorder
 from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.targets.context import IdempotentEffects
 
@@ -152,9 +157,26 @@ class Deliveries:
     """Routes one queue delivery: a chunked job's workflow message to the chunk runner, any other to
     the worker. The worker function and the embedded mode call :meth:`process` per record."""
 
-    def __init__(self, worker: Worker, chunks: ChunkRunner | None = None):
+    def __init__(
+        self,
+        worker: Worker,
+        chunks: ChunkRunner | None = None,
+        *,
+        usage: UsageRecorder | None = None,
+        usage_store: UsageStore | None = None,
+    ):
         self.worker = worker
         self.chunks = chunks
+        #: Usage per tenant and day counted while deliveries are handled, added by :meth:`flush_usage`.
+        self.usage = usage
+        self.usage_store = usage_store
+
+    def flush_usage(self) -> int:
+        """Add the usage counted so far to the usage items (the worker function calls this once per
+        invocation, after its batch); the number of items written."""
+        if self.usage is None or self.usage_store is None:
+            return 0
+        return self.usage.flush(self.usage_store)
 
     def process(
         self,
@@ -184,7 +206,9 @@ def worker_from_settings(
 ) -> Deliveries:
     """The worker (and, with a state machine, the chunk runner) over the deployment's tables, queues
     and bucket: the function entry point and the local mode build it the same way."""
-    meter = meter or Meter()
+    meter = meter or TenantMeter()
+    usage = UsageRecorder(metrics or obs.NullSink(), clock, meter)
+    metrics = usage
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     effects = (
         IdempotentEffects(clients.dynamodb, settings.idempotency_table)
@@ -194,8 +218,9 @@ def worker_from_settings(
     chunks = chunk_runner_from_settings(
         settings, clients, dynamo, clock, owner, metrics=metrics, heartbeat_seconds=lease_seconds / 3
     )
+    attempts = notifying_attempts(settings, clients, dynamo, metrics=metrics)
     worker = Worker(
-        attempts=notifying_attempts(settings, clients, dynamo, metrics=metrics),
+        attempts=attempts,
         outputs=OutputStore(clients.s3, settings.bucket),
         sqs=clients.sqs,
         queue_urls=dict(settings.queue_urls),
@@ -207,8 +232,42 @@ def worker_from_settings(
         metrics=metrics,
         chunks=chunks,
         meter=meter,
+        limits=limit_gate_from_settings(settings, clients, dynamo, attempts, lease_seconds, metrics=metrics),
     )
-    return Deliveries(worker, chunks)
+    store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
+    return Deliveries(worker, chunks, usage=usage, usage_store=store)
+
+
+def tenant_limits_from_settings(settings: Settings, dynamo: Dynamo) -> TenantLimits:
+    """The operator's per-tenant limits over the Leases table, with the deployment's defaults."""
+    return TenantLimits(
+        dynamo,
+        settings.leases_table,
+        default_max_running=settings.tenant_max_running,
+        default_per_second=settings.tenant_runs_per_second,
+        default_burst=settings.tenant_burst,
+    )
+
+
+def limit_gate_from_settings(
+    settings: Settings,
+    clients: Clients,
+    dynamo: Dynamo,
+    attempts: AttemptStore,
+    lease_seconds: float,
+    *,
+    metrics: obs.MetricSink | None = None,
+) -> LimitGate:
+    """The concurrency and rate limits a worker checks before it claims a run (Leases table)."""
+    return LimitGate(
+        semaphores=Semaphores(dynamo, settings.leases_table),
+        buckets=Buckets(dynamo, settings.leases_table),
+        tenants=tenant_limits_from_settings(settings, dynamo),
+        attempts=attempts,
+        queues=RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter),
+        lease_seconds=lease_seconds,
+        metrics=metrics,
+    )
 
 
 def dlq_consumer_from_settings(

@@ -23,6 +23,7 @@ class OutcomeStatus(StrEnum):
     STALE = "stale"  # the delivery is for an attempt that is no longer current
     MISSING = "missing"  # no such run (deleted)
     BUSY = "busy"  # another worker holds a live lease: deferred
+    WAITING = "waiting"  # held back by a concurrency or rate limit (services/limits.py): no attempt used
     REDELAYED = "redelayed"  # arrived before its due instant: re-sent with the rest of the delay
     LEASE_LOST = "lease_lost"  # another worker took the run over while this one ran it
     NO_TIME = "no_time"  # too little of the invocation left to run it: deferred

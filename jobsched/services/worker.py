@@ -45,6 +45,7 @@ from jobsched.core.errors import LeaseLostError
 from jobsched.core.messages import RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
 from jobsched.runtime import observability as obs
+from jobsched.services.limits import Admission, LimitGate, unlimited
 from jobsched.services.outcome import Outcome, OutcomeStatus
 from jobsched.targets.context import IdempotentEffects, JobContext
 from jobsched.targets.executor import CancelWatch, Heartbeat, error_info, execute_target
@@ -122,6 +123,7 @@ class Worker:
         chunks: ChunkRunner | None = None,
         sleep: Callable[[float], None] = time.sleep,
         meter: Meter | None = None,
+        limits: LimitGate | None = None,
     ):
         self.attempts = attempts
         self.outputs = outputs
@@ -135,6 +137,8 @@ class Worker:
         self.chunks: ChunkRunner = chunks if chunks is not None else NoChunks()
         #: Waits out the sub-second rest of an early delivery (tests inject one that moves their clock).
         self.sleep = sleep
+        #: Concurrency and rate limits, checked before the claim (None: the deployment has none).
+        self.limits = limits
 
     # --- entry -----------------------------------------------------------------------------------
 
@@ -174,6 +178,28 @@ class Worker:
             self._set_visibility(queue_url, receipt_handle, 0)
             return Outcome(OutcomeStatus.NO_TIME, msg.run_id, msg.attempt, defer=True)
 
+        admission = self._admit(msg, now, queue_url, receipt_handle)
+        if admission.outcome is not None:  # held back by a limit: no attempt used
+            return admission.outcome
+        try:
+            return self._claim_and_run(msg, now, budget, queue_url, receipt_handle, admission)
+        finally:
+            admission.release(self.clock.now())
+
+    def _admit(self, msg: RunMessage, now: datetime, queue_url: str | None, receipt: str | None) -> Admission:
+        if self.limits is None:
+            return unlimited()
+        return self.limits.admit(msg, now, queue_url, receipt, self.config.owner)
+
+    def _claim_and_run(
+        self,
+        msg: RunMessage,
+        now: datetime,
+        budget: float,
+        queue_url: str | None,
+        receipt_handle: str | None,
+        admission: Admission,
+    ) -> Outcome:
         claim = self.attempts.claim(
             msg.run_id, msg.attempt, self.config.owner, now, self.config.lease_seconds, msg.token
         )
@@ -186,7 +212,7 @@ class Worker:
             return self.chunks.start(msg, claim, chunked, now)  # the workflow finishes the run
         with obs.run_log_keys(attempt=claim.attempt):  # a takeover runs a later attempt than the message's
             return self._execute(
-                msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle
+                msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle, admission
             )
 
     # --- not ours --------------------------------------------------------------------------------
@@ -234,6 +260,7 @@ class Worker:
         timeout: float,
         queue_url: str | None,
         receipt: str | None,
+        admission: Admission | None = None,
     ) -> Outcome:
         run = claim.run
         assert run is not None
@@ -262,8 +289,11 @@ class Worker:
             progress = pending_progress[-1] if pending_progress else None
             pending_progress.clear()
             lease = self.config.lease_seconds
-            if self.attempts.heartbeat(run.id, attempt, owner, self.clock.now(), lease, progress):
+            beat_at = self.clock.now()
+            if self.attempts.heartbeat(run.id, attempt, owner, beat_at, lease, progress):
                 cancel()
+            if admission is not None:
+                admission.renew(beat_at)  # the run's concurrency slots live as long as its lease
             self._set_visibility(queue_url, receipt, int(lease) + VISIBILITY_SLACK_SECONDS)
 
         def flagged() -> bool:

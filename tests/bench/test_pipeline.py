@@ -129,9 +129,11 @@ def test_bench_rejects_a_payload_over_the_limit(capsys):
 def test_the_headline_handler_returns_a_small_output_so_each_worker_write_is_one_unit(figures):
     # Given the headline run (bench.summary: a small result from a 1 KB payload)
     worker = figures["breakdown"]["worker"]["operations"]["dynamodb.UpdateItem"]
-    # Then the claim and the completion cost 1 WRU each
+    # Then the claim and the completion cost 1 WRU each, plus the invocation's usage write (one per
+    # tenant and day per invocation, shared by the runs of its batch: under 1 per run)
     assert figures["setup"]["handler"] == "bench.summary"
-    assert (worker["requests"], worker["wru"]) == (pytest.approx(2.0), pytest.approx(2.0))
+    assert worker["requests"] == pytest.approx(worker["wru"])
+    assert 2.0 < worker["wru"] < 3.0
 
 
 def test_the_echo_variant_is_measured_beside_it_and_its_1_kb_output_costs_one_more_unit(figures):
@@ -140,7 +142,9 @@ def test_the_echo_variant_is_measured_beside_it_and_its_1_kb_output_costs_one_mo
     # Then it ran every run once, and the completion write costs 2 WRU: 3 for the worker, 1 more per run
     assert echo["handler"] == "bench.echo"
     assert (echo["succeeded"], echo["duplicates"], echo["lost"]) == (20, 0, 0)
-    assert echo["worker_operations"]["dynamodb.UpdateItem"]["wru"] == pytest.approx(3.0)
+    headline = figures["breakdown"]["worker"]["operations"]["dynamodb.UpdateItem"]["wru"]
+    assert 3.0 < echo["worker_operations"]["dynamodb.UpdateItem"]["wru"] < 4.0
+    assert echo["worker_operations"]["dynamodb.UpdateItem"]["wru"] == pytest.approx(headline + 1.0, abs=0.3)
     assert echo["wru"] == pytest.approx(figures["wru"] + 1.0, abs=1e-3)
     assert echo["usd_per_million_runs"] > figures["usd_per_million_runs"]
 

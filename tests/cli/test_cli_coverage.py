@@ -41,13 +41,19 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("GET", "/admin/principals"): ("admin", "principals", "list"),
     ("PUT", "/admin/principals"): ("admin", "principals", "map", "arn:aws:iam::123456789012:role/r", "acme"),
     ("DELETE", "/admin/principals"): ("admin", "principals", "unmap", "arn:aws:iam::123456789012:role/r"),
+    ("GET", "/limits"): ("limits",),
+    ("GET", "/usage"): ("usage",),
+    ("GET", "/admin/tenants/limits"): ("admin", "limits", "list"),
+    ("GET", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "get", "acme"),
+    ("PUT", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "set", "acme", "--max-running", "5"),
+    ("DELETE", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "clear", "acme"),
 }  # fmt: skip
 #: Operations a command answers without the server, from the same code the route calls.
 LOCAL_EQUIVALENT = {("GET", "/schedules/preview"): "jobsched preview (jobsched.core.preview, in-process)"}
 
 
 def _concrete(path: str) -> str:
-    return path.replace("{job_id}", "job-0001").replace("{run_id}", RUN_ID)
+    return path.replace("{job_id}", "job-0001").replace("{run_id}", RUN_ID).replace("{tenant}", "acme")
 
 
 @pytest.mark.parametrize("operation", sorted(CLI_FOR_OPERATION), ids=lambda op: f"{op[0]} {op[1]}")
@@ -287,3 +293,46 @@ def test_logs_where_the_route_is_not_served_prints_the_log_group_and_query(
     assert result.code == 0
     assert "log group: /aws/lambda/w" in result.out
     assert "insights query: fields @timestamp | filter run_id = 'x'" in result.out
+
+
+LIMITS = {
+    "tenant": "acme",
+    "max_running": 50,
+    "runs_per_second": None,
+    "burst": None,
+    "source": {"max_running": "tenant", "runs_per_second": "default"},
+}
+
+
+def test_admin_limits_get_prints_each_limit_with_its_source(cli, cli_env: ContractServer) -> None:
+    """Given acme's limits (its own max_running, no rate), When `admin limits get` prints them,
+    Then each row shows the value and where it comes from"""
+    cli_env.respond("GET", "/admin/tenants/acme/limits", 200, LIMITS)
+    result = cli("admin", "limits", "get", "acme")
+    assert result.out.splitlines() == [
+        "tenant:           acme",
+        "max running:      50 (tenant)",
+        "runs per second:  none (default)",
+        "burst:            -",
+    ]
+
+
+def test_admin_limits_set_sends_only_the_limits_given(cli, cli_env: ContractServer) -> None:
+    """Given `admin limits set` with a rate and a burst, Then the PUT body holds those two only; without
+    any limit it is a usage error and sends nothing"""
+    cli_env.respond("PUT", "/admin/tenants/acme/limits", 200, LIMITS)
+    cli("admin", "limits", "set", "acme", "--runs-per-second", "2.5", "--burst", "5")
+    assert cli_env.only("PUT", "/admin/tenants/acme/limits").json() == {"runs_per_second": 2.5, "burst": 5}
+    assert cli("admin", "limits", "set", "acme", "--burst", "5").code == 2
+
+
+def test_jobs_create_sends_the_limit_flags(cli, cli_env: ContractServer) -> None:
+    """Given the limit flags of `jobs create`, Then the body holds concurrency and rate_limit"""
+    cli_env.respond("POST", "/jobs", 201, job_body())
+    cli(
+        "jobs", "create", "--name", "n", "--schedule", "@daily", "--handler", "demo.echo",
+        "--concurrency-limit", "2", "--concurrency-key", "db", "--rate-per-second", "0.5",
+    )  # fmt: skip
+    body = cli_env.only("POST", "/jobs").json()
+    assert body["concurrency"] == {"limit": 2, "key": "db"}
+    assert body["rate_limit"] == {"per_second": 0.5}

@@ -56,6 +56,12 @@ def test_openapi_lists_every_route(call):
         ("DELETE", "/dead-letters/{run_id}"),
         ("GET", "/settings/notify"),
         ("PUT", "/settings/notify"),
+        ("GET", "/limits"),
+        ("GET", "/admin/tenants/limits"),
+        ("GET", "/admin/tenants/{tenant}/limits"),
+        ("PUT", "/admin/tenants/{tenant}/limits"),
+        ("DELETE", "/admin/tenants/{tenant}/limits"),
+        ("GET", "/usage"),
     }
 
 

@@ -46,6 +46,13 @@ def test_command_line_strings_are_parsed():
     assert config.removal_policy_destroy is True
 
 
+def test_default_tenant_limits_are_parsed():
+    # Given -c strings for the per-tenant defaults / Then they are numbers (a rate may be fractional)
+    config = _from({"tenant_max_running": "50", "tenant_runs_per_second": "2.5", "tenant_burst": "10"})
+    assert (config.tenant_max_running, config.tenant_runs_per_second, config.tenant_burst) == (50, 2.5, 10)
+    assert (StackConfig().tenant_max_running, StackConfig().tenant_runs_per_second) == (0, 0.0)
+
+
 def test_notify_topic_patterns_of_one_account_with_a_name_prefix_are_accepted():
     config = _from(
         {"notify_topic_arns": "arn:aws:sns:*:123456789012:team-*, arn:aws:sns:eu-west-1:123456789012:ops"}
@@ -78,6 +85,11 @@ def test_notify_topic_patterns_of_one_account_with_a_name_prefix_are_accepted():
         ({"notify_topic_arns": "arn:aws:sns:us-east-1:123456789012:*"}, "notify_topic_arns"),
         ({"notify_topic_arns": "arn:aws:sqs:us-east-1:123456789012:team-q"}, "notify_topic_arns"),
         ({"alarm_dead_letters": "0"}, "alarm_dead_letters"),
+        ({"tenant_max_running": "-1"}, "tenant_max_running"),
+        ({"tenant_max_running": "1001"}, "tenant_max_running"),
+        ({"tenant_runs_per_second": "fast"}, "tenant_runs_per_second"),
+        ({"tenant_runs_per_second": "-0.5"}, "tenant_runs_per_second"),
+        ({"tenant_burst": "0"}, "tenant_burst"),
     ],
 )
 def test_invalid_settings_are_rejected_naming_the_setting(context, message):

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from infra.bundling import LAMBDA_PYTHON_VERSION
-from jobsched.runtime.resources import ENV_RETENTION_DAYS, FUNCTIONS, QUEUES, TABLES, FunctionSpec
+from jobsched.runtime.resources import (
+    ENV_RETENTION_DAYS,
+    ENV_TENANT_BURST,
+    ENV_TENANT_MAX_RUNNING,
+    ENV_TENANT_RUNS_PER_SECOND,
+    FUNCTIONS,
+    QUEUES,
+    TABLES,
+    FunctionSpec,
+)
 
 
 def _function(synth, spec: FunctionSpec) -> dict:
@@ -78,6 +87,17 @@ def test_function_environment_carries_the_one_retention_setting(synth, spec):
     # the value the bucket's lifecycle rule uses
     env = _function(synth, spec)["Environment"]["Variables"]
     assert env[ENV_RETENTION_DAYS] == str(synth.stack.config.retention_days)
+
+
+@pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
+def test_function_environment_carries_the_default_tenant_limits(synth, spec):
+    # Given the deployment's per-tenant default limits / Then the worker (which enforces them) and
+    # the api (GET /limits shows them) read the configured values
+    env = _function(synth, spec)["Environment"]["Variables"]
+    config = synth.stack.config
+    assert env[ENV_TENANT_MAX_RUNNING] == str(config.tenant_max_running)
+    assert env[ENV_TENANT_RUNS_PER_SECOND] == str(config.tenant_runs_per_second)
+    assert env[ENV_TENANT_BURST] == str(config.tenant_burst)
 
 
 def test_worker_has_one_mapping_per_queue_with_its_maximum_concurrency(synth):

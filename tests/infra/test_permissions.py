@@ -140,3 +140,18 @@ def test_every_function_is_told_the_topic_allow_list(synth):
         variables = function["Properties"].get("Environment", {}).get("Variables", {})
         if "JOBSCHED_RUNS_TABLE" in variables:
             assert variables[ENV_NOTIFY_TOPIC_ARNS] == NOTIFY_TOPIC_ARNS
+
+
+def test_worker_may_update_the_leases_table_and_hide_messages(synth):
+    # Given the limits' semaphores and buckets live in the Leases table, and a waiting run's message
+    # is hidden (and a waiter's made visible) with ChangeMessageVisibility / Then the worker's role
+    # has UpdateItem and GetItem on the Leases table (grant_read_write_data) and
+    # ChangeMessageVisibility on each queue it consumes
+    from jobsched.runtime.resources import LEASES_TABLE, QUEUES
+
+    leases = _arn_of(synth, synth.stack.tables.table(LEASES_TABLE))
+    for action in ("dynamodb:UpdateItem", "dynamodb:GetItem"):
+        assert leases in _resources_for(synth, "worker", action)
+    visibility = _resources_for(synth, "worker", "sqs:ChangeMessageVisibility")
+    for spec in QUEUES:
+        assert _arn_of(synth, synth.stack.queues.queue(spec.kind)) in visibility

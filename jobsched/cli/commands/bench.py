@@ -10,6 +10,9 @@ listing benchmark (:mod:`jobsched.bench.listing`: listing by state after two 100
 and after a sweep). ``--soak MINUTES`` runs, alone, the embedded mode's footprint benchmark
 (:mod:`jobsched.bench.soak`: ``jobsched dev`` with its demo jobs, plus ``--soak-jobs N`` per-second jobs,
 for MINUTES of real time: CPU, memory of each process, lag of the first and last minute).
+``--limits`` runs, alone, the limits benchmark (:mod:`jobsched.bench.limits`: the cost per run of a
+limited job against an unlimited one and of one wait, in-process; then a rate-limited job's observed
+rate over a minute in the embedded mode, about 80 s; ``--no-rate`` skips that part).
 
 With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline figures at the top level
 (``runs``, ``succeeded``, ``duplicates``, ``lost``, ``wru``, ``rru``, ``sqs_requests``,
@@ -93,6 +96,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="API port of the soak's jobsched dev (default: a free one)",
     )
+    which.add_argument(
+        "--limits",
+        action="store_true",
+        help="run only the limits benchmark (cost of a limited run and of a wait; a rate over a minute)",
+    )
+    parser.add_argument(
+        "--no-rate", action="store_true", help="with --limits: skip the minute-long rate part"
+    )
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument(
         "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
@@ -141,6 +152,12 @@ def run(args: argparse.Namespace) -> int:
         return _alone(args, stdout)
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
     with _function_output(args.verbose):
+        if args.limits:
+            from jobsched.bench.limits import run_limits
+
+            figures = run_limits(runs=min(args.runs, 1000), rate=not args.no_rate)
+            print_report(figures, args, stdout)
+            return 0
         if args.idle:
             from jobsched.bench.idle import IdleConfig, run_idle
             from jobsched.runtime import resources
@@ -224,6 +241,9 @@ def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) ->
 
     if args.json:
         print(json.dumps(figures, separators=(",", ":")), file=out)
+        return
+    if getattr(args, "limits", False):
+        print(json.dumps(figures, indent=2), file=out)
         return
     if args.idle:
         print(idle_text(figures["idle"]), file=out)

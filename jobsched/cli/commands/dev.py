@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from jobsched.cli.client import ENV_TOKEN
+from jobsched.core.errors import ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
 from jobsched.local.config import LocalConfig, resolve_tenants
 from jobsched.runtime import resources
@@ -103,6 +104,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="hand queued messages out in moto's send order instead of SQS fair-queue order",
     )
     parser.add_argument(
+        "--admin",
+        action="append",
+        default=[],
+        metavar="TENANT",
+        help="this tenant's token is also an administrator's (admin routes: principals, limits; repeatable)",
+    )
+    parser.add_argument(
+        "--tenant-max-running",
+        type=_at_least_zero(int),
+        default=0,
+        metavar="N",
+        help="default concurrent runs per tenant, as the deployment's tenant_max_running (0 = none)",
+    )
+    parser.add_argument(
+        "--tenant-runs-per-second",
+        type=_at_least_zero(float),
+        default=0.0,
+        metavar="R",
+        help="default runs started per second per tenant, as tenant_runs_per_second (0 = none)",
+    )
+    parser.add_argument(
         "--verbose", action="store_true", help="also show the functions' JSON logs and EMF metrics"
     )
 
@@ -119,6 +141,17 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
         value = kind(text)
         if value <= 0:
             raise argparse.ArgumentTypeError(f"{text} must be greater than 0")
+        return value
+
+    parse.__name__ = kind.__name__
+    return parse
+
+
+def _at_least_zero(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        value = kind(text)
+        if value < 0:
+            raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
         return value
 
     parse.__name__ = kind.__name__
@@ -149,6 +182,11 @@ def run(args: argparse.Namespace, *, out: Callable[[str], None] | None = None) -
     """Run until SIGINT/SIGTERM; 0 on a clean stop, 1 if the embedded mode could not start."""
     _import_from_working_directory()
     tenants, generated = resolve_tenants(args.tenant, os.environ.get(ENV_TOKEN))
+    unknown = sorted(set(args.admin) - set(tenants))
+    if unknown:
+        raise ValidationError(
+            f"--admin {unknown[0]!r} is not a tenant: define it with --tenant NAME=TOKEN", field="admin"
+        )
     log_dir = None if args.verbose else log_directory(args.log_dir, os.environ)
     with _function_output(log_dir) as (terminal, log_path):
         emit = out or (lambda line: print(line, file=terminal, flush=True))
@@ -228,6 +266,9 @@ def _run(
         sweeper_seconds=args.sweeper_seconds,
         retention_days=args.retention_days,
         log_file=log_path,
+        admins=tuple(args.admin),
+        tenant_max_running=args.tenant_max_running,
+        tenant_runs_per_second=args.tenant_runs_per_second,
     )
     mode = EmbeddedMode(config, out=emit)
     restore = _install_signal_handlers(mode.request_stop)

@@ -74,8 +74,14 @@ JOB_FIELDS = (
     ("jitter", field("jitter_seconds")),
     ("description", lambda j: j.get("description") or OMIT),
     ("notify", lambda j: j.get("notify") or OMIT),
+    ("concurrency", lambda j: _limit(j.get("concurrency"), "{limit} at once, key {key}")),
+    ("rate limit", lambda j: _limit(j.get("rate_limit"), "{per_second:g}/s, burst {burst}, key {key}")),
     ("next fires", lambda j: ", ".join(short_time(t) or "" for t in j.get("next_fire_times") or []) or None),
 )
+
+
+def _limit(limit: Any, text: str) -> Any:
+    return text.format(**limit) if isinstance(limit, dict) and limit else OMIT
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -184,10 +190,27 @@ def _add_spec_flags(parser: argparse.ArgumentParser, *, patch: bool = False) -> 
     parser.add_argument("--jitter-seconds", type=int)
     parser.add_argument("--notify-sns-topic-arn", metavar="ARN", help="tell this SNS topic of dead letters")
     parser.add_argument("--notify-webhook", metavar="URL", help="POST dead-letter notifications here")
+    parser.add_argument(
+        "--concurrency-limit", type=int, metavar="N", help="at most N runs of the key at once"
+    )
+    parser.add_argument(
+        "--concurrency-key", metavar="KEY", help="the key the limit is shared by (default: the job)"
+    )
+    parser.add_argument(
+        "--rate-per-second", type=float, metavar="R", help="at most R runs of the key start a second"
+    )
+    parser.add_argument("--rate-burst", type=int, metavar="B", help="runs that may start at once (default 1)")
+    parser.add_argument(
+        "--rate-key", metavar="KEY", help="the key the bucket is shared by (default: the job)"
+    )
     if patch:
         parser.add_argument(
             "--no-notify", action="store_true", help="remove the job's notify (the tenant's default applies)"
         )
+        parser.add_argument(
+            "--no-concurrency", action="store_true", help="remove the job's concurrency limit"
+        )
+        parser.add_argument("--no-rate-limit", action="store_true", help="remove the job's rate limit")
     if not patch:
         parser.add_argument("--idempotency-key", help="retrying with the same key creates the job once")
 
@@ -251,7 +274,27 @@ def _fields_from_args(args: argparse.Namespace, what: str) -> dict[str, Any]:
     if any(v is not None for v in retry.values()):
         spec["retry"] = {**(spec.get("retry") or {}), **{k: v for k, v in retry.items() if v is not None}}
     _apply_target(spec, args)
+    _apply_limits(spec, args)
     return spec
+
+
+def _apply_limits(spec: dict[str, Any], args: argparse.Namespace) -> None:
+    if args.concurrency_limit is not None:
+        spec["concurrency"] = {"limit": args.concurrency_limit}
+        _put(spec["concurrency"], "key", args.concurrency_key)
+    elif args.concurrency_key:
+        raise UsageError("--concurrency-key needs --concurrency-limit")
+    if args.rate_per_second is not None:
+        spec["rate_limit"] = {"per_second": args.rate_per_second}
+        _put(spec["rate_limit"], "burst", args.rate_burst)
+        _put(spec["rate_limit"], "key", args.rate_key)
+    elif args.rate_burst is not None or args.rate_key:
+        raise UsageError("--rate-burst/--rate-key need --rate-per-second")
+    for flag, key in (("no_concurrency", "concurrency"), ("no_rate_limit", "rate_limit")):
+        if getattr(args, flag, False):
+            if key in spec:
+                raise UsageError(f"--no-{key.replace('_', '-')} cannot go with the flags that set it")
+            spec[key] = {}
 
 
 def _apply_target(spec: dict[str, Any], args: argparse.Namespace) -> None:

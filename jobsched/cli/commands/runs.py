@@ -57,7 +57,8 @@ def _note(run: dict) -> object:
     error = run.get("error")
     if isinstance(error, dict):
         error = error.get("message") or error.get("type") or error
-    return run.get("skip_reason") or error
+    waiting = run.get("waiting_for")
+    return run.get("skip_reason") or error or (f"waiting for {waiting}" if waiting else None)
 
 
 RUN_COLUMNS = (
@@ -100,6 +101,9 @@ RUN_FIELDS = (
     ("output", key("output")),
     ("error", key("error")),
     ("skip reason", key("skip_reason")),
+    ("waiting for", lambda r: r.get("waiting_for") or OMIT),
+    ("waiting until", lambda r: r.get("waiting_until") or OMIT),
+    ("waits", lambda r: f"{r['waits']} (first {r.get('first_waited_at')})" if r.get("waits") else OMIT),
     ("replays", lambda r: len(r["replays"]) if r.get("replays") else OMIT),
 )
 
@@ -260,6 +264,7 @@ class RunWatcher:
     monotonic: Callable[[], float] = time.monotonic
     now: Callable[[], datetime] = field(default=lambda: datetime.now().astimezone())
     states: dict[str, str] = field(default_factory=dict)  # run id -> last state seen
+    waiting: dict[str, str | None] = field(default_factory=dict)  # run id -> last waiting_for seen
     _targets: set[str] = field(default_factory=set)  # the job's runs this watch waits for
     _since: str | None = None  # a job watch looks at runs scheduled from a little before it started
     _final_at: datetime | None = None  # the instant of the last line of a history (see _history)
@@ -327,9 +332,10 @@ class RunWatcher:
 
     def _observe(self, run: dict) -> None:
         run_id, state = run.get("id", "?"), run.get("state", "?")
-        if self.states.get(run_id) == state:
+        waiting = run.get("waiting_for")
+        if self.states.get(run_id) == state and self.waiting.get(run_id) == waiting:
             return
-        self.states[run_id] = state
+        self.states[run_id], self.waiting[run_id] = state, waiting
         at, self._final_at = self._final_at or self.now(), None
         self._emit(run, at)
 
@@ -343,7 +349,7 @@ class RunWatcher:
         if run.get("attempt"):
             parts.append(f"attempt {run['attempt']}")
         note = _note(run)
-        if note and state in TERMINAL_STATES | {"retrying"}:
+        if note and (state in TERMINAL_STATES | {"retrying"} or run.get("waiting_for")):
             parts.append(str(note))
         print("  ".join(parts), file=self.out, flush=True)
 

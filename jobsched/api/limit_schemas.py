@@ -1,0 +1,78 @@
+"""Request and response models of the limit routes: per-tenant limits (admin) and usage."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class TenantLimitIn(BaseModel):
+    """``PUT /admin/tenants/{tenant}/limits``: the tenant's own limits (an absent or null field: the
+    deployment's default for that limit)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_running: int | None = Field(
+        default=None, ge=1, le=1000, description="the tenant's runs executing at once"
+    )
+    runs_per_second: float | None = Field(
+        default=None, ge=0.001, le=1000, description="the tenant's runs started per second"
+    )
+    burst: int | None = Field(
+        default=None, ge=1, le=1000, description="runs that may start at once (default 1)"
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> TenantLimitIn:
+        if self.max_running is None and self.runs_per_second is None:
+            raise ValueError("give max_running and/or runs_per_second (DELETE goes back to the defaults)")
+        if self.burst is not None and self.runs_per_second is None:
+            raise ValueError("burst needs runs_per_second")
+        return self
+
+
+Source = Literal["tenant", "default"]
+
+
+class TenantLimitOut(BaseModel):
+    tenant: str
+    max_running: int | None = Field(description="runs executing at once (null: no limit)")
+    runs_per_second: float | None = Field(description="runs started per second (null: no limit)")
+    burst: int | None = Field(description="runs that may start at once (null when there is no rate)")
+    source: dict[str, Source] = Field(
+        description="per limit, whether the tenant's own value or the deployment's default applies"
+    )
+
+
+class TenantLimitList(BaseModel):
+    items: list[TenantLimitOut] = Field(description="tenants with limits of their own, by tenant")
+    defaults: dict[str, float | int | None] = Field(
+        description="the deployment's defaults: max_running, runs_per_second, burst (null: no limit)"
+    )
+    next_cursor: None = None
+
+
+class DayUsageOut(BaseModel):
+    tenant: str
+    day: str = Field(description="the UTC day, YYYY-MM-DD")
+    runs_started: int = Field(description="attempts the workers executed a handler for")
+    runs_succeeded: int
+    runs_failed: int = Field(description="failed attempts, retried or not")
+    runs_dead_lettered: int = Field(description="runs the workers dead-lettered")
+    run_seconds: float = Field(description="seconds the tenant's handlers ran")
+    throttled_waits: int = Field(description="deliveries held back by a concurrency or rate limit")
+    wru: float = Field(description="DynamoDB write request units of the workers' requests for these runs")
+    rru: float = Field(description="DynamoDB read request units, likewise")
+    sqs_requests: int = Field(description="SQS requests (per 64 KiB), likewise")
+    estimated_usd: float = Field(
+        description="wru, rru and sqs_requests at us-east-1 list prices plus run_seconds as Lambda "
+        "duration at the worker's memory"
+    )
+
+
+class UsageOut(BaseModel):
+    items: list[DayUsageOut] = Field(description="one per tenant and day with any usage, by day then tenant")
+    first_day: str = Field(description="the first day asked for (from)")
+    last_day: str = Field(description="the last day asked for (to)")
+    next_cursor: None = None

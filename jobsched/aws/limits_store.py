@@ -1,0 +1,297 @@
+"""Concurrency semaphores and token buckets in the Leases table (docs/decisions/0022-limits.md).
+
+**Semaphore** (``lease_key = "sem#<tenant>#<key>"``, or ``"sem#<tenant>"`` for the tenant's own
+limit): ``holders`` maps each holder (``<run id>@<worker>``) to its lease end (epoch ms); ``waiters``
+maps a waiting run to ``{"t": registered ms, "x": lapses ms, "q": queue URL, "r": receipt handle}``.
+Every change is one conditional ``UpdateItem`` on that item, so racing workers are serialized by
+DynamoDB:
+
+* acquire: ``SET holders.<h>`` if ``size(holders) < limit`` (or ``h`` holds already); when full, the
+  refusal returns the item (no extra read) and, if some holders' leases have ended, one more write
+  removes exactly those (each condition-checked on its lease end) and takes the slot;
+* still full: the run registers as a waiter (conditional on the semaphore still being full, so a
+  release in between cannot be missed) and its message is hidden until the first holder's lease ends;
+* release: ``REMOVE holders.<h>``, returning the new item; if a waiter is registered, one conditional
+  write takes the oldest off the map and the caller makes its message visible at once;
+* renew (the run's heartbeat): ``SET holders.<h>`` if it is still there (else a fresh acquire).
+
+**Bucket** (``lease_key = "bucket#<tenant>#<key>"``, ``"bucket#<tenant>"`` for the tenant's rate):
+``tat`` (epoch ms, GCRA, :mod:`jobsched.core.limits`). Taking a token is one conditional write that
+moves ``tat`` from the value last seen; a refusal returns the current value and the write is tried
+once more with it (at most 4 times under contention, then the run waits a second and re-checks).
+
+Items carry ``expires_at`` a day past their last write (the table's TTL removes idle ones).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.core.limits import RateSpec, book, expired_holders, oldest_waiter, slot_frees_in
+
+logger = logging.getLogger(__name__)
+
+#: Waiters one semaphore item registers; more waiting runs re-check when the first lease ends.
+MAX_WAITERS = 10
+DAY_SECONDS = 86400
+_ROUNDS = 4
+
+
+def epoch_ms(now: datetime) -> int:
+    return int(now.timestamp() * 1000)
+
+
+def semaphore_key(tenant: str, key: str | None) -> str:
+    return f"sem#{tenant}" if key is None else f"sem#{tenant}#{key}"
+
+
+def bucket_key(tenant: str, key: str | None) -> str:
+    return f"bucket#{tenant}" if key is None else f"bucket#{tenant}#{key}"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The semaphore is full: a slot frees within ``frees_in`` seconds at the latest (a lease end);
+    ``registered``: the run is a waiter and a release will wake it sooner."""
+
+    frees_in: float
+    registered: bool
+
+
+@dataclass(frozen=True)
+class Waiter:
+    """A waiting run's message, to be made visible: its queue and receipt handle."""
+
+    run_id: str
+    queue_url: str
+    receipt_handle: str
+
+
+class Semaphores:
+    """Acquire, renew and release slots of counting semaphores (metered client, Leases table)."""
+
+    def __init__(self, dynamo: Dynamo, table: str):
+        self.dynamo = dynamo
+        self.table = table
+
+    def _update(self, key: str, expression: str, condition: str, names: dict, values: dict) -> dict[str, Any]:
+        return self.dynamo.update(
+            self.table, {"lease_key": key}, expression, condition=condition, names=names, values=values
+        )
+
+    def acquire(
+        self,
+        key: str,
+        holder: str,
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        *,
+        waiter: tuple[str, str, str] | None = None,
+    ) -> Refusal | None:
+        """Take a slot of ``key`` for ``holder`` until ``now + lease_seconds``; None when taken, else a
+        :class:`Refusal`. ``waiter`` = (run id, queue URL, receipt handle) registers the run to be
+        woken by a release when the semaphore is full."""
+        now_ms = epoch_ms(now)
+        until = now_ms + int(lease_seconds * 1000)
+        expires = int(now.timestamp()) + DAY_SECONDS
+        for _ in range(_ROUNDS):
+            try:
+                self._update(
+                    key,
+                    "SET holders.#h = :until, expires_at = :exp" + (" REMOVE waiters.#w" if waiter else ""),
+                    "attribute_exists(holders) AND (attribute_exists(holders.#h) OR size(holders) < :limit)",
+                    {"#h": holder, **({"#w": waiter[0]} if waiter else {})},
+                    {":until": until, ":exp": expires, ":limit": limit},
+                )
+                return None
+            except ConditionFailed as failed:
+                item = failed.existing
+            if item is None or "holders" not in item:
+                if self._create(key, holder, until, expires):
+                    return None
+                continue
+            holders = item.get("holders", {})
+            expired = expired_holders(holders, now_ms)
+            expired.pop(holder, None)
+            if expired:
+                if self._prune_and_take(key, holder, limit, expired, until, expires, waiter):
+                    return None
+                continue
+            if waiter is None:
+                return Refusal(slot_frees_in(holders, now_ms), registered=False)
+            registered = self._register(key, limit, waiter, item.get("waiters", {}), now_ms, until)
+            if registered is None:
+                continue  # a slot freed between the refusal and the registration: try again
+            return Refusal(slot_frees_in(holders, now_ms), registered=registered)
+        return Refusal(1.0, registered=False)
+
+    def _create(self, key: str, holder: str, until: int, expires: int) -> bool:
+        try:
+            self._update(
+                key,
+                "SET holders = :one, waiters = if_not_exists(waiters, :none), expires_at = :exp",
+                "attribute_not_exists(holders)",
+                {},
+                {":one": {holder: until}, ":none": {}, ":exp": expires},
+            )
+            return True
+        except ConditionFailed:
+            return False
+
+    def _prune_and_take(
+        self,
+        key: str,
+        holder: str,
+        limit: int,
+        expired: dict[str, int],
+        until: int,
+        expires: int,
+        waiter: tuple[str, str, str] | None,
+    ) -> bool:
+        names: dict[str, str] = {"#h": holder}
+        values: dict[str, Any] = {":until": until, ":exp": expires, ":room": limit + len(expired)}
+        removes, checks = [], []
+        for i, (name, lease_end) in enumerate(expired.items()):
+            names[f"#e{i}"] = name
+            values[f":e{i}"] = lease_end
+            removes.append(f"holders.#e{i}")
+            checks.append(f"holders.#e{i} = :e{i}")
+        if waiter is not None:
+            names["#w"] = waiter[0]
+            removes.append("waiters.#w")
+        try:
+            self._update(
+                key,
+                f"SET holders.#h = :until, expires_at = :exp REMOVE {', '.join(removes)}",
+                " AND ".join([*checks, "size(holders) < :room"]),
+                names,
+                values,
+            )
+            return True
+        except ConditionFailed:
+            return False
+
+    def _register(
+        self,
+        key: str,
+        limit: int,
+        waiter: tuple[str, str, str],
+        waiters: dict[str, Any],
+        now_ms: int,
+        lapses: int,
+    ) -> bool | None:
+        """Register ``waiter`` while the semaphore is still full: True registered, False the waiters'
+        map is full (not registered), None the semaphore has room now (acquire again)."""
+        run_id, queue_url, receipt = waiter
+        lapsed = [w for w, entry in waiters.items() if int(entry.get("x", 0)) <= now_ms and w != run_id]
+        live = len(waiters) - len(lapsed) - (1 if run_id in waiters else 0)
+        if live >= MAX_WAITERS:
+            return False
+        names = {"#w": run_id, **{f"#l{i}": w for i, w in enumerate(lapsed)}}
+        remove = (" REMOVE " + ", ".join(f"waiters.#l{i}" for i in range(len(lapsed)))) if lapsed else ""
+        entry = {"t": now_ms, "x": lapses, "q": queue_url, "r": receipt}
+        try:
+            self._update(
+                key,
+                f"SET waiters.#w = :entry{remove}",
+                "size(holders) >= :limit",
+                names,
+                {":entry": entry, ":limit": limit},
+            )
+            return True
+        except ConditionFailed:
+            return None
+
+    def renew(self, key: str, holder: str, limit: int, now: datetime, lease_seconds: float) -> bool:
+        """Extend ``holder``'s lease; if its entry is gone (its lease ended and another run took the
+        slot), take a slot again if there is one. False: the holder runs without a slot (logged)."""
+        until = epoch_ms(now) + int(lease_seconds * 1000)
+        try:
+            self._update(
+                key,
+                "SET holders.#h = :until",
+                "attribute_exists(holders.#h)",
+                {"#h": holder},
+                {":until": until},
+            )
+            return True
+        except ConditionFailed:
+            pass
+        if self.acquire(key, holder, limit, now, lease_seconds) is None:
+            return True
+        logger.warning("slot of %s on %s was lost and the semaphore is full", holder, key)
+        return False
+
+    def release(self, key: str, holder: str, now: datetime) -> Waiter | None:
+        """Free ``holder``'s slot at once; return the oldest registered waiter, taken off the map by
+        this call alone (the caller makes its message visible), or None."""
+        try:
+            item = self._update(key, "REMOVE holders.#h", "attribute_exists(holders.#h)", {"#h": holder}, {})
+        except ConditionFailed:
+            return None  # not held (already released, or expired and taken): nothing freed by us
+        waiters = item.get("waiters") or {}
+        now_ms = epoch_ms(now)
+        for _ in range(_ROUNDS):
+            name = oldest_waiter(waiters, now_ms)
+            if name is None:
+                return None
+            entry = waiters[name]
+            try:
+                self._update(
+                    key, "REMOVE waiters.#w", "waiters.#w.t = :t", {"#w": name}, {":t": int(entry["t"])}
+                )
+            except ConditionFailed as failed:  # woken by another release, or re-registered: look again
+                waiters = (failed.existing or {}).get("waiters") or {}
+                continue
+            return Waiter(run_id=name, queue_url=str(entry["q"]), receipt_handle=str(entry["r"]))
+        return None
+
+    def holders(self, key: str) -> dict[str, int]:
+        """The semaphore's holders as stored (strongly consistent; for tests and operators)."""
+        item = self.dynamo.get(self.table, {"lease_key": key}, consistent=True) or {}
+        return {h: int(v) for h, v in (item.get("holders") or {}).items()}
+
+
+class Buckets:
+    """Token buckets (GCRA) over the Leases table: one conditional write per token taken."""
+
+    def __init__(self, dynamo: Dynamo, table: str):
+        self.dynamo = dynamo
+        self.table = table
+        #: The last ``tat`` this container saw per bucket: the guess the first write is conditioned on.
+        self._seen: dict[str, int | None] = {}
+
+    def take(self, key: str, spec: RateSpec, now: datetime) -> float | None:
+        """Take one token of ``key`` at ``now``; return the seconds until the run's booked start (0 or
+        more: the token is taken, the run may start then), or None if contention kept the write from
+        landing (the caller waits a second and tries again)."""
+        now_ms = epoch_ms(now)
+        tat = self._seen.get(key)
+        expires = int(now.timestamp()) + DAY_SECONDS
+        for _ in range(_ROUNDS):
+            booking = book(spec, tat, now_ms)
+            if tat is None:
+                condition, values = "attribute_not_exists(tat)", {}
+            else:
+                condition, values = "tat = :old", {":old": tat}
+            try:
+                self.dynamo.update(
+                    self.table,
+                    {"lease_key": key},
+                    "SET tat = :new, expires_at = :exp",
+                    condition=condition,
+                    values={**values, ":new": booking.new_tat, ":exp": expires},
+                )
+            except ConditionFailed as failed:
+                stored = (failed.existing or {}).get("tat")
+                tat = int(stored) if stored is not None else None
+                continue
+            self._seen[key] = booking.new_tat
+            return booking.delay_seconds(now_ms)
+        self._seen[key] = tat
+        return None
