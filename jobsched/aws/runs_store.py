@@ -209,7 +209,10 @@ class RunsStore:
         start_after: str | None = None,
         since: datetime | None = None,
     ) -> tuple[list[Run], str | None]:
-        """A page of a job's runs by scheduled instant; the cursor is the last run key of the page."""
+        """A page of a job's runs by scheduled instant; the cursor is the last run key of the page.
+
+        A workflow's node runs (``wf_node``, :mod:`jobsched.core.dag`) share their workflow's partition
+        and are left out: a workflow job's runs are its workflow runs (a page may come out shorter)."""
         condition, values = "job_id = :j", {":j": job_id}
         if since is not None:
             condition += " AND run_key >= :k"
@@ -218,7 +221,7 @@ class RunsStore:
         items, last = self.dynamo.query(
             self.table, condition, values, limit=limit, forward=not newest_first, start_key=start
         )
-        return [Run.from_item(i) for i in items], (last or {}).get("run_key")
+        return [Run.from_item(i) for i in items if "wf_node" not in i], (last or {}).get("run_key")
 
     def list_for_tenant(
         self, tenant: str, *, limit: int = 50, start_after: str | None = None

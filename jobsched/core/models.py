@@ -360,6 +360,8 @@ class Run:
     expires_at: int | None = None  # epoch seconds, DynamoDB TTL
     #: The token of the newest message sent for this run; a delivery carrying another is stale.
     send_token: str | None = None
+    #: The node of a DAG workflow this run is (its id is ``<workflow run id>.n<node>``); None otherwise.
+    wf_node: str | None = None
 
     @property
     def run_key(self) -> str:
@@ -395,6 +397,7 @@ class Run:
             "progress": self.progress,
             "expires_at": self.expires_at,
             "send_token": self.send_token,
+            "wf_node": self.wf_node,
         }
         if self.dead_lettered_at is not None:
             item["dl_tenant"] = self.tenant
@@ -434,6 +437,7 @@ class Run:
             dead_lettered_at=_opt_dt(data.get("dl_at")),
             expires_at=data.get("expires_at"),
             send_token=data.get("send_token"),
+            wf_node=data.get("wf_node"),
         )
 
     @property
