@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings
     from jobsched.services.runs import RunService
+    from jobsched.services.workflow_service import WorkflowService
 
 TITLE = "jobsched"
 #: Where ``GET /`` sends a browser (there is no console yet).
@@ -60,6 +61,7 @@ class ApiServices:
     dead_letters: DeadLetterService | None = None
     notify_settings: TenantNotifySettings | None = None
     run_logs: RunLogs = field(default_factory=RunLogs)
+    workflows: WorkflowService | None = None
 
 
 class JobschedResolver(APIGatewayHttpResolver):
@@ -170,6 +172,10 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         from jobsched.api.routes.runs import runs_router
 
         app.include_router(runs_router(services.runs, services.clock, services.run_logs))
+    if services.workflows is not None:
+        from jobsched.api.routes.workflows import workflows_router
+
+        app.include_router(workflows_router(services.workflows, services.clock, services.quota))
     if services.dead_letters is not None:
         from jobsched.api.routes.dead_letters import dead_letters_router
 

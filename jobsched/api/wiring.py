@@ -73,11 +73,16 @@ def build_services(
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.notify_store import TenantSettingsStore
     from jobsched.aws.outputs import OutputStore
-    from jobsched.runtime.wiring import dispatcher_from_settings, notify_policy_from_settings
+    from jobsched.runtime.wiring import (
+        dispatcher_from_settings,
+        notify_policy_from_settings,
+        workflow_engine_from_settings,
+    )
     from jobsched.services.dead_letters import DeadLetterService
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings
     from jobsched.services.runs import RunService
+    from jobsched.services.workflow_service import WorkflowService
     from jobsched.targets.registry import is_registered
 
     # API idempotency records live in the Leases table beside the principal mapping and the job
@@ -101,6 +106,7 @@ def build_services(
         sqs=clients.sqs,
         queue_urls=dict(settings.queue_urls),
     )
+    engine = workflow_engine_from_settings(settings, clients, jobs.runs.dynamo, replay=runs.replay)
     return ApiServices(
         clock=clock,
         principals=PrincipalStore(clients.dynamodb, settings.leases_table),
@@ -113,6 +119,7 @@ def build_services(
             TenantSettingsStore(jobs.runs.dynamo, settings.leases_table), jobs.notify_policy
         ),
         run_logs=RunLogs(log_group=settings.run_log_group, log_file=settings.run_log_file),
+        workflows=WorkflowService(jobs, engine),
     )
 
 

@@ -16,7 +16,18 @@ from collections.abc import Sequence
 from jobsched import __version__
 from jobsched.core.errors import ValidationError
 
-COMMAND_MODULES = ["preview", "jobs", "runs", "dlq", "settings", "admin", "health", "dev", "bench"]
+COMMAND_MODULES = [
+    "preview",
+    "jobs",
+    "runs",
+    "workflows",
+    "dlq",
+    "settings",
+    "admin",
+    "health",
+    "dev",
+    "bench",
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -315,6 +315,47 @@ def _topological(nodes: Sequence[Node]) -> list[Node]:
     return ordered
 
 
+# --- what a workflow run keeps ------------------------------------------------------------------
+
+#: The parts of a node a workflow run's *structure* leaves out: they are kept once per definition
+#: (content-addressed), read only when a node is started.
+BODY_FIELDS = ("target", "payload")
+
+
+def structure_of(workflow: Workflow) -> dict[str, Any]:
+    """The small part of a definition every advance needs: ids, parents, trigger rules, timeouts,
+    retry policies and priorities (no targets, no payloads)."""
+    return {"nodes": [{k: v for k, v in n.to_dict().items() if k not in BODY_FIELDS} for n in workflow.nodes]}
+
+
+def bodies_of(workflow: Workflow) -> dict[str, dict[str, Any]]:
+    """node id -> its target and payload (what a node's message needs besides its structure)."""
+    return {n.id: {"target": n.target, "payload": n.payload} for n in workflow.nodes}
+
+
+def workflow_from_structure(
+    structure: Mapping[str, Any], bodies: Mapping[str, Mapping[str, Any]] | None = None
+) -> Workflow:
+    """A stored structure (already validated when the workflow was written) back as a
+    :class:`Workflow`, with each node's target and payload from ``bodies`` (``{}`` without them)."""
+    nodes = []
+    for data in structure["nodes"]:
+        body = (bodies or {}).get(data["id"], {})
+        nodes.append(
+            Node(
+                id=data["id"],
+                target=dict(body.get("target", {})),
+                payload=dict(body.get("payload", {})),
+                timeout_seconds=int(data.get("timeout_seconds", 300)),
+                retry=RetrySpec.from_dict(data.get("retry")),
+                priority=data.get("priority", "default"),
+                depends_on=tuple(data.get("depends_on", ())),
+                trigger_rule=TriggerRule(data.get("trigger_rule", TriggerRule.ALL_SUCCESS)),
+            )
+        )
+    return Workflow(tuple(nodes))
+
+
 # --- node run ids --------------------------------------------------------------------------------
 
 
@@ -421,26 +462,13 @@ def decide(workflow: Workflow, states: Mapping[str, NodeState], cancel: bool = F
 
 def retry_plan(workflow: Workflow, states: Mapping[str, NodeState]) -> tuple[list[str], list[str]]:
     """Retrying a failed workflow run: ``(nodes to run again, nodes back to pending)``. The failed
-    nodes run again (their runs are replayed); the nodes that ended because of them
-    (``upstream_failed``, ``skipped``, ``cancelled``) and the ``all_done``/``one_failed`` nodes that ran
-    after them return to pending, so they are decided again. Succeeded nodes do not run again."""
+    nodes run again (their runs are replayed); the nodes that ended without succeeding because of them
+    or of a cancel (``upstream_failed``, ``skipped``, ``cancelled``) return to pending, so they are
+    decided again. A succeeded node is never run again (an ``all_done`` cleanup that already succeeded
+    included)."""
     failed = [i for i in workflow.ids if states.get(i) is NodeState.FAILED]
-    downstream: set[str] = set()
-    frontier = list(failed)
-    while frontier:
-        for child in workflow.children(frontier.pop()):
-            if child not in downstream:
-                downstream.add(child)
-                frontier.append(child)
-    reset = [
-        i
-        for i in workflow.ids
-        if i not in failed
-        and (
-            states.get(i) in (NodeState.UPSTREAM_FAILED, NodeState.SKIPPED, NodeState.CANCELLED)
-            or (i in downstream and states.get(i, NodeState.PENDING) in FINAL_NODE_STATES)
-        )
-    ]
+    again = (NodeState.UPSTREAM_FAILED, NodeState.SKIPPED, NodeState.CANCELLED)
+    reset = [i for i in workflow.ids if states.get(i) in again]
     return failed, reset
 
 
@@ -464,3 +492,39 @@ def node_payload(
             }
             payload["outputs_omitted"] = True
     return payload
+
+
+def draw(workflow: Workflow, states: Mapping[str, NodeState] | None = None) -> str:
+    """The DAG as text, one line per node with its state, children indented under their parents::
+
+        extract [succeeded]
+        ├── transform [failed]
+        │   └── load [upstream_failed]  <- transform, audit
+        └── audit [succeeded]
+            └── load (see above)
+
+    A node with several parents is drawn under the first one reached, with ``<- parents``, and named
+    ``(see above)`` under the others. Without ``states`` (a definition, not a run) no state is shown."""
+    lines: list[str] = []
+    seen: set[str] = set()
+
+    def visit(node_id: str, prefix: str, last: bool, root: bool) -> None:
+        connector = "" if root else ("└── " if last else "├── ")
+        if node_id in seen:
+            lines.append(f"{prefix}{connector}{node_id} (see above)")
+            return
+        seen.add(node_id)
+        node = workflow.node(node_id)
+        label = node_id if states is None else f"{node_id} [{states.get(node_id, NodeState.PENDING)}]"
+        if len(node.depends_on) > 1:
+            label += "  <- " + ", ".join(node.depends_on)
+        lines.append(prefix + connector + label)
+        children = workflow.children(node_id)
+        inner = prefix if root else prefix + ("    " if last else "│   ")
+        for i, child in enumerate(children):
+            visit(child, inner, i == len(children) - 1, False)
+
+    for node in workflow.nodes:
+        if not node.depends_on:
+            visit(node.id, "", True, True)
+    return "\n".join(lines)

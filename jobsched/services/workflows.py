@@ -29,10 +29,11 @@ callers may race: each node run is created once, each message sent by the creato
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -45,14 +46,16 @@ from jobsched.core.dag import (
     Decision,
     NodeState,
     Workflow,
+    bodies_of,
     decide,
     is_workflow_target,
     node_payload,
     node_run_id,
     node_state_of,
-    parse_workflow,
     retry_plan,
     split_node_run_key,
+    structure_of,
+    workflow_from_structure,
     workflow_of,
 )
 from jobsched.core.errors import ConflictError, NotFoundError
@@ -68,7 +71,11 @@ WORKFLOW_OWNER = "workflow"
 #: (SQS visibility is capped at 12 h) instead of taking it over.
 WORKFLOW_LEASE = timedelta(hours=12) - timedelta(minutes=2)
 #: Attributes a started workflow run carries.
-DEFINITION = "wf_def"  # the definition it runs (compact JSON): an edit of the workflow applies to later runs
+DEFINITION = "wf_dag"  # the structure it runs (compact JSON): an edit of the workflow applies to later runs
+BODIES = "wf_bodies"  # the key of the item with its nodes' targets and payloads (content-addressed)
+#: The partition of the bodies items (``<prefix><job id>``, sort key = the bodies' digest): not a
+#: run, never listed; written once per definition (and again when its TTL comes near).
+BODIES_PREFIX = "wfbodies#"
 INPUT = "wf_input"  # its payload (compact JSON), given to every node as ``workflow_input``
 NOTIFY = "wf_notify"
 FAILED_NODE = "wf_failed_node"
@@ -114,6 +121,8 @@ class WorkflowEngine:
         #: ``replay(tenant, run_id, now, action=...)`` (:meth:`jobsched.services.runs.RunService.replay`):
         #: how a retry runs a failed node again. Only the API's engine needs it.
         self.replay = replay
+        #: Node bodies by key, read once per process (content-addressed: an item never changes).
+        self._bodies: dict[str, dict[str, Any]] = {}
 
     # --- the worker's hooks ----------------------------------------------------------------------
 
@@ -126,14 +135,16 @@ class WorkflowEngine:
         """Hand a claimed workflow run over to the engine and start its roots."""
         run = claim.run
         assert run is not None
-        sets = ["lease_owner = :wf", "lease_until = :lu", f"{DEFINITION} = :def"]
+        bodies_key = self._keep_bodies(run.job_id, workflow, now)
+        sets = ["lease_owner = :wf", "lease_until = :lu", f"{DEFINITION} = :def", f"{BODIES} = :b"]
         values: dict[str, Any] = {
             ":running": "running",
             ":a": claim.attempt,
             ":o": claim.item.get("lease_owner") if claim.item else None,
             ":wf": WORKFLOW_OWNER,
             ":lu": to_iso(now + WORKFLOW_LEASE),
-            ":def": json.dumps(workflow.to_target()["workflow"], separators=(",", ":")),
+            ":def": _compact(structure_of(workflow)),
+            ":b": bodies_key,
         }
         payload = run.payload_override if run.payload_override is not None else msg.payload
         if payload:
@@ -162,6 +173,40 @@ class WorkflowEngine:
             detail={"nodes": len(workflow.nodes), "started": started},
         )
 
+    def _keep_bodies(self, job_id: str, workflow: Workflow, now: datetime) -> str:
+        """Store the nodes' targets and payloads once per definition (content-addressed: the key is
+        their digest, so runs of one definition share one item and an edit makes a new one); return
+        the key. One eventually consistent read per workflow run; a write only when the item is
+        missing or within half the retention of its expiry."""
+        text = _compact(bodies_of(workflow))
+        key = hashlib.sha256(text.encode()).hexdigest()[:32]
+        item_key = {"job_id": BODIES_PREFIX + job_id, "run_key": key}
+        stored = self.dynamo.get(self.table, item_key, consistent=False, attributes=("expires_at",))
+        expiry = self.runs.expiry_after(now)
+        fresh = stored is not None and (
+            expiry is None
+            or stored.get("expires_at") is None
+            or int(stored["expires_at"]) > int(now.timestamp()) + (expiry - int(now.timestamp())) // 2
+        )
+        if not fresh:
+            item: dict[str, Any] = {**item_key, "bodies": text}
+            if expiry is not None:
+                item["expires_at"] = expiry
+            self.dynamo.put(self.table, item)
+        self._bodies[key] = json.loads(text)
+        return key
+
+    def bodies(self, job_id: str, key: str) -> dict[str, Any]:
+        """The nodes' targets and payloads kept under ``key`` (cached: an item never changes)."""
+        if key not in self._bodies:
+            item = self.dynamo.get(
+                self.table, {"job_id": BODIES_PREFIX + job_id, "run_key": key}, consistent=True
+            )
+            if item is None:
+                raise NotFoundError(f"the node definitions {key} of workflow {job_id} are gone")
+            self._bodies[key] = json.loads(item["bodies"])
+        return self._bodies[key]
+
     def on_finished(self, msg: RunMessage, outcome: Outcome, now: datetime) -> None:
         """After a node's run ended (or a duplicate delivery found it ended): advance its workflow run."""
         split = split_node_run_key(parse_run_id(msg.run_id)[1])
@@ -186,7 +231,7 @@ class WorkflowEngine:
             split = split_node_run_key(item["run_key"])
             if split is not None and split[0] == run_key:
                 nodes[split[1]] = Run.from_item(item)
-        workflow = parse_workflow(json.loads(head[DEFINITION])) if head.get(DEFINITION) else None
+        workflow = workflow_from_structure(json.loads(head[DEFINITION])) if head.get(DEFINITION) else None
         return WorkflowRunView(Run.from_item(head), workflow, nodes, head)
 
     def read_run(self, run_id: str) -> WorkflowRunView | None:
@@ -271,6 +316,8 @@ class WorkflowEngine:
         outputs and the workflow input), timeout, retry and priority."""
         assert view.workflow is not None and run.wf_node is not None
         node = view.workflow.node(run.wf_node)
+        body = self.bodies(run.job_id, str(view.item[BODIES])).get(node.id, {})
+        node = replace(node, target=dict(body.get("target", {})), payload=dict(body.get("payload", {})))
         upstream: dict[str, dict[str, Any]] = {}
         for parent in node.depends_on:
             parent_run = view.nodes.get(parent)
@@ -450,6 +497,10 @@ def _record_of(state: NodeState, cancel: bool) -> tuple[RunState, str]:
     if state is NodeState.CANCELLED:
         return RunState.CANCELLED, "workflow run cancelled" if cancel else "a parent was cancelled"
     return RunState.SKIPPED, str(state)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
 
 
 class CompositeTargets:

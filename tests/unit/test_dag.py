@@ -160,14 +160,21 @@ def test_cancel_ends_every_pending_node_and_waits_for_running_ones():
     assert decide(flow, {"a": S, "b": S, "c": S}, cancel=True).finish is RunState.SUCCEEDED
 
 
-def test_retry_plan_reruns_failed_nodes_and_resets_what_followed_them():
-    """Given a failed node b with an upstream_failed child, an all_done cleanup that ran after it, and
-    an unrelated succeeded branch
+def test_retry_plan_reruns_failed_nodes_and_resets_what_they_stopped_but_no_succeeded_node():
+    """Given a failed node b with an upstream_failed child, an all_done cleanup that succeeded after
+    it, a skipped one_failed node and an unrelated succeeded branch
     When a retry is planned
-    Then b runs again, its child and the cleanup return to pending, the rest stays."""
-    flow = wf(n("a"), n("b", "a"), n("c", "b"), n("cleanup", "b", trigger_rule="all_done"), n("d", "a"))
-    failed, reset = retry_plan(flow, {"a": S, "b": F, "c": UF, "cleanup": S, "d": S})
-    assert failed == ["b"] and reset == ["c", "cleanup"]
+    Then b runs again, its child and the skipped node return to pending, no succeeded node does."""
+    flow = wf(
+        n("a"),
+        n("b", "a"),
+        n("c", "b"),
+        n("cleanup", "b", trigger_rule="all_done"),
+        n("d", "a"),
+        n("alarm", "d", trigger_rule="one_failed"),
+    )
+    failed, reset = retry_plan(flow, {"a": S, "b": F, "c": UF, "cleanup": S, "d": S, "alarm": SK})
+    assert failed == ["b"] and reset == ["c", "alarm"]
 
 
 def test_node_run_ids_parse_back_to_their_run_key_and_node():
