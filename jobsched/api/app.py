@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings
     from jobsched.services.runs import RunService
+    from jobsched.services.workflow_service import WorkflowService
 
 TITLE = "jobsched"
 #: Where ``GET /`` sends a browser (the operator console is at ``/ui``).
@@ -67,6 +68,7 @@ class ApiServices:
     tenant_limits: TenantLimits | None = None
     usage: UsageStore | None = None
     worker_memory_mb: int = 1024
+    workflows: WorkflowService | None = None
 
 
 class JobschedResolver(APIGatewayHttpResolver):
@@ -238,6 +240,10 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         from jobsched.api.routes.runs import runs_router
 
         app.include_router(runs_router(services.runs, services.clock, services.run_logs))
+    if services.workflows is not None:
+        from jobsched.api.routes.workflows import workflows_router
+
+        app.include_router(workflows_router(services.workflows, services.clock, services.quota))
     if services.dead_letters is not None:
         from jobsched.api.routes.dead_letters import dead_letters_router
 

@@ -80,11 +80,13 @@ def build_services(
         dispatcher_from_settings,
         notify_policy_from_settings,
         tenant_limits_from_settings,
+        workflow_engine_from_settings,
     )
     from jobsched.services.dead_letters import DeadLetterService
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings
     from jobsched.services.runs import RunService
+    from jobsched.services.workflow_service import WorkflowService
     from jobsched.targets.registry import is_registered
 
     # API idempotency records live in the Leases table beside the principal mapping and the job
@@ -108,6 +110,7 @@ def build_services(
         sqs=clients.sqs,
         queue_urls=dict(settings.queue_urls),
     )
+    engine = workflow_engine_from_settings(settings, clients, jobs.runs.dynamo, replay=runs.replay)
     return ApiServices(
         clock=clock,
         principals=PrincipalStore(clients.dynamodb, settings.leases_table),
@@ -123,6 +126,7 @@ def build_services(
         tenant_limits=tenant_limits_from_settings(settings, jobs.runs.dynamo),
         usage=UsageStore(jobs.runs.dynamo, settings.leases_table, settings.retention_days),
         worker_memory_mb=WORKER_MEMORY_MB,
+        workflows=WorkflowService(jobs, engine),
     )
 
 

@@ -194,6 +194,7 @@ class Dynamo:
         *,
         condition: str | None = None,
         values: Mapping[str, Any] | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> dict[str, Any] | None:
         kwargs: dict[str, Any] = {
             "TableName": table,
@@ -201,7 +202,7 @@ class Dynamo:
             "ReturnValues": "ALL_OLD",
             "ReturnConsumedCapacity": "TOTAL",
         }
-        _add_expressions(kwargs, condition, None, values)
+        _add_expressions(kwargs, condition, names, values)
         try:
             response = self.client.delete_item(**kwargs)
         except ClientError as exc:

@@ -232,7 +232,9 @@ class RunsStore:
 
         ``since``: scheduled at or after; ``until``: scheduled at or before (manual, backfill and replay
         runs of that instant included); ``after``: scheduled strictly after (the complement of
-        ``until``). ``since`` combines with ``until`` only."""
+        ``until``). ``since`` combines with ``until`` only.
+        A workflow's node runs (``wf_node``, :mod:`jobsched.core.dag`) share their workflow's partition
+        and are left out: a workflow job's runs are its workflow runs (a page may come out shorter)."""
         condition, values = "job_id = :j", {":j": job_id}
         high = run_key_for(until) + _AFTER_SUFFIXES if until is not None else None
         if since is not None and high is not None:
@@ -251,7 +253,7 @@ class RunsStore:
         items, last = self.dynamo.query(
             self.table, condition, values, limit=limit, forward=not newest_first, start_key=start
         )
-        return [Run.from_item(i) for i in items], (last or {}).get("run_key")
+        return [Run.from_item(i) for i in items if "wf_node" not in i], (last or {}).get("run_key")
 
     def list_for_tenant(
         self, tenant: str, *, limit: int = 50, start_after: str | None = None

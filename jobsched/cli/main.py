@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "preview",
     "jobs",
     "runs",
+    "workflows",
     "dlq",
     "settings",
     "limits",

@@ -59,7 +59,10 @@ def make_run_id(
     return f"{job_id}.{key}.{_SUFFIX_CODES[trig]}{nonce}"
 
 
-_RUN_ID_RE = re.compile(r"^([A-Za-z0-9_-]{1,64})\.(\d{8}T\d{6}\.\d{3}Z(?:\.[mbr][A-Za-z0-9_-]{0,40})?)$")
+#: A workflow node's run adds ``.n<node id>`` to its workflow run's key (:mod:`jobsched.core.dag`).
+_RUN_ID_RE = re.compile(
+    r"^([A-Za-z0-9_-]{1,64})\.(\d{8}T\d{6}\.\d{3}Z(?:\.[mbr][A-Za-z0-9_-]{0,40})?(?:\.n[A-Za-z0-9_-]{1,64})?)$"
+)
 
 
 def parse_run_id(run_id: str) -> tuple[str, str]:

@@ -107,7 +107,13 @@ def validate_payload(payload: Any, field: str = "payload") -> None:
 
 
 def validate_target(target: Any, known_handlers: KnownHandlers | None = None) -> None:
-    """A target is ``{"handler": name}`` (registered) or ``{"http": {url, method, headers, ...}}``."""
+    """A target is ``{"handler": name}`` (registered) or ``{"http": {url, method, headers, ...}}``, or
+    ``{"workflow": {"nodes": [...]}}`` (a DAG of such targets: :func:`jobsched.core.dag.parse_workflow`)."""
+    if isinstance(target, dict) and set(target) == {"workflow"}:
+        from jobsched.core.dag import parse_workflow  # dag validates its nodes' targets with this module
+
+        parse_workflow(target["workflow"], lambda t: validate_target(t, known_handlers))
+        return
     if not isinstance(target, dict) or len(target) != 1 or next(iter(target)) not in ("handler", "http"):
         raise ValidationError(
             'target must be {"handler": "<name>"} or {"http": {"url": ..., "method": ...}}', field="target"

@@ -383,6 +383,8 @@ class Run:
     #: How many times its deliveries waited for a limit, and when the first wait was (kept: history).
     waits: int = 0
     first_waited_at: datetime | None = None
+    #: The node of a DAG workflow this run is (its id is ``<workflow run id>.n<node>``); None otherwise.
+    wf_node: str | None = None
 
     @property
     def run_key(self) -> str:
@@ -422,6 +424,7 @@ class Run:
             "waiting_until": _opt_iso(self.waiting_until),
             "waits": self.waits or None,
             "first_waited_at": _opt_iso(self.first_waited_at),
+            "wf_node": self.wf_node,
         }
         if self.dead_lettered_at is not None:
             item["dl_tenant"] = self.tenant
@@ -465,6 +468,7 @@ class Run:
             waiting_until=_opt_dt(data.get("waiting_until")),
             waits=int(data.get("waits") or 0),
             first_waited_at=_opt_dt(data.get("first_waited_at")),
+            wf_node=data.get("wf_node"),
         )
 
     @property

@@ -43,6 +43,7 @@ from jobsched.services.outcome import Outcome
 from jobsched.services.sweeper import Sweeper
 from jobsched.services.usage import TenantMeter, UsageRecorder
 from jobsched.services.worker import Worker, WorkerConfig
+from jobsched.services.workflows import CompositeTargets, WorkflowEngine
 from jobsched.targets.context import IdempotentEffects
 
 #: The lease a worker takes on a run (extended by its heartbeats, every third of it).
@@ -153,6 +154,16 @@ def chunk_runner_from_settings(
     )
 
 
+def workflow_engine_from_settings(
+    settings: Settings, clients: Clients, dynamo: Dynamo, *, replay: Any = None
+) -> WorkflowEngine:
+    """The DAG workflow engine over the Runs table and the queues (``replay``: the run service's, for
+    retries; only the API's engine needs it)."""
+    runs = RunsStore(dynamo, settings.runs_table, retention=timedelta(days=settings.retention_days))
+    queues = RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter)
+    return WorkflowEngine(dynamo=dynamo, runs=runs, queues=queues, replay=replay)
+
+
 class Deliveries:
     """Routes one queue delivery: a chunked job's workflow message to the chunk runner, any other to
     the worker. The worker function and the embedded mode call :meth:`process` per record."""
@@ -219,6 +230,7 @@ def worker_from_settings(
         settings, clients, dynamo, clock, owner, metrics=metrics, heartbeat_seconds=lease_seconds / 3
     )
     attempts = notifying_attempts(settings, clients, dynamo, metrics=metrics)
+    workflows = workflow_engine_from_settings(settings, clients, dynamo)
     worker = Worker(
         attempts=attempts,
         outputs=OutputStore(clients.s3, settings.bucket),
@@ -230,9 +242,10 @@ def worker_from_settings(
         ),
         effects=effects,
         metrics=metrics,
-        chunks=chunks,
+        chunks=CompositeTargets(workflows, chunks),
         meter=meter,
         limits=limit_gate_from_settings(settings, clients, dynamo, attempts, lease_seconds, metrics=metrics),
+        on_finished=workflows.on_finished,
     )
     store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
     return Deliveries(worker, chunks, usage=usage, usage_store=store)
@@ -294,4 +307,5 @@ def sweeper_from_settings(
         queue_urls=dict(settings.queue_urls),
         metrics=metrics,
         notifier=notifier,
+        workflows=workflow_engine_from_settings(settings, clients, dynamo),
     )

@@ -39,6 +39,8 @@ class OutcomeStatus(StrEnum):
     CHUNK_LOST = "chunk_lost"
     CHUNK_STALE = "chunk_stale"
     CHUNK_WAITING = "chunk_waiting"
+    # a DAG workflow run (services/workflows)
+    WORKFLOW_STARTED = "workflow_started"  # its nodes were set up; the run finishes with its nodes
 
 
 @dataclass

@@ -54,9 +54,10 @@ from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from jobsched.aws.attempts import NOTIFY_PENDING, REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
@@ -116,6 +117,7 @@ class Sweeper:
         grace: timedelta = DEFAULT_GRACE,
         max_sweeps: int = DEFAULT_MAX_SWEEPS,
         notifier: DeadLetterNotifier | None = None,
+        workflows: WorkflowHooks | None = None,
     ):
         self.dynamo = dynamo
         self.runs_table = runs_table
@@ -127,6 +129,9 @@ class Sweeper:
         self.max_sweeps = max_sweeps
         #: Delivers owed dead-letter notifications; None: they are left to another sweeper.
         self.notifier = notifier
+        #: DAG workflows (:class:`jobsched.services.workflows.WorkflowEngine`): a started workflow run is
+        #: advanced (never re-sent), a node run's re-send is the node's message. None: no workflows.
+        self.workflows = workflows
 
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine every run the in-flight ledger names; rescue or end the stranded ones."""
@@ -184,6 +189,8 @@ class Sweeper:
         if not active:
             return self._owed_notification(item, now, summary)
         summary.runs_examined += 1
+        if self.workflows is not None and self.workflows.owns(item):
+            return self.workflows.sweep(item, now, self.grace)
         kind = stranded_kind(item, now, self.grace)
         if kind is None:
             return True
@@ -260,7 +267,7 @@ class Sweeper:
             )
         except ConditionFailed:
             return True  # it moved on by itself
-        message = outgoing_for(job, run, now).message  # the run's send token: a copy of the lost send
+        message = self._message(job, run, item, now)  # the run's send token: a copy of the lost send
         self.queues.send_one(message, now)
         logger.warning(
             "run %s was stranded (%s, %s); sent attempt %s again (re-send %s of %s)",
@@ -299,7 +306,7 @@ class Sweeper:
             f"stranded: the run stayed {run.state} ({_since(run, item)}) through {sweeps} re-sends "
             "by the sweeper and no worker took it"
         )
-        message = outgoing_for(job, run, sweep.now).message.to_json()
+        message = self._message(job, run, item, sweep.now).to_json()
         try:
             self.attempts.fail_unclaimed(run, sweep.now, error, STRANDED, message)
         except ConflictError:
@@ -309,6 +316,14 @@ class Sweeper:
         self.metrics.add(obs.RUNS_DEAD_LETTERED)
         logger.error("run %s declared stranded and dead-lettered: %s", run.id, error)
         return False
+
+    def _message(self, job: Job, run: Run, item: dict[str, Any], now: datetime) -> RunMessage:
+        """The message of the run's next attempt: from the job, or for a workflow node from its node."""
+        if run.wf_node is not None and self.workflows is not None:
+            message = self.workflows.node_message(item, now)
+            if message is not None:
+                return message
+        return outgoing_for(job, run, now).message
 
     def _finish_replay(self, item: dict[str, Any], now: datetime, summary: SweepSummary) -> None:
         """Re-send a stranded replay's message if its run still waits for it, then do the replay's
@@ -329,6 +344,16 @@ class Sweeper:
             logger.info(
                 "replay of run %s had moved on (%s); removed its marker", message.run_id, item.get("state")
             )
+
+
+class WorkflowHooks(Protocol):
+    """What the sweeper needs of DAG workflows (:class:`jobsched.services.workflows.WorkflowEngine`)."""
+
+    def owns(self, item: Mapping[str, Any]) -> bool: ...
+
+    def sweep(self, item: Mapping[str, Any], now: datetime, grace: timedelta) -> bool: ...
+
+    def node_message(self, item: Mapping[str, Any], now: datetime) -> RunMessage | None: ...
 
 
 class _Sweep:

@@ -78,6 +78,14 @@ class WorkerConfig:
         return self.heartbeat_seconds if self.heartbeat_seconds is not None else self.lease_seconds / 3
 
 
+#: Outcomes after which the delivery's run has ended (or had already ended: a duplicate delivery).
+FINISHED_OUTCOMES = frozenset(
+    {OutcomeStatus.SUCCEEDED, OutcomeStatus.DEAD_LETTERED, OutcomeStatus.CANCELLED, OutcomeStatus.FINISHED}
+)
+#: ``on_finished(message, outcome, now)``: called after a delivery whose outcome is in FINISHED_OUTCOMES.
+RunFinished = Callable[[RunMessage, Outcome, datetime], None]
+
+
 class ChunkRunner(Protocol):
     """What the worker needs of chunked jobs (:class:`jobsched.long_jobs.chunk_runner.ChunkRunner`).
 
@@ -124,6 +132,7 @@ class Worker:
         sleep: Callable[[float], None] = time.sleep,
         meter: Meter | None = None,
         limits: LimitGate | None = None,
+        on_finished: RunFinished | None = None,
     ):
         self.attempts = attempts
         self.outputs = outputs
@@ -139,6 +148,9 @@ class Worker:
         self.sleep = sleep
         #: Concurrency and rate limits, checked before the claim (None: the deployment has none).
         self.limits = limits
+        #: Told after a delivery that found its run ended (:data:`FINISHED_OUTCOMES`): the extension
+        #: point of DAG workflows (:mod:`jobsched.services.workflows` starts a node's children).
+        self.on_finished = on_finished
 
     # --- entry -----------------------------------------------------------------------------------
 
@@ -156,7 +168,13 @@ class Worker:
         msg = RunMessage.from_json(body)
         keys = obs.run_keys(job_id=msg.job_id, run_id=msg.run_id, attempt=msg.attempt, tenant=msg.tenant)
         with obs.run_log_keys(**keys):
-            return self._process(msg, now, receipt_handle, queue_url, remaining_seconds)
+            outcome = self._process(msg, now, receipt_handle, queue_url, remaining_seconds)
+            if self.on_finished is not None and outcome.status in FINISHED_OUTCOMES:
+                try:
+                    self.on_finished(msg, outcome, self.clock.now())
+                except Exception:  # the run's outcome stands; the sweeper completes what follows it
+                    logger.exception("on_finished of run %s failed", msg.run_id)
+            return outcome
 
     def _process(
         self,

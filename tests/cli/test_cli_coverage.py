@@ -47,23 +47,50 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("GET", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "get", "acme"),
     ("PUT", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "set", "acme", "--max-running", "5"),
     ("DELETE", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "clear", "acme"),
+    ("POST", "/workflows"): ("workflows", "create", "--file", "@WORKFLOW_FILE"),
+    ("GET", "/workflows"): ("workflows", "list"),
+    ("GET", "/workflows/{workflow_id}"): ("workflows", "get", "job-0001"),
+    ("PATCH", "/workflows/{workflow_id}"): ("workflows", "update", "job-0001", "--name", "n",
+                                             "--if-match", "1"),
+    ("DELETE", "/workflows/{workflow_id}"): ("workflows", "delete", "job-0001", "--if-match", "1"),
+    ("POST", "/workflows/{workflow_id}/pause"): ("workflows", "pause", "job-0001"),
+    ("POST", "/workflows/{workflow_id}/resume"): ("workflows", "resume", "job-0001"),
+    ("POST", "/workflows/{workflow_id}/runs"): ("workflows", "run", "job-0001"),
+    ("GET", "/workflows/{workflow_id}/runs"): ("workflows", "runs", "job-0001"),
+    ("POST", "/workflows/{workflow_id}/backfill"): ("workflows", "backfill", "job-0001", "--from",
+                                                    "2026-12-01T00:00:00Z", "--to", "2026-12-01T01:00:00Z"),
+    ("GET", "/workflow-runs/{run_id}"): ("workflows", "show", RUN_ID),
+    ("POST", "/workflow-runs/{run_id}/cancel"): ("workflows", "cancel", RUN_ID),
+    ("POST", "/workflow-runs/{run_id}/retry"): ("workflows", "retry", RUN_ID),
 }  # fmt: skip
 #: Operations a command answers without the server, from the same code the route calls.
 LOCAL_EQUIVALENT = {("GET", "/schedules/preview"): "jobsched preview (jobsched.core.preview, in-process)"}
 
 
 def _concrete(path: str) -> str:
-    return path.replace("{job_id}", "job-0001").replace("{run_id}", RUN_ID).replace("{tenant}", "acme")
+    return (
+        path.replace("{job_id}", "job-0001")
+        .replace("{workflow_id}", "job-0001")
+        .replace("{run_id}", RUN_ID)
+        .replace("{tenant}", "acme")
+    )
 
 
 @pytest.mark.parametrize("operation", sorted(CLI_FOR_OPERATION), ids=lambda op: f"{op[0]} {op[1]}")
-def test_each_api_operation_has_a_cli_command_that_sends_it(cli, cli_env: ContractServer, operation) -> None:
+def test_each_api_operation_has_a_cli_command_that_sends_it(
+    cli, cli_env: ContractServer, operation, tmp_path
+) -> None:
     """Given a contract server, When the CLI command for an operation runs, Then it sends that request"""
     method, template = operation
     path = _concrete(template)
     cli_env.respond("GET", "/jobs/job-0001", 200, job_body())
     cli_env.respond(method, path, 200, {"items": [], "next_cursor": None, **job_body()})
-    result = cli(*CLI_FOR_OPERATION[operation])
+    argv = CLI_FOR_OPERATION[operation]
+    if "@WORKFLOW_FILE" in argv:
+        definition = tmp_path / "wf.json"
+        definition.write_text(json.dumps({"name": "n", "schedule": "@daily", "nodes": [{"id": "a"}]}))
+        argv = tuple(str(definition) if a == "@WORKFLOW_FILE" else a for a in argv)
+    result = cli(*argv)
     assert any(r.method == method and r.path == path for r in cli_env.requests), cli_env.summary()
     assert result.code == 0, result.err
 

@@ -62,6 +62,19 @@ def test_openapi_lists_every_route(call):
         ("PUT", "/admin/tenants/{tenant}/limits"),
         ("DELETE", "/admin/tenants/{tenant}/limits"),
         ("GET", "/usage"),
+        ("POST", "/workflows"),
+        ("GET", "/workflows"),
+        ("GET", "/workflows/{workflow_id}"),
+        ("PATCH", "/workflows/{workflow_id}"),
+        ("DELETE", "/workflows/{workflow_id}"),
+        ("POST", "/workflows/{workflow_id}/pause"),
+        ("POST", "/workflows/{workflow_id}/resume"),
+        ("POST", "/workflows/{workflow_id}/runs"),
+        ("GET", "/workflows/{workflow_id}/runs"),
+        ("POST", "/workflows/{workflow_id}/backfill"),
+        ("GET", "/workflow-runs/{run_id}"),
+        ("POST", "/workflow-runs/{run_id}/cancel"),
+        ("POST", "/workflow-runs/{run_id}/retry"),
     }
 
 

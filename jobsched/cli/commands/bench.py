@@ -3,6 +3,9 @@
 By default both benchmarks run: the run pipeline (``--runs N`` cron runs end to end in-process against
 moto, priced at us-east-1 list prices) and the lag of a burst of ``--lag-runs`` one-off runs due in the
 same second in the embedded mode. ``--no-lag`` runs only the first, ``--lag`` only the second.
+``--workflow`` runs, alone, the DAG-workflow benchmark (:mod:`jobsched.bench.workflow`: ``--workflow-runs``
+runs of ``--workflows`` per-minute 10-node diamonds, cost per workflow run and per node, beside plain
+runs measured by the same harness; exit status 1 if a node ran twice or was lost).
 ``--noisy`` runs, alone, the noisy-neighbour benchmark (:mod:`jobsched.bench.noisy`: a quiet tenant's
 lag while another tenant's burst of ``--noisy-runs`` runs floods the ``default`` queue, with fair
 queues on and off; a few minutes, so not part of the default run). ``--listing`` runs, alone, the
@@ -104,6 +107,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-rate", action="store_true", help="with --limits: skip the minute-long rate part"
     )
+    which.add_argument(
+        "--workflow",
+        action="store_true",
+        help="run only the DAG-workflow benchmark (a 10-node diamond: cost per workflow run and per node)",
+    )
+    parser.add_argument(
+        "--workflow-runs", type=int, default=100, help="workflow runs in the workflow benchmark (default 100)"
+    )
+    parser.add_argument(
+        "--workflows", type=int, default=10, help="per-minute workflows that make them (default 10)"
+    )
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument(
         "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
@@ -140,6 +154,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--soak MINUTES must be 1..1440")
     if not 0 <= args.soak_jobs <= 100:
         raise ValidationError("--soak-jobs must be 0..100")
+    if not 1 <= args.workflow_runs <= 5000 or not 1 <= args.workflows <= 1000:
+        raise ValidationError("--workflow-runs must be 1..5000 and --workflows 1..1000")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -177,7 +193,19 @@ def run(args: argparse.Namespace) -> int:
 
             figures = run_noisy(NoisyConfig(burst_runs=args.noisy_runs))
             ok = bool(figures["complete"])
-        if not args.lag and not args.noisy and not args.idle:
+        if args.workflow:
+            from jobsched.bench.workflow import WorkflowBenchConfig, run_workflow_bench
+
+            figures = run_workflow_bench(
+                WorkflowBenchConfig(
+                    workflow_runs=args.workflow_runs,
+                    workflows=args.workflows,
+                    payload_bytes=args.payload_bytes,
+                    **({"shards": args.shards} if args.shards else {}),
+                )
+            )
+            ok = not figures["nodes_run_twice"] and not figures["lost"]
+        elif not args.lag and not args.noisy and not args.idle:
             from jobsched.bench.pipeline import PipelineConfig, run_pipeline
             from jobsched.runtime import resources
 
@@ -190,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
             result = run_pipeline(config)
             figures.update(result.to_dict())
             ok = ok and not result.duplicates and not result.lost
-        if not args.no_lag and not args.noisy and not args.idle:
+        if not args.no_lag and not args.noisy and not args.idle and not args.workflow:
             from jobsched.bench.lag import LagConfig, run_lag
 
             lag = run_lag(LagConfig(runs=args.lag_runs)).to_dict()
@@ -250,6 +278,11 @@ def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) ->
         return
     if args.noisy:
         print(noisy_text(figures), file=out)
+        return
+    if args.workflow:
+        from jobsched.bench.workflow import workflow_text
+
+        print(workflow_text(figures), file=out)
         return
     parts = []
     if not args.lag:

@@ -1,0 +1,73 @@
+"""The DAG-workflow benchmark end to end on a small run (1 per-minute diamond, one 5-minute cycle
+measured after a 5-minute warm-up), without the plain-run baseline; and the CLI's JSON keys."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from jobsched.bench.workflow import WorkflowBenchConfig, diamond, run_workflow_bench
+from jobsched.core.dag import parse_workflow
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def figures() -> dict:
+    return run_workflow_bench(WorkflowBenchConfig(workflow_runs=5, workflows=1, baseline=False))
+
+
+def test_the_diamond_has_ten_nodes_with_the_sink_after_all_eight_middle_nodes():
+    """Given the benchmark's workflow, Then it is root -> m1..m8 -> sink."""
+    flow = parse_workflow({"nodes": diamond("bench.summary", {})})
+    assert flow.ids[0] == "root" and flow.ids[-1] == "sink" and len(flow.ids) == 10
+    assert len(flow.node("sink").depends_on) == 8
+
+
+def test_every_workflow_run_succeeds_with_no_node_run_twice_or_lost(figures):
+    """Given the small benchmark, Then every workflow run due succeeded, each node once."""
+    assert figures["workflow_runs"] == 5 and figures["workflow_runs_succeeded"] == 5
+    assert figures["nodes_succeeded"] == 50
+    assert figures["nodes_run_twice"] == 0 and figures["lost"] == 0
+
+
+def test_per_node_figures_are_the_workflow_run_figures_over_ten(figures):
+    """Given the figures, Then per node = per workflow run / 10, and the prices follow."""
+    for key in ("wru", "rru", "sqs_requests"):
+        assert figures["per_node"][key] == pytest.approx(figures["per_workflow_run"][key] / 10, abs=1e-3)
+    assert figures["usd_per_million_nodes"] == pytest.approx(
+        figures["usd_per_million_workflow_runs"] / 10, abs=1e-3
+    )
+    assert figures["usd_per_million_nodes"] > 0
+
+
+def test_the_cli_prints_one_json_object_with_the_documented_keys(capsys):
+    """Given `jobsched bench --workflow --json` on the smallest run, Then the last line is one JSON object
+    with the documented keys."""
+    from jobsched.cli import main as cli
+
+    code = cli.main(["bench", "--workflow", "--workflow-runs", "1", "--workflows", "1", "--json"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    data = json.loads(last)
+    assert code == 0
+    for key in (
+        "workflow_runs",
+        "workflow_runs_succeeded",
+        "nodes_per_workflow_run",
+        "nodes_succeeded",
+        "nodes_run_twice",
+        "lost",
+        "per_workflow_run",
+        "per_node",
+        "usd_per_million_workflow_runs",
+        "usd_per_million_nodes",
+        "usd_per_million_nodes_without_lambda_duration",
+        "run_baseline",
+        "node_to_run_cost_ratio",
+        "node_to_run_cost_ratio_without_lambda_duration",
+        "goal_node_to_run_cost_ratio",
+        "goal_met",
+        "setup",
+    ):
+        assert key in data, key
