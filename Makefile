@@ -49,7 +49,7 @@ bench: install bench-time
 	$(VENV)/bin/jobsched bench --runs 1000
 
 # A bounded locust load test of the embedded API on loopback (docs/performance.md, "API under load").
-LOAD_ARGS ?= --users 8 --tenants 4 --seconds 60 --requests 400
+LOAD_ARGS ?= --users 8 --tenants 4 --seconds 45 --requests 300
 bench-load: install
 	$(PY) -m jobsched.bench.load $(LOAD_ARGS)
 

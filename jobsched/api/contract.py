@@ -168,6 +168,14 @@ def _tighten_bodies(schemas: dict[str, Any], facts: DeploymentFacts) -> None:
         if retry is not None:
             retry["description"] = "retry policy; base_seconds must be <= max_seconds"
 
+    for prop in ("base_seconds", "max_seconds"):
+        seconds = schemas["RetryIn"]["properties"][prop]
+        low, high = seconds.pop("minimum", 0), seconds.pop("maximum", 86400)
+        seconds.pop("type", None)
+        seconds["anyOf"] = [
+            {"type": "number", "const": 0},
+            {"type": "number", "minimum": max(low, 1e-130), "maximum": high},
+        ]
     target = schemas["TargetIn"]
     handler = {"type": "string", "enum": list(facts.handlers), "description": "a registered handler"}
     http = {"$ref": f"{_REF}HttpTargetIn"}

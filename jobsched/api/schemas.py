@@ -175,6 +175,13 @@ class RetryIn(_In):
     base_seconds: float = Field(default=2.0, ge=0, le=86400)
     max_seconds: float = Field(default=300.0, ge=0, le=86400)
 
+    @field_validator("base_seconds", "max_seconds")
+    @classmethod
+    def _storable_seconds(cls, value: float) -> float:
+        # 5e-324 passed the bounds, then failed the DynamoDB write (a 500, found by schemathesis)
+        check_storable(value)
+        return value
+
     @model_validator(mode="after")
     def _ordered(self) -> RetryIn:
         if self.base_seconds > self.max_seconds:

@@ -126,3 +126,9 @@ def test_an_empty_webhook_header_name_is_refused(call):
     target = {"http": {"url": "https://hooks.example/", "headers": {"": "x"}}}
     response = call("POST", "/jobs", body={**JOB, "target": target}, headers=ACME)
     assert response["statusCode"] == 422, response["body"]
+
+
+def test_a_retry_delay_dynamodb_cannot_store_is_422_not_500(call):
+    """Given base_seconds 5e-324 (within 0..86400, below DynamoDB's 1e-130) / When posted / Then 422."""
+    response = call("POST", "/jobs", body={**JOB, "retry": {"base_seconds": 5e-324}}, headers=ACME)
+    assert response["statusCode"] == 422, response["body"]
