@@ -45,7 +45,7 @@ _REF = "#/components/schemas/"
 #: The largest 38-digit integer a double holds exactly (just under 10**38 - 1): fuzzers and JSON
 #: libraries that turn a bound into a double would otherwise round 10**38 - 1 up to 10**38, which
 #: the API refuses (decision 0025).
-_INTEGER_BOUND = int(float(MAX_INTEGER) - 2.0**74)
+_INTEGER_BOUND = MAX_INTEGER
 
 #: The request-body models (pydantic strips their strings before the length checks).
 REQUEST_MODELS = (

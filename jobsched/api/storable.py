@@ -19,7 +19,9 @@ from typing import Any
 #: 38 digits long (``10**38`` and ``1e38`` alike are refused), and a fraction is of magnitude at least
 #: 1e-130 (a double's fraction has at most 17 significant digits, and is below 2**53).
 MAX_NESTING = 32
-MAX_INTEGER = 10**38 - 1
+#: The largest integer of at most 38 digits that a double holds exactly (just under 10**38): the
+#: OpenAPI document can state it exactly, and clients that hold numbers as doubles reach it exactly.
+MAX_INTEGER = 99999999999999978859343891977453174784
 _MIN_MAGNITUDE = Decimal("1E-130")
 
 
