@@ -11,7 +11,7 @@ DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-fast lint fmt bench bench-time synth checkov clean clean-cache
+.PHONY: install run test test-fast lint fmt bench bench-time bench-load fuzz synth checkov clean clean-cache
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,17 @@ bench-time: install
 
 bench: install bench-time
 	$(VENV)/bin/jobsched bench --runs 1000
+
+# A bounded locust load test of the embedded API on loopback (docs/performance.md, "API under load").
+LOAD_ARGS ?= --users 8 --tenants 4 --seconds 45 --requests 300
+bench-load: install
+	$(PY) -m jobsched.bench.load $(LOAD_ARGS)
+
+# Schemathesis, longer than the run in `make test` (tests/fuzz/test_schemathesis.py): the embedded
+# mode on a free port, every check and phase, FUZZ_EXAMPLES test cases per operation (decision 0025).
+FUZZ_EXAMPLES ?= 100
+fuzz: install
+	$(PY) -m tests.fuzz.embedded --examples $(FUZZ_EXAMPLES)
 
 synth: install
 	$(PY) app.py

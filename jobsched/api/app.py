@@ -20,6 +20,7 @@ from aws_lambda_powertools.event_handler.openapi.models import OpenAPI, Server
 from jobsched import __version__
 from jobsched.api import gate
 from jobsched.api.auth import Authenticator
+from jobsched.api.contract import DeploymentFacts, tighten
 from jobsched.api.deps import IDENTITY_CONTEXT_KEY
 from jobsched.api.errors import raw_error_response, register_error_handlers
 from jobsched.api.idempotency import IdempotencyStore
@@ -78,7 +79,7 @@ class JobschedResolver(APIGatewayHttpResolver):
     #: routing context on the resolver); concurrent requests in one process (the embedded mode's
     #: threaded HTTP bridge) each take a resolver of their own from :class:`ResolverPool`. This lock
     #: only guards a resolver used directly by two threads at once: it makes them take turns.
-    def __init__(self, authenticator: Authenticator):
+    def __init__(self, authenticator: Authenticator, facts: Callable[[], DeploymentFacts] | None = None):
         super().__init__(
             enable_validation=True,
             json_body_deserializer=gate.parse_json,
@@ -86,6 +87,7 @@ class JobschedResolver(APIGatewayHttpResolver):
         )
         self.authenticator = authenticator
         self._serving = threading.Lock()
+        self.facts = facts or DeploymentFacts
         #: Builds another resolver of the same services (set by :func:`build_app`).
         self.sibling: Callable[[], JobschedResolver] = lambda: self
 
@@ -118,7 +120,7 @@ class JobschedResolver(APIGatewayHttpResolver):
         """Powertools' document with this API's error bodies (used by /openapi.json and /docs)."""
         generated = super().get_openapi_schema(**kwargs)
         document = generated.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return OpenAPI.model_validate(polish(document))
+        return OpenAPI.model_validate(tighten(polish(document), self.facts()))
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         with self._serving:
@@ -193,7 +195,7 @@ def _openapi_kwargs(mode: str) -> dict[str, Any]:
 
 def build_app(services: ApiServices, authenticator: Authenticator) -> JobschedResolver:
     """The whole API: every router included, error handlers installed, OpenAPI and Swagger UI served."""
-    app = JobschedResolver(authenticator)
+    app = JobschedResolver(authenticator, partial(_deployment_facts, services))
     app.sibling = partial(build_app, services, authenticator)
     register_error_handlers(app)
     app.include_router(health_router(services.clock))
@@ -225,6 +227,16 @@ def build_app(services: ApiServices, authenticator: Authenticator) -> JobschedRe
         return Response(status_code=200, content_type=content_types.APPLICATION_JSON, body=cached["doc"])
 
     return app
+
+
+def _deployment_facts(services: ApiServices) -> DeploymentFacts:
+    """The registered handlers (read when the document is generated: every handler module is loaded
+    by then) and the SNS topic allow-list, which the document states as the API checks them."""
+    from jobsched.targets.registry import registered_names
+
+    policy = getattr(services.jobs, "notify_policy", None)
+    patterns = tuple(getattr(policy, "topic_patterns", ()))
+    return DeploymentFacts(handlers=tuple(registered_names()), topic_patterns=patterns)
 
 
 def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> None:

@@ -41,6 +41,13 @@ class BadRequestError(ValidationError):
     code = "bad_request"
 
 
+class UnsupportedMediaTypeError(BadRequestError):
+    """Raised when a request carries a body that is not ``application/json`` (every route takes JSON).
+    Answered with 415."""
+
+    code = "unsupported_media_type"
+
+
 class PreconditionRequiredError(BadRequestError):
     """Raised when a change that needs ``If-Match: <version>`` comes without it. Answered with 428."""
 
@@ -58,6 +65,7 @@ class ForbiddenError(JobschedError):
 _STATUS_BY_ERROR: tuple[tuple[type[JobschedError], HTTPStatus], ...] = (
     (PayloadTooLargeError, HTTPStatus.REQUEST_ENTITY_TOO_LARGE),
     (PreconditionRequiredError, HTTPStatus.PRECONDITION_REQUIRED),
+    (UnsupportedMediaTypeError, HTTPStatus.UNSUPPORTED_MEDIA_TYPE),
     (BadRequestError, HTTPStatus.BAD_REQUEST),
     (ValidationError, HTTPStatus.UNPROCESSABLE_ENTITY),
     (NotFoundError, HTTPStatus.NOT_FOUND),
@@ -133,6 +141,17 @@ def describe_validation_errors(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts[:10])
 
 
+def allowed_methods(app: ApiGatewayResolver, path: str) -> list[str]:
+    """The methods the app routes for ``path`` (sorted; empty when no route has the path). Read from
+    Powertools' route table, so a route added anywhere is counted."""
+    # A concrete path wins over a template (OpenAPI's rule): /dead-letters/replay is not a run id.
+    for routes in (app._static_routes, app._dynamic_routes):
+        methods = {route.method.upper() for route in routes if route.rule.match(path)}
+        if methods:
+            return sorted(methods)
+    return []
+
+
 def register_error_handlers(app: ApiGatewayResolver) -> None:
     """Install the exception handlers that turn every error into ``{"error", "message"}``."""
 
@@ -160,6 +179,15 @@ def register_error_handlers(app: ApiGatewayResolver) -> None:
     @app.exception_handler(RouteNotFound)
     def _no_route(error: RouteNotFound) -> Response:
         event = app.current_event
+        allowed = allowed_methods(app, event.path)
+        if allowed:
+            response = error_response(
+                HTTPStatus.METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                f"{event.http_method} is not a method of {event.path}; allowed: {', '.join(allowed)}",
+            )
+            response.headers["Allow"] = ", ".join(allowed)
+            return response
         return error_response(
             HTTPStatus.NOT_FOUND, "not_found", f"no route {event.http_method} {event.path}; see /openapi.json"
         )

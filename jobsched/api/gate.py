@@ -3,7 +3,8 @@
 Powertools validates a request's body before any user middleware runs, so a caller without
 credentials would learn about schema errors first. The gate runs earlier, in
 :meth:`jobsched.api.app.JobschedResolver.resolve`: it answers 401/403 before anything else, then 413
-for an oversized body and 400 for a body that is not UTF-8 or not JSON, and otherwise leaves the
+for an oversized body, 415 for a body that is not ``application/json`` and 400 for one that is not
+UTF-8 or not JSON, and otherwise leaves the
 caller's :class:`~jobsched.api.auth.Identity` for the routes (see :mod:`jobsched.api.deps`).
 """
 
@@ -16,9 +17,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from jobsched.api.auth import Authenticator, Identity
-from jobsched.api.errors import BadRequestError, ForbiddenError
+from jobsched.api.errors import BadRequestError, ForbiddenError, UnsupportedMediaTypeError
 from jobsched.console import CONSOLE_PATH
-from jobsched.core.errors import PayloadTooLargeError, UnauthorizedError
+from jobsched.core.errors import PayloadTooLargeError, UnauthorizedError, ValidationError
 
 #: Routes that answer without credentials.
 PUBLIC_PATHS = frozenset({"/", "/health", "/openapi.json", "/docs"})
@@ -79,11 +80,20 @@ def check_body(event: Mapping[str, Any]) -> None:
         raise BadRequestError("the request body is not valid UTF-8") from error
     headers = {str(k).lower(): v for k, v in (event.get("headers") or {}).items()}
     content_type = str(headers.get("content-type", "")).strip().lower()
-    if not content_type or content_type.startswith("application/json"):
-        try:
-            parse_json(text)
-        except (ValueError, RecursionError) as error:
-            raise BadRequestError(f"the request body is not valid JSON: {error}"[:300]) from error
+    if content_type and not content_type.startswith("application/json"):
+        # Every route takes JSON; refused here, before Powertools would try to parse a form or a
+        # multipart body (a multipart type without a boundary made it raise: a 500).
+        raise UnsupportedMediaTypeError(
+            f"send the body as application/json, not {content_type.split(';')[0][:60]}"
+        )
+    try:
+        document = parse_json(text)
+    except (ValueError, RecursionError) as error:
+        raise BadRequestError(f"the request body is not valid JSON: {error}"[:300]) from error
+    if document is not None and not isinstance(document, dict):
+        # Every body is an object (or null where a body is optional); Powertools would read a list's
+        # items as absent fields and accept it.
+        raise ValidationError("body: a JSON object is required", field="body")
 
 
 def admit(event: Mapping[str, Any], authenticator: Authenticator) -> Identity | None:

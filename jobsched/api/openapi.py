@@ -26,6 +26,8 @@ _DESCRIPTIONS = {
     428: "If-Match is missing",
 }
 _METHODS_WITH_BODY = {"post", "put", "patch"}
+#: Routes that answer 404 for a query parameter: ``/runs?job_id=`` names a job id that cannot exist.
+_NOT_FOUND_BY_QUERY = {("/runs", "get")}
 
 
 def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[int]:
@@ -34,7 +36,7 @@ def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[int]
     codes = [400, 401, 422]
     if path.startswith(ADMIN_PREFIX):
         codes.append(403)
-    if "{" in path or method == "delete":
+    if "{" in path or method == "delete" or (path, method) in _NOT_FOUND_BY_QUERY:
         codes.append(404)
     if method in {"post", "patch", "delete"}:
         codes.append(409)
@@ -57,13 +59,17 @@ def polish(document: dict[str, Any]) -> dict[str, Any]:
             responses.pop(422, None)
             if "204" in responses or 204 in responses:
                 responses.pop("200", None)  # a no-content route has no 200 body to describe
+                (responses.get("204") or responses[204]).pop("content", None)
             created = responses.get("201") or responses.get(201)
             if created is not None and "200" in responses:
                 # A creating route answers 201 with the body Powertools documented under 200.
                 created.setdefault("content", responses.pop("200").get("content", {}))
             for code in _error_codes(path, method, operation):
+                described = _DESCRIPTIONS[code]
+                if code == 404 and (path, method) in _NOT_FOUND_BY_QUERY:
+                    described = "job_id is not a possible job id (a well-formed unknown one lists nothing)"
                 responses[str(code)] = {
-                    "description": _DESCRIPTIONS[code],
+                    "description": described,
                     "content": {"application/json": {"schema": _ERROR_REF}},
                 }
             if path in PUBLIC_PATHS:

@@ -9,9 +9,17 @@ API as ISO 8601 UTC strings ending in ``Z``.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    field_validator,
+    model_validator,
+)
 
 from jobsched.api.auth import TENANT_PATTERN
 from jobsched.api.storable import check_storable
@@ -34,7 +42,35 @@ def iso_z(value: datetime) -> str:
 
 
 class _In(BaseModel):
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    """A request body: unknown fields refused, and types as JSON has them (strict: ``"3"`` or
+    ``true`` is not an integer, ``0`` not an instant), so the body means what the schema says."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, strict=True)
+
+
+def _json_integer(value: Any) -> Any:
+    """JSON's integer: an int, or a number with no fraction (``3.0``); never a boolean or a string."""
+    if isinstance(value, bool):
+        raise ValueError("must be an integer, not a boolean")
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+_LAX_INSTANT: TypeAdapter[datetime] = TypeAdapter(datetime)
+
+
+def _json_instant(value: Any) -> Any:
+    """An instant is an ISO 8601 string (not a number of seconds)."""
+    if isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 string with an offset or Z, e.g. 2026-11-01T00:00:00Z")
+    return _LAX_INSTANT.validate_python(value)
+
+
+JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+Instant = Annotated[datetime, BeforeValidator(_json_instant)]
 
 
 def _storable_payload(value: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -78,11 +114,11 @@ class PreviewOut(BaseModel):
 class HttpTargetIn(_In):
     url: str = Field(min_length=1, max_length=2048, description="https URL the run POSTs to")
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
-    headers: dict[str, str] = Field(default_factory=dict, max_length=50)
+    headers: dict[Annotated[str, Field(min_length=1)], str] = Field(default_factory=dict, max_length=50)
     body: dict[str, Any] | list[Any] | str | None = Field(
         default=None, description="request body (JSON or text)"
     )
-    timeout_seconds: int | None = Field(default=None, ge=1, le=900)
+    timeout_seconds: JsonInt | None = Field(default=None, ge=1, le=900)
 
     @field_validator("url")
     @classmethod
@@ -182,9 +218,16 @@ class RateLimitIn(_In):
 
 
 class RetryIn(_In):
-    max_attempts: int = Field(default=3, ge=1, le=100)
+    max_attempts: JsonInt = Field(default=3, ge=1, le=100)
     base_seconds: float = Field(default=2.0, ge=0, le=86400)
     max_seconds: float = Field(default=300.0, ge=0, le=86400)
+
+    @field_validator("base_seconds", "max_seconds")
+    @classmethod
+    def _storable_seconds(cls, value: float) -> float:
+        # 5e-324 passed the bounds, then failed the DynamoDB write (a 500, found by schemathesis)
+        check_storable(value)
+        return value
 
     @model_validator(mode="after")
     def _ordered(self) -> RetryIn:
@@ -204,15 +247,15 @@ class JobIn(_In):
     target: TargetIn
     payload: dict[str, Any] = Field(default_factory=dict)
     priority: Priority = "default"
-    timeout_seconds: int = Field(default=300, ge=1, le=900)
+    timeout_seconds: JsonInt = Field(default=300, ge=1, le=900)
     retry: RetryIn = Field(default_factory=RetryIn)
     misfire_policy: MisfirePolicy = "run_once"
-    misfire_grace_seconds: int = Field(default=60, ge=0, le=86400 * 7)
-    max_catchup: int = Field(default=100, ge=1, le=10000)
+    misfire_grace_seconds: JsonInt = Field(default=60, ge=0, le=86400 * 7)
+    max_catchup: JsonInt = Field(default=100, ge=1, le=10000)
     overlap_policy: OverlapPolicy = "allow"
     dst_gap: DstGap = "shift"
     dst_overlap: DstOverlap = "first"
-    jitter_seconds: int = Field(default=0, ge=0, le=3600)
+    jitter_seconds: JsonInt = Field(default=0, ge=0, le=3600)
     description: str = Field(default="", max_length=1000)
     notify: NotifyIn = Field(
         default_factory=NotifyIn,
@@ -248,15 +291,15 @@ class JobPatch(_In):
     target: TargetIn | None = None
     payload: dict[str, Any] | None = None
     priority: Priority | None = None
-    timeout_seconds: int | None = Field(default=None, ge=1, le=900)
+    timeout_seconds: JsonInt | None = Field(default=None, ge=1, le=900)
     retry: RetryIn | None = None
     misfire_policy: MisfirePolicy | None = None
-    misfire_grace_seconds: int | None = Field(default=None, ge=0, le=86400 * 7)
-    max_catchup: int | None = Field(default=None, ge=1, le=10000)
+    misfire_grace_seconds: JsonInt | None = Field(default=None, ge=0, le=86400 * 7)
+    max_catchup: JsonInt | None = Field(default=None, ge=1, le=10000)
     overlap_policy: OverlapPolicy | None = None
     dst_gap: DstGap | None = None
     dst_overlap: DstOverlap | None = None
-    jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
+    jitter_seconds: JsonInt | None = Field(default=None, ge=0, le=3600)
     description: str | None = Field(default=None, max_length=1000)
     notify: NotifyIn | None = Field(default=None, description="replaces the job's notify; {} removes it")
     concurrency: ConcurrencyIn | None = Field(default=None, description="replaces the limit; {} removes it")
@@ -281,7 +324,7 @@ class JobPatch(_In):
 
 
 class PauseIn(_In):
-    note: str | None = Field(default=None, max_length=1000)
+    note: str | None = Field(default=None, max_length=500)
 
 
 class ResumeIn(_In):
@@ -291,10 +334,10 @@ class ResumeIn(_In):
 
 
 class BackfillIn(_In):
-    from_: datetime = Field(alias="from", description="first instant (inclusive), with an offset or Z")
-    to: datetime = Field(description="last instant (inclusive), with an offset or Z")
+    from_: Instant = Field(alias="from", description="first instant (inclusive), with an offset or Z")
+    to: Instant = Field(description="last instant (inclusive), with an offset or Z")
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     @field_validator("from_", "to")
     @classmethod
@@ -528,9 +571,9 @@ class ReplayFilterIn(_In):
     job_id: str | None = Field(default=None, min_length=1, max_length=64)
     reason: DeadLetterReason | None = None
     error_contains: str | None = Field(default=None, min_length=1, max_length=200)
-    since: datetime | None = Field(default=None, description="failed at or after (with an offset or Z)")
-    until: datetime | None = Field(default=None, description="failed before (with an offset or Z)")
-    max_runs: int = Field(default=1000, ge=1, le=1000)
+    since: Instant | None = Field(default=None, description="failed at or after (with an offset or Z)")
+    until: Instant | None = Field(default=None, description="failed before (with an offset or Z)")
+    max_runs: JsonInt = Field(default=1000, ge=1, le=1000)
 
     @field_validator("since", "until")
     @classmethod
@@ -566,11 +609,17 @@ class NotifySettingsOut(BaseModel):
     )
 
 
+#: A mapped principal is a DynamoDB key (at most 2048 bytes with its prefix): ASCII, at most 1024
+#: characters (IAM ARNs are far shorter).
+MAX_PRINCIPAL_LENGTH = 1024
+PRINCIPAL_PATTERN = r"^(arn:aws[a-z-]*:(iam|sts)::\d{12}:[!-~]+|account:\d{12}|org:o-[a-z0-9]{10,32})$"
+
+
 class PrincipalIn(_In):
     principal: str = Field(
         min_length=1,
-        max_length=2048,
-        pattern=r"^(arn:aws[a-z-]*:(iam|sts)::\d{12}:\S+|account:\d{12}|org:o-[a-z0-9]{10,32})$",
+        max_length=MAX_PRINCIPAL_LENGTH,
+        pattern=PRINCIPAL_PATTERN,
         description="an IAM ARN (a role ARN covers its sessions), account:<id> or org:<o-id>",
     )
     tenant: str = Field(min_length=1, max_length=128, pattern=TENANT_PATTERN.pattern)

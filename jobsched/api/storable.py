@@ -11,9 +11,17 @@ from typing import Any
 
 #: DynamoDB stores at most 32 levels of nesting and numbers of at most 38 significant digits with a
 #: magnitude between 1e-130 and 9.99e125; a payload beyond that could be accepted here and then fail
-#: on write, so it is refused up front with the path of the offending value.
+#: on write, so it is refused up front with the path of the offending value. A map key is at least one
+#: character long (an empty one made the embedded mode's DynamoDB emulator return items that botocore
+#: cannot parse, failing every later listing of the tenant). The rule is stated on the
+#: number, not on how it was written, so that a JSON Schema can say it (the OpenAPI document does,
+#: ``StorableValue``) and every client's encoder gets the same answer: an integral number is at most
+#: 38 digits long (``10**38`` and ``1e38`` alike are refused), and a fraction is of magnitude at least
+#: 1e-130 (a double's fraction has at most 17 significant digits, and is below 2**53).
 MAX_NESTING = 32
-_MAX_MAGNITUDE = Decimal("9.9999999999999999999999999999999999999E+125")
+#: The largest integer of at most 38 digits that a double holds exactly (just under 10**38): the
+#: OpenAPI document can state it exactly, and clients that hold numbers as doubles reach it exactly.
+MAX_INTEGER = 99999999999999978859343891977453174784
 _MIN_MAGNITUDE = Decimal("1E-130")
 
 
@@ -27,15 +35,18 @@ def check_storable(value: Any, path: str = "", depth: int = 0) -> None:
         return
     if isinstance(value, int | float):
         number = Decimal(str(value))
-        digits = len(number.as_tuple().digits)  # as written: 10**45 has 46 digits to store
-        if number != 0 and (abs(number) > _MAX_MAGNITUDE or abs(number) < _MIN_MAGNITUDE or digits > 38):
+        integral = number == number.to_integral_value()
+        magnitude = number.copy_abs()  # exact: abs() would round to the context's 28 digits
+        if (integral and magnitude > MAX_INTEGER) or (not integral and magnitude < _MIN_MAGNITUDE):
             raise ValueError(
-                f"{where}: the number {value!r} cannot be stored (at most 38 significant digits, "
-                "magnitude 1e-130 to 9.9e125); send it as a string"
+                f"{where}: the number {value!r} cannot be stored (an integer of at most 38 digits, or "
+                "a fraction of magnitude at least 1e-130); send it as a string"
             )
         return
     if isinstance(value, dict):
         for key, item in value.items():
+            if key == "":
+                raise ValueError(f"{where} has an empty key: a key needs at least one character")
             check_storable(item, f"{path}.{key}" if path else str(key), depth + 1)
         return
     if isinstance(value, list):

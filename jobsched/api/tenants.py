@@ -13,13 +13,13 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import Depends, Response, content_types
+from aws_lambda_powertools.event_handler import Depends, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
 
 from jobsched.api.auth import Identity
 from jobsched.api.deps import require_admin
-from jobsched.api.schemas import PrincipalIn, PrincipalList, PrincipalOut, iso_z
+from jobsched.api.schemas import MAX_PRINCIPAL_LENGTH, PrincipalIn, PrincipalList, PrincipalOut, iso_z
 from jobsched.core.clock import Clock
 from jobsched.core.errors import NotFoundError
 
@@ -148,10 +148,10 @@ def admin_router(store: PrincipalStore, clock: Clock) -> Router:
         responses={204: {"description": "Mapping removed"}},
     )
     def delete_principal(
-        principal: Annotated[str, Query(min_length=1, max_length=2048)],
+        principal: Annotated[str, Query(min_length=1, max_length=MAX_PRINCIPAL_LENGTH, pattern=r"^[!-~]+$")],
         admin: Annotated[Identity, Depends(require_admin)],
     ) -> Response[str]:
         store.delete(principal)
-        return Response(status_code=204, content_type=content_types.APPLICATION_JSON, body="")
+        return Response(status_code=204, body="")
 
     return router

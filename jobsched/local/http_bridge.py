@@ -157,6 +157,14 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _handle
 
+    def __getattr__(self, name: str) -> Any:
+        """Every other method (TRACE, CONNECT, any token) goes to the api function too, as API Gateway's
+        ``ANY`` route would send it: the function answers 405 with ``Allow`` for a path it routes, 404
+        otherwise. (``http.server`` would answer 501 itself for a method without a ``do_`` handler.)"""
+        if name.startswith("do_") and name[3:].isupper():
+            return self._handle
+        raise AttributeError(name)
+
     def handle(self) -> None:
         """Serve the connection's requests; a client that went away ends it with one debug line
         (``socketserver`` would print a traceback and "Exception occurred during processing")."""

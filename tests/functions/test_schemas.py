@@ -10,7 +10,21 @@ from jobsched.api.storable import check_storable
 
 @pytest.mark.parametrize(
     "value",
-    [1, -1.5, 0, 0.0, 10**37, 1e125, 1e-130, "x" * 1000, None, True, [1, {"a": [2]}]],
+    [
+        1,
+        -1.5,
+        0,
+        0.0,
+        10**37,
+        99999999999999978859343891977453174784,
+        1e37,
+        1e-130,
+        -2.5e-100,
+        "x" * 1000,
+        None,
+        True,
+        [1, {"a": [2]}],
+    ],
 )
 def test_storable_values_pass(value):
     check_storable({"v": value})
@@ -19,8 +33,11 @@ def test_storable_values_pass(value):
 @pytest.mark.parametrize(
     ("value", "problem"),
     [
-        (10**38, "38 significant digits"),
-        (1e126, "magnitude"),
+        (10**38, "at most 38 digits"),
+        (99999999999999978859343891977453174785, "at most 38 digits"),
+        # the same number written as a float: refused alike (decision 0025), 1e125 included
+        (1e38, "at most 38 digits"),
+        (1e125, "at most 38 digits"),
         (1e-131, "magnitude"),
         (1.2345678901234567e-140, "magnitude"),
     ],

@@ -45,9 +45,11 @@ class EmbeddedProcess:
         enqueue_horizon_seconds: int = 2,
         tick_seconds: float = 0.5,
         shards: int = 2,
+        extra_env: dict[str, str] | None = None,
         **config: Any,
     ):
-        """``config``: further :class:`LocalConfig` fields (e.g. ``slots``)."""
+        """``config``: further :class:`LocalConfig` fields (e.g. ``slots``); ``extra_env``: variables
+        for the child (e.g. ``JOBSCHED_ADMIN_PRINCIPALS``)."""
         options = {
             **config,
             "port": 0,
@@ -60,6 +62,7 @@ class EmbeddedProcess:
         }
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JOBSCHED_"))}
         env["PYTHONUNBUFFERED"] = "1"
+        env.update(extra_env or {})
         self.process = subprocess.Popen(
             [sys.executable, "-m", "tests.local.e2e_helpers", json.dumps(options)],
             cwd=ROOT,

@@ -1,0 +1,32 @@
+"""``make fuzz``: start the embedded mode (tenant ``fuzz``, an administrator) and run schemathesis
+against it (:mod:`tests.fuzz.run`); ``python -m tests.fuzz.embedded [--examples N] [--seed S]``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tests.fuzz.run import run
+from tests.local.e2e_helpers import EmbeddedProcess
+
+TOKEN = "tok-fuzz"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args(argv)
+    process = EmbeddedProcess({"fuzz": TOKEN}, extra_env={"JOBSCHED_ADMIN_PRINCIPALS": "token:fuzz"})
+    try:
+        url = process.wait_ready()
+        result = run(url, TOKEN, examples=args.examples, seed=args.seed)
+    finally:
+        process.stop()
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Schemathesis hooks (``SCHEMATHESIS_HOOKS=tests.fuzz.hooks``): generators for the formats the
+OpenAPI document names and JSON Schema cannot spell (:mod:`jobsched.api.contract`), and the
+cross-field rules the document states in words.
+
+Each generator draws only values the API's own rules accept (``tests/fuzz/test_hooks.py`` checks
+that against the core's parser); the filters drop a drawn body that breaks a stated cross-field rule.
+Decision 0025 says why these are the only help the fuzzer gets.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import schemathesis
+from hypothesis import strategies as st
+
+from jobsched.api.contract import HTTP_URL_FORMAT, IDEMPOTENCY_KEY_PATTERN, SCHEDULE_FORMAT
+
+#: A backfill window the fuzzer draws is at most this long: with a schedule of at most one
+#: occurrence a second, that stays under the 1000 occurrences one call may create.
+MAX_BACKFILL_WINDOW = timedelta(seconds=900)
+
+
+def _field(low: int, high: int) -> st.SearchStrategy[str]:
+    number = st.integers(low, high).map(str)
+    span = st.tuples(st.integers(low, high), st.integers(low, high)).map(lambda p: f"{min(p)}-{max(p)}")
+    step = st.integers(1, max(1, (high - low) // 2)).map(lambda n: f"*/{n}")
+    return st.one_of(st.just("*"), number, span, step)
+
+
+_unix = st.tuples(_field(0, 59), _field(0, 23), _field(1, 28), _field(1, 12), _field(0, 6)).map(" ".join)
+_with_seconds = st.tuples(_field(0, 59), _unix).map(" ".join)
+_macro = st.sampled_from(["@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly"])
+_rate = st.tuples(st.integers(1, 1000), st.sampled_from(["seconds", "minutes", "hours", "days"])).map(
+    lambda p: f"rate({p[0]} {p[1] if p[0] != 1 else p[1][:-1]})"
+)
+_aws = st.tuples(
+    _field(0, 59),
+    _field(0, 23),
+    st.booleans(),
+    _field(1, 28),
+    _field(1, 12),
+    st.sampled_from(["*", "2030-2099"]),
+).map(lambda p: f"cron({p[0]} {p[1]} {p[3] if p[2] else '?'} {p[4]} {'?' if p[2] else '*'} {p[5]})")
+_at = st.datetimes(min_value=datetime(2030, 1, 1), max_value=datetime(2099, 12, 31)).map(
+    lambda d: f"at({d.replace(microsecond=0).isoformat()})"
+)
+SCHEDULES = st.one_of(_unix, _with_seconds, _macro, _rate, _aws, _at)
+
+_label = st.from_regex(r"\A[a-z][a-z0-9-]{0,20}[a-z0-9]\Z")
+_path = st.lists(st.from_regex(r"\A[A-Za-z0-9._~-]{1,12}\Z"), max_size=3).map(lambda parts: "/".join(parts))
+HTTP_URLS = st.tuples(st.sampled_from(["http", "https"]), _label, _path).map(
+    lambda p: f"{p[0]}://{p[1]}.example/{p[2]}"
+)
+
+schemathesis.openapi.format(SCHEDULE_FORMAT, SCHEDULES)
+schemathesis.openapi.format(HTTP_URL_FORMAT, HTTP_URLS)
+
+
+def _instant(value: Any) -> datetime | None:
+    try:
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
+def keeps_cross_field_rules(body: Any) -> bool:
+    """False for a body that breaks a rule the document states in a description."""
+    if not isinstance(body, dict):
+        return True
+    retry = body.get("retry")
+    if isinstance(retry, dict):
+        base, cap = retry.get("base_seconds", 2.0), retry.get("max_seconds", 300.0)
+        if isinstance(base, int | float) and isinstance(cap, int | float) and base > cap:
+            return False
+    if "from" in body and "to" in body:
+        start, end = _instant(body["from"]), _instant(body["to"])
+        if start is not None and end is not None and not timedelta(0) <= end - start <= MAX_BACKFILL_WINDOW:
+            return False
+    return True
+
+
+_KEY = re.compile(IDEMPOTENCY_KEY_PATTERN)
+
+
+@schemathesis.hook
+def map_case(ctx: Any, case: Any) -> Any:
+    """A valid ``Idempotency-Key`` is made unique per request: a key is by design refused (422
+    ``idempotency_key_reused``) when it comes back with another body, which no schema can say."""
+    headers = case.headers or {}
+    for name in list(headers):
+        if name.lower() == "idempotency-key" and isinstance(headers[name], str) and _KEY.match(headers[name]):
+            headers[name] = f"fuzz-{uuid.uuid4().hex}"
+    return case
+
+
+def is_schedule(value: Any) -> bool:
+    """Whether ``value`` is of the ``jobsched-schedule`` format (parses, and fires after now)."""
+    from jobsched.core.dispatch_plan import first_fire_after
+    from jobsched.core.errors import ValidationError
+    from jobsched.core.schedules import parse_schedule
+
+    try:
+        return first_fire_after(parse_schedule(value, "UTC"), datetime.now(UTC)) is not None
+    except (ValidationError, TypeError, ValueError):
+        return False
+
+
+def keeps_formats(case: Any) -> bool:
+    """False for a positive case whose schedule is not of its format: the coverage phase draws
+    strings without the registered format generators (``0`` for a schedule)."""
+    mode = getattr(getattr(getattr(case, "meta", None), "generation", None), "mode", None)
+    if str(getattr(mode, "value", mode)) != "positive":
+        return True
+    for container in (case.body, case.query):
+        schedule = container.get("schedule") if isinstance(container, dict) else None
+        if isinstance(schedule, str) and not is_schedule(schedule):
+            return False
+    return True
+
+
+@schemathesis.hook
+def filter_case(ctx: Any, case: Any) -> bool:
+    """Applied in every phase (``filter_body`` is not applied to the coverage phase's cases)."""
+    return keeps_cross_field_rules(case.body) and keeps_formats(case)
