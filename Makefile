@@ -11,7 +11,7 @@ DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-fast lint fmt bench bench-time synth checkov clean clean-cache
+.PHONY: install run test test-fast lint fmt bench bench-time chaos synth checkov clean clean-cache
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ bench-time: install
 
 bench: install bench-time
 	$(VENV)/bin/jobsched bench --runs 1000
+
+# The fault-injection battery (docs/reliability.md): every scenario, the table, exit 1 if a goal is missed.
+chaos: install
+	$(PY) -W ignore -m jobsched.bench.chaos $(CHAOS_ARGS) 2>/dev/null
 
 synth: install
 	$(PY) app.py
