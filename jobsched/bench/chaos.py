@@ -27,8 +27,10 @@ dispatcher on a skewed clock, an outage) are the harness's.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
+import os
 import sys
 import threading
 import time
@@ -630,12 +632,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print one JSON object on the last line")
     args = parser.parse_args(argv)
     config = BatteryConfig(jobs=args.jobs, minutes=args.minutes, only=tuple(args.only))
-    results = run_battery(
-        config,
-        lambda r: print(
-            f"{r.name}: {'ok' if r.ok else 'FAILED'} ({r.elapsed_seconds} s)", file=sys.stderr, flush=True
-        ),
-    )
+    # The functions log (JSON lines, their errors included: injected faults make many); the report
+    # alone goes to stdout. Their loggers are created when the functions are first imported, below.
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        results = run_battery(
+            config,
+            lambda r: print(
+                f"{r.name}: {'ok' if r.ok else 'FAILED'} ({r.elapsed_seconds} s)", file=sys.stderr, flush=True
+            ),
+        )
     print(table(results))
     failed = [r.name for r in results if not r.ok]
     print(

@@ -33,7 +33,7 @@ from jobsched.core.errors import RetryableError
 DEFAULT_EFFECT_TTL_SECONDS = 7 * 24 * 3600
 EFFECT_KEY_PREFIX = "jobsched-effect"
 #: Saving an effect's record again after the effect ran and the first save failed.
-SAVE_TRIES = 3
+SAVE_TRIES = 5
 SAVE_BACKOFF_SECONDS = 0.2
 
 
