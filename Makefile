@@ -11,7 +11,7 @@ DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-fast lint fmt bench bench-time bench-load fuzz synth checkov clean clean-cache
+.PHONY: install run test test-fast lint fmt bench bench-time bench-load fuzz chaos synth checkov clean clean-cache
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -58,6 +58,10 @@ bench-load: install
 FUZZ_EXAMPLES ?= 100
 fuzz: install
 	$(PY) -m tests.fuzz.embedded --examples $(FUZZ_EXAMPLES)
+
+# The fault-injection battery (docs/reliability.md): every scenario, the table, exit 1 if a goal is missed.
+chaos: install
+	$(PY) -W ignore -m jobsched.bench.chaos $(CHAOS_ARGS) 2>/dev/null
 
 synth: install
 	$(PY) app.py

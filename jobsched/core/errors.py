@@ -70,9 +70,14 @@ class ExecutionError(JobschedError):
 
 class RetryableError(ExecutionError):
     """Raised by a handler (or the webhook target) for a transient failure: a timeout, throttling,
-    an unavailable dependency. The run is retried with backoff until `max_attempts`."""
+    an unavailable dependency. The run is retried with backoff until `max_attempts`; with
+    ``retry_after_seconds``, not sooner than that (e.g. a ``Retry-After`` the dependency named)."""
 
     code = "retryable"
+
+    def __init__(self, message: str, *, retry_after_seconds: float | None = None):
+        super().__init__(message)
+        self.retry_after_seconds = retry_after_seconds
 
 
 class PermanentError(ExecutionError):

@@ -41,7 +41,7 @@ from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import new_send_token
 from jobsched.core.clock import Clock
-from jobsched.core.errors import LeaseLostError
+from jobsched.core.errors import LeaseLostError, RetryableError
 from jobsched.core.messages import RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
 from jobsched.runtime import observability as obs
@@ -384,6 +384,9 @@ class Worker:
                 OutcomeStatus.DEAD_LETTERED, run.id, claim.attempt, detail={"reason": reason, "error": text}
             )
         delay = retry_delay(msg, claim.attempt, self.rng)
+        not_before = getattr(exc, "retry_after_seconds", None)
+        if isinstance(exc, RetryableError) and isinstance(not_before, int | float) and not_before > delay:
+            delay = float(not_before)  # the failure said when a retry can help: no attempt spent sooner
         retry_at = now + timedelta(seconds=delay)
         token = new_send_token()  # recorded by the mark below: the retry's message is the run's newest
         retry = replace(msg, attempt=claim.attempt + 1, due_at=retry_at, token=token)

@@ -9,6 +9,7 @@ returns the stored result on later attempts (Powertools idempotency on the idemp
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -21,13 +22,19 @@ from aws_lambda_powertools.utilities.idempotency import (
     IdempotencyConfig,
     idempotent_function,
 )
-from aws_lambda_powertools.utilities.idempotency.exceptions import IdempotencyAlreadyInProgressError
+from aws_lambda_powertools.utilities.idempotency.exceptions import (
+    IdempotencyAlreadyInProgressError,
+    IdempotencyPersistenceLayerError,
+)
 
 from jobsched.core.errors import RetryableError
 
 #: Idempotency records outlive every retry schedule we allow (max backoff x attempts stays far below).
 DEFAULT_EFFECT_TTL_SECONDS = 7 * 24 * 3600
 EFFECT_KEY_PREFIX = "jobsched-effect"
+#: Saving an effect's record again after the effect ran and the first save failed.
+SAVE_TRIES = 5
+SAVE_BACKOFF_SECONDS = 0.2
 
 
 class _Remaining:
@@ -59,6 +66,8 @@ class IdempotentEffects:
         # Powertools reads only get_remaining_time_in_millis() of the context it is given.
         config.register_lambda_context(_Remaining(lambda: max(remaining_ms, 1000)))  # type: ignore[arg-type]
 
+        done: list[Any] = []  # fn's result, once it returned
+
         @idempotent_function(
             data_keyword_argument="effect",
             persistence_store=self._persistence,
@@ -66,12 +75,37 @@ class IdempotentEffects:
             key_prefix=EFFECT_KEY_PREFIX,
         )
         def _effect(effect: dict) -> Any:
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
+            done.append(result)
+            return result
 
         try:
             return _effect(effect={"key": key})
         except IdempotencyAlreadyInProgressError as exc:
-            raise RetryableError(f"effect {key!r} is in progress under another attempt") from exc
+            # An earlier attempt of this run began the effect and ended without recording it. Its
+            # record stays "in progress" until that attempt's deadline, at most the run's timeout after
+            # it began: retrying sooner would spend an attempt on the same answer.
+            raise RetryableError(
+                f"effect {key!r} is in progress under another attempt",
+                retry_after_seconds=math.ceil(remaining_ms / 1000) + 1,
+            ) from exc
+        except IdempotencyPersistenceLayerError:
+            if not done:
+                raise
+            # The effect ran but its record was not saved (a throttled or failed write): save it again
+            # before the attempt ends, or a later attempt would run the effect a second time.
+            return self._save_again(key, done[0])
+
+    def _save_again(self, key: str, result: Any, tries: int = SAVE_TRIES) -> Any:
+        for attempt in range(1, tries + 1):
+            try:
+                self._persistence.save_success(data={"key": key}, result=result)
+                return result
+            except Exception:
+                if attempt == tries:
+                    raise
+                time.sleep(SAVE_BACKOFF_SECONDS * attempt)
+        return result  # pragma: no cover  (the loop returns or raises)
 
 
 @dataclass
