@@ -113,6 +113,32 @@ def test_cancel_a_running_run(console, api):
     expect(tab.heading(re.compile("cancelled"))).to_be_visible()
 
 
+def test_a_run_held_by_a_concurrency_limit_shows_what_it_waits_for(console, api):
+    """Given a job limited to one run at a time whose first run sleeps, when a second run is
+    triggered and the operator opens it, then its page says it waits for a concurrency slot."""
+    job = _job(
+        api,
+        "console.limited",
+        "demo.sleep",
+        {"seconds": 60},
+        timeout_seconds=120,
+        concurrency={"key": "console-one", "limit": 1},
+    )
+    first = api("alpha").trigger_job(job["id"])
+    _wait_run(api, first["id"], "running")
+    second = api("alpha").trigger_job(job["id"])
+    deadline = time.monotonic() + 30
+    while api("alpha").get_run(second["id"]).get("waiting_for") is None:
+        assert time.monotonic() < deadline, "the second run never showed waiting_for"
+        time.sleep(0.2)
+    tab = console()
+    tab.sign_in("alpha")
+    tab.open(f"runs/{second['id']}")
+    expect(tab.page.locator("#waiting")).to_contain_text("a concurrency slot (key console-one's limit")
+    for run in (first, second):
+        api("alpha").cancel_run(run["id"])
+
+
 def test_replay_a_dead_letter_with_a_corrected_payload(console, api):
     """Given a run dead-lettered because its payload asked for failures, when the operator replays it
     from the Dead letters page with the payload corrected in the editor, then the replayed run

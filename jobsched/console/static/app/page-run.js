@@ -44,6 +44,9 @@ export function RunDetail({ id }) {
       <dt>Started</dt><dd><${When} iso=${run.started_at} /></dd>
       <dt>Finished</dt><dd><${When} iso=${run.finished_at} /></dd>
       <dt>Attempt</dt><dd>${run.attempt}</dd>
+      ${run.waiting_for && html`<dt>Waiting for</dt><dd id="waiting">${waitingInWords(run.waiting_for)}
+        ${run.waiting_until && html` — its delivery looks again by <${When} iso=${run.waiting_until} />`}
+        ${run.waits ? ` (waited ${run.waits} time${run.waits === 1 ? "" : "s"})` : ""}</dd>`}
       ${run.skip_reason && html`<dt>Skipped</dt><dd>${run.skip_reason}${run.skipped_count > 1 ? ` (${run.skipped_count} occurrences)` : ""}</dd>`}
       ${run.error && html`<dt>Error</dt><dd class="error-text">${run.error}</dd>`}
       ${run.progress && html`<dt>Chunks</dt><dd>
@@ -67,4 +70,13 @@ export function RunDetail({ id }) {
       <table><caption class="sr-only">Replays, retries and discards</caption>
         <thead><tr><th scope="col">Action</th><th scope="col">At</th><th scope="col">From attempt</th><th scope="col">Payload changed</th></tr></thead>
         <tbody>${run.replays.map((r) => html`<tr><td>${r.action}</td><td><${When} iso=${r.at} /></td><td>${r.from_attempt}</td><td>${r.payload_changed ? "yes" : "no"}</td></tr>`)}</tbody></table>`}`;
+}
+
+/** `concurrency:<key>`, `rate:<key>`, `…:@tenant` (docs/semantics/limits.md) in words. */
+export function waitingInWords(waitingFor) {
+  const [kind, key] = waitingFor.split(/:(.*)/s);
+  const what = key === "@tenant" ? "the tenant's" : `key ${key}'s`;
+  if (kind === "concurrency") return `a concurrency slot (${what} limit is reached)`;
+  if (kind === "rate") return `its turn under ${what} rate limit`;
+  return waitingFor;
 }
