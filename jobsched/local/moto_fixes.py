@@ -19,17 +19,32 @@ reassignment.
 message (``Queue.deleted_messages``, so that deleting twice succeeds, as on SQS), a set that only
 grows: tens of thousands of handles an hour with a few per-second jobs (issue 12 §6). The fix keeps
 the newest :data:`KEEP_DELETED_HANDLES` of them (insertion order), enough for any handle a poller still
-holds (a batch is deleted within its visibility timeout). :func:`apply` is idempotent.
+holds (a batch is deleted within its visibility timeout).
+
+**Conditional writes were not atomic.** moto's DynamoDB evaluates a write's condition and then
+applies the write without a lock, so two threads of its server writing the same item can both pass a
+condition only one of them should (both see a bucket's old ``tat``, or no holder in a semaphore's
+slot). DynamoDB applies each write, condition included, atomically; everything that must happen once
+relies on that (claims, run creation, the rate limits' token buckets: the embedded mode let 10 runs of
+a 2-per-second limit start in 3.6 s). The fix runs every DynamoDB write of the emulator (``PutItem``,
+``UpdateItem``, ``DeleteItem``, ``BatchWriteItem``, ``TransactWriteItems``) under one lock of its
+process; reads are not held up.
+
+:func:`apply` is idempotent.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 from typing import Any
 
 _APPLIED = "_jobsched_locked"
 #: Receipt handles of deleted messages a queue remembers (the oldest are forgotten first).
 KEEP_DELETED_HANDLES = 10_000
+#: The DynamoDB writes of the emulator, one at a time (each is atomic on DynamoDB).
+WRITE_LOCK = threading.RLock()
+DYNAMODB_WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items")
 
 
 class BoundedHandles(dict[Any, None]):
@@ -51,7 +66,29 @@ class BoundedHandles(dict[Any, None]):
 
 def apply() -> None:
     """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock and to keep a
-    bounded record of deleted receipt handles (once)."""
+    bounded record of deleted receipt handles, and moto's DynamoDB writes to run one at a time (once)."""
+    _atomic_dynamodb_writes()
+    _sqs_delete_under_lock()
+
+
+def _atomic_dynamodb_writes() -> None:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    for name in DYNAMODB_WRITES:
+        original = getattr(DynamoDBBackend, name)
+        if getattr(original, _APPLIED, False):
+            continue
+
+        def locked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            with WRITE_LOCK:
+                return _original(*args, **kwargs)
+
+        functools.update_wrapper(locked, original)
+        setattr(locked, _APPLIED, True)
+        setattr(DynamoDBBackend, name, locked)
+
+
+def _sqs_delete_under_lock() -> None:
     from moto.sqs.models import Queue
 
     original = Queue.delete_message

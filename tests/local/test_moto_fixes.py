@@ -107,3 +107,70 @@ def test_deleted_receipt_handles_are_kept_bounded(monkeypatch):
         sqs.delete_message(QueueUrl=url, ReceiptHandle=handle)
         # Then the queue remembers only the newest 5 handles, and a second delete still succeeds
         assert len(queue.deleted_messages) == 5 and handle in queue.deleted_messages
+
+
+def test_two_conditional_writes_of_one_item_cannot_both_pass(monkeypatch):
+    """Given the fixes applied and two threads writing one item under ``attribute_not_exists``, the
+    first pausing between its condition check and its write (where moto held no lock), When the second
+    writes meanwhile, Then exactly one write lands and the other is refused, as on DynamoDB."""
+    import time
+
+    from botocore.exceptions import ClientError
+    from moto.dynamodb import models
+
+    moto_fixes.apply()
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        real = models.create_condition_expression_parser
+        checked = threading.Event()
+
+        class Paused:
+            def __init__(self, op):
+                self.op = op
+
+            def expr(self, item):
+                passed = self.op.expr(item)
+                if threading.current_thread().name == "first":
+                    checked.set()
+                    time.sleep(0.5)  # the second write comes now
+                return passed
+
+        class Parser:
+            def __init__(self, *args, **kwargs):
+                self.parser = real(*args, **kwargs)
+
+            def parse(self):
+                return Paused(self.parser.parse())
+
+        monkeypatch.setattr(models, "create_condition_expression_parser", Parser)
+        results: dict[str, str] = {}
+
+        def write(name: str) -> None:
+            try:
+                ddb.update_item(
+                    TableName="t",
+                    Key={"k": {"S": "slot"}},
+                    UpdateExpression="SET holder = :n",
+                    ConditionExpression="attribute_not_exists(holder)",
+                    ExpressionAttributeValues={":n": {"S": name}},
+                )
+                results[name] = "written"
+            except ClientError as exc:
+                results[name] = exc.response["Error"]["Code"]
+
+        first = threading.Thread(target=write, args=("first",), name="first")
+        first.start()
+        assert checked.wait(5)
+        second = threading.Thread(target=write, args=("second",), name="second")
+        second.start()
+        first.join(10)
+        second.join(10)
+        item = ddb.get_item(TableName="t", Key={"k": {"S": "slot"}})["Item"]
+    assert results == {"first": "written", "second": "ConditionalCheckFailedException"}
+    assert item["holder"] == {"S": "first"}
