@@ -109,6 +109,10 @@ def machinery_config(**overrides: Any) -> LocalConfig:
         "tenants": {"acme": "tok-acme"},
         "demo": False,
         "shutdown_grace_seconds": 1.0,
+        # Long polls within the grace, so a stop finds every receiver ended (jobsched dev's idle queues
+        # long-poll 5 s and its DLQs 20 s; a stop abandons a poll still in flight).
+        "poll_wait_seconds": 1,
+        "dlq_poll_wait_seconds": 1,
     }
     values.update(overrides)
     return LocalConfig(**values)
