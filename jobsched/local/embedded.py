@@ -63,6 +63,8 @@ def _orphaned():
     sys.stdin.buffer.read()
     os._exit(0)
 threading.Thread(target=_orphaned, daemon=True).start()
+from jobsched.local import moto_fixes
+moto_fixes.apply()
 from moto.server import main
 main(sys.argv[1:])
 """
