@@ -74,6 +74,23 @@ class Harness:
         """The sweeper's schedule firing once."""
         self.invoke("sweeper", {})
 
+    def simulate(
+        self, clock: Any, start: Any, *, warm_up: int, minutes: int, shards: int, sweep_every: int
+    ) -> None:
+        """Simulated minutes of the deployed pipeline: at each minute from ``start``, the clock set to
+        it, one tick per shard, the queues drained, and the sweeper every ``sweep_every`` minutes; the
+        tally is restarted after the ``warm_up`` minutes (not counted)."""
+        from datetime import timedelta
+
+        for minute in range(warm_up + minutes):
+            if minute == warm_up:
+                self.reset_tally()
+            clock.set(start + timedelta(minutes=minute))
+            self.tick(shards)
+            self.drain()
+            if minute % sweep_every == sweep_every - 1:
+                self.sweep()
+
     def drain(self) -> None:
         """Deliver every visible message of every queue to the worker, in batches of up to 10."""
         for kind, ref in self.provisioned.queues.items():

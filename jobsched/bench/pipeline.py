@@ -205,14 +205,14 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
             now=clock.now(),
         )
         EXECUTIONS.clear()
-        for minute in range(cycle + minutes):
-            if minute == cycle:
-                harness.reset_tally()
-            clock.set(config.start + timedelta(minutes=minute))
-            harness.tick(config.shards)
-            harness.drain()
-            if minute % SWEEP_EVERY_MINUTES == SWEEP_EVERY_MINUTES - 1:
-                harness.sweep()
+        harness.simulate(
+            clock,
+            config.start,
+            warm_up=cycle,
+            minutes=minutes,
+            shards=config.shards,
+            sweep_every=SWEEP_EVERY_MINUTES,
+        )
         states = run_states(clients["dynamodb"], provisioned.tables[resources.ENV_RUNS_TABLE])
     executed = EXECUTIONS.per_run()
 

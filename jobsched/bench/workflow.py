@@ -36,7 +36,7 @@ from jobsched.bench.bindings import BENCH_TENANT, bind_functions
 from jobsched.bench.environment import bench_environment
 from jobsched.bench.evidence import EXECUTIONS, ApiCalls, register_bench_handler
 from jobsched.bench.harness import ESM, Harness, run_states
-from jobsched.bench.pipeline import PipelineConfig, bench_payload, run_pipeline
+from jobsched.bench.pipeline import SWEEP_EVERY_MINUTES, PipelineConfig, bench_payload, run_pipeline
 from jobsched.bench.pricing import Usage, billed_gb_seconds, cost_per_million_runs
 from jobsched.core.clock import FakeClock
 from jobsched.core.dag import node_run_id
@@ -49,7 +49,6 @@ DEFAULT_START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 SCHEDULE = "* * * * *"
 #: The issue's goal: a node costs at most 1.5 times a run.
 GOAL_NODE_TO_RUN_RATIO = 1.5
-SWEEP_EVERY_MINUTES = 5
 MIDDLE_NODES = 8
 
 
@@ -101,14 +100,14 @@ def run_workflow_bench(config: WorkflowBenchConfig | None = None) -> dict[str, A
         spec = {"name": "bench diamond", "schedule": SCHEDULE, "target": {"workflow": {"nodes": nodes}}}
         workflow_ids = [service.create(BENCH_TENANT, spec, clock.now()).id for _ in range(workflows)]
         EXECUTIONS.clear()
-        for minute in range(cycle + minutes):
-            if minute == cycle:
-                harness.reset_tally()
-            clock.set(config.start + timedelta(minutes=minute))
-            harness.tick(config.shards)
-            harness.drain()
-            if minute % SWEEP_EVERY_MINUTES == SWEEP_EVERY_MINUTES - 1:
-                harness.sweep()
+        harness.simulate(
+            clock,
+            config.start,
+            warm_up=cycle,
+            minutes=minutes,
+            shards=config.shards,
+            sweep_every=SWEEP_EVERY_MINUTES,
+        )
         states = run_states(clients["dynamodb"], provisioned.tables[resources.ENV_RUNS_TABLE])
     executed = EXECUTIONS.per_run()
 
