@@ -10,9 +10,10 @@ SQS returns a quiet group's message first, although moto itself returns messages
 Visibility stays what SQS would have it. A held message is invisible in moto from its receive; the
 poller keeps it so:
 
-* every held message whose visibility timeout (re)started half a timeout ago or more is extended by
-  a whole timeout (``ChangeMessageVisibilityBatch``, checked every ``REFRESH_CHECK_SECONDS`` or a
-  quarter of the timeout, whichever is less);
+* every held message whose visibility timeout (re)started a third of a timeout ago or more is
+  extended by a whole timeout (``ChangeMessageVisibilityBatch``, checked every
+  ``REFRESH_CHECK_SECONDS`` or a sixth of the timeout, whichever is less), so at least half a timeout
+  is left when it is extended: a busy machine that runs the check late does not let it expire;
 * a batch's messages held for more than ``HANDOUT_REFRESH_SECONDS`` (or a quarter of the timeout)
   get a whole timeout again as they are handed out, so an invocation sees the visibility a fresh
   receive would have given it;
@@ -40,8 +41,10 @@ log = logging.getLogger(__name__)
 
 #: Messages one poller holds at most (received, not yet handed out); receives pause beyond it.
 HOLD_LIMIT = 3000
-#: How often the held messages' visibility is checked (a quarter of the timeout if that is less).
+#: How often the held messages' visibility is checked (a sixth of the timeout if that is less).
 REFRESH_CHECK_SECONDS = 1.0
+#: The share of the visibility timeout a held message may spend before it is extended.
+REFRESH_AFTER_SHARE = 1 / 3
 #: A message held longer than this (or a quarter of the timeout) gets a whole timeout again when it
 #: is handed out.
 HANDOUT_REFRESH_SECONDS = 1.0
@@ -171,24 +174,25 @@ class FairQueuePoller(QueuePoller):
         every = REFRESH_CHECK_SECONDS
         while not self.stop_event.wait(every):
             try:
-                every = min(REFRESH_CHECK_SECONDS, self._visibility_seconds() / 4)
+                every = min(REFRESH_CHECK_SECONDS, self._visibility_seconds() / 6)
                 self.refresh_held()
             except Exception:
                 if not self.stop_event.is_set():
                     log.exception("keeping held messages of %s invisible failed", self.name)
 
     def refresh_held(self) -> int:
-        """Extend the held messages whose visibility is half spent; returns how many were extended."""
-        half = self._visibility_seconds() / 2
+        """Extend the held messages whose visibility is a third spent; returns how many were extended."""
+        spent = self._visibility_seconds() * REFRESH_AFTER_SHARE
         with self._lock:
-            stale: list[Held] = self.selector.stale(time.monotonic(), half)
+            stale: list[Held] = self.selector.stale(time.monotonic(), spent)
         messages = [h.message for h in stale]
+        asked = time.monotonic()  # the new timeout runs from the request, not from its answer
         failed = self._extend(messages)
         with self._lock:
             self.selector.drop_unless_received_again(
                 {m["MessageId"]: m["ReceiptHandle"] for m in messages if m["MessageId"] in failed}
             )
-            self.selector.refreshed({m["MessageId"] for m in messages} - failed, time.monotonic())
+            self.selector.refreshed({m["MessageId"] for m in messages} - failed, asked)
         return len(messages) - len(failed)
 
     def _extend(self, messages: list[dict[str, Any]]) -> set[str]:
