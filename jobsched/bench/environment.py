@@ -21,6 +21,7 @@ import boto3
 from moto import mock_aws
 
 from jobsched.core.clock import Clock
+from jobsched.local import moto_fixes
 from jobsched.local.provision import Provisioned, provision
 from jobsched.runtime import resources
 
@@ -75,6 +76,7 @@ def bench_environment(shards: int, clock: Clock) -> Iterator[tuple[dict[str, Any
     """moto with SQS on ``clock``, fake credentials, every resource provisioned from
     :mod:`jobsched.runtime.resources` (the embedded mode's provisioning) and the function environment exported
     with the deployment defaults. The process environment is restored on exit."""
+    moto_fixes.apply()  # the worker's threads share moto in-process: its item operations one at a time
     with mock.patch.dict(os.environ, _function_environment(shards)):
         for name in _CLEARED:
             os.environ.pop(name, None)

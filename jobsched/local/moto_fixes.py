@@ -1,5 +1,5 @@
 """Fixes to the emulator's thread safety that the embedded mode needs (moto 5.x), applied before its
-server starts.
+server starts (and by the benchmarks, whose worker threads share moto in-process).
 
 **A message sent while another is deleted could vanish.** moto's ``Queue.delete_message`` rebuilds
 the queue's message list without the lock that ``Queue.add_message`` appends under: it copies every
@@ -21,14 +21,19 @@ grows: tens of thousands of handles an hour with a few per-second jobs (issue 12
 the newest :data:`KEEP_DELETED_HANDLES` of them (insertion order), enough for any handle a poller still
 holds (a batch is deleted within its visibility timeout).
 
-**Conditional writes were not atomic.** moto's DynamoDB evaluates a write's condition and then
-applies the write without a lock, so two threads of its server writing the same item can both pass a
-condition only one of them should (both see a bucket's old ``tat``, or no holder in a semaphore's
-slot). DynamoDB applies each write, condition included, atomically; everything that must happen once
-relies on that (claims, run creation, the rate limits' token buckets: the embedded mode let 10 runs of
-a 2-per-second limit start in 3.6 s). The fix runs every DynamoDB write of the emulator (``PutItem``,
-``UpdateItem``, ``DeleteItem``, ``BatchWriteItem``, ``TransactWriteItems``) under one lock of its
-process; reads are not held up.
+**Conditional writes were not atomic, and reads raced writes.** moto's DynamoDB evaluates a write's
+condition and then applies the write without a lock, so two threads of its server writing the same
+item can both pass a condition only one of them should (both see a bucket's old ``tat``, or no
+holder in a semaphore's slot). DynamoDB applies each write, condition included, atomically;
+everything that must happen once relies on that (claims, run creation, the rate limits' token
+buckets). And a read deep-copies the items it answers while a write may be changing one of them in
+place: the read fails with ``RuntimeError: dictionary keys changed during iteration`` (an HTTP 500
+from the server, which the SDK retries; in-process, as in the benchmarks, the caller sees the error:
+a workflow's advance after a node failed so, and the run waited for the sweeper). The fix runs every
+DynamoDB operation of the emulator that reads or writes items (``PutItem``, ``UpdateItem``,
+``DeleteItem``, ``BatchWriteItem``, ``TransactWriteItems``, ``GetItem``, ``Query``, ``Scan``,
+``BatchGetItem``, ``TransactGetItems``) under one lock of its process. moto's handlers hold the
+interpreter lock anyway, so little concurrency is lost.
 
 :func:`apply` is idempotent.
 """
@@ -42,9 +47,10 @@ from typing import Any
 _APPLIED = "_jobsched_locked"
 #: Receipt handles of deleted messages a queue remembers (the oldest are forgotten first).
 KEEP_DELETED_HANDLES = 10_000
-#: The DynamoDB writes of the emulator, one at a time (each is atomic on DynamoDB).
+#: The DynamoDB item operations of the emulator, one at a time (each is atomic on DynamoDB).
 WRITE_LOCK = threading.RLock()
 DYNAMODB_WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items")
+DYNAMODB_READS = ("get_item", "query", "scan", "batch_get_item", "transact_get_items")
 
 
 class BoundedHandles(dict[Any, None]):
@@ -66,7 +72,8 @@ class BoundedHandles(dict[Any, None]):
 
 def apply() -> None:
     """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock and to keep a
-    bounded record of deleted receipt handles, and moto's DynamoDB writes to run one at a time (once)."""
+    bounded record of deleted receipt handles, and moto's DynamoDB item operations to run one at a time
+    (once)."""
     _atomic_dynamodb_writes()
     _sqs_delete_under_lock()
 
@@ -74,7 +81,7 @@ def apply() -> None:
 def _atomic_dynamodb_writes() -> None:
     from moto.dynamodb.models import DynamoDBBackend
 
-    for name in DYNAMODB_WRITES:
+    for name in DYNAMODB_WRITES + DYNAMODB_READS:
         original = getattr(DynamoDBBackend, name)
         if getattr(original, _APPLIED, False):
             continue

@@ -199,6 +199,8 @@ class Worker:
         admission = self._admit(msg, now, queue_url, receipt_handle)
         if admission.outcome is not None:  # held back by a limit: no attempt used
             return admission.outcome
+        # A rate booking under a second was slept out: the run starts (and its lease runs) from now.
+        now = max(now, self.clock.now())
         try:
             return self._claim_and_run(msg, now, budget, queue_url, receipt_handle, admission)
         finally:

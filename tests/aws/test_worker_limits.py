@@ -228,6 +228,24 @@ def test_a_booking_within_a_second_is_slept_out(kit):
     assert kit.clock.now() - start == timedelta(milliseconds=500)
 
 
+def test_a_slept_out_booking_starts_and_is_recorded_at_its_booked_instant(kit):
+    """Given a bucket of 2 runs per second and two runs delivered at the same instant, when the
+    second sleeps out its half-second booking, then its attempt is recorded as started half a
+    second after the first (at the booking, not at the delivery: the recorded starts keep to the
+    rate) and its lease runs from then."""
+    worker = limited_worker(kit)
+    limit = {"key": "stripe", "per_second": 2, "burst": 1}
+    delivered = kit.clock.now()
+    runs = []
+    for job in ("job-a", "job-b"):
+        run, msg = kit.new_run(job_id=job)
+        runs.append(run)
+        assert worker.process(replace(msg, rate_limit=limit).to_json(), delivered).status == "succeeded"
+    first, second = (kit.attempts.get(r.id) for r in runs)
+    assert first.attempts[0].started_at == delivered
+    assert second.attempts[0].started_at == delivered + timedelta(milliseconds=500)
+
+
 def test_the_sweeper_leaves_a_waiting_run_alone(kit):
     """Given a run past due that waits for a slot until a minute from now, when the sweeper's rule
     judges it 10 minutes after its due instant, then it is not stranded until its wait is over."""

@@ -174,3 +174,71 @@ def test_two_conditional_writes_of_one_item_cannot_both_pass(monkeypatch):
         item = ddb.get_item(TableName="t", Key={"k": {"S": "slot"}})["Item"]
     assert results == {"first": "written", "second": "ConditionalCheckFailedException"}
     assert item["holder"] == {"S": "first"}
+
+
+def test_a_read_waits_for_a_write_in_progress(monkeypatch):
+    """Given the fixes applied and a conditional write of an item paused between its condition check
+    and its change (moto then changes the item in place, while an unlocked read deep-copies it and
+    can fail with ``dictionary keys changed during iteration``), When a Query of that item runs
+    meanwhile, Then it waits for the write and answers the written item."""
+    import time
+
+    from moto.dynamodb import models
+
+    moto_fixes.apply()
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="t",
+            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        ddb.put_item(TableName="t", Item={"k": {"S": "run"}, "state": {"S": "queued"}})
+        real = models.create_condition_expression_parser
+        checked, written = threading.Event(), threading.Event()
+
+        class Paused:
+            def __init__(self, op):
+                self.op = op
+
+            def expr(self, item):
+                passed = self.op.expr(item)
+                if threading.current_thread().name == "writer":
+                    checked.set()
+                    time.sleep(0.5)  # the read comes now
+                return passed
+
+        class Parser:
+            def __init__(self, *args, **kwargs):
+                self.parser = real(*args, **kwargs)
+
+            def parse(self):
+                return Paused(self.parser.parse())
+
+        monkeypatch.setattr(models, "create_condition_expression_parser", Parser)
+
+        def write() -> None:
+            ddb.update_item(
+                TableName="t",
+                Key={"k": {"S": "run"}},
+                UpdateExpression="SET #s = :new, extra = :x",
+                ConditionExpression="#s = :old",
+                ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues={
+                    ":new": {"S": "running"},
+                    ":old": {"S": "queued"},
+                    ":x": {"N": "1"},
+                },
+            )
+            written.set()
+
+        writer = threading.Thread(target=write, name="writer")
+        writer.start()
+        assert checked.wait(5)
+        items = ddb.query(
+            TableName="t", KeyConditionExpression="k = :k", ExpressionAttributeValues={":k": {"S": "run"}}
+        )["Items"]
+        writer.join(10)
+    assert written.is_set()
+    assert items[0]["state"] == {"S": "running"}  # answered after the write, never in the middle of it
