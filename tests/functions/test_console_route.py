@@ -53,6 +53,7 @@ def test_the_page_forbids_foreign_scripts_and_admits_its_import_map_by_hash(call
     [
         ("/ui/app/main.js", "text/javascript; charset=utf-8"),
         ("/ui/vendor/preact.mjs", "text/javascript; charset=utf-8"),
+        ("/ui/vendor/dagre.esm.js", "text/javascript; charset=utf-8"),
         ("/ui/app/style.css", "text/css; charset=utf-8"),
     ],
 )
@@ -123,3 +124,19 @@ def test_the_api_behind_the_console_still_needs_credentials(call):
 def test_the_console_is_not_in_the_openapi_document(call):
     paths = json.loads(call("GET", "/openapi.json")["body"])["paths"]
     assert not [p for p in paths if p.startswith("/ui")]
+
+
+def test_every_vendored_file_is_recorded_with_its_licence():
+    """Given static/vendor/, Then each file there is named in VENDORED.md's table with its package,
+    version and licence file, and each licence file it names exists (decisions 0024, 0027)."""
+    vendor = STATIC_DIR / "vendor"
+    record = (vendor / "VENDORED.md").read_text()
+    rows = [line for line in record.splitlines() if line.startswith("| `")]
+    for path in sorted(p for p in vendor.iterdir() if p.is_file() and p.name != "VENDORED.md"):
+        row = next((r for r in rows if f"`{path.name}`" in r.split("|")[1]), None)
+        assert row is not None, f"{path.name} is not in VENDORED.md"
+        licence = re.search(r"`(licenses/[^`]+)`", row)
+        name = licence.group(1) if licence else None
+        assert name is None or (vendor / name).is_file(), f"{path.name}: {name} is missing"
+    named = {m for r in rows for m in re.findall(r"`(licenses/[^`]+)`", r)}
+    assert named == {f"licenses/{p.name}" for p in (vendor / "licenses").iterdir()}

@@ -115,6 +115,26 @@ def test_a_workflow_run_shows_node_states_and_the_drawing(call, kit):
     assert node_run["state"] == "succeeded"
 
 
+def test_a_page_of_workflow_runs_may_be_short_and_its_cursor_leads_on(call, kit):
+    """Given a workflow of three nodes with one finished run (so three node runs beside it)
+    When its runs are listed one record per page
+    Then the first pages hold no item but a next_cursor, and following it reaches the run, then
+    the list ends (docs/api.md, GET /workflows/{id}/runs)."""
+    created = _create(call)
+    run = body_of(call("POST", f"/workflows/{created['id']}/runs", headers=ACME))
+    kit.drain()
+    pages, cursor = [], None
+    while True:
+        query = {"limit": "1", **({"cursor": cursor} if cursor else {})}
+        page = body_of(call("GET", f"/workflows/{created['id']}/runs", headers=ACME, query=query))
+        pages.append([r["id"] for r in page["items"]])
+        cursor = page["next_cursor"]
+        if not cursor:
+            break
+        assert len(pages) < 10, "the cursor never ended"
+    assert pages[0] == [] and [i for p in pages for i in p] == [run["id"]]
+
+
 def test_a_failed_workflow_run_is_retried_from_its_failed_node(call, kit):
     """Given a workflow whose middle node fails permanently
     When it runs, then is retried over the API (the node still fails)

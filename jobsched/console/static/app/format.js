@@ -53,6 +53,7 @@ export const seconds = (value) => (value < 1 ? `${Math.round(value * 1000)} ms` 
 export function handlerOf(job) {
   if (job.target?.handler) return job.target.handler;
   if (job.target?.http) return `${job.target.http.method || "POST"} ${job.target.http.url}`;
+  if (job.target?.workflow) return `workflow of ${job.target.workflow.nodes?.length ?? "?"} nodes`;
   return "—";
 }
 

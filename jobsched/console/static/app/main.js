@@ -9,13 +9,18 @@ import { JobDetail } from "./page-job.js";
 import { Runs } from "./page-runs.js";
 import { RunDetail } from "./page-run.js";
 import { DeadLetters } from "./page-dead-letters.js";
+import { WorkflowDetail, Workflows } from "./page-workflows.js";
+import { WorkflowRunDetail } from "./page-workflow-run.js";
 
 const PAGES = [
   ["overview", "Overview"],
   ["jobs", "Jobs"],
   ["runs", "Runs"],
   ["dead-letters", "Dead letters"],
+  ["workflows", "Workflows"],
 ];
+//: Pages reached from another one's list: the navigation marks that one as current.
+const SECTION_OF = { "workflow-runs": "workflows" };
 
 function Login({ config, onSignedIn }) {
   const [token, setToken] = useState("");
@@ -65,6 +70,9 @@ function Page({ route }) {
   if (first === "jobs") return html`<${Jobs} params=${route.params} />`;
   if (first === "runs" && second) return html`<${RunDetail} id=${second} />`;
   if (first === "runs") return html`<${Runs} params=${route.params} />`;
+  if (first === "workflows" && second) return html`<${WorkflowDetail} id=${second} />`;
+  if (first === "workflows") return html`<${Workflows} />`;
+  if (first === "workflow-runs" && second) return html`<${WorkflowRunDetail} id=${second} params=${route.params} />`;
   if (first === "dead-letters") return html`<${DeadLetters} params=${route.params} />`;
   if (first === "overview") return html`<${Overview} />`;
   return html`<h1 tabindex="-1">Not found</h1><p>There is no page <code>${location.hash}</code>.</p>`;
@@ -73,7 +81,7 @@ function Page({ route }) {
 function Shell({ onSignOut }) {
   const route = useRoute();
   const main = useRef(null);
-  const current = route.path[0] || "overview";
+  const current = SECTION_OF[route.path[0]] || route.path[0] || "overview";
   useEffect(() => {
     // A new page: move focus to its heading, so keyboard and screen-reader users start there.
     const heading = main.current?.querySelector("h1");

@@ -88,7 +88,7 @@ export function Jobs({ params }) {
       <tbody>${shown.map((job) => {
         const last = data.last[job.id];
         return html`<tr key=${job.id}>
-          <td><a href=${link("jobs", job.id)}>${job.name}</a><div class="muted code">${handlerOf(job)}</div></td>
+          <td><a href=${job.target?.workflow ? link("workflows", job.id) : link("jobs", job.id)}>${job.name}</a><div class="muted code">${handlerOf(job)}</div></td>
           <td>${scheduleInWords(job.schedule, job.timezone)}<div><code>${job.schedule}</code></div></td>
           <td>${job.timezone}</td>
           <td>${job.next_fire_times.length ? html`<ul class="plain">${job.next_fire_times.slice(0, 3).map((t) => html`<li><${When} iso=${t} timezone=${job.timezone} /></li>`)}</ul>`

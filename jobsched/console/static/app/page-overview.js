@@ -1,9 +1,10 @@
-// Overview: the last hour of this tenant's runs, its backlog, schedule lag and dead letters —
-// all computed from GET /runs and GET /dead-letters.
+// Overview: the last hour of this tenant's runs, its backlog, schedule lag, dead letters and the
+// limits in use — all computed from GET /runs, GET /dead-letters and the calls of limits.js.
 import { useEffect, useRef } from "preact/hooks";
 import { listAll } from "./api.js";
 import { seconds } from "./format.js";
 import { ErrorBox, html, usePoll } from "./ui.js";
+import { LimitsInUse, loadLimits } from "./limits.js";
 
 export const STATES = ["queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped"];
 const COLOURS = { queued: "#0b5cad", running: "#6f42c1", retrying: "#7a4d00", succeeded: "#1a6b32",
@@ -64,12 +65,14 @@ export function Overview() {
   const { data, error } = usePoll(async () => {
     const now = Date.now();
     const since = new Date(now - 60 * MINUTE).toISOString();
-    const [runs, dead] = await Promise.all([
+    const [runs, dead, limits] = await Promise.all([
       listAll("/runs", { since }, 2000),
       listAll("/dead-letters", {}, 1000),
+      loadLimits(now),
     ]);
     const deadLastHour = dead.items.filter((d) => d.failed_at && new Date(d.failed_at).getTime() >= now - 60 * MINUTE).length;
-    return { now, runs, dead, deadLastHour, summary: summarise(runs.items, now) };
+    limits.startedLastMinute = runs.items.filter((r) => r.started_at && new Date(r.started_at).getTime() >= now - MINUTE).length;
+    return { now, runs, dead, deadLastHour, limits, summary: summarise(runs.items, now) };
   }, []);
   if (!data) return html`<h1>Overview</h1><${ErrorBox} error=${error} />${!error && html`<p>Loading…</p>`}`;
   const { summary, dead, deadLastHour, runs } = data;
@@ -89,6 +92,7 @@ export function Overview() {
           <div class="label">schedule lag p50${lagP95 === null ? "" : `, p95 ${seconds(lagP95)}, max ${seconds(lagMax)}`} (${summary.lags.length} scheduled runs started)</div></div>
       </div>
     </section>
+    <${LimitsInUse} limits=${data.limits} />
     <section aria-labelledby="hour-h"><h2 id="hour-h">Last hour</h2>
       <${RunsChart} summary=${summary} />
       <table><caption class="sr-only">Runs scheduled in the last hour, by state</caption>
