@@ -15,10 +15,12 @@ from typing import Any
 from jobsched.api.auth import DEFAULT_JWT_TENANT_CLAIM
 from jobsched.core.ids import DUE_PARTITIONS
 from jobsched.runtime.resources import (
+    DEFAULT_DISPATCH_CONCURRENCY,
     DEFAULT_LOOKAHEAD_SECONDS,
     DEFAULT_LOW_BACKLOG_LIMIT,
     DEFAULT_RETENTION_DAYS,
     DEFAULT_SHARDS,
+    MAX_DISPATCH_CONCURRENCY,
     MAX_RETENTION_DAYS,
     QUEUE_KINDS,
 )
@@ -79,6 +81,8 @@ class StackConfig:
     tenant_max_running: int = 0
     tenant_runs_per_second: float = 0.0
     tenant_burst: int = 1
+    #: Jobs of a due page a dispatcher tick writes at once (docs/scaling.md: a shard's throughput).
+    dispatch_concurrency: int = DEFAULT_DISPATCH_CONCURRENCY
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= DUE_PARTITIONS:
@@ -139,6 +143,11 @@ class StackConfig:
             )
         if not 1 <= self.tenant_burst <= 1000:
             raise ConfigError(f"tenant_burst must be 1 to 1000, got {self.tenant_burst}")
+        if not 1 <= self.dispatch_concurrency <= MAX_DISPATCH_CONCURRENCY:
+            raise ConfigError(
+                f"dispatch_concurrency must be 1 to {MAX_DISPATCH_CONCURRENCY}, "
+                f"got {self.dispatch_concurrency}"
+            )
         if self.low_backlog_limit < 0:
             raise ConfigError(
                 f"low_backlog_limit must be 0 (no backpressure) or more, got {self.low_backlog_limit}"

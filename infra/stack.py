@@ -29,6 +29,7 @@ from infra.workers import Workers
 from jobsched.runtime.resources import (
     ENV_ALLOWED_HTTP_HOSTS,
     ENV_BUCKET,
+    ENV_DISPATCH_CONCURRENCY,
     ENV_HANDLER_MODULES,
     ENV_LOOKAHEAD_SECONDS,
     ENV_NOTIFY_TOPIC_ARNS,
@@ -96,6 +97,7 @@ class JobschedStack(cdk.Stack):
             ENV_TENANT_MAX_RUNNING: str(config.tenant_max_running),
             ENV_TENANT_RUNS_PER_SECOND: str(config.tenant_runs_per_second),
             ENV_TENANT_BURST: str(config.tenant_burst),
+            ENV_DISPATCH_CONCURRENCY: str(config.dispatch_concurrency),
         }
         shared = {
             "code": code,

@@ -119,8 +119,15 @@ class FunctionUse:
     operations: dict[str, OperationUse] = field(default_factory=lambda: defaultdict(OperationUse))
 
 
-def _meter_state(meter: Meter) -> tuple[Counter, Counter, Counter, int]:
-    return Counter(meter.requests), Counter(meter.wcu), Counter(meter.rcu), meter.sqs_billed_requests
+def _meter_state(meter: Meter) -> tuple[Counter, Counter, Counter, int, Counter, Counter]:
+    return (
+        Counter(meter.requests),
+        Counter(meter.wcu),
+        Counter(meter.rcu),
+        meter.sqs_billed_requests,
+        Counter(meter.wcu_by_table),
+        Counter(meter.rcu_by_table),
+    )
 
 
 class Tally:
@@ -133,6 +140,8 @@ class Tally:
 
     def __init__(self) -> None:
         self.functions: dict[str, FunctionUse] = defaultdict(FunctionUse)
+        #: Per table (its physical name), every function together: WRU and RRU (``requests`` unused).
+        self.tables: dict[str, OperationUse] = defaultdict(OperationUse)
 
     @contextmanager
     def invocation(self, function: str, meter: Meter, *, lambda_invocation: bool = True) -> Iterator[None]:
@@ -150,8 +159,11 @@ class Tally:
             self._add(function, before, _meter_state(meter), seconds if lambda_invocation else None)
 
     def _add(self, function: str, before: tuple, after: tuple, seconds: float | None) -> None:
-        requests0, wcu0, rcu0, sqs0 = before
-        requests1, wcu1, rcu1, sqs1 = after
+        requests0, wcu0, rcu0, sqs0, table_wcu0, table_rcu0 = before
+        requests1, wcu1, rcu1, sqs1, table_wcu1, table_rcu1 = after
+        for table in set(table_wcu1) | set(table_rcu1):
+            self.tables[table].wru += table_wcu1[table] - table_wcu0[table]
+            self.tables[table].rru += table_rcu1[table] - table_rcu0[table]
         use = self.functions[function]
         if seconds is not None:
             use.invocations += 1

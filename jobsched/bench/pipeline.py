@@ -97,6 +97,7 @@ class PipelineResult:
     unmetered_calls: dict[str, dict[str, int]] = field(default_factory=dict)  # function -> op -> calls
     aws_call_seconds: dict[str, float] = field(default_factory=dict)  # function -> time inside AWS calls
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> summary of its figures
+    table_names: dict[str, str] = field(default_factory=dict)  # physical table name -> logical name
 
     def per_run(self) -> Usage | None:
         return self.usage.per_run(self.succeeded) if self.succeeded else None
@@ -129,6 +130,14 @@ class PipelineResult:
             out[name] = entry
         return out
 
+    def by_table(self) -> dict[str, dict[str, float]]:
+        """Per table (logical name), per successful run: WRU and RRU (every function together)."""
+        n = max(self.succeeded, 1)
+        return {
+            self.table_names.get(table, table): {"wru": round(use.wru / n, 5), "rru": round(use.rru / n, 5)}
+            for table, use in sorted(self.tally.tables.items())
+        }
+
     def to_dict(self) -> dict[str, Any]:
         per_run = self.per_run()
 
@@ -153,6 +162,7 @@ class PipelineResult:
                 usd is not None and usd <= GOAL_USD_PER_MILLION and not self.duplicates and not self.lost
             ),
             "breakdown": self.breakdown(),
+            "by_table": self.by_table(),
             "unmetered_calls": self.unmetered_calls,
             "setup": self.setup,
             **({"variants": self.variants} if self.variants else {}),
@@ -272,6 +282,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
         not_succeeded=not_succeeded,
         unmetered_calls=unmetered,
         aws_call_seconds=dict(calls.seconds),
+        table_names={provisioned.tables[spec.env_var]: spec.logical_name for spec in resources.TABLES},
     )
     if config.echo_variant and config.output != "echo":
         echo = run_pipeline(replace(config, output="echo", echo_variant=False))

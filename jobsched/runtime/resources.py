@@ -38,6 +38,8 @@ ENV_TENANT_TOKENS = "JOBSCHED_TENANT_TOKENS"
 ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
 #: Records of one SQS batch the worker handles at once (threads; each record has its own lease).
 ENV_WORKER_CONCURRENCY = "JOBSCHED_WORKER_CONCURRENCY"
+#: Jobs of a due page whose writes a dispatcher tick makes at once (threads; docs/scaling.md).
+ENV_DISPATCH_CONCURRENCY = "JOBSCHED_DISPATCH_CONCURRENCY"
 #: Days a run is kept: its item carries the Runs table's TTL attribute (``expires_at``) = created (or
 #: last replayed) + this, and the bucket's lifecycle rule expires outputs and payloads this many days
 #: after they were written. One deployment setting (CDK context ``retention_days``) sets both.
@@ -220,6 +222,9 @@ DEFAULT_LOW_BACKLOG_LIMIT = 1000
 WORKER_MEMORY_MB = next(spec.memory_mb for spec in FUNCTIONS if spec.name == "worker")
 #: Records of one batch the worker handles at once (= the event source mapping's batch size).
 DEFAULT_WORKER_CONCURRENCY = 10
+#: Jobs a tick dispatches at once (CDK context ``dispatch_concurrency``, 1..64).
+DEFAULT_DISPATCH_CONCURRENCY = 8
+MAX_DISPATCH_CONCURRENCY = 64
 DEFAULT_RETENTION_DAYS = 30
 #: The longest retention accepted (ten years): beyond it a typo, not a policy.
 MAX_RETENTION_DAYS = 3650

@@ -46,6 +46,8 @@ class Settings:
     tenant_tokens: str | None = None
     #: Records of one SQS batch the worker handles at once (``JOBSCHED_WORKER_CONCURRENCY``).
     worker_concurrency: int = r.DEFAULT_WORKER_CONCURRENCY
+    #: Jobs of a due page a dispatcher tick writes at once (``JOBSCHED_DISPATCH_CONCURRENCY``).
+    dispatch_concurrency: int = r.DEFAULT_DISPATCH_CONCURRENCY
     #: Modules that register job handlers (``JOBSCHED_HANDLER_MODULES``, comma-separated).
     handler_modules: tuple[str, ...] = ()
     retention_days: int = r.DEFAULT_RETENTION_DAYS  # run items (TTL) and bucket objects (lifecycle)
@@ -136,6 +138,11 @@ class Settings:
             auth_mode=env.get(r.ENV_AUTH_MODE, "iam") or "iam",
             tenant_tokens=env.get(r.ENV_TENANT_TOKENS) or None,
             worker_concurrency=worker_concurrency_from(env.get(r.ENV_WORKER_CONCURRENCY)),
+            dispatch_concurrency=concurrency_from(
+                env.get(r.ENV_DISPATCH_CONCURRENCY),
+                r.DEFAULT_DISPATCH_CONCURRENCY,
+                r.MAX_DISPATCH_CONCURRENCY,
+            ),
             handler_modules=handler_modules_from(env.get(r.ENV_HANDLER_MODULES)),
             retention_days=retention,
             run_log_group=env.get(r.ENV_RUN_LOG_GROUP) or None,
@@ -157,6 +164,7 @@ class Settings:
             r.ENV_LOW_BACKLOG_LIMIT: str(self.low_backlog_limit),
             r.ENV_AUTH_MODE: self.auth_mode,
             r.ENV_WORKER_CONCURRENCY: str(self.worker_concurrency),
+            r.ENV_DISPATCH_CONCURRENCY: str(self.dispatch_concurrency),
             r.ENV_RETENTION_DAYS: str(self.retention_days),
             r.ENV_TENANT_MAX_RUNNING: str(self.tenant_max_running),
             r.ENV_TENANT_RUNS_PER_SECOND: str(self.tenant_runs_per_second),
@@ -182,10 +190,17 @@ class Settings:
 def worker_concurrency_from(raw: str | None) -> int:
     """``JOBSCHED_WORKER_CONCURRENCY``: at least 1; unset or not a number gives the default (a tuning
     knob, never a reason for the worker to refuse its batch)."""
+    return concurrency_from(raw, r.DEFAULT_WORKER_CONCURRENCY)
+
+
+def concurrency_from(raw: str | None, default: int, most: int | None = None) -> int:
+    """A thread count from the environment: at least 1 (at most ``most``); unset or not a number gives
+    ``default`` (a tuning knob, never a reason for a function to refuse its work)."""
     try:
-        return max(1, int((raw or "").strip() or r.DEFAULT_WORKER_CONCURRENCY))
+        value = max(1, int((raw or "").strip() or default))
     except ValueError:
-        return r.DEFAULT_WORKER_CONCURRENCY
+        return default
+    return min(value, most) if most is not None else value
 
 
 def handler_modules_from(raw: str | None) -> tuple[str, ...]:

@@ -74,6 +74,7 @@ def dispatcher_from_settings(
         shards=settings.shards,
         clock=clock,
         backpressure=backlog,
+        concurrency=settings.dispatch_concurrency,
     )
 
 

@@ -26,10 +26,13 @@ sweeper) completes without duplicates (docs/decisions/0001-data-model.md):
 
 from __future__ import annotations
 
+import contextvars
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
 from jobsched.aws.leases import Lease, Leases, shard_lease_key
@@ -44,6 +47,8 @@ from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.services.backpressure import LowBacklog, TickGate
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 SKIP_REASON_PAUSED = "paused"
 SKIP_REASON_DELETED = "deleted"
@@ -135,6 +140,7 @@ class Dispatcher:
         batch: int = 10,
         clock: Clock | None = None,
         backpressure: LowBacklog | None = None,
+        concurrency: int = 1,
     ):
         self.jobs = jobs
         self.runs = runs
@@ -150,6 +156,9 @@ class Dispatcher:
         self.batch = batch
         self.clock = clock  # only for re-checking the lease: a tick that overran it must stop
         self.backpressure = backpressure
+        #: Jobs of a page whose writes run at once (their runs' puts; then their advances): each call
+        #: waits on the network, so a tick's throughput grows with it (docs/scaling.md).
+        self.concurrency = max(1, concurrency)
 
     def shard_of(self, job_id: str) -> int:
         """The shard that owns ``job_id`` under this deployment's shard count."""
@@ -248,8 +257,13 @@ class Dispatcher:
         self.runs.announce(run for p in planned for run in p.records)
         work: list[_Work] = []
         outgoing: list[Outgoing] = []
-        for p in planned:
-            messages = self._perform(p, now, summary)
+
+        def perform(p: _Planned) -> tuple[list[Outgoing], DispatchSummary]:
+            own = DispatchSummary()
+            return self._perform(p, now, own), own
+
+        for p, (messages, own) in zip(planned, self._each(perform, planned), strict=True):
+            summary.merge(own)
             outgoing.extend(messages)
             work.append(_Work(p.job, p.plan, [m.key for m in messages]))
         report = self.queues.send(outgoing)
@@ -257,12 +271,14 @@ class Dispatcher:
         summary.send_failures += len(report.failed)
         if lease is not None and work:  # nothing to advance, nothing to fence: no read
             self.leases.check(lease, self.clock.now() if self.clock else now)
-        for item in work:
+
+        def advance(item: _Work) -> DispatchSummary:
+            own = DispatchSummary()
             if any(key in report.failed for key in item.keys):
-                continue
+                return own
             if _bookkeeping(item.job) == _bookkeeping(item.plan.job):
-                summary.jobs_held += 1  # e.g. a buffered occurrence still waiting: no write needed
-                continue
+                own.jobs_held += 1  # e.g. a buffered occurrence still waiting: no write needed
+                return own
             try:
                 self.jobs.advance(
                     item.job,
@@ -271,12 +287,28 @@ class Dispatcher:
                     fence_lease=lease.key if lease else None,
                 )
             except StaleJobError as exc:
-                summary.jobs_stale += 1
+                own.jobs_stale += 1
                 logger.info("job %s not advanced: %s", item.job.id, exc.message)
-                summary.runs_skipped += self._withdraw_if_stopped(item.job, item.plan, now)
-                continue
-            summary.jobs_advanced += 1
+                own.runs_skipped += self._withdraw_if_stopped(item.job, item.plan, now)
+                return own
+            own.jobs_advanced += 1
+            return own
+
+        for own in self._each(advance, work):
+            summary.merge(own)
         return summary
+
+    def _each(self, step: Callable[[_T], _R], items: list[_T]) -> list[_R]:
+        """``step`` of every item, in order; up to :attr:`concurrency` at once. Each item is one job:
+        its own writes stay in their order (runs before the send, the send before the advance), and
+        jobs are independent of one another. An error in any step is raised after all have ended."""
+        if self.concurrency == 1 or len(items) < 2:
+            return [step(item) for item in items]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items))) as pool:
+            # Each thread runs in a copy of this context: its log lines carry the tick's keys.
+            futures = [pool.submit(contextvars.copy_context().run, step, item) for item in items]
+            wait(futures)
+        return [future.result() for future in futures]
 
     # --- steps ------------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -74,6 +74,12 @@ def _succeeded(client: ApiClient, job_id: str, after: datetime | None = None) ->
     )
 
 
+def _queued_ahead(client: ApiClient, job_id: str) -> bool:
+    """Whether the job has a run queued for at least half a second from now."""
+    soon = datetime.now(UTC) + timedelta(milliseconds=500)
+    return any(r["state"] == "queued" and parse(r["scheduled_at"]) > soon for r in runs_of(client, job_id))
+
+
 def _all_final(client: ApiClient, job_id: str, until: datetime) -> list[dict[str, Any]] | None:
     runs = [r for r in runs_of(client, job_id) if parse(r["scheduled_at"]) <= until]
     return runs if all(r["state"] in TERMINAL for r in runs) else None
@@ -100,7 +106,11 @@ def scenario() -> Iterator[dict[str, PausedJob]]:
         }
         for job_id in ids.values():
             wait_for(lambda job_id=job_id: _succeeded(client, job_id) >= 2, timeout=60, interval=0.3)
-        paused = {name: client.pause_job(job_id) for name, job_id in ids.items()}
+        paused = {}
+        for name, job_id in ids.items():
+            # A run queued ahead is there to withdraw (on a busy machine the ticks can fall behind)
+            wait_for(lambda j=job_id: _queued_ahead(client, j), timeout=30, interval=0.1)
+            paused[name] = client.pause_job(job_id)
         time.sleep(PAUSE_SECONDS)  # the pause itself: occurrences come due while nothing dispatches them
         resumed = {
             name: client.resume_job(job_id, misfire_policy=POLICIES[name][1]) for name, job_id in ids.items()

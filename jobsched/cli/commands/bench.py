@@ -13,6 +13,9 @@ listing benchmark (:mod:`jobsched.bench.listing`: listing by state after two 100
 and after a sweep). ``--soak MINUTES`` runs, alone, the embedded mode's footprint benchmark
 (:mod:`jobsched.bench.soak`: ``jobsched dev`` with its demo jobs, plus ``--soak-jobs N`` per-second jobs,
 for MINUTES of real time: CPU, memory of each process, lag of the first and last minute).
+``--scaling`` runs, alone, the scaling model (:mod:`jobsched.bench.scaling`: the pipeline's measured
+requests per run times AWS's published limits at 1,000, 10,000 and 100,000 runs per second, under
+``--call-ms`` per call and ``--run-seconds`` per run; JSON key ``scaling``; docs/scaling.md).
 ``--limits`` runs, alone, the limits benchmark (:mod:`jobsched.bench.limits`: the cost per run of a
 limited job against an unlimited one and of one wait, in-process; then a rate-limited job's observed
 rate over a minute in the embedded mode, about 80 s; ``--no-rate`` skips that part).
@@ -100,6 +103,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="API port of the soak's jobsched dev (default: a free one)",
     )
     which.add_argument(
+        "--scaling",
+        action="store_true",
+        help="run only the scaling model: measured requests per run x AWS limits at 1k/10k/100k runs/s",
+    )
+    parser.add_argument(
+        "--call-ms", type=float, default=5.0, help="with --scaling: assumed ms per DynamoDB/SQS call (5)"
+    )
+    parser.add_argument(
+        "--run-seconds", type=float, default=1.0, help="with --scaling: assumed handler seconds per run (1)"
+    )
+    which.add_argument(
         "--limits",
         action="store_true",
         help="run only the limits benchmark (cost of a limited run and of a wait; a rate over a minute)",
@@ -154,6 +168,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--soak MINUTES must be 1..1440")
     if not 0 <= args.soak_jobs <= 100:
         raise ValidationError("--soak-jobs must be 0..100")
+    if not 0.1 <= args.call_ms <= 1000 or not 0 <= args.run_seconds <= 900:
+        raise ValidationError("--call-ms must be 0.1..1000 and --run-seconds 0..900")
     if not 1 <= args.workflow_runs <= 5000 or not 1 <= args.workflows <= 1000:
         raise ValidationError("--workflow-runs must be 1..5000 and --workflows 1..1000")
 
@@ -164,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
     figures: dict[str, Any] = {}
     ok = True
     stdout = sys.stdout
-    if args.listing or args.soak is not None:
+    if args.listing or args.soak is not None or args.scaling:
         return _alone(args, stdout)
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
     with _function_output(args.verbose):
@@ -232,7 +248,25 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _alone(args: argparse.Namespace, stdout: Any) -> int:
-    """``--listing`` or ``--soak``: one benchmark, its own report (or its JSON object)."""
+    """``--listing``, ``--soak`` or ``--scaling``: one benchmark, its own report (or its JSON object)."""
+    if args.scaling:
+        from jobsched.bench.scaling import Assumptions, run_scaling, scaling_text
+        from jobsched.runtime import resources
+
+        assume = Assumptions(
+            call_ms=args.call_ms,
+            run_seconds=args.run_seconds,
+            shards=args.shards or resources.DEFAULT_SHARDS,
+        )
+        try:
+            with _function_output(args.verbose):
+                scaling = run_scaling(assume=assume)
+        except RuntimeError as exc:  # the measurement lost or duplicated a run: no model from it
+            print(f"scaling model not computed: {exc}", file=sys.stderr)
+            return 1
+        figures = {"scaling": scaling}
+        print(json.dumps(figures, separators=(",", ":")) if args.json else scaling_text(scaling), file=stdout)
+        return 0
     if args.listing:
         from jobsched.bench.listing import report as listing_report
         from jobsched.bench.listing import run_listing

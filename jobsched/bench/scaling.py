@@ -1,0 +1,288 @@
+"""The scaling model (``jobsched bench --scaling``; docs/scaling.md): where the deployed pipeline stops
+keeping up as the run rate grows, from *measured* request counts times AWS's *published* limits.
+
+1. The run pipeline benchmark (:mod:`jobsched.bench.pipeline`, moto, fake clock, the real handlers)
+   measures, per successful run, the calls each function makes and the write and read units each
+   table takes. Those do not depend on the machine.
+2. :func:`model` multiplies them by a run rate and compares each stage with the AWS limit that bounds
+   it (:class:`Limits`: DynamoDB's per-partition and per-table throughput, Lambda's concurrency and
+   the SQS event source mapping's scale-up, SQS's in-flight messages). Two quantities are assumptions,
+   not measurements, and are parameters: the latency of one DynamoDB or SQS call from Lambda
+   (``call_ms``, 5 ms: DynamoDB's "single-digit milliseconds") and a run's handler time
+   (``run_seconds``).
+
+For each rate the model says, stage by stage, what is needed (shards, concurrent invocations,
+write units per second on a table or on one key) against what the limit allows, whether the
+deployment's defaults suffice, and which setting (or AWS quota) to raise.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from jobsched.core.ids import DUE_PARTITIONS
+from jobsched.runtime import resources
+
+#: The rates the report covers, runs per second.
+RATES = (1_000, 10_000, 100_000)
+#: A tick's share of its minute the model lets it work (the dispatcher's timeout is 60 s).
+TICK_BUSY_SHARE = 50 / 60
+#: Runs per worker invocation (the event source mapping's batch size; records run concurrently).
+BATCH_SIZE = 10
+
+
+@dataclass(frozen=True)
+class Limits:
+    """AWS's published limits (us-east-1, 2026; adjustable ones marked in docs/scaling.md)."""
+
+    partition_wcu: int = 1_000  # DynamoDB: write units per second one partition (one key) serves
+    partition_rcu: int = 3_000
+    table_wru: int = 40_000  # DynamoDB on-demand: default per-table write request units per second
+    table_rru: int = 40_000
+    account_concurrency: int = 1_000  # Lambda: default concurrent executions per account and region
+    mapping_concurrency: int = 1_000  # SQS event source mapping: MaximumConcurrency at most
+    mapping_start: int = 5  # the mapping starts with 5 concurrent batches ...
+    mapping_step_per_minute: int = 300  # ... and adds up to 300 a minute
+    sqs_in_flight: int = 120_000  # SQS standard queue: messages received and not yet deleted
+    max_shards: int = DUE_PARTITIONS  # jobsched: a shard owns at least one of the 32 due partitions
+
+
+@dataclass(frozen=True)
+class Assumptions:
+    call_ms: float = 5.0  # one DynamoDB/SQS call from Lambda, in the region
+    run_seconds: float = 1.0  # a run's handler time
+    shards: int = resources.DEFAULT_SHARDS
+    dispatch_concurrency: int = resources.DEFAULT_DISPATCH_CONCURRENCY
+    mapping_concurrency: int = 20  # the `default` queue's MaximumConcurrency (infra/config.py)
+
+
+@dataclass
+class Measured:
+    """Per successful run, from the pipeline benchmark (per-minute cron jobs, 1 KB payload)."""
+
+    dispatcher_calls: float  # the dispatcher's calls per run that grow with runs (its per-tick Query aside)
+    dispatcher_job_calls: float  # of those, the ones made per job (the runs' puts, the advance): in parallel
+    worker_calls: float  # the worker's calls per run (claim, finish, usage, reads)
+    advances: float  # job advances per run (one conditional update of the job and its index entries)
+    feed_wru: float  # the tenant run feed's write units per run (one key per tenant)
+    usage_writes: float  # usage item writes per run (one key per tenant and day)
+    table_wru: dict[str, float] = field(default_factory=dict)  # per table
+    table_rru: dict[str, float] = field(default_factory=dict)
+    source: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def from_pipeline(cls, figures: dict[str, Any]) -> Measured:
+        """From ``jobsched bench --json``'s pipeline figures (``breakdown``, ``by_table``, ``setup``)."""
+        breakdown = figures["breakdown"]
+        dispatcher = breakdown["dispatcher"]["operations"]
+        worker = breakdown["worker"]["operations"]
+        setup = figures["setup"]
+        runs_per_minute = setup["jobs"]  # per-minute crons
+        ticks_per_run = setup["shards"] / runs_per_minute
+        # Per tick a shard acquires and releases its lease (two UpdateItems) and queries its partitions;
+        # the rest of the dispatcher's calls are per run or per page of runs.
+        updates = dispatcher.get("dynamodb.UpdateItem", {}).get("requests", 0.0)
+        advances = max(0.0, updates - 2 * ticks_per_run)
+        calls = sum(op["requests"] for name, op in dispatcher.items() if name != "dynamodb.Query")
+        calls -= 2 * ticks_per_run
+        job_calls = dispatcher.get("dynamodb.PutItem", {}).get("requests", 0.0) + advances
+        by_table = figures.get("by_table", {})
+        return cls(
+            dispatcher_calls=calls,
+            dispatcher_job_calls=job_calls,
+            worker_calls=sum(op["requests"] for op in worker.values()),
+            advances=advances,
+            feed_wru=dispatcher.get("dynamodb.BatchWriteItem", {}).get("wru", 0.0),
+            usage_writes=1.0 / BATCH_SIZE,
+            table_wru={name: use["wru"] for name, use in by_table.items()},
+            table_rru={name: use["rru"] for name, use in by_table.items()},
+            source={
+                "command": "jobsched bench --scaling (pipeline: --runs "
+                f"{figures['runs']} --jobs {setup['jobs']} --shards {setup['shards']})",
+                "runs": figures["runs"],
+                "succeeded": figures["succeeded"],
+                "wru_per_run": figures["wru"],
+                "rru_per_run": figures["rru"],
+            },
+        )
+
+
+@dataclass
+class Stage:
+    name: str
+    needed: float
+    allowed: float
+    unit: str
+    setting: str
+    default_ok: bool
+
+    @property
+    def ok(self) -> bool:
+        return self.needed <= self.allowed
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            **asdict(self),
+            "ok": self.ok,
+            "needed": round(self.needed, 2),
+            "allowed": round(self.allowed, 2),
+        }
+
+
+def dispatcher_runs_per_second_per_shard(measured: Measured, assume: Assumptions) -> float:
+    """Runs a shard's tick dispatches per second: the calls made per job (the runs' puts, the advance)
+    run ``dispatch_concurrency`` at once, the page's own calls (reads, feed, sends) one after another."""
+    serial = measured.dispatcher_calls - measured.dispatcher_job_calls
+    calls = serial + measured.dispatcher_job_calls / assume.dispatch_concurrency
+    return TICK_BUSY_SHARE / (calls * assume.call_ms / 1000)
+
+
+def model(rate: float, measured: Measured, assume: Assumptions, limits: Limits | None = None) -> list[Stage]:
+    """Every stage at ``rate`` runs per second (spread over many tenants unless a stage says
+    'one tenant'), in pipeline order."""
+    limits = limits or Limits()
+    per_shard = dispatcher_runs_per_second_per_shard(measured, assume)
+    shards = math.ceil(rate / per_shard)
+    invocation_seconds = assume.run_seconds + measured.worker_calls * assume.call_ms / 1000
+    concurrency = rate * invocation_seconds / BATCH_SIZE
+    stages = [
+        Stage(
+            "dispatcher: shards needed",
+            shards,
+            limits.max_shards,
+            "shards",
+            f"-c shards= (default {resources.DEFAULT_SHARDS}, at most {limits.max_shards}) and "
+            f"-c dispatch_concurrency= (default {resources.DEFAULT_DISPATCH_CONCURRENCY})",
+            shards <= assume.shards,
+        ),
+        Stage(
+            "worker: concurrent invocations (one queue)",
+            concurrency,
+            min(limits.mapping_concurrency, limits.account_concurrency),
+            "invocations",
+            "-c max_concurrency= per queue (default 20 on default, at most 1000) and the account's "
+            "Lambda concurrency quota (1000 by default)",
+            concurrency <= assume.mapping_concurrency,
+        ),
+        Stage(
+            "SQS: messages in flight (one queue)",
+            rate * invocation_seconds,
+            limits.sqs_in_flight,
+            "messages",
+            "a fixed SQS limit: spread the load over priorities (one queue each)",
+            True,
+        ),
+    ]
+    for table in sorted(measured.table_wru):
+        wru = rate * measured.table_wru[table]
+        stages.append(
+            Stage(
+                f"DynamoDB {table} table: write units per second",
+                wru,
+                limits.table_wru,
+                "WRU/s",
+                "the table's on-demand throughput quota (Service Quotas, adjustable)",
+                wru <= limits.table_wru,
+            )
+        )
+    index_wru = rate * measured.advances * 2 / DUE_PARTITIONS
+    stages.append(
+        Stage(
+            "DynamoDB due index: write units per second on one due partition",
+            index_wru,
+            limits.partition_wcu,
+            "WRU/s",
+            "none: 32 partitions are fixed (decision 0016); fewer advances per run (a longer horizon)",
+            index_wru <= limits.partition_wcu,
+        )
+    )
+    tenant_stages = (
+        ("one tenant: Jobs table key (its job advances)", rate * measured.advances),
+        ("one tenant: run feed key", rate * measured.feed_wru),
+        ("one tenant: usage key (one write per invocation)", rate * measured.usage_writes),
+    )
+    for name, wru in tenant_stages:
+        stages.append(
+            Stage(
+                name,
+                wru,
+                limits.partition_wcu,
+                "WRU/s",
+                "spread the load over tenants (DynamoDB's split for heat may lift a hot key later)",
+                wru <= limits.partition_wcu,
+            )
+        )
+    return stages
+
+
+def scale_up_minutes(concurrency: float, limits: Limits | None = None) -> float:
+    """Minutes the SQS event source mapping takes to reach ``concurrency`` from idle."""
+    limits = limits or Limits()
+    return max(0.0, (min(concurrency, limits.mapping_concurrency) - limits.mapping_start)) / (
+        limits.mapping_step_per_minute
+    )
+
+
+def report(measured: Measured, assume: Assumptions, rates: tuple[int, ...] = RATES) -> dict[str, Any]:
+    """The JSON of ``jobsched bench --scaling`` (key ``scaling``)."""
+    out: dict[str, Any] = {
+        "measured": asdict(measured),
+        "assumptions": asdict(assume),
+        "limits": asdict(Limits()),
+        "dispatcher_runs_per_second_per_shard": round(
+            dispatcher_runs_per_second_per_shard(measured, assume), 1
+        ),
+        "rates": {},
+    }
+    for rate in rates:
+        stages = model(rate, measured, assume)
+        broken = [s for s in stages if not s.ok]
+        concurrency = stages[1].needed
+        out["rates"][str(rate)] = {
+            "stages": [s.to_dict() for s in stages],
+            "first_limit": broken[0].name if broken else None,
+            "defaults_suffice": all(s.default_ok for s in stages),
+            "scale_up_minutes": round(scale_up_minutes(concurrency), 1),
+        }
+    return out
+
+
+def run_scaling(runs: int = 500, jobs: int = 100, assume: Assumptions | None = None) -> dict[str, Any]:
+    """Measure the per-run figures with the pipeline benchmark, then apply the model."""
+    from jobsched.bench.pipeline import PipelineConfig, run_pipeline
+
+    figures = run_pipeline(PipelineConfig(runs=runs, jobs=jobs, echo_variant=False)).to_dict()
+    if figures["lost"] or figures["duplicates"] or not figures["succeeded"]:
+        raise RuntimeError(
+            f"the pipeline lost or duplicated runs: {figures['lost']}, {figures['duplicates']}"
+        )
+    return report(Measured.from_pipeline(figures), assume or Assumptions())
+
+
+def scaling_text(figures: dict[str, Any]) -> str:
+    measured = figures["measured"]
+    assume = figures["assumptions"]
+    lines = [
+        "scaling model: measured request counts x AWS limits (docs/scaling.md)",
+        f"  measured per run: dispatcher {measured['dispatcher_calls']:.3f} calls, worker "
+        f"{measured['worker_calls']:.3f} calls, {measured['advances']:.3f} job advances; "
+        + ", ".join(f"{t} {w:.3f} WRU" for t, w in sorted(measured["table_wru"].items())),
+        f"  assumed: {assume['call_ms']} ms per call, {assume['run_seconds']} s per run; "
+        f"dispatcher: {figures['dispatcher_runs_per_second_per_shard']} runs/s per shard",
+    ]
+    for rate, entry in figures["rates"].items():
+        first = entry["first_limit"] or "nothing"
+        lines.append(
+            f"  {int(rate):>7,} runs/s: first limit: {first}; defaults suffice: "
+            f"{'yes' if entry['defaults_suffice'] else 'no'}; "
+            f"scale-up from idle {entry['scale_up_minutes']} min"
+        )
+        for stage in entry["stages"]:
+            mark = "ok " if stage["ok"] else "OVER"
+            lines.append(
+                f"      {mark} {stage['name']}: {stage['needed']:,} of {stage['allowed']:,} {stage['unit']}"
+                + ("" if stage["default_ok"] else f"  -> raise: {stage['setting']}")
+            )
+    return "\n".join(lines)
