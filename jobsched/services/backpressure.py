@@ -100,7 +100,8 @@ class TickGate:
         if priority not in self._reasons:
             depth = self._depths[priority] = self._bp.depth(priority)
             oldest = None
-            if limit.age_seconds > 0 and depth:
+            deep = depth is not None and limit.depth > 0 and depth >= limit.depth
+            if limit.age_seconds > 0 and depth and not deep:  # the age is read only when it decides
                 if self._oldest is None:
                     self._oldest = self._bp.oldest()
                 oldest = self._oldest.get(priority)

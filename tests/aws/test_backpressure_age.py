@@ -158,3 +158,16 @@ def test_unreadable_ages_dispatch_as_if_there_were_no_age(aws, caplog):
     # Then the failure is logged and the job dispatched
     assert any("queue ages unreadable" in r.getMessage() for r in caplog.records)
     assert summary.jobs_held_back == 0 and summary.jobs_advanced == 1
+
+
+def test_the_ages_are_not_read_when_the_depth_already_holds(aws, monkeypatch):
+    # Given low limits of depth 1 and age 15 min, and a due low job whose 12:00 run is visible
+    p = _pipeline(aws, {"low": QueueLimit(depth=1, age_seconds=AGE)})
+    _job(p, "low", "low")
+    ages = p.dispatcher.backpressure.ages
+    reads = []
+    monkeypatch.setattr(ages, "read", lambda real=ages.read: reads.append(1) or real())
+    # When the shard ticks at 12:01
+    summary = p.dispatcher.dispatch_shard(0, T0 + timedelta(minutes=1))
+    # Then the job is held back by depth, and the ages item was never read
+    assert summary.jobs_held_back == 1 and reads == []
