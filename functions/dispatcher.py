@@ -5,7 +5,7 @@ of every shard when the event names none (handy locally and for a manual catch-u
 Thin on purpose: parse the event, call
 :meth:`jobsched.services.dispatcher.Dispatcher.dispatch_shard`, return the
 summary and emit its metrics: ``RunsSkipped``, ``RunsDispatched``, ``JobsAdvanced``, ``SendFailures``,
-``StaleJobs``, ``ShardsBusy`` and ``JobsHeldBack`` (due ``low`` jobs held back by backpressure), with no
+``StaleJobs``, ``ShardsBusy`` and ``JobsHeldBack`` (due jobs held back by backpressure), with no
 per-run or per-tenant dimension (those would be billed as separate metrics). Services are built once
 per container, on the first invocation, never at import time.
 """

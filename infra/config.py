@@ -15,13 +15,18 @@ from typing import Any
 from jobsched.api.auth import DEFAULT_JWT_TENANT_CLAIM
 from jobsched.core.ids import DUE_PARTITIONS
 from jobsched.runtime.resources import (
+    BACKPRESSURE_PRIORITIES,
+    DEFAULT_BACKPRESSURE_AGE_SECONDS,
+    DEFAULT_BACKPRESSURE_DEPTH,
     DEFAULT_DISPATCH_CONCURRENCY,
     DEFAULT_LOOKAHEAD_SECONDS,
-    DEFAULT_LOW_BACKLOG_LIMIT,
     DEFAULT_RETENTION_DAYS,
     DEFAULT_SHARDS,
+    MAX_BACKPRESSURE_AGE_SECONDS,
+    MAX_BACKPRESSURE_DEPTH,
     MAX_DISPATCH_CONCURRENCY,
     MAX_RETENTION_DAYS,
+    MIN_BACKPRESSURE_AGE_SECONDS,
     QUEUE_KINDS,
 )
 
@@ -30,9 +35,11 @@ AUTH_MODES = ("iam", "jwt")
 ENCRYPTION_MODES = ("aws", "cmk")
 
 # Per queue, the event source mapping's MaximumConcurrency (minimum 2): a ceiling on the concurrent
-# worker invocations that queue may use, not a reservation -- the queues share one worker function
-# and the account's unreserved concurrency, so a busy queue can leave another below its ceiling.
+# worker invocations that queue may start. `default`, `low` and `long` share one worker function and
+# the account's unreserved concurrency; `high` has a function of its own whose reserved concurrency
+# (high_reserved_concurrency) no other function can take (infra/workers.py, docs/decisions/0028).
 DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 20, "low": 5, "long": 5}
+MAX_RESERVED_CONCURRENCY = 1000
 
 #: A ``notify_topic_arns`` pattern: an SNS topic ARN of one literal account; ``*``/``?`` allowed in the
 #: region and the topic name only (so an allow-list never covers every account's topics).
@@ -49,8 +56,17 @@ class StackConfig:
 
     shards: int = DEFAULT_SHARDS
     lookahead_seconds: int = DEFAULT_LOOKAHEAD_SECONDS
-    low_backlog_limit: int = DEFAULT_LOW_BACKLOG_LIMIT  # backpressure on the low queue; 0 = off
+    # Backpressure per priority (default, low; never high): visible messages, and seconds the oldest
+    # queued run has waited, at which dispatcher ticks hold back due jobs of that priority; 0 = off.
+    backpressure_depth: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_BACKPRESSURE_DEPTH))
+    backpressure_age_seconds: dict[str, int] = field(
+        default_factory=lambda: dict(DEFAULT_BACKPRESSURE_AGE_SECONDS)
+    )
     max_concurrency: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_MAX_CONCURRENCY))
+    # The high worker function's reserved concurrency; unset = max_concurrency["high"] (every
+    # invocation its mapping may start is reserved), 0 = none (a ceiling only, for accounts whose
+    # concurrency quota cannot spare it), else at least max_concurrency["high"].
+    high_reserved_concurrency: int | None = None
     retention_days: int = DEFAULT_RETENTION_DAYS  # run items (DynamoDB TTL) and bucket objects (lifecycle)
     log_retention_days: int = 30
     auth_mode: str = "iam"
@@ -148,10 +164,51 @@ class StackConfig:
                 f"dispatch_concurrency must be 1 to {MAX_DISPATCH_CONCURRENCY}, "
                 f"got {self.dispatch_concurrency}"
             )
-        if self.low_backlog_limit < 0:
+        self._check_backpressure()
+        high = self.max_concurrency["high"]
+        reserved = self.high_reservation
+        if reserved != 0 and not high <= reserved <= MAX_RESERVED_CONCURRENCY:
             raise ConfigError(
-                f"low_backlog_limit must be 0 (no backpressure) or more, got {self.low_backlog_limit}"
+                f"high_reserved_concurrency must be 0 (no reservation) or between max_concurrency[high] "
+                f"({high}) and {MAX_RESERVED_CONCURRENCY}, got {reserved}: a reservation below the high "
+                "mapping's MaximumConcurrency would throttle its deliveries"
             )
+
+    def _check_backpressure(self) -> None:
+        for name, limits in (
+            ("backpressure_depth", self.backpressure_depth),
+            ("backpressure_age_seconds", self.backpressure_age_seconds),
+        ):
+            if "high" in limits:
+                raise ConfigError(f"{name}: backpressure never applies to high (its capacity is reserved)")
+            if set(limits) != set(BACKPRESSURE_PRIORITIES):
+                raise ConfigError(
+                    f"{name} takes the priorities {list(BACKPRESSURE_PRIORITIES)}, got {sorted(limits)}"
+                )
+        for priority, depth in self.backpressure_depth.items():
+            if not 0 <= depth <= MAX_BACKPRESSURE_DEPTH:
+                raise ConfigError(
+                    f"backpressure_depth[{priority}] must be 0 (off) to {MAX_BACKPRESSURE_DEPTH}, got {depth}"
+                )
+        for priority, age in self.backpressure_age_seconds.items():
+            if age != 0 and not MIN_BACKPRESSURE_AGE_SECONDS <= age <= MAX_BACKPRESSURE_AGE_SECONDS:
+                raise ConfigError(
+                    f"backpressure_age_seconds[{priority}] must be 0 (off) or "
+                    f"{MIN_BACKPRESSURE_AGE_SECONDS} to {MAX_BACKPRESSURE_AGE_SECONDS}, got {age}"
+                )
+
+    @property
+    def high_reservation(self) -> int:
+        """The high worker's reserved concurrency: the setting, or by default high's ceiling."""
+        if self.high_reserved_concurrency is None:
+            return self.max_concurrency["high"]
+        return self.high_reserved_concurrency
+
+    def worker_shares(self) -> dict[str, float]:
+        """Each queue's share of the workers when every queue has work: its mapping's
+        MaximumConcurrency over their sum (docs/semantics/limits.md, "Priorities")."""
+        total = sum(self.max_concurrency.values())
+        return {kind: self.max_concurrency[kind] / total for kind in QUEUE_KINDS}
 
     @classmethod
     def from_context(cls, get: Any) -> StackConfig:
@@ -160,14 +217,25 @@ class StackConfig:
             raise ConfigError(
                 "payload_retention_days was renamed retention_days (it now also expires run records)"
             )
+        if get("low_backlog_limit") not in (None, ""):
+            raise ConfigError(
+                "low_backlog_limit was replaced by backpressure_depth (per priority), e.g. "
+                """-c backpressure_depth='{"low": 1000}'"""
+            )
         kwargs: dict[str, Any] = {}
         for f in cls.__dataclass_fields__.values():
             raw = get(f.name)
             if raw is None or raw == "":
                 continue
             kwargs[f.name] = _parse(f.name, raw, cls.__dataclass_fields__[f.name].type)
-        if "max_concurrency" in kwargs:
-            kwargs["max_concurrency"] = {**DEFAULT_MAX_CONCURRENCY, **kwargs["max_concurrency"]}
+        defaults = {
+            "max_concurrency": DEFAULT_MAX_CONCURRENCY,
+            "backpressure_depth": DEFAULT_BACKPRESSURE_DEPTH,
+            "backpressure_age_seconds": DEFAULT_BACKPRESSURE_AGE_SECONDS,
+        }
+        for name, default in defaults.items():
+            if name in kwargs:
+                kwargs[name] = {**default, **kwargs[name]}
         return cls(**kwargs)
 
 
@@ -175,7 +243,7 @@ def _parse(name: str, raw: Any, type_name: Any) -> Any:
     """Turn a context value (a JSON value from cdk.json or a string from ``-c``) into the field's type."""
     text = str(type_name)
     try:
-        if text == "int":
+        if text in ("int", "int | None"):
             return int(raw)
         if text == "float":
             return float(raw)

@@ -26,10 +26,27 @@ from infra.functions import function_spec, grant_notify_publish, make_function
 from infra.nag import acknowledge
 from infra.queues import Queues, encrypted_queue
 from infra.tables import Tables
-from jobsched.runtime.resources import ENV_LOW_BACKLOG_LIMIT, JOBS_TABLE, LEASES_TABLE, PRIORITIES, RUNS_TABLE
+from jobsched.runtime.resources import (
+    BACKPRESSURE_PRIORITIES,
+    ENV_BACKPRESSURE_AGE_PREFIX,
+    ENV_BACKPRESSURE_DEPTH_PREFIX,
+    JOBS_TABLE,
+    LEASES_TABLE,
+    PRIORITIES,
+    RUNS_TABLE,
+)
 
 TICK_RETRY_ATTEMPTS = 2
 TICK_MAX_EVENT_AGE_SECONDS = 60
+
+
+def backpressure_environment(config: StackConfig) -> dict[str, str]:
+    """The dispatcher's backpressure settings (``JOBSCHED_BACKPRESSURE_DEPTH_<P>``, ``..._AGE_<P>``)."""
+    env: dict[str, str] = {}
+    for priority in BACKPRESSURE_PRIORITIES:
+        env[ENV_BACKPRESSURE_DEPTH_PREFIX + priority.upper()] = str(config.backpressure_depth[priority])
+        env[ENV_BACKPRESSURE_AGE_PREFIX + priority.upper()] = str(config.backpressure_age_seconds[priority])
+    return env
 
 
 class Dispatch(Construct):
@@ -54,13 +71,15 @@ class Dispatch(Construct):
             code=code,
             config=config,
             key=key,
-            environment={**environment, ENV_LOW_BACKLOG_LIMIT: str(config.low_backlog_limit)},
+            environment={**environment, **backpressure_environment(config)},
         )
+        # Leases: shard leases, and the queue ages the sweeper records (backpressure by age).
         for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
             tables.table(spec).grant_read_write_data(self.dispatcher)
         for kind in PRIORITIES:
             queues.grant_send(kind, self.dispatcher)
-            queues.queue(kind).grant(self.dispatcher, "sqs:GetQueueAttributes")  # backpressure
+        for kind in BACKPRESSURE_PRIORITIES:  # backpressure reads their depth (CDK's send grant allows
+            queues.queue(kind).grant(self.dispatcher, "sqs:GetQueueAttributes")  # it too: said explicitly)
 
         self.sweeper = make_function(
             self, function_spec("sweeper"), code=code, config=config, environment=environment, key=key

@@ -60,10 +60,10 @@ FUNCTION_CHECK_REASONS = {
     "API is invoked synchronously by API Gateway, and the dispatcher and sweeper receive only a tick "
     "from EventBridge Scheduler (its target has its own DLQ; the next tick redoes a failed one).",
     "CKV_AWS_115": "No reserved concurrency: a reservation is taken from the account's unreserved "
-    "pool, which must keep 100, so in an account with a low concurrency quota (new accounts may have "
-    "10) the deploy would fail. The worker is bounded by each queue mapping's MaximumConcurrency, the "
-    "DLQ consumer by its mappings' 2 each, the API by the stage's throttling, the dispatcher and "
-    "sweeper by their schedules.",
+    "pool, which must keep 100, so each one raises the account quota a deploy needs; only the high "
+    "worker has one (high_reserved_concurrency, docs/decisions/0028). The shared worker is bounded by "
+    "each queue mapping's MaximumConcurrency, the DLQ consumer by its mappings' 2 each, the API by the "
+    "stage's throttling, the dispatcher and sweeper by their schedules.",
 }
 
 
@@ -109,10 +109,21 @@ def make_function(
     config: StackConfig,
     environment: Mapping[str, str],
     key: kms.IKey | None = None,
+    construct_id: str | None = None,
+    reserved_concurrency: int | None = None,
+    log_group: logs.ILogGroup | None = None,
 ) -> lambda_.Function:
-    """Build the function for ``spec`` under ``scope`` (construct id = the spec's name)."""
-    construct_id = "".join(part.title() for part in spec.name.split("_"))
-    log_group = make_log_group(scope, f"{construct_id}Logs", config=config, key=key)
+    """Build the function for ``spec`` under ``scope`` (construct id = the spec's name, or
+    ``construct_id`` for a second function of the same spec).
+
+    ``reserved_concurrency`` (> 0) reserves that many concurrent executions for it (taken from the
+    account's unreserved pool; then checkov's CKV_AWS_115 passes and is not skipped). ``log_group``
+    shares another function's log group (the high worker writes to the worker's, so a run's logs are in
+    one group whichever queue it came from); by default the function gets its own.
+    """
+    construct_id = construct_id or "".join(part.title() for part in spec.name.split("_"))
+    if log_group is None:
+        log_group = make_log_group(scope, f"{construct_id}Logs", config=config, key=key)
     role = iam.Role(
         scope,
         f"{construct_id}Role",
@@ -137,6 +148,7 @@ def make_function(
         system_log_level_v2=lambda_.SystemLogLevel.WARN,
         tracing=lambda_.Tracing.ACTIVE,
         environment_encryption=key,
+        reserved_concurrent_executions=reserved_concurrency or None,
         environment={
             # The metric dimension `service` is the function's name (the dashboard reads it so).
             "POWERTOOLS_SERVICE_NAME": spec.name,
@@ -150,6 +162,8 @@ def make_function(
     else:
         key.grant_decrypt(role)  # Lambda decrypts the environment under the execution role
     for check_id, reason in FUNCTION_CHECK_REASONS.items():
+        if check_id == "CKV_AWS_115" and reserved_concurrency:
+            continue  # it has a reservation: the check passes
         skip_checkov(function, check_id, reason)
     return function
 

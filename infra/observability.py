@@ -226,12 +226,12 @@ class Observability(Construct):
         )
         d.add_widgets(
             cw.GraphWidget(
-                title="Queue depth (visible messages); low jobs held back",
+                title="Queue depth (visible messages); jobs held back",
                 left=[
                     q.metric_approximate_number_of_messages_visible(period=MINUTE, label=kind)
                     for kind, q in watched.queues.items()
                 ],
-                # backpressure: due low jobs the dispatcher left for a later tick (docs/operations.md)
+                # backpressure: due jobs the dispatcher left for a later tick (docs/operations.md)
                 right=[total_over_services(obs.JOBS_HELD_BACK)],
                 width=8,
             ),

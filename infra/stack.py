@@ -132,6 +132,7 @@ class JobschedStack(cdk.Stack):
             "api": self.api.function,
             "dispatcher": self.dispatch.dispatcher,
             "worker": self.workers.worker,
+            "worker_high": self.workers.high_worker,  # the same spec as worker, for the high queue
             "dlq_consumer": self.workers.dlq_consumer,
             "sweeper": self.dispatch.sweeper,
         }

@@ -1,11 +1,17 @@
 """The worker pool and the DLQ consumer, with their SQS event source mappings.
 
-The worker consumes every run queue; each mapping has its own ``MaximumConcurrency`` and reports
-partial batch failures. ``MaximumConcurrency`` is a ceiling, not a reservation: it caps how many
-concurrent invocations of the one worker function that queue's mapping may start, but the queues share
-that function and the account's unreserved concurrency, so a flood of ``low`` work can still use the
-concurrency ``high`` would need (up to ``low``'s own ceiling). The DLQ consumer drains the dead-letter
-queues into failed runs.
+Two worker functions run the same code and entry point (``functions.worker.handler``):
+
+* ``WorkerHigh`` consumes the ``high`` queue only, with reserved concurrency
+  (``high_reserved_concurrency``, default = ``max_concurrency["high"]``): those executions are set
+  aside in the account for it, so no other function -- the shared worker flooded with ``low`` or
+  ``default`` work, or anything else in the account -- can take them;
+* ``Worker`` consumes ``default``, ``low`` and ``long``; it draws on the account's unreserved
+  concurrency, and each of its mappings has its own ``MaximumConcurrency`` as a ceiling.
+
+Each mapping reports partial batch failures. Both functions have the same grants, and share one log
+group (a run's logs are in one place whichever queue it came from). The DLQ consumer drains the
+dead-letter queues into failed runs. docs/decisions/0028-reserved-high-capacity-and-backpressure-by-age.md.
 """
 
 from __future__ import annotations
@@ -27,6 +33,8 @@ from infra.storage import PayloadStore
 from infra.tables import Tables
 from jobsched.runtime.resources import IDEMPOTENCY_TABLE, LEASES_TABLE, RUNS_TABLE
 
+#: The queues the high worker consumes; every other queue feeds the shared worker.
+HIGH_KINDS = ("high",)
 BATCH_SIZE = {"long": 1}  # a chunk may run for minutes: one per invocation
 DEFAULT_BATCH_SIZE = 10
 DLQ_MAX_CONCURRENCY = 2  # the minimum Lambda accepts; poison messages are rare
@@ -53,42 +61,35 @@ class Workers(Construct):
         self.worker = make_function(
             self, function_spec(QUEUE_CONSUMER), code=code, config=config, environment=environment, key=key
         )
-        # Runs (claims, outcomes), Leases (chunk checkpoints), Idempotency (handlers' effects). Not Jobs:
-        # the worker reads the job's snapshot from the message, and a retry longer than the SQS delay
-        # cap re-sends its own message with the rest of the delay.
-        for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE):
-            tables.table(spec).grant_read_write_data(self.worker)
-        payloads.grant_objects(self.worker, "s3:GetObject", "s3:PutObject")
-        # Dead-letter notifications: the worker delivers its own (tenant defaults live in Leases).
-        grant_notify_publish(self.worker, config)
-        state_machine.grant_task_response(self.worker)
-        state_machine.grant_start_execution(self.worker)
-        # Chunked runs: read an execution's result, stop the execution of a cancelled run.
-        state_machine.grant_execution(self.worker, "states:DescribeExecution", "states:StopExecution")
-        machine_id = cdk.Stack.of(self).resolve(state_machine.node.default_child.logical_id)  # type: ignore[union-attr]
-        execution_name = '{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"' + machine_id + '"}]}]}'
-        acknowledge(
-            self.worker.role,  # type: ignore[arg-type]
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>"
-            f":execution:{execution_name}:*]",
-            "Execution names are run ids, known only at run time, so DescribeExecution/StopExecution are "
-            "granted on the executions of this one state machine ('execution:<machine>:*'); the actions "
-            "are listed explicitly.",
+        # The high queue's own function: the same code and entry point, its own reserved concurrency
+        # (0 = none) and its own mapping, writing to the worker's log group.
+        reserved = config.high_reservation
+        self.high_worker = make_function(
+            self,
+            function_spec(QUEUE_CONSUMER),
+            code=code,
+            config=config,
+            environment=environment,
+            key=key,
+            construct_id="WorkerHigh",
+            reserved_concurrency=reserved,
+            log_group=self.worker.log_group,
         )
+        self.consumers = {
+            kind: self.high_worker if kind in HIGH_KINDS else self.worker for kind in queues.kinds
+        }
+        for function in (self.worker, self.high_worker):
+            self._grant(function, tables=tables, queues=queues, payloads=payloads, config=config)
+            self._grant_state_machine(function, state_machine)
         self.mappings: dict[str, sources.SqsEventSource] = {}
         for kind in queues.kinds:
-            queue = queues.queue(kind)
-            # Retries re-send the run with their backoff as DelaySeconds. A delay over SQS's 900 s cap
-            # is carried by the message itself: a delivery that arrives before its due instant re-sends
-            # itself with the rest of the delay (jobsched/services/worker.py, step 2).
-            queues.grant_send(kind, self.worker)
             source = sources.SqsEventSource(
-                queue,
+                queues.queue(kind),
                 batch_size=BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),
                 report_batch_item_failures=True,
                 max_concurrency=config.max_concurrency[kind],
             )
-            self.worker.add_event_source(source)  # grants consume, incl. ChangeMessageVisibility
+            self.consumers[kind].add_event_source(source)  # grants consume, incl. ChangeMessageVisibility
             self.mappings[kind] = source
 
         self.dlq_consumer = make_function(
@@ -105,3 +106,45 @@ class Workers(Construct):
                     max_concurrency=DLQ_MAX_CONCURRENCY,
                 )
             )
+
+    @staticmethod
+    def _grant(
+        function: lambda_.Function,
+        *,
+        tables: Tables,
+        queues: Queues,
+        payloads: PayloadStore,
+        config: StackConfig,
+    ) -> None:
+        """What a worker function (either of the two) may do, beyond consuming its own queues."""
+        # Runs (claims, outcomes), Leases (chunk checkpoints, limits), Idempotency (handlers' effects).
+        # Not Jobs: the worker reads the job's snapshot from the message, and a retry longer than the
+        # SQS delay cap re-sends its own message with the rest of the delay.
+        for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE):
+            tables.table(spec).grant_read_write_data(function)
+        payloads.grant_objects(function, "s3:GetObject", "s3:PutObject")
+        # Dead-letter notifications: the worker delivers its own (tenant defaults live in Leases).
+        grant_notify_publish(function, config)
+        for kind in queues.kinds:
+            # Retries re-send the run with their backoff as DelaySeconds (a delay over SQS's 900 s cap is
+            # carried by the message: jobsched/services/worker.py, step 2); a DAG node's end sends its
+            # children to their priorities' queues; a freed limit slot makes a waiter's message visible
+            # (ChangeMessageVisibility), whichever queue the waiter is in.
+            queues.grant_send(kind, function)
+            queues.queue(kind).grant(function, "sqs:ChangeMessageVisibility")
+
+    def _grant_state_machine(self, function: lambda_.Function, state_machine: sfn.IStateMachine) -> None:
+        state_machine.grant_task_response(function)
+        state_machine.grant_start_execution(function)
+        # Chunked runs: read an execution's result, stop the execution of a cancelled run.
+        state_machine.grant_execution(function, "states:DescribeExecution", "states:StopExecution")
+        machine_id = cdk.Stack.of(self).resolve(state_machine.node.default_child.logical_id)  # type: ignore[union-attr]
+        execution_name = '{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"' + machine_id + '"}]}]}'
+        acknowledge(
+            function.role,  # type: ignore[arg-type]
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>"
+            f":execution:{execution_name}:*]",
+            "Execution names are run ids, known only at run time, so DescribeExecution/StopExecution are "
+            "granted on the executions of this one state machine ('execution:<machine>:*'); the actions "
+            "are listed explicitly.",
+        )

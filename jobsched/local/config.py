@@ -11,8 +11,10 @@ from jobsched.runtime import resources
 
 DEFAULT_TENANT = "default"
 
-# Worker slots per queue: concurrent worker invocations of that queue's poller (each poller has its
-# own). On AWS the counterpart is the mapping's MaximumConcurrency, a ceiling on a shared function.
+# Worker slots per queue: concurrent worker invocations of that queue's poller. Each poller has its
+# own, and no other queue can take them: high's 4 are reserved as the high worker function's reserved
+# concurrency is on AWS (where default, low and long share one function, each with MaximumConcurrency
+# as a ceiling). docs/semantics/limits.md, "Priorities and reserved capacity".
 DEFAULT_SLOTS = {"high": 4, "default": 20, "low": 2, "long": 2}
 # Records per invocation, as infra's event source mappings: a chunk of a long job may run for minutes.
 DEFAULT_BATCH_SIZES = {"long": 1}

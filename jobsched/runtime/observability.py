@@ -49,7 +49,7 @@ RUNS_STRANDED = "RunsStranded"  # sweeper: runs given up on, failed with reason 
 POISON_MESSAGES = "PoisonMessages"  # DLQ consumer
 NOTIFICATIONS_SENT = "NotificationsSent"  # dead-letter notifications delivered (per destination)
 NOTIFICATIONS_FAILED = "NotificationsFailed"  # dead-letter notifications given up
-JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due low jobs left for a later tick (backpressure)
+JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due jobs left for a later tick (backpressure)
 LIMIT_WAITS = "LimitWaits"  # worker: deliveries held back by a concurrency or rate limit (no attempt used)
 LIMIT_SLOTS_LOST = "LimitSlotsLost"  # worker: a running run's slot lease ended and the semaphore was full
 

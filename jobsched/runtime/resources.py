@@ -22,9 +22,13 @@ ENV_LOOKAHEAD_SECONDS = "JOBSCHED_LOOKAHEAD_SECONDS"
 # How far ahead a due job's occurrences are enqueued (SQS DelaySeconds): amortizes the job advance
 # (1 item write + 2 due-index writes) over several runs. See docs/decisions/0001-data-model.md.
 ENV_ENQUEUE_HORIZON_SECONDS = "JOBSCHED_ENQUEUE_HORIZON_SECONDS"
-#: Backpressure: a dispatcher tick holds back its due ``low`` jobs while the ``low`` queue has at least
-#: this many visible messages (0 = never). See jobsched/services/backpressure.py.
-ENV_LOW_BACKLOG_LIMIT = "JOBSCHED_LOW_BACKLOG_LIMIT"
+#: Backpressure (jobsched/services/backpressure.py), per priority of :data:`BACKPRESSURE_PRIORITIES`
+#: (+ the priority in upper case): a dispatcher tick holds back its due jobs of that priority while
+#: the queue has at least ``..._DEPTH_<P>`` visible messages, or while it has visible messages and its
+#: oldest queued run has waited ``..._AGE_SECONDS_<P>`` seconds since due (0 = that signal off). Set
+#: on the dispatcher only (CDK context ``backpressure_depth``, ``backpressure_age_seconds``).
+ENV_BACKPRESSURE_DEPTH_PREFIX = "JOBSCHED_BACKPRESSURE_DEPTH_"
+ENV_BACKPRESSURE_AGE_PREFIX = "JOBSCHED_BACKPRESSURE_AGE_SECONDS_"
 ENV_STATE_MACHINE_ARN = "JOBSCHED_STATE_MACHINE_ARN"
 ENV_ALLOWED_HTTP_HOSTS = "JOBSCHED_ALLOWED_HTTP_HOSTS"
 #: Comma-separated SNS topic ARN patterns (IAM syntax, ``*`` and ``?``) that dead-letter notifications
@@ -58,6 +62,8 @@ ENV_TENANT_BURST = "JOBSCHED_TENANT_BURST"
 
 PRIORITIES = ("high", "default", "low")
 QUEUE_KINDS = (*PRIORITIES, "long")
+#: The priorities backpressure may hold back: never ``high`` (docs/decisions/0028).
+BACKPRESSURE_PRIORITIES = ("default", "low")
 
 # --- DynamoDB -------------------------------------------------------------------------------------
 
@@ -217,7 +223,15 @@ FUNCTIONS = (
 DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60
 DEFAULT_ENQUEUE_HORIZON_SECONDS = 300
-DEFAULT_LOW_BACKLOG_LIMIT = 1000
+#: Backpressure defaults per priority (0 = off): ``low`` is held back at 1000 visible messages, or
+#: while its oldest queued run has waited 15 minutes; ``default`` is never held back unless configured.
+DEFAULT_BACKPRESSURE_DEPTH = {"default": 0, "low": 1000}
+DEFAULT_BACKPRESSURE_AGE_SECONDS = {"default": 0, "low": 900}
+#: An age limit is 0 (off) or 120 s to 12 hours. 120 s is the sweeper's grace: it reads the runs of a
+#: ledger item only once its earliest run is that far past due, so it measures no younger age.
+MIN_BACKPRESSURE_AGE_SECONDS = 120
+MAX_BACKPRESSURE_AGE_SECONDS = 12 * 3600
+MAX_BACKPRESSURE_DEPTH = 1_000_000
 #: The worker function's memory: the usage estimates price its handlers' seconds at this size.
 WORKER_MEMORY_MB = next(spec.memory_mb for spec in FUNCTIONS if spec.name == "worker")
 #: Records of one batch the worker handles at once (= the event source mapping's batch size).

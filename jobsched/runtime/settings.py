@@ -11,6 +11,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from jobsched.core.backpressure import QueueLimit
 from jobsched.core.errors import JobschedError
 from jobsched.core.ids import DUE_PARTITIONS
 from jobsched.runtime import resources as r
@@ -37,7 +38,9 @@ class Settings:
     shards: int = r.DEFAULT_SHARDS
     lookahead_seconds: int = r.DEFAULT_LOOKAHEAD_SECONDS
     enqueue_horizon_seconds: int = r.DEFAULT_ENQUEUE_HORIZON_SECONDS
-    low_backlog_limit: int = r.DEFAULT_LOW_BACKLOG_LIMIT  # 0 = no backpressure
+    #: Backpressure per priority of ``r.BACKPRESSURE_PRIORITIES`` (``JOBSCHED_BACKPRESSURE_DEPTH_<P>``,
+    #: ``JOBSCHED_BACKPRESSURE_AGE_SECONDS_<P>``); a priority absent here is never held back.
+    backpressure: Mapping[str, QueueLimit] = field(default_factory=lambda: default_backpressure())
     state_machine_arn: str | None = None
     allowed_http_hosts: tuple[str, ...] = ()
     #: SNS topic ARN patterns dead-letter notifications may go to (``JOBSCHED_NOTIFY_TOPIC_ARNS``).
@@ -129,7 +132,7 @@ class Settings:
             shards=shards,
             lookahead_seconds=lookahead,
             enqueue_horizon_seconds=horizon,
-            low_backlog_limit=integer(r.ENV_LOW_BACKLOG_LIMIT, r.DEFAULT_LOW_BACKLOG_LIMIT, 0),
+            backpressure=backpressure_from(env),
             state_machine_arn=env.get(r.ENV_STATE_MACHINE_ARN) or None,
             allowed_http_hosts=hosts,
             notify_topic_arns=tuple(
@@ -161,7 +164,6 @@ class Settings:
             r.ENV_SHARDS: str(self.shards),
             r.ENV_LOOKAHEAD_SECONDS: str(self.lookahead_seconds),
             r.ENV_ENQUEUE_HORIZON_SECONDS: str(self.enqueue_horizon_seconds),
-            r.ENV_LOW_BACKLOG_LIMIT: str(self.low_backlog_limit),
             r.ENV_AUTH_MODE: self.auth_mode,
             r.ENV_WORKER_CONCURRENCY: str(self.worker_concurrency),
             r.ENV_DISPATCH_CONCURRENCY: str(self.dispatch_concurrency),
@@ -172,6 +174,10 @@ class Settings:
         }
         for kind, url in self.queue_urls.items():
             env[r.ENV_QUEUE_URL_PREFIX + kind.upper()] = url
+        for priority in r.BACKPRESSURE_PRIORITIES:
+            limit = self.backpressure.get(priority, QueueLimit())
+            env[r.ENV_BACKPRESSURE_DEPTH_PREFIX + priority.upper()] = str(limit.depth)
+            env[r.ENV_BACKPRESSURE_AGE_PREFIX + priority.upper()] = str(limit.age_seconds)
         for kind, url in self.dlq_urls.items():
             env[r.ENV_DLQ_URL_PREFIX + kind.upper()] = url
         optional = {
@@ -185,6 +191,53 @@ class Settings:
         }
         env.update({k: v for k, v in optional.items() if v})
         return env
+
+
+def default_backpressure() -> dict[str, QueueLimit]:
+    """The deployment defaults (``r.DEFAULT_BACKPRESSURE_DEPTH``/``..._AGE_SECONDS``) per priority."""
+    return {
+        p: QueueLimit(r.DEFAULT_BACKPRESSURE_DEPTH[p], r.DEFAULT_BACKPRESSURE_AGE_SECONDS[p])
+        for p in r.BACKPRESSURE_PRIORITIES
+    }
+
+
+def backpressure_from(env: Mapping[str, str]) -> dict[str, QueueLimit]:
+    """Each priority's limits from ``JOBSCHED_BACKPRESSURE_DEPTH_<P>`` (0..1,000,000) and
+    ``JOBSCHED_BACKPRESSURE_AGE_SECONDS_<P>`` (0, or 120..43,200); unset gives the default."""
+    defaults = default_backpressure()
+    limits: dict[str, QueueLimit] = {}
+    for priority in r.BACKPRESSURE_PRIORITIES:
+        depth = _bounded(
+            env,
+            r.ENV_BACKPRESSURE_DEPTH_PREFIX + priority.upper(),
+            defaults[priority].depth,
+            0,
+            r.MAX_BACKPRESSURE_DEPTH,
+        )
+        age_name = r.ENV_BACKPRESSURE_AGE_PREFIX + priority.upper()
+        age = _bounded(env, age_name, defaults[priority].age_seconds, 0, r.MAX_BACKPRESSURE_AGE_SECONDS)
+        if 0 < age < r.MIN_BACKPRESSURE_AGE_SECONDS:
+            raise ConfigurationError(
+                f"environment variable {age_name} must be 0 (off) or >= {r.MIN_BACKPRESSURE_AGE_SECONDS}, "
+                f"got {age}"
+            )
+        limits[priority] = QueueLimit(depth, age)
+    return limits
+
+
+def _bounded(env: Mapping[str, str], name: str, default: int, minimum: int, maximum: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigurationError(f"environment variable {name} must be an integer, got {raw!r}") from None
+    if not minimum <= value <= maximum:
+        raise ConfigurationError(
+            f"environment variable {name} must be between {minimum} and {maximum}, got {value}"
+        )
+    return value
 
 
 def worker_concurrency_from(raw: str | None) -> int:

@@ -23,6 +23,7 @@ from jobsched.aws.limits_store import Buckets, Semaphores
 from jobsched.aws.metering import Dynamo, Meter, dynamo_for
 from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsStore
 from jobsched.aws.outputs import OutputStore
+from jobsched.aws.queue_ages import QueueAges
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import RunsStore
 from jobsched.aws.tenant_limits import TenantLimits
@@ -33,7 +34,7 @@ from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunk_runner import ChunkRunner
 from jobsched.runtime import observability as obs
 from jobsched.runtime.settings import Settings
-from jobsched.services.backpressure import LowBacklog
+from jobsched.services.backpressure import Backpressure
 from jobsched.services.dispatcher import Dispatcher
 from jobsched.services.dlq_consumer import DlqConsumer
 from jobsched.services.jobs import JobService
@@ -61,8 +62,13 @@ def dispatcher_from_settings(
     """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``."""
     meter = meter or Meter()
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
-    limit = settings.low_backlog_limit
-    backlog = LowBacklog(clients.sqs, settings.queue_url("low"), limit, meter) if limit else None
+    backpressure = Backpressure(
+        clients.sqs,
+        settings.queue_urls,
+        settings.backpressure,
+        QueueAges(dynamo, settings.leases_table),
+        meter,
+    )
     return Dispatcher(
         JobsStore(dynamo, settings.jobs_table),
         RunsStore(dynamo, settings.runs_table, retention=timedelta(days=settings.retention_days)),
@@ -73,7 +79,7 @@ def dispatcher_from_settings(
         owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
         shards=settings.shards,
         clock=clock,
-        backpressure=backlog,
+        backpressure=backpressure if backpressure.active else None,
         concurrency=settings.dispatch_concurrency,
     )
 
@@ -309,4 +315,5 @@ def sweeper_from_settings(
         metrics=metrics,
         notifier=notifier,
         workflows=workflow_engine_from_settings(settings, clients, dynamo),
+        ages=QueueAges(dynamo, settings.leases_table),
     )

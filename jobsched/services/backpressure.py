@@ -1,82 +1,135 @@
-"""Backpressure on the ``low`` queue: a tick holds back its due ``low`` jobs while the queue is deep.
+"""Backpressure: a tick holds back its due jobs of a priority while that priority's queue is deep or
+its oldest queued run is old (docs/decisions/0007, generalised by 0028).
 
-DESIGN §5: a flood of low-priority work must not pile up without end behind a queue whose workers
-cannot keep up. Before a tick enqueues runs of ``low`` jobs it reads the ``low`` queue's
-``ApproximateNumberOfMessages`` — the visible backlog: messages ready to run that no worker has taken
-(delayed and in-flight messages are not counted). At or over the limit the tick leaves its due ``low``
-jobs untouched (not advanced, no run, no message); the next tick looks again. ``high`` and ``default``
-jobs are never held back.
+DESIGN §5: a flood of work must not pile up without end behind workers that cannot keep up. Each
+priority of :data:`jobsched.runtime.resources.BACKPRESSURE_PRIORITIES` (``default``, ``low``; never
+``high``) has a :class:`jobsched.core.backpressure.QueueLimit`: a ``depth`` (visible messages) and an
+``age_seconds`` (how long the oldest run still ``queued`` there has waited since due), each 0 = off.
+Before a tick enqueues runs of a priority with a limit, it reads that queue's
+``ApproximateNumberOfMessages`` (one ``GetQueueAttributes``), and when the priority has an age limit,
+the ages the last sweep measured (:mod:`jobsched.aws.queue_ages`, one GetItem per tick, shared by the
+priorities). Over a limit (:func:`jobsched.core.backpressure.hold_reason`) the tick leaves its due
+jobs of that priority untouched (not advanced, no run, no message); the next tick looks again.
 
-Depth is the signal, not the age of the oldest message: SQS has no queue attribute for that age (it is
-the CloudWatch metric ``ApproximateAgeOfOldestMessage``, published per minute and read through a
-separate, slower API), while ``GetQueueAttributes`` answers from the queue itself for one request.
+The age comes from the sweeper, not from SQS: SQS has no queue attribute for it (the CloudWatch
+metric ``ApproximateAgeOfOldestMessage`` is published per minute, read through a separately billed
+API, and absent in the embedded mode). It is at most one sweep old; the depth read in the same tick
+overrules it once the queue has drained.
 
-At most one ``GetQueueAttributes`` per tick of a shard, and only when the tick has a due ``low`` job.
-A failed read never stops dispatch: it is logged and the tick dispatches as if there were no backlog.
+At most one read per priority and one of the ages per tick of a shard, and only when the tick has a
+due job of that priority. A failed read never stops dispatch: it is logged and that signal counts as
+absent.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from datetime import datetime
 from typing import Any
 
 from jobsched.aws.metering import Meter
+from jobsched.aws.queue_ages import QueueAges, QueueAgesUnreadable
 from jobsched.aws.queues import QueueReadError, RunQueues
+from jobsched.core.backpressure import QueueLimit, age_seconds, hold_reason
 
 logger = logging.getLogger(__name__)
 
-HELD_PRIORITY = "low"
+#: Never held back, whatever the settings say.
+NEVER_HELD = "high"
 
 
-def over_limit(backlog: int | None, limit: int) -> bool:
-    """Whether a backlog of ``backlog`` messages holds back ``low`` work (``limit`` 0 = never; an
-    unknown backlog, ``None``, never holds)."""
-    return limit > 0 and backlog is not None and backlog >= limit
+class Backpressure:
+    """The per-priority limits and what the ticks read: the queues' depths, the sweeper's ages."""
 
+    def __init__(
+        self,
+        sqs: Any,
+        queue_urls: Mapping[str, str],
+        limits: Mapping[str, QueueLimit],
+        ages: QueueAges | None = None,
+        meter: Meter | None = None,
+    ):
+        self.limits = {p: lim for p, lim in limits.items() if lim.active and p != NEVER_HELD}
+        self.queues = RunQueues(sqs, {p: queue_urls[p] for p in self.limits}, meter)
+        self.ages = ages
 
-class LowBacklog:
-    """Reads the ``low`` queue's visible backlog (one metered ``GetQueueAttributes``)."""
+    @property
+    def active(self) -> bool:
+        return bool(self.limits)
 
-    def __init__(self, sqs: Any, queue_url: str, limit: int, meter: Meter | None = None):
-        self.queues = RunQueues(sqs, {HELD_PRIORITY: queue_url}, meter)
-        self.limit = limit
-
-    def read(self) -> int | None:
-        """The number of visible messages, or ``None`` if the queue could not be read (logged)."""
+    def depth(self, priority: str) -> int | None:
+        """The queue's visible messages, or ``None`` if it could not be read (logged)."""
         try:
-            return self.queues.visible_messages(HELD_PRIORITY)
+            return self.queues.visible_messages(priority)
         except QueueReadError as exc:
-            logger.warning("low queue backlog unreadable, dispatching without backpressure: %s", exc)
+            logger.warning("%s queue backlog unreadable, dispatching without backpressure: %s", priority, exc)
             return None
 
-    def tick(self) -> TickGate:
-        """The gate for one tick: reads the queue at most once, on the first due ``low`` job."""
-        return TickGate(self)
+    def oldest(self) -> dict[str, datetime]:
+        """The last sweep's oldest queued due instant per priority ({} if unreadable: logged)."""
+        if self.ages is None:
+            return {}
+        try:
+            return self.ages.read()
+        except QueueAgesUnreadable as exc:
+            logger.warning("queue ages unreadable, dispatching without the age signal: %s", exc)
+            return {}
+
+    def tick(self, now: datetime) -> TickGate:
+        """The gate for one tick at ``now``: reads each queue at most once, on its first due job."""
+        return TickGate(self, now)
 
 
 class TickGate:
-    """Decides, for one tick, whether a due job is held back; counts what it held."""
+    """Decides, for one tick, whether a due job is held back; remembers what it read and held."""
 
-    def __init__(self, backlog: LowBacklog):
-        self._backlog = backlog
-        self._hold: bool | None = None  # undecided until the first due low job
-        self.seen_backlog: int | None = None
+    def __init__(self, backpressure: Backpressure, now: datetime):
+        self._bp = backpressure
+        self._now = now
+        self._reasons: dict[str, str | None] = {}  # priority -> why held (None: not held)
+        self._depths: dict[str, int | None] = {}
+        self._oldest: dict[str, datetime] | None = None
+        self.held: dict[str, int] = {}
 
     def holds(self, priority: str) -> bool:
-        if priority != HELD_PRIORITY or self._backlog.limit <= 0:
+        """Whether a due job of ``priority`` is held back this tick (counted when it is)."""
+        limit = self._bp.limits.get(priority)
+        if limit is None:
             return False
-        if self._hold is None:
-            self.seen_backlog = self._backlog.read()
-            self._hold = over_limit(self.seen_backlog, self._backlog.limit)
-        return self._hold
-
-    def log(self, shard: int, held: int) -> None:
-        """One line per tick that held ``held`` jobs back (the count the tick's summary keeps)."""
+        if priority not in self._reasons:
+            depth = self._depths[priority] = self._bp.depth(priority)
+            oldest = None
+            deep = depth is not None and limit.depth > 0 and depth >= limit.depth
+            if limit.age_seconds > 0 and depth and not deep:  # the age is read only when it decides
+                if self._oldest is None:
+                    self._oldest = self._bp.oldest()
+                oldest = self._oldest.get(priority)
+            self._reasons[priority] = hold_reason(limit, depth, oldest, self._now)
+        held = self._reasons[priority] is not None
         if held:
+            self.held[priority] = self.held.get(priority, 0) + 1
+        return held
+
+    def reason(self, priority: str) -> str | None:
+        """Why ``priority`` was held this tick (``depth``/``age``), None if not (or not looked at)."""
+        return self._reasons.get(priority)
+
+    def log(self, shard: int) -> None:
+        """One line per priority this tick held jobs of (the count the tick's summary keeps)."""
+        for priority, count in sorted(self.held.items()):
+            limit = self._bp.limits[priority]
+            age = age_seconds((self._oldest or {}).get(priority), self._now)
             logger.info(
-                "shard %s: held back %d due low job(s): low queue backlog %s >= limit %d",
+                "shard %s: held back %d due %s job(s) (%s): %s queue backlog %s (limit %s), oldest "
+                "queued run waited %s s (limit %s)",
                 shard,
-                held,
-                self.seen_backlog,
-                self._backlog.limit,
+                count,
+                priority,
+                self._reasons[priority],
+                priority,
+                self._depths.get(priority),
+                limit.depth or "off",
+                "?" if age is None else round(age),
+                limit.age_seconds or "off",
             )

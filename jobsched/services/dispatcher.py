@@ -44,7 +44,7 @@ from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shard_for, validate_shard_count
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
-from jobsched.services.backpressure import LowBacklog, TickGate
+from jobsched.services.backpressure import Backpressure, TickGate
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -69,9 +69,8 @@ class DispatchSummary:
     jobs_seen: int = 0
     jobs_advanced: int = 0
     jobs_held: int = 0
-    jobs_held_back: int = (
-        0  # due low jobs left for a later tick: backpressure (jobsched/services/backpressure.py)
-    )
+    #: due jobs left for a later tick by backpressure (jobsched/services/backpressure.py), all priorities
+    jobs_held_back: int = 0
     jobs_stale: int = 0
     jobs_invalid: int = 0
     runs_created: int = 0
@@ -139,7 +138,7 @@ class Dispatcher:
         lease_ttl: timedelta = timedelta(seconds=60),
         batch: int = 10,
         clock: Clock | None = None,
-        backpressure: LowBacklog | None = None,
+        backpressure: Backpressure | None = None,
         concurrency: int = 1,
     ):
         self.jobs = jobs
@@ -180,7 +179,7 @@ class Dispatcher:
             shard_lease_key(shard), self.owner, now, self.lease_ttl, legacy_window=LEGACY_REKEY_WINDOW
         )
         summary.fences[shard] = lease.token
-        gate = self.backpressure.tick() if self.backpressure else None
+        gate = self.backpressure.tick(now) if self.backpressure and self.backpressure.active else None
         try:
             if lease.in_legacy_window(now):
                 summary.jobs_rekeyed = sum(self.jobs.rekey_legacy(k) for k in legacy_keys_of(shard, count))
@@ -203,7 +202,7 @@ class Dispatcher:
             if page:
                 summary.merge(self._dispatch_keys(page, now, lease, gate))
             if gate is not None:
-                gate.log(shard, summary.jobs_held_back)
+                gate.log(shard)
         finally:
             # Every write above is idempotent, so handing the shard on early is safe even after an
             # error; a process that dies here instead simply lets the lease expire.
@@ -222,7 +221,7 @@ class Dispatcher:
 
         With a ``lease`` the lease is re-checked before any job is advanced and its token fences every
         advance; without one (the API's immediate dispatch) only the job's own conditions protect it.
-        A ``gate`` (the tick's backpressure) may hold due ``low`` jobs back, untouched.
+        A ``gate`` (the tick's backpressure) may hold due ``default``/``low`` jobs back, untouched.
         """
         summary = DispatchSummary(jobs_seen=len(jobs))
         planned: list[_Planned] = []

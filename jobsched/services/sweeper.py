@@ -62,15 +62,18 @@ from typing import Any, Protocol
 from jobsched.aws.attempts import NOTIFY_PENDING, REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.queue_ages import QueueAges
 from jobsched.aws.queues import QueueReadError, RunQueues
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.feed import entry_key
 from jobsched.core.inflight import compacted, partitions, unripe, written_at
+from jobsched.core.instants import from_iso
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.runtime import observability as obs
+from jobsched.runtime.resources import BACKPRESSURE_PRIORITIES
 from jobsched.services.notifications import DeadLetterNotifier
 from jobsched.services.runs import finish_replay
 
@@ -118,6 +121,7 @@ class Sweeper:
         max_sweeps: int = DEFAULT_MAX_SWEEPS,
         notifier: DeadLetterNotifier | None = None,
         workflows: WorkflowHooks | None = None,
+        ages: QueueAges | None = None,
     ):
         self.dynamo = dynamo
         self.runs_table = runs_table
@@ -132,6 +136,9 @@ class Sweeper:
         #: DAG workflows (:class:`jobsched.services.workflows.WorkflowEngine`): a started workflow run is
         #: advanced (never re-sent), a node run's re-send is the node's message. None: no workflows.
         self.workflows = workflows
+        #: Where the sweep records the oldest queued run per priority (backpressure by age,
+        #: :mod:`jobsched.services.backpressure`); None: not recorded.
+        self.ages = ages
 
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine every run the in-flight ledger names; rescue or end the stranded ones."""
@@ -140,6 +147,8 @@ class Sweeper:
         for partition in partitions():
             for item in self.dynamo.query_all(self.runs_table, "job_id = :p", {":p": partition}):
                 self._sweep_item(item, sweep, summary)
+        if self.ages is not None:
+            self.ages.record(sweep.oldest_queued, now)
         return summary
 
     # --- one ledger item -------------------------------------------------------------------------
@@ -191,6 +200,7 @@ class Sweeper:
         summary.runs_examined += 1
         if self.workflows is not None and self.workflows.owns(item):
             return self.workflows.sweep(item, now, self.grace)
+        sweep.note_queued(item)
         kind = stranded_kind(item, now, self.grace)
         if kind is None:
             return True
@@ -364,6 +374,22 @@ class _Sweep:
         self.seen: dict[tuple[str, str], bool] = {}  # run key -> still active after the examination
         self.jobs: dict[str, Job | None] = {}
         self._backlogs: dict[str, bool] = {}
+        #: priority -> the earliest due instant of a run found ``queued``, past due and not waiting
+        #: for a limit (its message is in the queue, ready): the age backpressure reads.
+        self.oldest_queued: dict[str, datetime] = {}
+
+    def note_queued(self, item: Mapping[str, Any]) -> None:
+        """Count ``item`` toward its priority's oldest queued run if it waits in its queue, ready."""
+        if item.get("state") != RunState.QUEUED or item.get("waiting_for") or not item.get("due_at"):
+            return
+        due = from_iso(item["due_at"])
+        if due > self.now:
+            return
+        priority = str(item.get("priority", "default"))
+        if priority not in BACKPRESSURE_PRIORITIES:
+            return
+        if priority not in self.oldest_queued or due < self.oldest_queued[priority]:
+            self.oldest_queued[priority] = due
 
     def backlog(self, queues: RunQueues, priority: str) -> bool:
         """Whether the ``priority`` queue holds visible messages (read once per sweep; unreadable

@@ -1,5 +1,6 @@
-"""Backpressure against moto: a tick holds back due ``low`` jobs while the ``low`` queue's visible backlog
-is at or over ``low_backlog_limit``; ``high`` and ``default`` jobs are never held back."""
+"""Backpressure by depth against moto: a tick holds back due ``low`` jobs while the ``low`` queue's
+visible backlog is at or over its ``depth`` limit; ``high`` jobs are never held back, ``default`` ones
+only with a limit of their own (tests/aws/test_backpressure_age.py: by age)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import logging
 from dataclasses import replace
 from datetime import timedelta
 
+from jobsched.core.backpressure import QueueLimit
 from jobsched.core.models import RunState, Trigger, make_run_id
-from jobsched.services.backpressure import LowBacklog
+from jobsched.services.backpressure import Backpressure
 from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline, sqs_messages
 
 LIMIT = 5
@@ -18,8 +20,8 @@ READS = "sqs.GetQueueAttributes"
 
 
 def _pipeline(aws: AwsEnv, limit: int = LIMIT) -> Pipeline:
-    """A one-shard pipeline (one tick = one shard) with the given backlog limit."""
-    settings = replace(aws.settings, shards=1, low_backlog_limit=limit)
+    """A one-shard pipeline (one tick = one shard) with the given depth limit on ``low`` (age off)."""
+    settings = replace(aws.settings, shards=1, backpressure={"low": QueueLimit(depth=limit)})
     return build_pipeline(AwsEnv(settings=settings, clients=aws.clients))
 
 
@@ -27,21 +29,21 @@ def _job(p: Pipeline, name: str, priority: str, **spec):
     return p.jobs.create("acme", EVERY_MINUTE | {"name": name, "priority": priority} | spec, T0)
 
 
-def _backlog(p: Pipeline) -> int:
-    """The low queue's visible backlog, read directly (not through the metered dispatcher)."""
+def _backlog(p: Pipeline, kind: str = "low") -> int:
+    """A queue's visible backlog, read directly (not through the metered dispatcher)."""
     attributes = p.env.clients.sqs.get_queue_attributes(
-        QueueUrl=p.env.settings.queue_url("low"), AttributeNames=["ApproximateNumberOfMessages"]
+        QueueUrl=p.env.settings.queue_url(kind), AttributeNames=["ApproximateNumberOfMessages"]
     )["Attributes"]
     return int(attributes["ApproximateNumberOfMessages"])
 
 
-def _fill_low_to(p: Pipeline, depth: int) -> None:
-    """Send filler messages until the low queue has ``depth`` visible messages."""
-    for i in range(depth - _backlog(p)):
+def _fill_low_to(p: Pipeline, depth: int, kind: str = "low") -> None:
+    """Send filler messages until the queue has ``depth`` visible messages."""
+    for i in range(depth - _backlog(p, kind)):
         p.env.clients.sqs.send_message(
-            QueueUrl=p.env.settings.queue_url("low"), MessageBody=json.dumps({"filler": i})
+            QueueUrl=p.env.settings.queue_url(kind), MessageBody=json.dumps({"filler": i})
         )
-    assert _backlog(p) == depth
+    assert _backlog(p, kind) == depth
 
 
 def _take_one_low(p: Pipeline) -> None:
@@ -119,6 +121,42 @@ def test_a_tick_without_a_due_low_job_does_not_read_the_queue(aws):
     assert p.meter.requests[READS] == 0
 
 
+def test_a_default_job_is_held_back_only_with_a_limit_of_its_own(aws):
+    # Given depth limits on low (5) and default (3), a due default job and a due low job, and a
+    # default queue 3 deep while the low queue is empty
+    settings = replace(
+        aws.settings,
+        shards=1,
+        backpressure={"low": QueueLimit(depth=LIMIT), "default": QueueLimit(depth=3)},
+    )
+    p = build_pipeline(AwsEnv(settings=settings, clients=aws.clients))
+    default, low = _job(p, "default", "default"), _job(p, "low", "low")
+    _fill_low_to(p, 3, kind="default")
+    # When the shard ticks at 12:02
+    summary = _tick(p, T0 + timedelta(minutes=2))
+    # Then the default job is held back (its queue is at its limit), the low one dispatched, and each
+    # queue was read once
+    assert summary.jobs_held_back == 1 and _run(p, default, 2) is None
+    assert _run(p, low, 2).state is RunState.QUEUED
+    assert p.meter.requests[READS] == 2
+
+
+def test_high_is_never_held_back_even_when_a_limit_names_it(aws):
+    # Given limits that name high (settings refuse it; the service ignores it all the same)
+    p = _pipeline(aws)
+    limits = {"high": QueueLimit(depth=1), "low": QueueLimit(depth=LIMIT)}
+    p.dispatcher.backpressure = Backpressure(
+        p.env.clients.sqs, p.env.settings.queue_urls, limits, meter=p.meter
+    )
+    job = _job(p, "high", "high")
+    _fill_low_to(p, 5, kind="high")
+    # When the shard ticks at 12:02
+    summary = _tick(p, T0 + timedelta(minutes=2))
+    # Then the high job dispatched and the high queue was never read
+    assert summary.jobs_held_back == 0 and _run(p, job, 2).state is RunState.QUEUED
+    assert p.meter.requests[READS] == 0
+
+
 def test_limit_zero_never_reads_the_queue_and_never_holds_back(aws):
     # Given backpressure off (limit 0), a due low job and a deep low queue
     p = _pipeline(aws, limit=0)
@@ -138,7 +176,8 @@ def test_an_unreadable_backlog_does_not_stop_dispatch(aws, caplog):
     job = _job(p, "low", "low")
     _fill_low_to(p, LIMIT)
     missing = p.env.settings.queue_url("low") + "-missing"
-    p.dispatcher.backpressure = LowBacklog(p.env.clients.sqs, missing, LIMIT, p.meter)
+    limits = {"low": QueueLimit(depth=LIMIT)}
+    p.dispatcher.backpressure = Backpressure(p.env.clients.sqs, {"low": missing}, limits, meter=p.meter)
     # When the shard ticks at 12:02
     with caplog.at_level(logging.WARNING, logger="jobsched.services.backpressure"):
         summary = _tick(p, T0 + timedelta(minutes=2))

@@ -89,7 +89,7 @@ def test_held_back_low_jobs_are_counted_in_the_summary_and_the_metric(
     from jobsched.runtime import resources as r
 
     # Given a low job every minute and a low queue with 2 visible messages, limit 2
-    monkeypatch.setenv(r.ENV_LOW_BACKLOG_LIMIT, "2")
+    monkeypatch.setenv(r.ENV_BACKPRESSURE_DEPTH_PREFIX + "LOW", "2")
     job = build_pipeline(aws_environ).jobs.create(
         "acme", {"name": "m", "schedule": "* * * * *", "target": {"handler": "echo"}, "priority": "low"}, T0
     )

@@ -119,3 +119,15 @@ def test_skips_of_one_resource_accumulate_and_a_repeat_is_refused():
     assert ids == ["CKV_AWS_27", "CKV_AWS_28"]
     with pytest.raises(ValueError, match="already skipped"):
         skip_checkov(queue, "CKV_AWS_27", "again, with a reason long enough to pass")
+
+
+@pytest.mark.parametrize("variant", ["aws", "cmk"])
+def test_the_high_worker_passes_the_reserved_concurrency_check(reports, synth, variant):
+    # Given the high worker's reserved concurrency (docs/decisions/0028) / When checkov scans the
+    # template / Then CKV_AWS_115 passes on that function (it is skipped, with its reason, on the others)
+    high = synth.logical_id(synth.stack.functions["worker_high"])
+    results = reports[variant][0]["results"]
+    passed = {c["resource"] for c in results["passed_checks"] if c["check_id"] == "CKV_AWS_115"}
+    skipped = {c["resource"] for c in results["skipped_checks"] if c["check_id"] == "CKV_AWS_115"}
+    assert f"AWS::Lambda::Function.{high}" in passed
+    assert f"AWS::Lambda::Function.{high}" not in skipped

@@ -46,6 +46,35 @@ def test_command_line_strings_are_parsed():
     assert config.removal_policy_destroy is True
 
 
+def test_backpressure_and_the_high_reservation_are_parsed_and_merged_with_the_defaults():
+    # Given -c strings for one priority each / Then the other priorities keep their defaults
+    config = _from(
+        {
+            "backpressure_depth": '{"default": 5000}',
+            "backpressure_age_seconds": '{"low": 0}',
+            "high_reserved_concurrency": "0",
+        }
+    )
+    assert config.backpressure_depth == {"default": 5000, "low": 1000}
+    assert config.backpressure_age_seconds == {"default": 0, "low": 0}
+    assert config.high_reserved_concurrency == 0
+
+
+def test_the_high_reservation_defaults_to_the_high_mappings_ceiling():
+    # Given no setting / Then every invocation the high mapping may start is reserved; a larger
+    # ceiling needs a reservation at least as large
+    assert StackConfig().high_reservation == DEFAULT_MAX_CONCURRENCY["high"] == 20
+    assert _from({"max_concurrency": '{"high": 50}'}).high_reservation == 50
+    config = _from({"max_concurrency": '{"high": 50}', "high_reserved_concurrency": "60"})
+    assert (config.max_concurrency["high"], config.high_reservation) == (50, 60)
+
+
+def test_worker_shares_are_each_mappings_ceiling_over_their_sum():
+    # Given the default ceilings 20/20/5/5 / Then with every queue busy high and default get 40 % of
+    # the worker executions each, low and long 10 % each (docs/semantics/limits.md, Priorities)
+    assert StackConfig().worker_shares() == {"high": 0.4, "default": 0.4, "low": 0.1, "long": 0.1}
+
+
 def test_default_tenant_limits_are_parsed():
     # Given -c strings for the per-tenant defaults / Then they are numbers (a rate may be fractional)
     config = _from({"tenant_max_running": "50", "tenant_runs_per_second": "2.5", "tenant_burst": "10"})
@@ -78,8 +107,21 @@ def test_notify_topic_patterns_of_one_account_with_a_name_prefix_are_accepted():
         ({"retention_days": "a month"}, "retention_days"),
         ({"payload_retention_days": "30"}, "renamed retention_days"),
         ({"lookahead_seconds": "901"}, "lookahead_seconds"),
-        ({"low_backlog_limit": "-1"}, "low_backlog_limit"),
-        ({"low_backlog_limit": "lots"}, "low_backlog_limit"),
+        ({"low_backlog_limit": "1000"}, "low_backlog_limit was replaced by backpressure_depth"),
+        ({"backpressure_depth": '{"low": -1}'}, r"backpressure_depth\[low\] must be 0"),
+        ({"backpressure_depth": '{"low": "lots"}'}, "backpressure_depth"),
+        ({"backpressure_depth": '{"high": 10}'}, "never applies to high"),
+        ({"backpressure_age_seconds": '{"high": 600}'}, "never applies to high"),
+        ({"backpressure_depth": '{"urgent": 10}'}, "takes the priorities"),
+        ({"backpressure_age_seconds": '{"default": 119}'}, r"backpressure_age_seconds\[default\] must be 0"),
+        ({"backpressure_age_seconds": '{"low": 43201}'}, r"backpressure_age_seconds\[low\]"),
+        ({"high_reserved_concurrency": "10"}, "high_reserved_concurrency must be 0"),
+        ({"high_reserved_concurrency": "1001"}, "high_reserved_concurrency"),
+        ({"high_reserved_concurrency": "-1"}, "high_reserved_concurrency"),
+        (
+            {"max_concurrency": '{"high": 50}', "high_reserved_concurrency": "40"},
+            r"between max_concurrency\[high\] \(50\)",
+        ),
         ({"notify_topic_arns": "*"}, "notify_topic_arns"),
         ({"notify_topic_arns": "arn:aws:sns:us-east-1:*:team-*"}, "notify_topic_arns"),
         ({"notify_topic_arns": "arn:aws:sns:us-east-1:123456789012:*"}, "notify_topic_arns"),

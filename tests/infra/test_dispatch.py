@@ -58,14 +58,22 @@ def test_sweeper_runs_on_its_own_schedule(synth):
     assert "DeadLetterConfig" in sweep["Target"]
 
 
-def test_the_dispatcher_alone_carries_the_low_backlog_limit(synth):
-    # Given the deployment's low_backlog_limit / When reading the functions' environments
-    # Then the dispatcher has it (backpressure on the low queue) and no other function needs it
-    from jobsched.runtime.resources import ENV_LOW_BACKLOG_LIMIT
+def test_the_dispatcher_alone_carries_the_backpressure_limits(synth):
+    # Given the deployment's backpressure_depth and backpressure_age_seconds / When reading the
+    # functions' environments / Then the dispatcher has one depth and one age per priority it may hold
+    # back (never high), and no other function needs them
+    from jobsched.runtime.resources import ENV_BACKPRESSURE_AGE_PREFIX, ENV_BACKPRESSURE_DEPTH_PREFIX
 
     def env_of(name: str) -> dict:
         function = synth.resources("AWS::Lambda::Function")[synth.logical_id(synth.stack.functions[name])]
         return function["Properties"]["Environment"]["Variables"]
 
-    assert env_of("dispatcher")[ENV_LOW_BACKLOG_LIMIT] == str(synth.stack.config.low_backlog_limit)
-    assert ENV_LOW_BACKLOG_LIMIT not in env_of("worker")
+    dispatcher = env_of("dispatcher")
+    assert {k: v for k, v in dispatcher.items() if k.startswith("JOBSCHED_BACKPRESSURE_")} == {
+        ENV_BACKPRESSURE_DEPTH_PREFIX + "DEFAULT": "0",
+        ENV_BACKPRESSURE_DEPTH_PREFIX + "LOW": "1000",
+        ENV_BACKPRESSURE_AGE_PREFIX + "DEFAULT": "0",
+        ENV_BACKPRESSURE_AGE_PREFIX + "LOW": "900",
+    }
+    for name in ("worker", "worker_high", "api", "sweeper"):
+        assert not [k for k in env_of(name) if k.startswith("JOBSCHED_BACKPRESSURE_")], name

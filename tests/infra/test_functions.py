@@ -21,8 +21,9 @@ def _function(synth, spec: FunctionSpec) -> dict:
     return synth.template["Resources"][synth.logical_id(synth.stack.functions[spec.name])]["Properties"]
 
 
-def test_one_lambda_function_per_spec(synth):
-    synth.assertions.resource_count_is("AWS::Lambda::Function", len(FUNCTIONS))
+def test_one_lambda_function_per_spec_and_one_for_the_high_queue(synth):
+    # Given the five specs, the worker's built twice (the shared worker and the high worker)
+    synth.assertions.resource_count_is("AWS::Lambda::Function", len(FUNCTIONS) + 1)
 
 
 @pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
@@ -100,16 +101,46 @@ def test_function_environment_carries_the_default_tenant_limits(synth, spec):
     assert env[ENV_TENANT_BURST] == str(config.tenant_burst)
 
 
-def test_worker_has_one_mapping_per_queue_with_its_maximum_concurrency(synth):
+def _by_queue(synth, function_name: str) -> dict[str, dict]:
+    queues = synth.stack.queues
+    kinds = {synth.logical_id(queues.queue(q.kind)): q.kind for q in QUEUES}
+    return {kinds[m["EventSourceArn"]["Fn::GetAtt"][0]]: m for m in _mappings(synth, function_name)}
+
+
+def test_the_high_queue_has_its_own_function_and_the_others_share_the_worker(synth):
+    # Given the four run queues / Then the high worker consumes high alone, the worker every other one
+    assert set(_by_queue(synth, "worker_high")) == {"high"}
+    assert set(_by_queue(synth, "worker")) == {"default", "low", "long"}
+
+
+def test_each_queue_mapping_carries_its_maximum_concurrency(synth):
     # Given the configured MaximumConcurrency per queue / Then each mapping carries its queue's value
     config = synth.stack.config
-    queues = synth.stack.queues
-    by_queue = {m["EventSourceArn"]["Fn::GetAtt"][0]: m for m in _mappings(synth, "worker")}
-    assert set(by_queue) == {synth.logical_id(queues.queue(q.kind)) for q in QUEUES}
-    for spec in QUEUES:
-        mapping = by_queue[synth.logical_id(queues.queue(spec.kind))]
-        assert mapping["ScalingConfig"] == {"MaximumConcurrency": config.max_concurrency[spec.kind]}
+    mappings = {**_by_queue(synth, "worker"), **_by_queue(synth, "worker_high")}
+    assert set(mappings) == {q.kind for q in QUEUES}
+    for kind, mapping in mappings.items():
+        assert mapping["ScalingConfig"] == {"MaximumConcurrency": config.max_concurrency[kind]}
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+
+
+def test_the_high_worker_has_reserved_concurrency_and_the_worker_none(synth):
+    # Given the default high_reserved_concurrency (= max_concurrency["high"]) / Then the high worker
+    # reserves that many executions; the shared worker draws on the unreserved pool
+    high, worker = _function_named(synth, "worker_high"), _function_named(synth, "worker")
+    assert high["ReservedConcurrentExecutions"] == synth.stack.config.high_reservation == 20
+    assert "ReservedConcurrentExecutions" not in worker
+
+
+def test_the_high_worker_runs_the_worker_code_and_writes_to_its_log_group(synth):
+    # Given one code asset / Then the high worker is the worker (handler, memory, timeout, environment)
+    # and its logs go to the worker's group (the run view's Logs Insights query reads one group)
+    high, worker = _function_named(synth, "worker_high"), _function_named(synth, "worker")
+    for prop in ("Handler", "MemorySize", "Timeout", "Code", "Environment", "LoggingConfig"):
+        assert high[prop] == worker[prop], prop
+
+
+def _function_named(synth, name: str) -> dict:
+    return synth.template["Resources"][synth.logical_id(synth.stack.functions[name])]["Properties"]
 
 
 def test_long_queue_delivers_one_chunk_task_per_invocation(synth):

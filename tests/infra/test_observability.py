@@ -39,15 +39,16 @@ def test_every_alarm_notifies_the_alert_topic(synth):
 
 
 def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_stranded_runs_and_error_rates(synth):
-    # Given 4 queues (+ the scheduler DLQ) and 5 functions / Then: a DLQ-not-empty alarm per DLQ,
-    # an oldest-message alarm per queue, one lag p99 alarm, one dead-letter alarm, one on runs
-    # declared stranded and an error-rate alarm per function
+    # Given 4 queues (+ the scheduler DLQ) and 6 functions (5 specs, the worker's twice: the high
+    # worker) / Then: a DLQ-not-empty alarm per DLQ, an oldest-message alarm per queue, one lag p99
+    # alarm, one dead-letter alarm, one on runs declared stranded and an error-rate alarm per function
     names = set(synth.stack.observability.alarms)
     expected = (
         {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
         | {"DlqNotEmpty-schedule", "ScheduleLagP99", "DeadLetters", "RunsStranded"}
         | {f"OldestMessage-{q.kind}" for q in QUEUES}
         | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
+        | {"ErrorRate-worker_high"}
     )
     assert names == expected
     assert len(_alarms(synth)) == len(expected)

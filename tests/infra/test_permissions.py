@@ -51,24 +51,48 @@ def _arn_of(synth, construct) -> dict:
     return {"Fn::GetAtt": [synth.logical_id(construct), "Arn"]}
 
 
-def test_worker_has_no_access_to_the_jobs_table(synth):
+WORKERS = ["worker", "worker_high"]
+
+
+@pytest.mark.parametrize("function_name", WORKERS)
+def test_worker_has_no_access_to_the_jobs_table(synth, function_name):
     # Given the run message carries the job's snapshot (and long retries re-send the message itself)
-    # / Then the worker's role names the Jobs table in no statement
+    # / Then neither worker's role names the Jobs table in any statement
     from jobsched.runtime.resources import JOBS_TABLE
 
     jobs = synth.logical_id(synth.stack.tables.table(JOBS_TABLE))
-    for statement in _statements(synth, synth.stack.functions["worker"].role):
+    for statement in _statements(synth, synth.stack.functions[function_name].role):
         assert jobs not in str(statement["Resource"]), statement
 
 
-def test_worker_may_answer_task_tokens_of_the_state_machine_only(synth):
+@pytest.mark.parametrize("function_name", WORKERS)
+def test_worker_may_answer_task_tokens_of_the_state_machine_only(synth, function_name):
     state_machine = {"Ref": synth.logical_id(synth.stack.long_jobs.state_machine)}
     for action in ("states:SendTaskSuccess", "states:SendTaskFailure", "states:SendTaskHeartbeat"):
-        assert _resources_for(synth, "worker", action) == [state_machine]
+        assert _resources_for(synth, function_name, action) == [state_machine]
+
+
+def test_the_two_workers_may_do_the_same_but_consume_different_queues(synth):
+    # Given one worker code for both functions / Then their roles allow the same actions; the
+    # consume-only actions (ReceiveMessage, DeleteMessage) name high for the high worker alone
+    assert _actions(synth, "worker") == _actions(synth, "worker_high")
+    queue = {
+        kind: _arn_of(synth, synth.stack.queues.queue(kind)) for kind in ("high", "default", "low", "long")
+    }
+    for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage"):
+        assert _resources_for(synth, "worker_high", action) == [queue["high"]]
+        assert queue["high"] not in _resources_for(synth, "worker", action)
+        assert {str(r) for r in _resources_for(synth, "worker", action)} == {
+            str(queue[k]) for k in ("default", "low", "long")
+        }
 
 
 def test_dispatcher_may_read_queue_attributes_for_backpressure(synth):
-    assert "sqs:GetQueueAttributes" in _actions(synth, "dispatcher")
+    # Given backpressure reads the depth of default and low / Then the dispatcher may read their
+    # attributes (CDK's send grant adds GetQueueAttributes on every queue it sends to, high included),
+    # and sends to the three priority queues
+    read = {str(r) for r in _resources_for(synth, "dispatcher", "sqs:GetQueueAttributes")}
+    assert {str(_arn_of(synth, synth.stack.queues.queue(kind))) for kind in ("default", "low")} <= read
     assert "sqs:SendMessage" in _actions(synth, "dispatcher")
 
 
@@ -117,7 +141,7 @@ def test_functions_that_create_runs_may_batch_write_the_run_feed(synth, function
     assert runs in _resources_for(synth, function_name, "dynamodb:BatchWriteItem")
 
 
-@pytest.mark.parametrize("function_name", ["worker", "sweeper"])
+@pytest.mark.parametrize("function_name", ["worker", "worker_high", "sweeper"])
 def test_the_functions_that_send_notifications_may_publish_to_the_allow_listed_topics_only(
     synth, function_name
 ):
@@ -142,16 +166,17 @@ def test_every_function_is_told_the_topic_allow_list(synth):
             assert variables[ENV_NOTIFY_TOPIC_ARNS] == NOTIFY_TOPIC_ARNS
 
 
-def test_worker_may_update_the_leases_table_and_hide_messages(synth):
+@pytest.mark.parametrize("function_name", WORKERS)
+def test_worker_may_update_the_leases_table_and_hide_messages(synth, function_name):
     # Given the limits' semaphores and buckets live in the Leases table, and a waiting run's message
     # is hidden (and a waiter's made visible) with ChangeMessageVisibility / Then the worker's role
     # has UpdateItem and GetItem on the Leases table (grant_read_write_data) and
-    # ChangeMessageVisibility on each queue it consumes
+    # ChangeMessageVisibility on every queue (a waiter may be in a queue the function does not consume)
     from jobsched.runtime.resources import LEASES_TABLE, QUEUES
 
     leases = _arn_of(synth, synth.stack.tables.table(LEASES_TABLE))
     for action in ("dynamodb:UpdateItem", "dynamodb:GetItem"):
-        assert leases in _resources_for(synth, "worker", action)
-    visibility = _resources_for(synth, "worker", "sqs:ChangeMessageVisibility")
+        assert leases in _resources_for(synth, function_name, action)
+    visibility = _resources_for(synth, function_name, "sqs:ChangeMessageVisibility")
     for spec in QUEUES:
         assert _arn_of(synth, synth.stack.queues.queue(spec.kind)) in visibility

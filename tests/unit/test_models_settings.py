@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobsched.aws.metering import item_size, read_units, serialize, write_units
+from jobsched.core.backpressure import QueueLimit
 from jobsched.runtime import resources as r
 from jobsched.runtime.settings import ConfigurationError, Settings
 
@@ -22,12 +23,25 @@ def test_settings_from_a_complete_environment_round_trip():
     assert Settings.from_env(settings.to_env()) == settings
 
 
-@pytest.mark.parametrize(("raw", "limit"), [(None, r.DEFAULT_LOW_BACKLOG_LIMIT), ("0", 0), ("250", 250)])
-def test_low_backlog_limit_defaults_and_zero_disables(raw, limit):
-    # Given the variable unset, 0 (backpressure off) or a number / Then the setting follows it
-    env = ENV if raw is None else ENV | {r.ENV_LOW_BACKLOG_LIMIT: raw}
-    settings = Settings.from_env(env)
-    assert settings.low_backlog_limit == limit
+def test_backpressure_defaults_hold_back_low_by_depth_and_age_and_never_default():
+    # Given no backpressure variable / Then low has depth 1000 and age 900 s, default neither
+    settings = Settings.from_env(ENV)
+    assert settings.backpressure == {"low": QueueLimit(1000, 900), "default": QueueLimit(0, 0)}
+    assert Settings.from_env(settings.to_env()) == settings
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"DEPTH_LOW": "0", "AGE_SECONDS_LOW": "0"}, {"low": QueueLimit(0, 0), "default": QueueLimit(0, 0)}),
+        ({"DEPTH_DEFAULT": "250"}, {"low": QueueLimit(1000, 900), "default": QueueLimit(250, 0)}),
+        ({"AGE_SECONDS_DEFAULT": "120"}, {"low": QueueLimit(1000, 900), "default": QueueLimit(0, 120)}),
+    ],
+)
+def test_backpressure_per_priority_follows_its_variables_and_round_trips(env, expected):
+    # Given JOBSCHED_BACKPRESSURE_<DEPTH|AGE_SECONDS>_<PRIORITY> / Then each priority's limits follow
+    settings = Settings.from_env(ENV | {f"JOBSCHED_BACKPRESSURE_{k}": v for k, v in env.items()})
+    assert settings.backpressure == expected
     assert Settings.from_env(settings.to_env()) == settings
 
 
@@ -54,8 +68,10 @@ def test_a_missing_variable_is_named(missing):
         (r.ENV_SHARDS, "0", "must be >= 1"),
         (r.ENV_LOOKAHEAD_SECONDS, "1000", "SQS delay cap"),
         (r.ENV_ENQUEUE_HORIZON_SECONDS, "901", "SQS delay cap"),
-        (r.ENV_LOW_BACKLOG_LIMIT, "-1", "must be >= 0"),
-        (r.ENV_LOW_BACKLOG_LIMIT, "many", "must be an integer"),
+        (r.ENV_BACKPRESSURE_DEPTH_PREFIX + "LOW", "-1", "must be between 0 and 1000000"),
+        (r.ENV_BACKPRESSURE_DEPTH_PREFIX + "LOW", "many", "must be an integer"),
+        (r.ENV_BACKPRESSURE_AGE_PREFIX + "DEFAULT", "119", "must be 0 \\(off\\) or >= 120"),
+        (r.ENV_BACKPRESSURE_AGE_PREFIX + "LOW", "43201", "must be between 0 and 43200"),
         (r.ENV_RETENTION_DAYS, "0", "must be >= 1"),
         (r.ENV_RETENTION_DAYS, "30d", "must be an integer"),
         (r.ENV_RETENTION_DAYS, "3651", "must be <= 3650"),
