@@ -90,6 +90,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 receipt_handle=delivery.receipt_handle,
                 queue_url=delivery.queue_url,
                 remaining_seconds=remaining,
+                receive_count=delivery.receive_count,
             )
             logger.info(
                 "run delivery handled",
@@ -106,8 +107,18 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 body=record.body,
                 receipt_handle=record.receipt_handle,
                 queue_url=queue_url_for_arn(settings.queue_urls, record.event_source_arn or ""),
+                receive_count=_receive_count(raw),
             )
         )
     failed = process_batch(deliveries, handle, concurrency=settings.worker_concurrency)
     worker.flush_usage()  # one write per (tenant, day) this batch touched (services/usage.py)
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
+
+
+def _receive_count(record: dict[str, Any]) -> int | None:
+    """The record's ``ApproximateReceiveCount`` (None if absent or not a number)."""
+    raw = (record.get("attributes") or {}).get("ApproximateReceiveCount")
+    try:
+        return int(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        return None

@@ -177,10 +177,14 @@ TABLES = (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE)
 # --- SQS ------------------------------------------------------------------------------------------
 
 
+#: Receives after which SQS redrives a run message to its DLQ (every queue's ``maxReceiveCount``).
+QUEUES_MAX_RECEIVE_COUNT = 5
+
+
 @dataclass(frozen=True)
 class QueueSpec:
     kind: str  # one of QUEUE_KINDS
-    max_receive_count: int = 5
+    max_receive_count: int = QUEUES_MAX_RECEIVE_COUNT
     retention_days: int = 14
     dlq_retention_days: int = 14
 

@@ -204,11 +204,23 @@ class Deliveries:
         receipt_handle: str | None = None,
         queue_url: str | None = None,
         remaining_seconds: float = 900.0,
+        receive_count: int | None = None,
     ) -> Outcome:
-        handler = self.chunks.handle if self.chunks is not None and self.chunks.accepts(body) else None
-        process = handler or self.worker.process
-        return process(
-            body, now, receipt_handle=receipt_handle, queue_url=queue_url, remaining_seconds=remaining_seconds
+        if self.chunks is not None and self.chunks.accepts(body):
+            return self.chunks.handle(
+                body,
+                now,
+                receipt_handle=receipt_handle,
+                queue_url=queue_url,
+                remaining_seconds=remaining_seconds,
+            )
+        return self.worker.process(
+            body,
+            now,
+            receipt_handle=receipt_handle,
+            queue_url=queue_url,
+            remaining_seconds=remaining_seconds,
+            receive_count=receive_count,
         )
 
 

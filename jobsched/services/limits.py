@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.limits_store import Buckets, Refusal, Semaphores, bucket_key, semaphore_key
@@ -39,12 +39,17 @@ from jobsched.core.limits import (
 )
 from jobsched.core.messages import RunMessage
 from jobsched.runtime import observability as obs
+from jobsched.runtime.resources import QUEUES_MAX_RECEIVE_COUNT
 from jobsched.services.outcome import Outcome, OutcomeStatus
 
 logger = logging.getLogger(__name__)
 
 #: A booking this close is slept out in the worker rather than re-sent.
 SLEEP_BOOKING_SECONDS = 1.0
+#: A delivery received this many times (SQS's ``ApproximateReceiveCount``) that must wait again is
+#: re-sent rather than hidden: one more hide would let SQS redrive it to the DLQ
+#: (``maxReceiveCount`` 5), where a run that only waited for a limit would be taken for poison.
+RESEND_AT_RECEIVE = QUEUES_MAX_RECEIVE_COUNT - 1
 #: The name a tenant-wide limit has in ``waiting_for`` (``concurrency:@tenant``, ``rate:@tenant``).
 TENANT_KEY = "@tenant"
 
@@ -133,19 +138,30 @@ class LimitGate:
     # --- admit -------------------------------------------------------------------------------------
 
     def admit(
-        self, msg: RunMessage, now: datetime, queue_url: str | None, receipt: str | None, owner: str
+        self,
+        msg: RunMessage,
+        now: datetime,
+        queue_url: str | None,
+        receipt: str | None,
+        owner: str,
+        receive_count: int | None = None,
     ) -> Admission:
-        """Take what ``msg`` needs at ``now``; see the module docstring."""
+        """Take what ``msg`` needs at ``now``; see the module docstring. ``receive_count`` is the
+        delivery's ``ApproximateReceiveCount``: a wait at :data:`RESEND_AT_RECEIVE` or more re-sends
+        the message instead of hiding it, so waiting never spends the receives that redrive a message
+        to the DLQ (a waiting run is not a poison message)."""
         rates, slots = self._limits(msg)
         if not rates and not slots:
             return unlimited()
+        resend = receive_count is not None and receive_count >= RESEND_AT_RECEIVE
         if rates and not msg.booked:
-            waited, slept = self._take_tokens(msg, rates, now, queue_url, receipt)
+            waited, slept = self._take_tokens(msg, rates, now, queue_url, receipt, resend)
             if waited is not None:
                 return Admission(outcome=waited)
             now += timedelta(seconds=slept)
         holder = f"{msg.run_id}@{owner}"
-        waiter = (msg.run_id, queue_url, receipt) if queue_url and receipt else None
+        # A message that will be re-sent has no receipt to wake: it comes back after its wait.
+        waiter = (msg.run_id, queue_url, receipt) if queue_url and receipt and not resend else None
         held: list[tuple[str, int]] = []
         for key, spec in slots:
             refusal = self.semaphores.acquire(key, holder, spec.limit, now, self.lease_seconds, waiter=waiter)
@@ -153,7 +169,9 @@ class LimitGate:
                 held.append((key, spec.limit))
                 continue
             self.release(held, holder, now)
-            return Admission(outcome=self._wait_for_slot(msg, spec.key, refusal, now, queue_url, receipt))
+            return Admission(
+                outcome=self._wait_for_slot(msg, spec.key, refusal, now, queue_url, receipt, resend)
+            )
         return Admission(gate=self, holder=holder, slots=held)
 
     def _take_tokens(
@@ -163,6 +181,7 @@ class LimitGate:
         now: datetime,
         queue_url: str | None,
         receipt: str | None,
+        resend: bool = False,
     ) -> tuple[Outcome | None, float]:
         """Take a token of every bucket: ``(None, seconds slept)`` when the run may start now (after
         sleeping out a booking under a second), else ``(outcome of the wait, 0)``: re-sent for its
@@ -171,7 +190,7 @@ class LimitGate:
         for key, spec in rates:
             delay = self.buckets.take(key, spec, now)
             if delay is None:  # contention kept every write from landing: look again in a second
-                return self._hide(msg, f"rate:{spec.key}", 1, now, queue_url, receipt), 0.0
+                return self._hide(msg, f"rate:{spec.key}", 1, now, queue_url, receipt, resend), 0.0
             delays.append((delay, spec))
         delay, spec = max(delays, key=lambda d: d[0])
         if delay <= 0:
@@ -202,9 +221,10 @@ class LimitGate:
         now: datetime,
         queue_url: str | None,
         receipt: str | None,
+        resend: bool = False,
     ) -> Outcome:
         seconds = wait_seconds(refusal.frees_in, cap=self.lease_seconds + 1, jitter=self.rng.random())
-        outcome = self._hide(msg, f"concurrency:{key}", seconds, now, queue_url, receipt)
+        outcome = self._hide(msg, f"concurrency:{key}", seconds, now, queue_url, receipt, resend)
         outcome.detail["woken_by_release"] = refusal.registered
         return outcome
 
@@ -216,23 +236,23 @@ class LimitGate:
         now: datetime,
         queue_url: str | None,
         receipt: str | None,
+        resend: bool = False,
     ) -> Outcome:
-        """Leave the message in the queue, hidden ``seconds``; record the wait on the run."""
+        """Leave the message in the queue, hidden ``seconds`` (``resend``: delete it and send a fresh
+        copy delayed ``seconds``, whose receive count starts again); record the wait on the run."""
         state = self.attempts.mark_waiting(
             msg.run_id, msg.attempt, reason, now, now + timedelta(seconds=seconds)
         )
         if state not in ("waiting", "running"):  # cancelled, finished or gone while it waited
             return Outcome(OutcomeStatus.FINISHED, msg.run_id, msg.attempt, detail={"waiting_for": reason})
+        self.metrics.add(obs.LIMIT_WAITS)
+        detail: dict[str, Any] = {"waiting_for": reason, "retry_in": seconds}
+        if resend:
+            self.queues.send_one(replace(msg, due_at=max(msg.due_at, now + timedelta(seconds=seconds))), now)
+            return Outcome(OutcomeStatus.WAITING, msg.run_id, msg.attempt, detail={**detail, "resent": True})
         if queue_url and receipt:
             self.queues.set_visibility(queue_url, receipt, seconds)
-        self.metrics.add(obs.LIMIT_WAITS)
-        return Outcome(
-            OutcomeStatus.WAITING,
-            msg.run_id,
-            msg.attempt,
-            defer=True,
-            detail={"waiting_for": reason, "retry_in": seconds},
-        )
+        return Outcome(OutcomeStatus.WAITING, msg.run_id, msg.attempt, defer=True, detail=detail)
 
     # --- release -----------------------------------------------------------------------------------
 

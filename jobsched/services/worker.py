@@ -162,13 +162,15 @@ class Worker:
         receipt_handle: str | None = None,
         queue_url: str | None = None,
         remaining_seconds: float = 900.0,
+        receive_count: int | None = None,
     ) -> Outcome:
         """Handle one run delivery at ``now``; see the module docstring for the steps. Every log line
-        written meanwhile, in any of the run's threads, carries the run's keys."""
+        written meanwhile, in any of the run's threads, carries the run's keys. ``receive_count`` is
+        the record's ``ApproximateReceiveCount`` (a limit wait near the redrive re-sends the message)."""
         msg = RunMessage.from_json(body)
         keys = obs.run_keys(job_id=msg.job_id, run_id=msg.run_id, attempt=msg.attempt, tenant=msg.tenant)
         with obs.run_log_keys(**keys):
-            outcome = self._process(msg, now, receipt_handle, queue_url, remaining_seconds)
+            outcome = self._process(msg, now, receipt_handle, queue_url, remaining_seconds, receive_count)
             if self.on_finished is not None and outcome.status in FINISHED_OUTCOMES:
                 try:
                     self.on_finished(msg, outcome, self.clock.now())
@@ -183,6 +185,7 @@ class Worker:
         receipt_handle: str | None,
         queue_url: str | None,
         remaining_seconds: float,
+        receive_count: int | None = None,
     ) -> Outcome:
         if msg.due_at > now + timedelta(seconds=EARLY_TOLERANCE_SECONDS):
             self._send(msg, now)
@@ -196,7 +199,7 @@ class Worker:
             self._set_visibility(queue_url, receipt_handle, 0)
             return Outcome(OutcomeStatus.NO_TIME, msg.run_id, msg.attempt, defer=True)
 
-        admission = self._admit(msg, now, queue_url, receipt_handle)
+        admission = self._admit(msg, now, queue_url, receipt_handle, receive_count)
         if admission.outcome is not None:  # held back by a limit: no attempt used
             return admission.outcome
         # A rate booking under a second was slept out: the run starts (and its lease runs) from now.
@@ -206,10 +209,17 @@ class Worker:
         finally:
             admission.release(self.clock.now())
 
-    def _admit(self, msg: RunMessage, now: datetime, queue_url: str | None, receipt: str | None) -> Admission:
+    def _admit(
+        self,
+        msg: RunMessage,
+        now: datetime,
+        queue_url: str | None,
+        receipt: str | None,
+        receive_count: int | None = None,
+    ) -> Admission:
         if self.limits is None:
             return unlimited()
-        return self.limits.admit(msg, now, queue_url, receipt, self.config.owner)
+        return self.limits.admit(msg, now, queue_url, receipt, self.config.owner, receive_count)
 
     def _claim_and_run(
         self,
@@ -429,6 +439,7 @@ class Delivery:
     body: str
     receipt_handle: str | None = None
     queue_url: str | None = None
+    receive_count: int | None = None  # ApproximateReceiveCount
 
 
 def process_batch(

@@ -103,6 +103,41 @@ def test_a_run_over_its_concurrency_limit_waits_without_using_an_attempt(kit):
     assert visible(kit) == []
 
 
+@pytest.mark.parametrize(("receive_count", "resent"), [(3, False), (4, True), (7, True)])
+def test_a_wait_near_the_redrive_re_sends_the_message_instead_of_hiding_it(kit, receive_count, resent):
+    """Given the only slot of key stripe held, when a run of the key is delivered for the
+    receive_count-th time (its queue redrives to the DLQ at the 5th receive), then before the 4th it
+    waits hidden as usual (deferred, its receipt registered to be woken); from the 4th on the worker
+    sends a fresh copy of its message, delayed by the wait, and lets the delivered one be deleted
+    (not deferred, nothing to wake): waiting never spends the receives that would make the DLQ
+    consumer record a run that only waited as poison."""
+    worker = limited_worker(kit)
+    _, held = kit.new_run(job_id="job-a")
+    assert (
+        worker.limits.admit(replace(held, concurrency=STRIPE), kit.clock.now(), None, None, "o").outcome
+        is None
+    )
+    run, msg = kit.new_run(job_id="job-b")
+    delivery = enqueue(kit, replace(msg, concurrency=STRIPE))
+    before = [b for b, _ in sent_messages(kit.aws) if b["run_id"] == run.id]
+    out = worker.process(
+        delivery["body"],
+        kit.clock.now(),
+        receipt_handle=delivery["receipt_handle"],
+        queue_url=delivery["queue_url"],
+        receive_count=receive_count,
+    )
+    copies = [(b, d) for b, d in sent_messages(kit.aws) if b["run_id"] == run.id]
+    assert out.status == "waiting" and out.detail["waiting_for"] == "concurrency:stripe"
+    assert out.defer is not resent
+    assert out.detail["woken_by_release"] is not resent
+    assert len(copies) == len(before) + (1 if resent else 0)
+    if resent:
+        body, delay = copies[-1]
+        assert delay == out.detail["retry_in"] and body["attempt"] == msg.attempt
+    assert kit.attempts.get(run.id).waits == 1
+
+
 def test_a_release_makes_the_waiting_run_visible_at_once_and_it_runs(kit):
     """Given a run waiting for the slot another run holds, when the holder releases, then the waiting
     run's message is visible again at once (not after its hidden minute), and delivered, it runs:
