@@ -36,6 +36,7 @@ from jobsched.core.errors import JobschedError
 if TYPE_CHECKING:
     from jobsched.aws.tenant_limits import TenantLimits
     from jobsched.aws.usage_store import UsageStore
+    from jobsched.services.backfills import BackfillService
     from jobsched.services.dead_letters import DeadLetterService
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings
@@ -70,6 +71,7 @@ class ApiServices:
     usage: UsageStore | None = None
     worker_memory_mb: int = 1024
     workflows: WorkflowService | None = None
+    backfills: BackfillService | None = None  # backfills over the synchronous size answer 202 with it
 
 
 class JobschedResolver(APIGatewayHttpResolver):
@@ -247,7 +249,15 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
     if services.jobs is not None:
         from jobsched.api.routes.jobs import jobs_router
 
-        app.include_router(jobs_router(services.jobs, services.clock, services.idempotency, services.quota))
+        app.include_router(
+            jobs_router(
+                services.jobs,
+                services.clock,
+                services.idempotency,
+                services.quota,
+                backfills=services.backfills,
+            )
+        )
     if services.runs is not None:
         from jobsched.api.routes.runs import runs_router
 

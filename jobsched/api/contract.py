@@ -308,6 +308,14 @@ def link_table() -> dict[tuple[str, str, str], list[tuple[str, str, str, dict[st
         ("post", "/jobs/{job_id}/resume", "200"): _job_links(version),
         ("post", "/jobs/{job_id}/trigger", "201"): _run_links("$response.body#/id") + run_of_job,
         ("post", "/jobs/{job_id}/backfill", "201"): _run_links("$response.body#/runs/0/id"),
+        ("post", "/jobs/{job_id}/backfill", "202"): [
+            (
+                "GetBackfill",
+                "get",
+                "/jobs/{job_id}/backfills/{backfill_id}",
+                {"path.job_id": "$response.body#/job_id", "path.backfill_id": "$response.body#/id"},
+            )
+        ],
         ("get", "/jobs/{job_id}/runs", "200"): _run_links("$response.body#/items/0/id"),
         ("get", "/runs", "200"): _run_links("$response.body#/items/0/id"),
         ("get", "/runs/{run_id}", "200"): _run_links("$response.body#/id") + run_of_job,

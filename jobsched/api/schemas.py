@@ -515,6 +515,35 @@ class RunsOut(BaseModel):
     runs: list[RunOut]
 
 
+class BackfillOut(BaseModel):
+    """An asynchronous backfill (more than 100 occurrences): what ``202`` answers and ``GET
+    /jobs/{job_id}/backfills/{backfill_id}`` shows while its runs are made."""
+
+    id: str
+    job_id: str
+    from_: str = Field(alias="from", serialization_alias="from", description="first instant of the range")
+    to: str = Field(description="last instant of the range")
+    state: Literal["running", "succeeded", "failed"] = Field(
+        description="running: occurrences left to decide; succeeded: every run made (or found) and "
+        "queued; failed: stopped for good (error says why)"
+    )
+    planned: int = Field(description="occurrences in the range (one run each)")
+    done: int = Field(description="occurrences decided so far, in order from the first")
+    created: int = Field(description="runs this backfill created")
+    existing: int = Field(
+        description="runs found already there (an earlier backfill of the instant, or an interrupted "
+        "attempt of this one), not created again"
+    )
+    sent: int = Field(description="run messages queued (the created runs and the existing ones still queued)")
+    error: str | None = None
+    created_at: str
+    updated_at: str = Field(description="when the record last moved")
+    finished_at: str | None = None
+    runs: str = Field(description="where the runs appear as they are made: GET /jobs/{job_id}/runs")
+
+    model_config = ConfigDict(populate_by_name=True)
+
+
 # --- dead letters ----------------------------------------------------------------------------------
 
 

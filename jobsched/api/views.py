@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobsched.api.schemas import AttemptOut, DeadLetterOut, JobOut, RunOut, iso_z
+from jobsched.api.schemas import AttemptOut, BackfillOut, DeadLetterOut, JobOut, RunOut, iso_z
+from jobsched.core.backfills import Backfill
+from jobsched.core.instants import to_iso
 from jobsched.core.models import Attempt, Job, JobState, Run
 from jobsched.core.run_records import with_key
 from jobsched.core.schedules import parse_schedule
@@ -119,4 +121,26 @@ def dead_letter_view(run: Run, job_payload: dict[str, Any] | None) -> DeadLetter
         payload=payload,
         failed_at=_opt(run.dead_lettered_at or run.finished_at),
         replays=list(run.replays),
+    )
+
+
+def backfill_view(record: Backfill) -> BackfillOut:
+    return BackfillOut.model_validate(
+        {
+            "id": record.id,
+            "job_id": record.job_id,
+            "from": to_iso(record.start),
+            "to": to_iso(record.end),
+            "state": str(record.state),
+            "planned": record.planned,
+            "done": record.done,
+            "created": record.created,
+            "existing": record.existing,
+            "sent": record.sent,
+            "error": record.error,
+            "created_at": to_iso(record.created_at),
+            "updated_at": to_iso(record.updated_at),
+            "finished_at": to_iso(record.finished_at) if record.finished_at else None,
+            "runs": f"/jobs/{record.job_id}/runs",
+        }
     )

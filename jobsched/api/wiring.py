@@ -77,6 +77,7 @@ def build_services(
     from jobsched.aws.usage_store import UsageStore
     from jobsched.runtime.resources import WORKER_MEMORY_MB
     from jobsched.runtime.wiring import (
+        backfill_service_from_settings,
         dispatcher_from_settings,
         notify_policy_from_settings,
         tenant_limits_from_settings,
@@ -127,6 +128,7 @@ def build_services(
         usage=UsageStore(jobs.runs.dynamo, settings.leases_table, settings.retention_days),
         worker_memory_mb=WORKER_MEMORY_MB,
         workflows=WorkflowService(jobs, engine),
+        backfills=backfill_service_from_settings(settings, clients, dynamo=jobs.runs.dynamo),
     )
 
 

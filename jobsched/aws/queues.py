@@ -88,6 +88,14 @@ class RunQueues:
         """Send ``msg`` to its priority's queue (:func:`send_run_message`); SQS errors propagate."""
         send_run_message(self.sqs, self.queue_urls[msg.priority], msg, now, self.meter)
 
+    def send_body(self, queue: str, body: str, tenant: str) -> None:
+        """Send a message that is not a run's (a backfill's: :mod:`jobsched.services.backfills`) to the
+        ``queue`` kind, the tenant as its group; SQS errors propagate."""
+        try:
+            self.sqs.send_message(QueueUrl=self.queue_urls[queue], MessageBody=body, MessageGroupId=tenant)
+        finally:
+            self.meter.record_sqs("SendMessage", [len(body.encode())])
+
     def set_visibility(self, queue_url: str, receipt_handle: str, seconds: int) -> bool:
         """Hide a received message for ``seconds`` more (0: visible now; capped at 12 h). False (logged)
         if SQS refused: the message may be gone already, and the run's lease is what fences."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -205,8 +206,42 @@ class ApiClient:
         headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
         return self.request("POST", f"/jobs/{_seg(job_id)}/trigger", body=body, headers=headers)
 
-    def backfill_job(self, job_id: str, *, start: str, end: str) -> dict:
-        return self.request("POST", f"/jobs/{_seg(job_id)}/backfill", body={"from": start, "to": end})
+    def backfill_job(
+        self, job_id: str, *, start: str, end: str, idempotency_key: str | None = None, wait: bool = False
+    ) -> dict:
+        """``{"runs": [...]}`` for a backfill made at once (up to 100 occurrences), else the backfill
+        record the API answered with 202 — or, with ``wait``, that record once it is no longer
+        running (:meth:`wait_backfill`)."""
+        headers = {"Idempotency-Key": idempotency_key} if idempotency_key else None
+        result = self.request(
+            "POST", f"/jobs/{_seg(job_id)}/backfill", body={"from": start, "to": end}, headers=headers
+        )
+        if wait and is_backfill(result):
+            return self.wait_backfill(job_id, result["id"])
+        return result
+
+    def get_backfill(self, job_id: str, backfill_id: str) -> dict:
+        return self.request("GET", f"/jobs/{_seg(job_id)}/backfills/{_seg(backfill_id)}")
+
+    def wait_backfill(
+        self,
+        job_id: str,
+        backfill_id: str,
+        *,
+        timeout: float = 600.0,
+        interval: float = 0.5,
+        on_progress: Any = None,
+    ) -> dict:
+        """Poll the backfill until it is no longer ``running`` (or ``timeout`` seconds pass: then the
+        last record read); ``on_progress(record)`` is called after each read."""
+        deadline = time.monotonic() + timeout
+        while True:
+            record = self.get_backfill(job_id, backfill_id)
+            if on_progress is not None:
+                on_progress(record)
+            if record.get("state") != "running" or time.monotonic() >= deadline:
+                return record
+            time.sleep(interval)
 
     def job_runs(
         self, job_id: str, *, limit: int | None = None, cursor: str | None = None, upcoming: str | None = None
@@ -334,6 +369,11 @@ def build_client(
         signer=signer,
         timeout=timeout,
     )
+
+
+def is_backfill(result: object) -> bool:
+    """Whether an answer of ``POST /jobs/{id}/backfill`` is an asynchronous backfill's record (202)."""
+    return isinstance(result, dict) and "planned" in result and "state" in result
 
 
 def _seg(value: str) -> str:

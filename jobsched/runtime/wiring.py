@@ -6,7 +6,8 @@ under test. Each factory takes an optional :class:`Meter` that sees every AWS ca
 (the cost benchmark passes its own).
 
 :class:`Deliveries` is the worker function's view of a queue: a chunked job's workflow message
-(``chunk.*``) goes to the chunk runner, any other message is a run delivery for the worker.
+(``chunk.*``) goes to the chunk runner, an asynchronous backfill's message to the backfill service,
+any other message is a run delivery for the worker.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.attempts import AttemptStore
+from jobsched.aws.backfill_store import BackfillStore
 from jobsched.aws.clients import Clients
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.leases import Leases
@@ -34,6 +36,7 @@ from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunk_runner import ChunkRunner
 from jobsched.runtime import observability as obs
 from jobsched.runtime.settings import Settings
+from jobsched.services.backfills import BackfillService
 from jobsched.services.backpressure import Backpressure
 from jobsched.services.dispatcher import Dispatcher
 from jobsched.services.dlq_consumer import DlqConsumer
@@ -99,6 +102,19 @@ def job_service_from_settings(
         dispatcher,
         known_handlers=known_handlers,
         notify_policy=notify_policy_from_settings(settings),
+    )
+
+
+def backfill_service_from_settings(
+    settings: Settings, clients: Clients, *, meter: Meter | None = None, dynamo: Dynamo | None = None
+) -> BackfillService:
+    """Asynchronous backfills over the Runs table and the priority queues (the API starts them, the
+    worker decides their slices)."""
+    dynamo = dynamo or dynamo_for(settings, clients.dynamodb, meter)
+    return BackfillService(
+        BackfillStore(dynamo, settings.runs_table),
+        RunsStore(dynamo, settings.runs_table, retention=timedelta(days=settings.retention_days)),
+        RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter),
     )
 
 
@@ -172,8 +188,9 @@ def workflow_engine_from_settings(
 
 
 class Deliveries:
-    """Routes one queue delivery: a chunked job's workflow message to the chunk runner, any other to
-    the worker. The worker function and the embedded mode call :meth:`process` per record."""
+    """Routes one queue delivery: a chunked job's workflow message to the chunk runner, an
+    asynchronous backfill's to the backfill service, any other to the worker. The worker function and
+    the embedded mode call :meth:`process` per record."""
 
     def __init__(
         self,
@@ -182,9 +199,11 @@ class Deliveries:
         *,
         usage: UsageRecorder | None = None,
         usage_store: UsageStore | None = None,
+        backfills: BackfillService | None = None,
     ):
         self.worker = worker
         self.chunks = chunks
+        self.backfills = backfills
         #: Usage per tenant and day counted while deliveries are handled, added by :meth:`flush_usage`.
         self.usage = usage
         self.usage_store = usage_store
@@ -208,6 +227,14 @@ class Deliveries:
     ) -> Outcome:
         if self.chunks is not None and self.chunks.accepts(body):
             return self.chunks.handle(
+                body,
+                now,
+                receipt_handle=receipt_handle,
+                queue_url=queue_url,
+                remaining_seconds=remaining_seconds,
+            )
+        if self.backfills is not None and self.backfills.accepts(body):
+            return self.backfills.handle(
                 body,
                 now,
                 receipt_handle=receipt_handle,
@@ -267,7 +294,8 @@ def worker_from_settings(
         on_finished=workflows.on_finished,
     )
     store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
-    return Deliveries(worker, chunks, usage=usage, usage_store=store)
+    backfills = backfill_service_from_settings(settings, clients, dynamo=dynamo)
+    return Deliveries(worker, chunks, usage=usage, usage_store=store, backfills=backfills)
 
 
 def tenant_limits_from_settings(settings: Settings, dynamo: Dynamo) -> TenantLimits:

@@ -277,6 +277,19 @@ class JobService:
 
         Idempotent per occurrence: backfilling the same range twice creates no second run.
         """
+        job, instants = self.backfill_plan(tenant, job_id, start, end)
+        return self.backfill_now(job, instants, now)
+
+    def backfill_now(self, job: Job, instants: builtins.list[datetime], now: datetime) -> builtins.list[Run]:
+        """The runs of a planned backfill (:meth:`backfill_plan`), made and sent within the call."""
+        runs = [replace(new_run(job, at, Trigger.BACKFILL, now), due_at=now) for at in instants]
+        return self._create_and_send(job, runs, now)
+
+    def backfill_plan(
+        self, tenant: str, job_id: str, start: datetime, end: datetime
+    ) -> tuple[Job, builtins.list[datetime]]:
+        """The job and the occurrences a backfill of ``[start, end]`` makes runs for (at most
+        :data:`MAX_BACKFILL`, else :class:`ValidationError`), without writing anything."""
         require_aware(start, "start")
         require_aware(end, "end")
         if end < start:
@@ -288,8 +301,7 @@ class JobService:
                 f"the range holds more than {MAX_BACKFILL} occurrences: backfill it in smaller ranges",
                 field="end",
             )
-        runs = [replace(new_run(job, f.at, Trigger.BACKFILL, now), due_at=now) for f in fires]
-        return self._create_and_send(job, runs, now)
+        return job, [f.at for f in fires]
 
     def runs_of(
         self,

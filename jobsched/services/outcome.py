@@ -39,6 +39,9 @@ class OutcomeStatus(StrEnum):
     CHUNK_LOST = "chunk_lost"
     CHUNK_STALE = "chunk_stale"
     CHUNK_WAITING = "chunk_waiting"
+    # an asynchronous backfill (services/backfills)
+    BACKFILL_STEP = "backfill_step"  # some slices decided; a new message carries the rest
+    BACKFILL_DONE = "backfill_done"  # its last slice decided: the record is succeeded
     # a DAG workflow run (services/workflows)
     WORKFLOW_STARTED = "workflow_started"  # its nodes were set up; the run finishes with its nodes
 

@@ -26,6 +26,8 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("POST", "/jobs/{job_id}/trigger"): ("jobs", "trigger", "job-0001"),
     ("POST", "/jobs/{job_id}/backfill"): ("jobs", "backfill", "job-0001", "--from", "2026-12-01T00:00:00Z",
                                           "--to", "2026-12-01T01:00:00Z"),
+    ("GET", "/jobs/{job_id}/backfills/{backfill_id}"): ("jobs", "backfill-status", "job-0001",
+                                                        "b" + "0" * 24),
     ("GET", "/jobs/{job_id}/runs"): ("jobs", "runs", "job-0001"),
     ("GET", "/runs"): ("runs", "list"),
     ("GET", "/runs/{run_id}"): ("runs", "get", RUN_ID),
@@ -73,6 +75,7 @@ def _concrete(path: str) -> str:
         .replace("{workflow_id}", "job-0001")
         .replace("{run_id}", RUN_ID)
         .replace("{tenant}", "acme")
+        .replace("{backfill_id}", "b" + "0" * 24)
     )
 
 
@@ -152,6 +155,52 @@ def test_backfill_posts_the_window_and_lists_the_runs(cli, cli_env: ContractServ
     assert cli("jobs", "backfill", "job-0001", "--from", "a", "--to", "b", "-q").out.split() == [
         r["id"] for r in runs
     ]
+
+
+def backfill_record(**fields: object) -> dict:
+    base = {
+        "id": "b" + "1" * 24, "job_id": "job-0001", "from": "2026-01-01T00:00:00.000Z",
+        "to": "2026-02-11T15:00:00.000Z", "state": "running", "planned": 1000, "done": 0, "created": 0,
+        "existing": 0, "sent": 0, "error": None, "created_at": "2026-12-01T00:00:00.000Z",
+        "updated_at": "2026-12-01T00:00:00.000Z", "finished_at": None, "runs": "/jobs/job-0001/runs",
+    }  # fmt: skip
+    return {**base, **fields}
+
+
+def test_a_background_backfill_is_followed_to_its_end(cli, cli_env: ContractServer) -> None:
+    # Given the API answers 202 with a running backfill, then shows it done
+    bid = "b" + "1" * 24
+    cli_env.respond("POST", "/jobs/job-0001/backfill", 202, backfill_record())
+    done = backfill_record(state="succeeded", done=1000, created=990, existing=10, sent=1000)
+    cli_env.respond("GET", f"/jobs/job-0001/backfills/{bid}", 200, done)
+    # When the CLI backfills with a key
+    result = cli(
+        "jobs", "backfill", "job-0001", "--from", "2026-01-01T00:00:00Z", "--to", "2026-02-11T15:00:00Z",
+        "--idempotency-key", "k-1",
+    )  # fmt: skip
+    # Then it sent the key, followed the backfill, showed its progress and summed it up
+    assert cli_env.only("POST", "/jobs/job-0001/backfill").headers["idempotency-key"] == "k-1"
+    assert result.code == 0
+    assert result.out.startswith("backfilled job job-0001: 1000 run(s) from 2026-01-01T00:00:00Z")
+    assert f"backfill {bid}: succeeded, 1000/1000 decided (990 created, 10 existing, 1000 sent)" in result.err
+
+
+def test_a_background_backfill_with_no_wait_prints_how_to_follow_it(cli, cli_env: ContractServer) -> None:
+    cli_env.respond("POST", "/jobs/job-0001/backfill", 202, backfill_record())
+    result = cli("jobs", "backfill", "job-0001", "--from", "a", "--to", "b", "--no-wait")
+    assert result.out.splitlines() == [
+        f"backfill {'b' + '1' * 24}: running, 0/1000 decided (0 created, 0 existing, 0 sent)",
+        f"follow it with: jobsched jobs backfill-status job-0001 {'b' + '1' * 24}",
+    ]
+    assert [r.method for r in cli_env.requests] == ["POST"]
+
+
+def test_a_failed_background_backfill_exits_1(cli, cli_env: ContractServer) -> None:
+    bid = "b" + "1" * 24
+    failed = backfill_record(state="failed", error="the backfill's job snapshot is missing or changed")
+    cli_env.respond("GET", f"/jobs/job-0001/backfills/{bid}", 200, failed)
+    result = cli("jobs", "backfill-status", "job-0001", bid)
+    assert result.code == 1 and "failed" in result.out and "snapshot" in result.out
 
 
 def test_trigger_sends_the_payload_and_the_idempotency_key(cli, cli_env: ContractServer) -> None:

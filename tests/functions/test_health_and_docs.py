@@ -44,6 +44,7 @@ def test_openapi_lists_every_route(call):
         ("POST", "/jobs/{job_id}/resume"),
         ("POST", "/jobs/{job_id}/trigger"),
         ("POST", "/jobs/{job_id}/backfill"),
+        ("GET", "/jobs/{job_id}/backfills/{backfill_id}"),
         ("GET", "/jobs/{job_id}/runs"),
         ("GET", "/runs"),
         ("GET", "/runs/{run_id}"),

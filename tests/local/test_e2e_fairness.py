@@ -44,8 +44,10 @@ def test_a_quiet_tenants_run_starts_while_another_tenants_backlog_is_queued(
     noisy, quiet = process.client("noisy"), process.client("quiet")
     noisy_job = noisy.create_job(job("e2e.noisy", "@daily", "demo.sleep", payload={"seconds": 0.5}))
     quiet_job = quiet.create_job(job("e2e.quiet", "@daily", "demo.echo"))
-    runs = noisy.backfill_job(noisy_job["id"], start="2025-01-01T00:00:00Z", end="2025-10-27T00:00:00Z")
-    assert len(runs["runs"]) == BACKLOG
+    backfill = noisy.backfill_job(
+        noisy_job["id"], start="2025-01-01T00:00:00Z", end="2025-10-27T00:00:00Z", wait=True
+    )
+    assert backfill["state"] == "succeeded" and backfill["created"] == BACKLOG
 
     run = quiet.trigger_job(quiet_job["id"])
     started = wait_for(lambda: run_state(quiet, run["id"], "running", "succeeded"), timeout=60, interval=0.2)

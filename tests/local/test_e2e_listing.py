@@ -42,7 +42,7 @@ def test_health_answers_promptly_while_a_slow_listing_runs(process: EmbeddedProc
     # Given a per-minute job with a 600-occurrence backfill (a history the tenant listing filters)
     client: ApiClient = process.client(TENANT)
     minute = client.create_job(job("e2e.listing", "* * * * *", "demo.echo"))
-    client.backfill_job(minute["id"], start="2026-01-01T00:00:00Z", end="2026-01-01T09:59:00Z")
+    client.backfill_job(minute["id"], start="2026-01-01T00:00:00Z", end="2026-01-01T09:59:00Z", wait=True)
     # When listings that examine the history (a state the state_index does not hold) run, one after
     # the other...
     slow: dict[str, float] = {}

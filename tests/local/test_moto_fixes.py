@@ -242,3 +242,73 @@ def test_a_read_waits_for_a_write_in_progress(monkeypatch):
         writer.join(10)
     assert written.is_set()
     assert items[0]["state"] == {"S": "running"}  # answered after the write, never in the middle of it
+
+
+@pytest.fixture
+def unpatched_send():
+    """moto's own ``SQSBackend.send_message`` during the test (its wrapper off: the patched
+    ``Queue.attributes`` then answers in full, as moto's own does)."""
+    from moto.sqs.models import SQSBackend
+
+    original = SQSBackend.send_message
+    SQSBackend.send_message = getattr(original, "__wrapped__", original)  # type: ignore[method-assign]
+    yield
+    SQSBackend.send_message = original  # type: ignore[method-assign]
+
+
+def clock_reads_of_one_batch(monkeypatch, queued: int) -> int:
+    """How many times moto's SQS reads its clock for one ``SendMessageBatch`` of 10 into a queue that
+    already holds ``queued`` delayed messages (one read per message scanned)."""
+    from moto.sqs import models
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="deep")["QueueUrl"]
+        for _ in range(0, queued, 10):
+            entries = [{"Id": str(i), "MessageBody": "x", "DelaySeconds": 900} for i in range(10)]
+            sqs.send_message_batch(QueueUrl=url, Entries=entries)
+        reads = 0
+        real = models.unix_time_millis
+
+        def counted(*args):
+            nonlocal reads
+            reads += 1
+            return real(*args)
+
+        monkeypatch.setattr(models, "unix_time_millis", counted)
+        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "y"} for i in range(10)])
+        monkeypatch.setattr(models, "unix_time_millis", real)
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
+        assert attributes["ApproximateNumberOfMessages"] == "10"
+        assert attributes["ApproximateNumberOfMessagesDelayed"] == str(queued)
+    return reads
+
+
+def test_without_the_fix_a_send_scans_every_queued_message(monkeypatch, unpatched_send):
+    # Given moto as it is and a queue holding 300 delayed messages
+    # When 10 messages are sent in one batch, Then moto scanned the queue for each of them
+    assert clock_reads_of_one_batch(monkeypatch, 300) >= 10 * 3 * 300
+
+
+def test_with_the_fix_a_send_costs_the_same_whatever_the_queue_holds(monkeypatch):
+    # Given the fix and a queue holding 300 delayed messages
+    moto_fixes.apply()
+    # When 10 messages are sent in one batch, Then no queued message is scanned, and the queue's
+    # attributes still count every message (asserted inside)
+    assert clock_reads_of_one_batch(monkeypatch, 300) < 50
+
+
+def test_with_the_fix_a_fifo_queue_still_deduplicates_by_content():
+    # Given the fix and a FIFO queue with content-based deduplication
+    moto_fixes.apply()
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(
+            QueueName="d.fifo", Attributes={"FifoQueue": "true", "ContentBasedDeduplication": "true"}
+        )["QueueUrl"]
+        # When the same body is sent twice
+        for _ in range(2):
+            sqs.send_message(QueueUrl=url, MessageBody="same", MessageGroupId="g")
+        # Then the queue holds one message
+        attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
+        assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "1"

@@ -26,6 +26,7 @@ from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, pag
 from jobsched.api.quotas import JobQuota
 from jobsched.api.schemas import (
     BackfillIn,
+    BackfillOut,
     DeletedOut,
     JobIn,
     JobList,
@@ -39,8 +40,9 @@ from jobsched.api.schemas import (
     RunsOut,
     TriggerIn,
 )
-from jobsched.api.views import job_view, run_view
+from jobsched.api.views import backfill_view, job_view, run_view
 from jobsched.aws.jobs_store import JobExistsError
+from jobsched.core.backfills import SYNC_MAX_OCCURRENCES
 from jobsched.core.clock import Clock
 from jobsched.core.dispatch_plan import first_fire_after
 from jobsched.core.errors import JobschedError, NotFoundError, ValidationError
@@ -48,6 +50,7 @@ from jobsched.core.job_specs import spec_from_dict, validate_spec
 from jobsched.core.models import Job, to_iso
 
 _JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_BACKFILL_ID = re.compile(r"^b[0-9a-f]{24}$")
 _VERSION = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
 
 Tenant = Annotated[str, Depends(current_tenant)]
@@ -109,9 +112,16 @@ def _replay(stored: StoredResponse) -> Response:
 
 
 def jobs_router(
-    jobs: Any, clock: Clock, idempotency: IdempotencyStore | None, quota: JobQuota | None = None
+    jobs: Any,
+    clock: Clock,
+    idempotency: IdempotencyStore | None,
+    quota: JobQuota | None = None,
+    *,
+    backfills: Any = None,
 ) -> Router:
-    """``jobs`` is a :class:`jobsched.services.jobs.JobService`; ``quota`` caps the jobs per tenant."""
+    """``jobs`` is a :class:`jobsched.services.jobs.JobService`; ``quota`` caps the jobs per tenant;
+    ``backfills`` (a :class:`jobsched.services.backfills.BackfillService`) takes backfills of more
+    than :data:`SYNC_MAX_OCCURRENCES` occurrences (without it every backfill is synchronous)."""
     router = Router()
 
     def create(tenant: str, job: JobIn, job_id: str | None = None) -> tuple[Job, bool]:
@@ -264,12 +274,46 @@ def jobs_router(
     @router.post(
         "/jobs/<job_id>/backfill",
         tags=["jobs"],
-        summary="One run per occurrence in [from, to]",
-        responses={201: {"description": "Runs created"}},
+        summary=f"One run per occurrence in [from, to]: made at once up to {SYNC_MAX_OCCURRENCES} "
+        "(201), else in the background (202 with a backfill to follow)",
+        responses={
+            201: {"description": "Runs created"},
+            202: {
+                "description": "Backfill accepted: its runs are being made (Location: the backfill)",
+                "content": {"application/json": {"schema": {"$ref": "#/components/schemas/BackfillOut"}}},
+            },
+        },
     )
-    def backfill_job(job_id: str, window: Annotated[BackfillIn, Body()], tenant: Tenant) -> Response[RunsOut]:
-        runs = jobs.backfill(tenant, job_id_of(job_id), window.from_, window.to, clock.now())
-        return _created(RunsOut(runs=[run_view(r) for r in runs]).model_dump(mode="json"))
+    def backfill_job(
+        job_id: str, window: Annotated[BackfillIn, Body()], tenant: Tenant, idempotency_key: IdemKey = None
+    ) -> Response[RunsOut | BackfillOut]:
+        job_id = job_id_of(job_id)
+        now = clock.now()
+        key = check_key(idempotency_key) if idempotency_key is not None else None
+        job, instants = jobs.backfill_plan(tenant, job_id, window.from_, window.to)
+        if backfills is None or len(instants) <= SYNC_MAX_OCCURRENCES:
+            runs = jobs.backfill_now(job, instants, now)
+            return _created(RunsOut(runs=[run_view(r) for r in runs]).model_dump(mode="json"))
+        record, created = backfills.start(job, window.from_, window.to, len(instants), now, key)
+        headers = {"Location": f"/jobs/{job_id}/backfills/{record.id}"}
+        if not created:
+            headers["Idempotent-Replayed"] = "true"
+        body: Any = backfill_view(record).model_dump(mode="json", by_alias=True)
+        return Response(
+            status_code=202, content_type=content_types.APPLICATION_JSON, body=body, headers=headers
+        )
+
+    if backfills is not None:
+
+        @router.get(
+            "/jobs/<job_id>/backfills/<backfill_id>",
+            tags=["jobs"],
+            summary="An asynchronous backfill's progress",
+        )
+        def get_backfill(job_id: str, backfill_id: str, tenant: Tenant) -> BackfillOut:
+            if not _BACKFILL_ID.match(backfill_id):
+                raise NotFoundError(f"backfill {backfill_id[:80]} of job {job_id[:80]} not found")
+            return backfill_view(backfills.get(tenant, job_id_of(job_id), backfill_id))
 
     @router.get(
         "/jobs/<job_id>/runs",

@@ -26,13 +26,15 @@ With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline
 (or at the top level with ``--lag``); with ``--noisy`` the object holds the noisy-neighbour figures
 alone, and likewise with ``--listing`` and ``--soak``; with ``--idle`` the idle figure
 (:mod:`jobsched.bench.idle`: ``--idle-jobs`` monthly crons, ``--idle-hours`` of ticks and sweeps) under
-the key ``idle``. What the functions print while the
-benchmark runs (Powertools JSON logs, EMF metrics lines) and the warnings raised meanwhile are
-dropped, so the terminal shows the report alone; ``--verbose`` sends them to stderr instead. Exit
-status 1 when a run was duplicated or lost, a lag run never started, a run of the noisy-neighbour
-benchmark never started, the idle figure saw an unmetered call, or the soak's embedded mode stopped
-answering or ran no run in its first or last minute; a cost, lag, idle or
-noisy-neighbour goal that is not met is reported in the figures (``goal_met``), not in the exit status.
+the key ``idle``; with ``--burst`` the burst figure (:mod:`jobsched.bench.burst`: ``--burst-jobs`` daily
+crons due in the same minute, and 100 as the steady-state reference) under the key ``burst``. What
+the functions print while the benchmark runs (Powertools JSON logs, EMF metrics lines) and the
+warnings raised meanwhile are dropped, so the terminal shows the report alone; ``--verbose`` sends
+them to stderr instead. Exit status 1 when a run was duplicated or lost (or, in the burst, enqueued
+late), a lag run never started, a run of the noisy-neighbour benchmark never started, the idle
+figure saw an unmetered call, or the soak's embedded mode stopped answering or ran no run in its
+first or last minute; a cost, lag, idle or noisy-neighbour goal that is not met is reported in the
+figures (``goal_met``), not in the exit status.
 """
 
 from __future__ import annotations
@@ -76,6 +78,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run only the idle figure: what registered jobs cost between occurrences (a few minutes)",
     )
     which.add_argument("--no-lag", action="store_true", help="run only the cost benchmark")
+    which.add_argument(
+        "--burst",
+        action="store_true",
+        help="run only the burst figure: --burst-jobs daily crons due in the same minute (a minute or more)",
+    )
+    parser.add_argument(
+        "--burst-jobs",
+        type=int,
+        default=None,
+        help="jobs due in the same minute in --burst (default 1000; 10000 takes many minutes)",
+    )
     which.add_argument(
         "--noisy",
         action="store_true",
@@ -164,6 +177,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--noisy-runs must be 100..5000")
     if not 1 <= args.idle_jobs <= 100_000 or not 1 <= args.idle_hours <= 24:
         raise ValidationError("--idle-jobs must be 1..100000 and --idle-hours 1..24")
+    if args.burst_jobs is not None and not 1 <= args.burst_jobs <= 100_000:
+        raise ValidationError("--burst-jobs must be 1..100000")
     if args.soak is not None and not 1 <= args.soak <= 24 * 60:
         raise ValidationError("--soak MINUTES must be 1..1440")
     if not 0 <= args.soak_jobs <= 100:
@@ -204,6 +219,23 @@ def run(args: argparse.Namespace) -> int:
                 )
             }
             ok = not figures["idle"]["unmetered_calls"]
+        if args.burst:
+            from jobsched.bench.burst import DEFAULT_JOBS, BurstConfig, run_burst
+            from jobsched.runtime import resources
+
+            figures = {
+                "burst": run_burst(
+                    BurstConfig(
+                        jobs=args.burst_jobs or DEFAULT_JOBS,
+                        shards=args.shards or resources.DEFAULT_SHARDS,
+                        payload_bytes=args.payload_bytes,
+                    )
+                )
+            }
+            burst = figures["burst"]
+            ok = not burst["lost"] and not burst["duplicates"] and not burst["enqueued_late"]
+            print_report(figures, args, stdout)
+            return 0 if ok else 1
         if args.noisy:
             from jobsched.bench.noisy import NoisyConfig, run_noisy
 
@@ -306,6 +338,11 @@ def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) ->
         return
     if getattr(args, "limits", False):
         print(json.dumps(figures, indent=2), file=out)
+        return
+    if getattr(args, "burst", False):
+        from jobsched.bench.burst import burst_text
+
+        print(burst_text(figures["burst"]), file=out)
         return
     if args.idle:
         print(idle_text(figures["idle"]), file=out)

@@ -11,9 +11,10 @@ the job, sends ``PATCH`` with ``If-Match: <version>``, and when someone changed 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
-from jobsched.cli.client import ApiClient, ApiError
+from jobsched.cli.client import ApiClient, ApiError, is_backfill
 from jobsched.cli.commands._api_args import UsageError, api_options, command, load_json_arg
 from jobsched.cli.commands._output import (
     OMIT,
@@ -147,12 +148,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     trigger.set_defaults(func=cmd_trigger)
 
     backfill = sub.add_parser(
-        "backfill", parents=[common], help="one run per occurrence in [--from, --to] (at most 1000)"
+        "backfill",
+        parents=[common],
+        help="one run per occurrence in [--from, --to] (at most 1000; over 100 made in the background: "
+        "waits and shows progress unless --no-wait)",
     )
     backfill.add_argument("job_id")
     backfill.add_argument("--from", dest="start", required=True, metavar="ISO8601", help="first instant")
     backfill.add_argument("--to", dest="end", required=True, metavar="ISO8601", help="last instant")
+    backfill.add_argument(
+        "--idempotency-key", help="repeating with the same key names the same backfill (and resumes it)"
+    )
+    backfill.add_argument(
+        "--no-wait", action="store_true", help="print the background backfill at once, do not wait for it"
+    )
     backfill.set_defaults(func=cmd_backfill)
+
+    backfill_show = sub.add_parser(
+        "backfill-status", parents=[common], help="a background backfill's progress"
+    )
+    backfill_show.add_argument("job_id")
+    backfill_show.add_argument("backfill_id")
+    backfill_show.set_defaults(func=cmd_backfill_status)
 
     delete = sub.add_parser("delete", parents=[common], help="delete a job")
     delete.add_argument("job_id")
@@ -458,7 +475,11 @@ def triggered_runs(result: object) -> list[dict]:
 def cmd_backfill(args: argparse.Namespace, client: ApiClient) -> int:
     from jobsched.cli.commands.runs import RUN_COLUMNS
 
-    result = client.backfill_job(args.job_id, start=args.start, end=args.end)
+    result = client.backfill_job(
+        args.job_id, start=args.start, end=args.end, idempotency_key=args.idempotency_key
+    )
+    if is_backfill(result):
+        return _follow_backfill(args, client, result)
     if args.json:
         print_json(result)
         return 0
@@ -484,3 +505,52 @@ def cmd_delete(args: argparse.Namespace, client: ApiClient) -> int:
     else:
         print(f"deleted job {args.job_id}")
     return 0
+
+
+def backfill_line(record: dict) -> str:
+    """``backfill b…: running, 300/1000 decided (300 created, 0 existing, 300 sent)``."""
+    return (
+        f"backfill {record.get('id')}: {record.get('state')}, {record.get('done')}/{record.get('planned')} "
+        f"decided ({record.get('created')} created, {record.get('existing')} existing, "
+        f"{record.get('sent')} sent)" + (f": {record['error']}" if record.get("error") else "")
+    )
+
+
+def _follow_backfill(args: argparse.Namespace, client: ApiClient, record: dict) -> int:
+    """A background backfill (202): wait for it, a progress line on stderr per change (unless
+    ``--no-wait``), then its record (``--json``), its id (``-q``) or a summary line."""
+    if not args.no_wait:
+        shown: list[tuple[object, object]] = []
+
+        def progress(current: dict) -> None:
+            mark = (current.get("state"), current.get("done"))
+            if not args.quiet and not args.json and (not shown or shown[-1] != mark):
+                shown.append(mark)
+                print(backfill_line(current), file=sys.stderr, flush=True)
+
+        record = client.wait_backfill(args.job_id, record["id"], on_progress=progress)
+    if args.json:
+        print_json(record)
+    elif args.quiet:
+        print(record.get("id"))
+    elif args.no_wait:
+        print(backfill_line(record))
+        print(f"follow it with: jobsched jobs backfill-status {args.job_id} {record.get('id')}")
+    else:
+        print(
+            f"backfilled job {args.job_id}: {record.get('created', 0) + record.get('existing', 0)} run(s) "
+            f"from {args.start} to {args.end} ({backfill_line(record)})"
+        )
+    return 1 if record.get("state") == "failed" else 0
+
+
+@command
+def cmd_backfill_status(args: argparse.Namespace, client: ApiClient) -> int:
+    record = client.get_backfill(args.job_id, args.backfill_id)
+    if args.json:
+        print_json(record)
+    elif args.quiet:
+        print(record.get("state"))
+    else:
+        print(backfill_line(record))
+    return 1 if record.get("state") == "failed" else 0
