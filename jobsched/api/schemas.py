@@ -40,7 +40,7 @@ def iso_z(value: datetime) -> str:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"naive datetime {value.isoformat()} cannot be sent: instants are aware")
     utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return f"{utc.year:04d}" + utc.strftime("-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
 class _In(BaseModel):

@@ -267,3 +267,12 @@ def test_a_links_if_match_is_an_etag_string(call):
     assert links["DeleteJob"]["parameters"]["header.if-match"] == '"{$response.body#/version}"'
     workflow_links = _document(call)["paths"]["/workflows"]["post"]["responses"]["201"]["links"]
     assert {"GetWorkflow", "UpdateWorkflow", "TriggerWorkflow", "ListWorkflowRuns"} <= set(workflow_links)
+
+
+def test_a_percent_encoded_path_parameter_is_decoded(call):
+    """Given a tenant ``a@E`` sent percent-encoded (``a%40E``, as clients encode ``@`` in a path;
+    the route matched the raw path, so the tenant pattern refused it: a schema-valid request refused)
+    When an administrator reads its limits / Then 200 for tenant ``a@E``."""
+    response = call("GET", "/admin/tenants/a%40E/limits", headers=OPS)
+    assert response["statusCode"] == 200, response["body"]
+    assert body_of(response)["tenant"] == "a@E"
