@@ -54,7 +54,8 @@ bench-load: install
 	$(PY) -m jobsched.bench.load $(LOAD_ARGS)
 
 # Schemathesis, longer than the run in `make test` (tests/fuzz/test_schemathesis.py): the embedded
-# mode on a free port, every check and phase, FUZZ_EXAMPLES test cases per operation (decision 0025).
+# mode on a free port, every check and phase (the coverage phase too, which `make test` leaves out),
+# FUZZ_EXAMPLES test cases per operation (decision 0025).
 FUZZ_EXAMPLES ?= 100
 fuzz: install
 	$(PY) -m tests.fuzz.embedded --examples $(FUZZ_EXAMPLES)

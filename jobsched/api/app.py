@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
 from aws_lambda_powertools.event_handler.openapi.models import OpenAPI, Server
@@ -117,6 +118,12 @@ class JobschedResolver(APIGatewayHttpResolver):
         proxy = super()._to_proxy_event(event)
         self.current_event = proxy  # what resolve() puts on the class, kept on this resolver
         return proxy
+
+    def _convert_matches_into_route_keys(self, match: Any) -> dict[str, str]:
+        """Path parameters percent-decoded: the route matches the raw path (API Gateway's ``rawPath``
+        keeps a client's encoding), so a tenant ``a@b`` sent as ``a%40b`` was refused by its pattern."""
+        keys = super()._convert_matches_into_route_keys(match)
+        return {name: unquote(value) for name, value in keys.items()}
 
     def get_openapi_schema(self, **kwargs: Any) -> OpenAPI:
         """Powertools' document with this API's error bodies (used by /openapi.json and /docs)."""

@@ -17,7 +17,9 @@ meaning (a schedule, a time zone, a registered handler, a storable payload, an `
   loopback or private address); cross-field rules (``from`` <= ``to``, ``base_seconds`` <=
   ``max_seconds``, a backfill of at most 1000 occurrences) are in the descriptions;
 - OpenAPI links from each object's creation to the routes that take its id, so a client can walk
-  job -> runs -> run -> dead letter.
+  job -> runs -> run -> dead letter, and workflow -> workflow runs;
+- the limit objects' rules on which fields go together (``anyOf``), and a workflow's graph rules in
+  words (``depends_on``).
 
 Decision 0025 lists what the fuzzer found and the deviations accepted.
 """
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import available_timezones
 
-from jobsched.api.storable import MAX_INTEGER, MAX_NESTING
+from jobsched.api.storable import INTEGER_LIMIT, MAX_NESTING
 from jobsched.core.notify import TOPIC_ARN
 
 SCHEDULE_FORMAT = "jobsched-schedule"
@@ -42,10 +44,16 @@ JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 #: Contains a character that is not white space (the request models strip strings before checking).
 NON_BLANK_PATTERN = r"\S"
 _REF = "#/components/schemas/"
-#: The largest 38-digit integer a double holds exactly (just under 10**38 - 1): fuzzers and JSON
-#: libraries that turn a bound into a double would otherwise round 10**38 - 1 up to 10**38, which
-#: the API refuses (decision 0025).
-_INTEGER_BOUND = MAX_INTEGER
+#: Integral payload numbers are of magnitude below 10**38, stated as an exclusive bound written as the
+#: double ``1e+38``: its decimal spelling is exactly 10**38, so a reader that takes bounds as doubles
+#: (Powertools' document model does, and so does schemathesis) and one that takes them as decimals
+#: read the same number. An inclusive ``maximum`` of 10**38 - 1 was written ``1e+38`` (refused), and
+#: the largest 38-digit double, 99999999999999978859343891977453174784, ``9.999999999999998e+37``,
+#: whose decimal reading is above it (schemathesis sent 99999999999999979999999999999999999999).
+_INTEGER_BOUND = float(INTEGER_LIMIT)
+#: A day of GET /usage (``from``, ``to``): ``date.fromisoformat`` alone also takes 20261201 and
+#: 2026-W49-2, which the document's ``format: date`` does not.
+DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 
 #: The request-body models (pydantic strips their strings before the length checks).
 REQUEST_MODELS = (
@@ -63,7 +71,16 @@ REQUEST_MODELS = (
     "RetryRunIn",
     "ReplayFilterIn",
     "PrincipalIn",
+    "ConcurrencyIn",
+    "RateLimitIn",
+    "NodeIn",
+    "WorkflowIn",
+    "WorkflowPatch",
+    "WorkflowTriggerIn",
+    "TenantLimitIn",
 )
+#: Request bodies whose fields may be left out but not sent as ``null`` (the API refuses ``null``).
+NO_NULL_MODELS = ("JobPatch", "WorkflowPatch")
 
 
 @dataclass(frozen=True)
@@ -87,14 +104,15 @@ def storable_value_schema() -> dict[str, Any]:
     """A JSON value a DynamoDB item can hold (:mod:`jobsched.api.storable`), nesting apart."""
     ref = {"$ref": f"{_REF}StorableValue"}
     return {
-        "description": "a JSON value DynamoDB can store: an integral number has at most 38 digits, a "
+        "description": "a JSON value DynamoDB can store: an integral number has at most 38 digits "
+        "(a magnitude below 1e38), a "
         f"fraction a magnitude of at least 1e-130 (send others as strings); at most {MAX_NESTING} "
         "levels of nesting",
         "anyOf": [
             {"type": "null"},
             {"type": "boolean"},
             {"type": "string"},
-            {"type": "integer", "minimum": -_INTEGER_BOUND, "maximum": _INTEGER_BOUND},
+            {"type": "integer", "exclusiveMinimum": -_INTEGER_BOUND, "exclusiveMaximum": _INTEGER_BOUND},
             # a double with a fraction is below 2**53 in magnitude
             {"type": "number", "not": {"type": "integer"}, "minimum": 1e-130, "maximum": 2.0**53},
             {"type": "number", "not": {"type": "integer"}, "minimum": -(2.0**53), "maximum": -1e-130},
@@ -148,12 +166,14 @@ def _tighten_bodies(schemas: dict[str, Any], facts: DeploymentFacts) -> None:
                     schema["anyOf"] = [payload if v.get("type") == "object" else v for v in variants]
                 else:
                     model["properties"][prop] = {**payload, "title": schema.get("title", "Payload")}
-        if name == "JobPatch":
+        if name in NO_NULL_MODELS:
             model["properties"] = {k: _without_null(v) for k, v in model["properties"].items()}
 
     zones = sorted(available_timezones() | {"UTC"})
     schemas["TimeZone"] = {"type": "string", "enum": zones, "description": "an IANA time zone name"}
-    for name in ("JobIn", "JobPatch"):
+    for name in ("JobIn", "JobPatch", "WorkflowIn", "WorkflowPatch"):
+        if name not in schemas:
+            continue
         props = schemas[name]["properties"]
         default = props["timezone"].get("default")
         props["timezone"] = {"$ref": f"{_REF}TimeZone", **({"default": default} if default else {})}
@@ -223,6 +243,61 @@ def _tighten_bodies(schemas: dict[str, Any], facts: DeploymentFacts) -> None:
     )
     backfill = schemas["BackfillIn"]
     backfill["description"] = "from <= to, and at most 1000 occurrences of the job's schedule in [from, to]"
+    _tighten_limits(schemas)
+    _tighten_nodes(schemas)
+
+
+def _given(prop: str, kind: str) -> dict[str, Any]:
+    return {"properties": {prop: {"type": kind}}, "required": [prop]}
+
+
+def _tighten_limits(schemas: dict[str, Any]) -> None:
+    """The limit objects' rules on which fields go together, as the request models check them."""
+    if "ConcurrencyIn" in schemas:
+        schemas["ConcurrencyIn"]["anyOf"] = [
+            _given("limit", "integer"),
+            {"properties": {"key": {"type": "null"}, "limit": {"type": "null"}}},
+        ]
+        schemas["ConcurrencyIn"]["description"] += " A key needs a limit."
+    if "RateLimitIn" in schemas:
+        nothing = {"type": "null"}
+        schemas["RateLimitIn"]["anyOf"] = [
+            _given("per_second", "number"),
+            {"properties": {"key": nothing, "burst": nothing, "per_second": nothing}},
+        ]
+        schemas["RateLimitIn"]["description"] += " A key or a burst needs per_second."
+    if "TenantLimitIn" in schemas:
+        nothing = {"type": "null"}
+        schemas["TenantLimitIn"]["anyOf"] = [
+            _given("runs_per_second", "number"),
+            {
+                **_given("max_running", "integer"),
+                "properties": {
+                    "max_running": {"type": "integer"},
+                    "runs_per_second": nothing,
+                    "burst": nothing,
+                },
+            },
+        ]
+        schemas["TenantLimitIn"]["description"] += (
+            " At least one of max_running and runs_per_second; burst needs runs_per_second."
+        )
+
+
+def _tighten_nodes(schemas: dict[str, Any]) -> None:
+    """A workflow's graph rules, which JSON Schema cannot state, in words (the API checks them)."""
+    node = schemas.get("NodeIn")
+    if node is None:
+        return
+    node["properties"]["depends_on"]["description"] = (
+        "ids of other nodes of the same workflow, each at most once; the graph has no cycle and at "
+        "most 500 edges in all"
+    )
+    node["properties"]["id"]["description"] = "unique within the workflow"
+    node["properties"]["retry"] = {
+        "$ref": f"{_REF}RetryIn",
+        "description": "retry policy; base_seconds must be <= max_seconds",
+    }
 
 
 def _tighten_parameters(paths: dict[str, Any]) -> None:
@@ -252,6 +327,13 @@ def _tighten_parameters(paths: dict[str, Any]) -> None:
                     where == "query" and name == "job_id" and path == "/runs"
                 ):
                     _set_string(schema, pattern=JOB_ID_PATTERN)
+                elif where == "query" and path == "/usage" and name in ("from", "to"):
+                    _set_string(schema, format="date")
+                    parameter["description"] = (
+                        f"{'first' if name == 'from' else 'last'} UTC day, YYYY-MM-DD (default: "
+                        f"{'6 days before to' if name == 'from' else 'today'}); from <= to, at most "
+                        "31 days"
+                    )
 
 
 def _operation_ids(paths: dict[str, Any]) -> dict[tuple[str, str], str]:
@@ -295,10 +377,35 @@ def _run_links(expression: str) -> list[tuple[str, str, str, dict[str, str]]]:
     ]
 
 
+def _workflow_links(version: str) -> list[tuple[str, str, str, dict[str, str]]]:
+    workflow = {"path.workflow_id": _JOB}
+    versioned = {**workflow, "header.if-match": version}
+    return [
+        ("GetWorkflow", "get", "/workflows/{workflow_id}", workflow),
+        ("UpdateWorkflow", "patch", "/workflows/{workflow_id}", versioned),
+        ("DeleteWorkflow", "delete", "/workflows/{workflow_id}", versioned),
+        ("PauseWorkflow", "post", "/workflows/{workflow_id}/pause", workflow),
+        ("ResumeWorkflow", "post", "/workflows/{workflow_id}/resume", workflow),
+        ("TriggerWorkflow", "post", "/workflows/{workflow_id}/runs", workflow),
+        ("BackfillWorkflow", "post", "/workflows/{workflow_id}/backfill", workflow),
+        ("ListWorkflowRuns", "get", "/workflows/{workflow_id}/runs", workflow),
+    ]
+
+
+def _workflow_run_links(expression: str) -> list[tuple[str, str, str, dict[str, str]]]:
+    run = {"path.run_id": expression}
+    return [
+        ("GetWorkflowRun", "get", "/workflow-runs/{run_id}", run),
+        ("CancelWorkflowRun", "post", "/workflow-runs/{run_id}/cancel", run),
+        ("RetryWorkflowRun", "post", "/workflow-runs/{run_id}/retry", run),
+    ]
+
+
 def link_table() -> dict[tuple[str, str, str], list[tuple[str, str, str, dict[str, str]]]]:
     """(from method, from path, status) -> [(link name, to method, to path, parameters)]: which
     response leads to which operation, with the parameters it supplies."""
-    version = "$response.body#/version"
+    # an ETag, "<version>" (a header is a string; the bare expression gave the number 4)
+    version = '"{$response.body#/version}"'
     run_of_job = [("GetJobOfRun", "get", "/jobs/{job_id}", {"path.job_id": "$response.body#/job_id"})]
     return {
         ("post", "/jobs", "201"): _job_links(version),
@@ -323,6 +430,19 @@ def link_table() -> dict[tuple[str, str, str], list[tuple[str, str, str, dict[st
         ("post", "/runs/{run_id}/retry", "200"): _run_links("$response.body#/id"),
         ("post", "/dead-letters/{run_id}/replay", "200"): _run_links("$response.body#/id"),
         ("get", "/dead-letters", "200"): _run_links("$response.body#/items/0/run_id"),
+        ("post", "/workflows", "201"): _workflow_links(version),
+        ("get", "/workflows/{workflow_id}", "200"): _workflow_links(version),
+        ("patch", "/workflows/{workflow_id}", "200"): _workflow_links(version),
+        ("post", "/workflows/{workflow_id}/pause", "200"): _workflow_links(version),
+        ("post", "/workflows/{workflow_id}/resume", "200"): _workflow_links(version),
+        ("post", "/workflows/{workflow_id}/runs", "201"): _workflow_run_links("$response.body#/id"),
+        ("post", "/workflows/{workflow_id}/backfill", "201"): _workflow_run_links(
+            "$response.body#/runs/0/id"
+        ),
+        ("get", "/workflows/{workflow_id}/runs", "200"): _workflow_run_links("$response.body#/items/0/id"),
+        ("get", "/workflow-runs/{run_id}", "200"): _workflow_run_links("$response.body#/id"),
+        ("post", "/workflow-runs/{run_id}/cancel", "200"): _workflow_run_links("$response.body#/id"),
+        ("post", "/workflow-runs/{run_id}/retry", "200"): _workflow_run_links("$response.body#/id"),
     }
 
 

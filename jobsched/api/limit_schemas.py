@@ -4,22 +4,22 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field, model_validator
+
+from jobsched.api.schemas import JsonInt, _In
 
 
-class TenantLimitIn(BaseModel):
+class TenantLimitIn(_In):
     """``PUT /admin/tenants/{tenant}/limits``: the tenant's own limits (an absent or null field: the
     deployment's default for that limit)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    max_running: int | None = Field(
+    max_running: JsonInt | None = Field(
         default=None, ge=1, le=1000, description="the tenant's runs executing at once"
     )
     runs_per_second: float | None = Field(
         default=None, ge=0.001, le=1000, description="the tenant's runs started per second"
     )
-    burst: int | None = Field(
+    burst: JsonInt | None = Field(
         default=None, ge=1, le=1000, description="runs that may start at once (default 1)"
     )
 

@@ -28,13 +28,15 @@ _DESCRIPTIONS = {
 _METHODS_WITH_BODY = {"post", "put", "patch"}
 #: Routes that answer 404 for a query parameter: ``/runs?job_id=`` names a job id that cannot exist.
 _NOT_FOUND_BY_QUERY = {("/runs", "get")}
+#: Routes outside /admin that answer 403: ``/usage?tenant=`` naming another tenant, for a non-admin.
+_FORBIDDEN_BY_QUERY = {("/usage", "get")}
 
 
 def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[int]:
     if path in PUBLIC_PATHS:
         return [422] if operation.get("parameters") else []
     codes = [400, 401, 422]
-    if path.startswith(ADMIN_PREFIX):
+    if path.startswith(ADMIN_PREFIX) or (path, method) in _FORBIDDEN_BY_QUERY:
         codes.append(403)
     if "{" in path or method == "delete" or (path, method) in _NOT_FOUND_BY_QUERY:
         codes.append(404)
@@ -68,6 +70,8 @@ def polish(document: dict[str, Any]) -> dict[str, Any]:
                 described = _DESCRIPTIONS[code]
                 if code == 404 and (path, method) in _NOT_FOUND_BY_QUERY:
                     described = "job_id is not a possible job id (a well-formed unknown one lists nothing)"
+                if code == 403 and (path, method) in _FORBIDDEN_BY_QUERY:
+                    described = "tenant names another tenant, and the caller is not an administrator"
                 responses[str(code)] = {
                     "description": described,
                     "content": {"application/json": {"schema": _ERROR_REF}},

@@ -16,6 +16,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    StringConstraints,
     TypeAdapter,
     field_validator,
     model_validator,
@@ -23,6 +24,7 @@ from pydantic import (
 
 from jobsched.api.auth import TENANT_PATTERN
 from jobsched.api.storable import check_storable
+from jobsched.core.limits import KEY_PATTERN as LIMIT_KEY_PATTERN
 
 Priority = Literal["high", "default", "low"]
 MisfirePolicy = Literal["run_once", "run_all", "skip"]
@@ -38,7 +40,7 @@ def iso_z(value: datetime) -> str:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"naive datetime {value.isoformat()} cannot be sent: instants are aware")
     utc = value.astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return f"{utc.year:04d}" + utc.strftime("-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
 class _In(BaseModel):
@@ -70,6 +72,9 @@ def _json_instant(value: Any) -> Any:
 
 
 JsonInt = Annotated[int, BeforeValidator(_json_integer)]
+#: A JSON object of the caller's, kept as sent: the models strip their own strings, but a payload's
+#: keys are data (``{" a": 1}`` was stored as ``{"a": 1}``, ``{"\u00a0": 1}`` refused as an empty key).
+Payload = dict[Annotated[str, StringConstraints(strip_whitespace=False)], Any]
 Instant = Annotated[datetime, BeforeValidator(_json_instant)]
 
 
@@ -115,9 +120,7 @@ class HttpTargetIn(_In):
     url: str = Field(min_length=1, max_length=2048, description="https URL the run POSTs to")
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[Annotated[str, Field(min_length=1)], str] = Field(default_factory=dict, max_length=50)
-    body: dict[str, Any] | list[Any] | str | None = Field(
-        default=None, description="request body (JSON or text)"
-    )
+    body: Payload | list[Any] | str | None = Field(default=None, description="request body (JSON or text)")
     timeout_seconds: JsonInt | None = Field(default=None, ge=1, le=900)
 
     @field_validator("url")
@@ -178,9 +181,12 @@ class ConcurrencyIn(_In):
         default=None,
         min_length=1,
         max_length=128,
+        pattern=LIMIT_KEY_PATTERN.pattern,
         description="shared by the jobs naming it; default: the job id",
     )
-    limit: int | None = Field(default=None, ge=1, le=1000, description="runs of the key executing at once")
+    limit: JsonInt | None = Field(
+        default=None, ge=1, le=1000, description="runs of the key executing at once"
+    )
 
     @model_validator(mode="after")
     def _limit_given(self) -> ConcurrencyIn:
@@ -200,10 +206,11 @@ class RateLimitIn(_In):
         default=None,
         min_length=1,
         max_length=128,
+        pattern=LIMIT_KEY_PATTERN.pattern,
         description="shared by the jobs naming it; default: the job id",
     )
     per_second: float | None = Field(default=None, ge=0.001, le=1000, description="runs started per second")
-    burst: int | None = Field(
+    burst: JsonInt | None = Field(
         default=None, ge=1, le=1000, description="runs that may start at once (default 1)"
     )
 
@@ -245,7 +252,7 @@ class JobIn(_In):
     )
     timezone: str = Field(default="UTC", min_length=1, max_length=64, description="IANA time zone")
     target: TargetIn
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: Payload = Field(default_factory=dict)
     priority: Priority = "default"
     timeout_seconds: JsonInt = Field(default=300, ge=1, le=900)
     retry: RetryIn = Field(default_factory=RetryIn)
@@ -289,7 +296,7 @@ class JobPatch(_In):
     schedule: str | None = Field(default=None, min_length=1, max_length=256)
     timezone: str | None = Field(default=None, min_length=1, max_length=64)
     target: TargetIn | None = None
-    payload: dict[str, Any] | None = None
+    payload: Payload | None = None
     priority: Priority | None = None
     timeout_seconds: JsonInt | None = Field(default=None, ge=1, le=900)
     retry: RetryIn | None = None
@@ -404,9 +411,7 @@ class DeletedOut(BaseModel):
 
 
 class TriggerIn(_In):
-    payload: dict[str, Any] | None = Field(
-        default=None, description="overrides the job's payload for this run"
-    )
+    payload: Payload | None = Field(default=None, description="overrides the job's payload for this run")
 
     _payload_storable = field_validator("payload")(_storable_payload)
 
@@ -576,17 +581,13 @@ class DeadLetterList(BaseModel):
 
 
 class ReplayIn(_In):
-    payload: dict[str, Any] | None = Field(
-        default=None, description="a corrected payload (default: the same)"
-    )
+    payload: Payload | None = Field(default=None, description="a corrected payload (default: the same)")
 
     _payload_storable = field_validator("payload")(_storable_payload)
 
 
 class RetryRunIn(_In):
-    payload: dict[str, Any] | None = Field(
-        default=None, description="a corrected payload (default: the same)"
-    )
+    payload: Payload | None = Field(default=None, description="a corrected payload (default: the same)")
 
     _payload_storable = field_validator("payload")(_storable_payload)
 

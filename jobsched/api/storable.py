@@ -16,12 +16,14 @@ from typing import Any
 #: cannot parse, failing every later listing of the tenant). The rule is stated on the
 #: number, not on how it was written, so that a JSON Schema can say it (the OpenAPI document does,
 #: ``StorableValue``) and every client's encoder gets the same answer: an integral number is at most
-#: 38 digits long (``10**38`` and ``1e38`` alike are refused), and a fraction is of magnitude at least
-#: 1e-130 (a double's fraction has at most 17 significant digits, and is below 2**53).
+#: 38 digits long, i.e. of magnitude below 10**38 (``10**38`` and ``1e38`` alike are refused,
+#: ``10**38 - 1`` is fine), and a fraction is of magnitude at least 1e-130 (a double's fraction has at
+#: most 17 significant digits, and is below 2**53).
 MAX_NESTING = 32
-#: The largest integer of at most 38 digits that a double holds exactly (just under 10**38): the
-#: OpenAPI document can state it exactly, and clients that hold numbers as doubles reach it exactly.
-MAX_INTEGER = 99999999999999978859343891977453174784
+#: Integral numbers are of magnitude below this (at most 38 digits). The OpenAPI document states it as
+#: an exclusive bound, ``1e+38``: a bound a double spells exactly in decimal, so a client or fuzzer that
+#: reads bounds as doubles reads the same number (decision 0025).
+INTEGER_LIMIT = 10**38
 _MIN_MAGNITUDE = Decimal("1E-130")
 
 
@@ -37,7 +39,7 @@ def check_storable(value: Any, path: str = "", depth: int = 0) -> None:
         number = Decimal(str(value))
         integral = number == number.to_integral_value()
         magnitude = number.copy_abs()  # exact: abs() would round to the context's 28 digits
-        if (integral and magnitude > MAX_INTEGER) or (not integral and magnitude < _MIN_MAGNITUDE):
+        if (integral and magnitude >= INTEGER_LIMIT) or (not integral and magnitude < _MIN_MAGNITUDE):
             raise ValueError(
                 f"{where}: the number {value!r} cannot be stored (an integer of at most 38 digits, or "
                 "a fraction of magnitude at least 1e-130); send it as a string"

@@ -15,9 +15,11 @@ from pydantic import BaseModel, Field, field_validator
 from jobsched.api.schemas import (
     DstGap,
     DstOverlap,
+    JsonInt,
     MisfirePolicy,
     NotifyIn,
     OverlapPolicy,
+    Payload,
     Priority,
     RetryIn,
     RunStateName,
@@ -43,8 +45,8 @@ NodeStateName = Literal[
 class NodeIn(_In):
     id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
     target: TargetIn
-    payload: dict[str, Any] = Field(default_factory=dict)
-    timeout_seconds: int = Field(default=300, ge=1, le=900)
+    payload: Payload = Field(default_factory=dict)
+    timeout_seconds: JsonInt = Field(default=300, ge=1, le=900)
     retry: RetryIn = Field(default_factory=RetryIn)
     priority: Priority = "default"
     depends_on: list[str] = Field(default_factory=list, max_length=100, description="parent node ids")
@@ -71,17 +73,17 @@ class WorkflowIn(_In):
     )
     timezone: str = Field(default="UTC", min_length=1, max_length=64)
     nodes: list[NodeIn] = Field(min_length=1, max_length=100)
-    payload: dict[str, Any] = Field(
+    payload: Payload = Field(
         default_factory=dict, description="the workflow input: every node gets it as workflow_input"
     )
     priority: Priority = "default"
     misfire_policy: MisfirePolicy = "run_once"
-    misfire_grace_seconds: int = Field(default=60, ge=0, le=86400 * 7)
-    max_catchup: int = Field(default=100, ge=1, le=10000)
+    misfire_grace_seconds: JsonInt = Field(default=60, ge=0, le=86400 * 7)
+    max_catchup: JsonInt = Field(default=100, ge=1, le=10000)
     overlap_policy: OverlapPolicy = "allow"
     dst_gap: DstGap = "shift"
     dst_overlap: DstOverlap = "first"
-    jitter_seconds: int = Field(default=0, ge=0, le=3600)
+    jitter_seconds: JsonInt = Field(default=0, ge=0, le=3600)
     description: str = Field(default="", max_length=1000)
     notify: NotifyIn = Field(default_factory=NotifyIn)
 
@@ -101,15 +103,15 @@ class WorkflowPatch(_In):
     schedule: str | None = Field(default=None, min_length=1, max_length=256)
     timezone: str | None = Field(default=None, min_length=1, max_length=64)
     nodes: list[NodeIn] | None = Field(default=None, min_length=1, max_length=100)
-    payload: dict[str, Any] | None = None
+    payload: Payload | None = None
     priority: Priority | None = None
     misfire_policy: MisfirePolicy | None = None
-    misfire_grace_seconds: int | None = Field(default=None, ge=0, le=86400 * 7)
-    max_catchup: int | None = Field(default=None, ge=1, le=10000)
+    misfire_grace_seconds: JsonInt | None = Field(default=None, ge=0, le=86400 * 7)
+    max_catchup: JsonInt | None = Field(default=None, ge=1, le=10000)
     overlap_policy: OverlapPolicy | None = None
     dst_gap: DstGap | None = None
     dst_overlap: DstOverlap | None = None
-    jitter_seconds: int | None = Field(default=None, ge=0, le=3600)
+    jitter_seconds: JsonInt | None = Field(default=None, ge=0, le=3600)
     description: str | None = Field(default=None, max_length=1000)
     notify: NotifyIn | None = None
 
@@ -158,7 +160,7 @@ class WorkflowList(BaseModel):
 
 
 class WorkflowTriggerIn(_In):
-    payload: dict[str, Any] | None = Field(
+    payload: Payload | None = Field(
         default=None, description="the workflow input of this run (overrides the workflow's payload)"
     )
 

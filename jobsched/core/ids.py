@@ -31,7 +31,9 @@ def validate_job_id(job_id: str) -> str:
 def run_key_for(scheduled_at: datetime) -> str:
     """``20261129T204500.123Z``: sorts by the scheduled instant, URL-safe, no colons."""
     utc = require_aware(scheduled_at).astimezone(UTC)
-    return utc.strftime(_KEY_TS_FORMAT) + f".{utc.microsecond // 1000:03d}Z"
+    # the year with 4 digits: strftime's %Y gives 174 for the year 174 (a backfill from 0174-01-01
+    # made run ids that run_id_of then refused, found by schemathesis)
+    return f"{utc.year:04d}" + utc.strftime(_KEY_TS_FORMAT[2:]) + f".{utc.microsecond // 1000:03d}Z"
 
 
 def make_run_id(

@@ -24,7 +24,7 @@ def require_aware(value: datetime, what: str = "instant") -> datetime:
 def to_iso(value: datetime) -> str:
     """Aware datetime -> ``2026-11-29T20:45:00.123Z`` (UTC, millisecond precision, always the same length)."""
     utc = require_aware(value).astimezone(UTC)
-    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+    return f"{utc.year:04d}" + utc.strftime("-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
 
 
 def from_iso(text: str) -> datetime:

@@ -125,6 +125,7 @@ def build_response(result: Any) -> tuple[int, list[tuple[str, str]], bytes]:
 class _Handler(BaseHTTPRequestHandler):
     server: _BridgeServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)

@@ -132,3 +132,147 @@ def test_a_retry_delay_dynamodb_cannot_store_is_422_not_500(call):
     """Given base_seconds 5e-324 (within 0..86400, below DynamoDB's 1e-130) / When posted / Then 422."""
     response = call("POST", "/jobs", body={**JOB, "retry": {"base_seconds": 5e-324}}, headers=ACME)
     assert response["statusCode"] == 422, response["body"]
+
+
+# --- the first clean run of the schemathesis test (tests/fuzz/test_schemathesis.py) ---------------
+
+OPS = {"authorization": "Bearer tok-root"}
+WORKFLOW = {"name": "w", "schedule": "@daily", "nodes": [{"id": "a", "target": {"handler": "demo.echo"}}]}
+
+
+def _document(call) -> dict:
+    return body_of(call("GET", "/openapi.json"))
+
+
+def test_the_week_before_the_first_day_is_the_days_there_are_not_a_500(call):
+    """Given to=0001-01-03 and no from / When GET /usage / Then 200 for 0001-01-01..03 (the default
+    window, 6 days before to, overflowed: a 500)."""
+    response = call("GET", "/usage", query={"to": "0001-01-03"}, headers=ACME)
+    assert response["statusCode"] == 200, response["body"]
+    assert (body_of(response)["first_day"], body_of(response)["last_day"]) == ("0001-01-01", "0001-01-03")
+
+
+@pytest.mark.parametrize("day", ["20261201", "2026-W49-2"])
+def test_a_usage_day_is_yyyy_mm_dd_as_the_document_says(call, day):
+    """Given a day ``date.fromisoformat`` reads but the document's ``format: date`` does not / When
+    GET /usage?to= it / Then 422."""
+    response = call("GET", "/usage", query={"to": day}, headers=ACME)
+    assert response["statusCode"] == 422, response["body"]
+
+
+def test_usage_documents_its_403_and_its_parameters(call):
+    """Given a tenant naming another tenant in GET /usage?tenant= (403) / Then the document lists
+    403, from/to as dates and tenant with the tenant pattern."""
+    assert call("GET", "/usage", query={"tenant": "globex"}, headers=ACME)["statusCode"] == 403
+    operation = _document(call)["paths"]["/usage"]["get"]
+    assert "403" in operation["responses"]
+    schemas = {p["name"]: p["schema"]["anyOf"][0] for p in operation["parameters"]}
+    assert schemas["from"]["format"] == schemas["to"]["format"] == "date"
+    assert schemas["tenant"]["pattern"].startswith("^[A-Za-z0-9]")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/jobs", {**JOB, "concurrency": {"limit": 2.0}}),
+        ("/jobs", {**JOB, "rate_limit": {"per_second": 1, "burst": 3.0}}),
+        ("/workflows", {**WORKFLOW, "jitter_seconds": 5.0, "max_catchup": 10.0}),
+        ("/workflows", {**WORKFLOW, "nodes": [{**WORKFLOW["nodes"][0], "timeout_seconds": 300.0}]}),
+    ],
+)
+def test_an_integral_number_is_an_integer_in_limits_and_workflows(call, path, body):
+    """Given a JSON integer written with a fraction of zero (JSON Schema's integer; the job fields
+    took it, the limits and workflow fields refused it) / When posted / Then 201."""
+    response = call("POST", path, body=body, headers=ACME)
+    assert response["statusCode"] == 201, response["body"]
+
+
+@pytest.mark.parametrize("body", [{"max_running": "5"}, {"max_running": True}, {"runs_per_second": "2"}])
+def test_tenant_limits_take_json_numbers_only(call, body):
+    """Given a limit written as a string or a boolean (the lax model read "5" as 5) / When an
+    administrator puts it / Then 422, as for every other request body."""
+    response = call("PUT", "/admin/tenants/acme/limits", body=body, headers=OPS)
+    assert response["statusCode"] == 422, response["body"]
+
+
+@pytest.mark.parametrize("number", [10**38 - 1, -(10**38 - 1)])
+def test_a_38_digit_integer_is_stored_and_read_back(call, create_job, number):
+    """Given the largest 38-digit integers (refused before: the limit was the largest such double) /
+    When a job's payload holds one / Then it is stored and answered unchanged."""
+    job = create_job(ACME, payload={"n": number})
+    assert body_of(call("GET", f"/jobs/{job['id']}", headers=ACME))["payload"] == {"n": number}
+
+
+def test_the_document_states_the_integer_bound_as_a_decimal_exact_double(call):
+    """Given the document's StorableValue / Then its integers are below 1e38 exclusively: the
+    inclusive 99999999999999978859343891977453174784 was written 9.999999999999998e+37, whose decimal
+    reading is larger (schemathesis sent 99999999999999979999999999999999999999, refused)."""
+    variants = _document(call)["components"]["schemas"]["StorableValue"]["anyOf"]
+    integer = next(v for v in variants if v.get("type") == "integer")
+    assert (integer["exclusiveMinimum"], integer["exclusiveMaximum"]) == (-1e38, 1e38)
+    assert "maximum" not in integer
+
+
+def test_the_document_says_which_limit_fields_go_together(call):
+    """Given a key without a limit (refused by the model, allowed by the document: schemathesis's
+    positive cases were refused) / Then the document's limit objects state it, and the workflow
+    PATCH takes no null (as the job PATCH)."""
+    schemas = _document(call)["components"]["schemas"]
+    assert {"properties": {"limit": {"type": "integer"}}, "required": ["limit"]} in schemas["ConcurrencyIn"][
+        "anyOf"
+    ]
+    assert {"properties": {"per_second": {"type": "number"}}, "required": ["per_second"]} in schemas[
+        "RateLimitIn"
+    ]["anyOf"]
+    assert len(schemas["TenantLimitIn"]["anyOf"]) == 2
+    assert all(
+        {"type": "null"} not in v.get("anyOf", []) for v in schemas["WorkflowPatch"]["properties"].values()
+    )
+    response = call("POST", "/jobs", body={**JOB, "concurrency": {"key": "k", "limit": None}}, headers=ACME)
+    assert response["statusCode"] == 422, response["body"]
+
+
+@pytest.mark.parametrize("key", [" a ", "\u00a0", "\t"])
+def test_a_payload_key_is_kept_as_sent(call, create_job, key):
+    """Given a payload key with white space at its ends (the models strip their strings, and took
+    the keys of payloads for theirs: ``" a "`` was stored as ``"a"``, ``"\\u00a0"`` refused as empty)
+    When a job and a workflow are created with it / Then the payload comes back as sent."""
+    job = create_job(ACME, payload={key: 1, "a": 2})
+    assert body_of(call("GET", f"/jobs/{job['id']}", headers=ACME))["payload"] == {key: 1, "a": 2}
+    response = call("POST", "/workflows", body={**WORKFLOW, "payload": {key: 1}}, headers=ACME)
+    assert response["statusCode"] == 201, response["body"]
+    assert body_of(response)["payload"] == {key: 1}
+
+
+@pytest.mark.parametrize("field", ["concurrency", "rate_limit"])
+def test_the_document_states_the_limit_key_pattern(call, field):
+    """Given a limit key the job service refuses (the document allowed any string: schemathesis's
+    positive case was refused) / Then the document carries the service's pattern, and the API
+    refuses such a key with 422."""
+    schemas = _document(call)["components"]["schemas"]
+    name = {"concurrency": "ConcurrencyIn", "rate_limit": "RateLimitIn"}[field]
+    assert schemas[name]["properties"]["key"]["anyOf"][0]["pattern"].startswith("^[A-Za-z0-9]")
+    limit = {
+        "concurrency": {"key": "\u00ed x", "limit": 1},
+        "rate_limit": {"key": "\u00ed x", "per_second": 1},
+    }
+    response = call("POST", "/jobs", body={**JOB, field: limit[field]}, headers=ACME)
+    assert response["statusCode"] == 422, response["body"]
+
+
+def test_a_links_if_match_is_an_etag_string(call):
+    """Given the link from a created job to its DELETE / Then If-Match is the quoted version, a
+    string (the bare expression gave the number 4, which a client cannot send as a header)."""
+    links = _document(call)["paths"]["/jobs"]["post"]["responses"]["201"]["links"]
+    assert links["DeleteJob"]["parameters"]["header.if-match"] == '"{$response.body#/version}"'
+    workflow_links = _document(call)["paths"]["/workflows"]["post"]["responses"]["201"]["links"]
+    assert {"GetWorkflow", "UpdateWorkflow", "TriggerWorkflow", "ListWorkflowRuns"} <= set(workflow_links)
+
+
+def test_a_percent_encoded_path_parameter_is_decoded(call):
+    """Given a tenant ``a@E`` sent percent-encoded (``a%40E``, as clients encode ``@`` in a path;
+    the route matched the raw path, so the tenant pattern refused it: a schema-valid request refused)
+    When an administrator reads its limits / Then 200 for tenant ``a@E``."""
+    response = call("GET", "/admin/tenants/a%40E/limits", headers=OPS)
+    assert response["statusCode"] == 200, response["body"]
+    assert body_of(response)["tenant"] == "a@E"

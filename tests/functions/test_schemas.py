@@ -16,7 +16,10 @@ from jobsched.api.storable import check_storable
         0,
         0.0,
         10**37,
+        10**38 - 1,
+        -(10**38 - 1),
         99999999999999978859343891977453174784,
+        9.999999999999998e37,
         1e37,
         1e-130,
         -2.5e-100,
@@ -34,7 +37,7 @@ def test_storable_values_pass(value):
     ("value", "problem"),
     [
         (10**38, "at most 38 digits"),
-        (99999999999999978859343891977453174785, "at most 38 digits"),
+        (-(10**38), "at most 38 digits"),
         # the same number written as a float: refused alike (decision 0025), 1e125 included
         (1e38, "at most 38 digits"),
         (1e125, "at most 38 digits"),

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=100)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(argv)
-    process = EmbeddedProcess({"fuzz": TOKEN}, extra_env={"JOBSCHED_ADMIN_PRINCIPALS": "token:fuzz"})
+    process = EmbeddedProcess({"fuzz": TOKEN}, admins=["fuzz"])
     try:
         url = process.wait_ready()
         result = run(url, TOKEN, examples=args.examples, seed=args.seed)

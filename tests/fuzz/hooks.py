@@ -3,7 +3,9 @@ OpenAPI document names and JSON Schema cannot spell (:mod:`jobsched.api.contract
 cross-field rules the document states in words.
 
 Each generator draws only values the API's own rules accept (``tests/fuzz/test_hooks.py`` checks
-that against the core's parser); the filters drop a drawn body that breaks a stated cross-field rule.
+that against the core's parser); the filters drop a drawn case that breaks a stated cross-field rule,
+and :func:`wire_graph` makes a positive case's workflow nodes a graph (unique ids, parents listed
+earlier), which the document states in words only.
 Decision 0025 says why these are the only help the fuzzer gets.
 """
 
@@ -11,7 +13,8 @@ from __future__ import annotations
 
 import re
 import uuid
-from datetime import UTC, datetime, timedelta
+import zlib
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import schemathesis
@@ -68,20 +71,80 @@ def _instant(value: Any) -> datetime | None:
     return parsed if parsed.tzinfo is not None else None
 
 
+def _retry_ordered(retry: Any) -> bool:
+    if not isinstance(retry, dict):
+        return True
+    base, cap = retry.get("base_seconds", 2.0), retry.get("max_seconds", 300.0)
+    return not (isinstance(base, int | float) and isinstance(cap, int | float) and base > cap)
+
+
 def keeps_cross_field_rules(body: Any) -> bool:
     """False for a body that breaks a rule the document states in a description."""
     if not isinstance(body, dict):
         return True
-    retry = body.get("retry")
-    if isinstance(retry, dict):
-        base, cap = retry.get("base_seconds", 2.0), retry.get("max_seconds", 300.0)
-        if isinstance(base, int | float) and isinstance(cap, int | float) and base > cap:
-            return False
+    if not _retry_ordered(body.get("retry")):
+        return False
+    nodes = body.get("nodes")
+    nodes = [n for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
+    if not all(_retry_ordered(node.get("retry")) for node in nodes):
+        return False
     if "from" in body and "to" in body:
         start, end = _instant(body["from"]), _instant(body["to"])
         if start is not None and end is not None and not timedelta(0) <= end - start <= MAX_BACKFILL_WINDOW:
             return False
     return True
+
+
+#: A workflow has at most this many edges (the document says so in ``depends_on``'s description).
+MAX_EDGES = 500
+#: GET /usage answers at most this many days (``from`` and ``to``'s description).
+MAX_USAGE_DAYS = 31
+
+
+def _day(value: Any) -> date | None:
+    try:
+        return date.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
+
+
+def keeps_usage_window(query: Any, today: date) -> bool:
+    """False for a ``GET /usage`` query whose window (``from`` defaults to 6 days before ``to``,
+    ``to`` to today) is reversed or longer than 31 days, as the parameters' descriptions state."""
+    query = query if isinstance(query, dict) else {}
+    last = _day(query.get("to")) or today
+    first = _day(query.get("from"))
+    if first is None:
+        return True
+    return first <= last and (last - first).days < MAX_USAGE_DAYS
+
+
+def wire_graph(nodes: Any) -> None:
+    """Make a drawn node list a workflow graph, as ``depends_on``'s description asks: node ids are made
+    unique (a repeated one becomes ``n<index>``), and each drawn parent is mapped onto a node listed
+    earlier (so the graph has no cycle; the mapping is a checksum of the drawn string, so a seed
+    replays), each once, at most 500 edges in all."""
+    if not isinstance(nodes, list):
+        return
+    earlier: list[str] = []
+    edges = 0
+    for index, node in enumerate(nodes):
+        if not isinstance(node, dict):
+            continue
+        node_id = node.get("id")
+        if isinstance(node_id, str) and node_id in earlier:
+            node_id = f"n{index}"
+            while node_id in earlier or any(isinstance(n, dict) and n.get("id") == node_id for n in nodes):
+                node_id += "_"
+            node["id"] = node_id
+        parents = node.get("depends_on")
+        if isinstance(parents, list):
+            mapped = [earlier[zlib.crc32(str(p).encode()) % len(earlier)] for p in parents] if earlier else []
+            kept = list(dict.fromkeys(mapped))[: max(0, MAX_EDGES - edges)]
+            node["depends_on"] = kept
+            edges += len(kept)
+        if isinstance(node_id, str):
+            earlier.append(node_id)
 
 
 _KEY = re.compile(IDEMPOTENCY_KEY_PATTERN)
@@ -95,7 +158,14 @@ def map_case(ctx: Any, case: Any) -> Any:
     for name in list(headers):
         if name.lower() == "idempotency-key" and isinstance(headers[name], str) and _KEY.match(headers[name]):
             headers[name] = f"fuzz-{uuid.uuid4().hex}"
+    if _positive(case) and isinstance(case.body, dict):
+        wire_graph(case.body.get("nodes"))
     return case
+
+
+def _positive(case: Any) -> bool:
+    mode = getattr(getattr(getattr(case, "meta", None), "generation", None), "mode", None)
+    return str(getattr(mode, "value", mode)) == "positive"
 
 
 def is_schedule(value: Any) -> bool:
@@ -113,8 +183,7 @@ def is_schedule(value: Any) -> bool:
 def keeps_formats(case: Any) -> bool:
     """False for a positive case whose schedule is not of its format: the coverage phase draws
     strings without the registered format generators (``0`` for a schedule)."""
-    mode = getattr(getattr(getattr(case, "meta", None), "generation", None), "mode", None)
-    if str(getattr(mode, "value", mode)) != "positive":
+    if not _positive(case):
         return True
     for container in (case.body, case.query):
         schedule = container.get("schedule") if isinstance(container, dict) else None
@@ -126,4 +195,7 @@ def keeps_formats(case: Any) -> bool:
 @schemathesis.hook
 def filter_case(ctx: Any, case: Any) -> bool:
     """Applied in every phase (``filter_body`` is not applied to the coverage phase's cases)."""
+    usage = _positive(case) and case.path == "/usage"
+    if usage and not keeps_usage_window(case.query, datetime.now(UTC).date()):
+        return False
     return keeps_cross_field_rules(case.body) and keeps_formats(case)

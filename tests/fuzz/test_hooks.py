@@ -33,3 +33,36 @@ def test_cross_field_rules_are_kept():
     assert not keeps_cross_field_rules({"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T01:00:00Z"})
     assert keeps_cross_field_rules({"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T00:10:00Z"})
     assert keeps_cross_field_rules(None)
+
+
+def test_wire_graph_makes_unique_ids_and_parents_listed_earlier():
+    """Given drawn nodes with a repeated id and parents that name nothing / When wired / Then ids
+    are unique, each parent is a node listed earlier, once: the core's graph check accepts it."""
+    from jobsched.core.dag import parse_workflow
+    from tests.fuzz.hooks import wire_graph
+
+    nodes = [
+        {"id": "a", "target": {"handler": "demo.echo"}, "depends_on": ["x", "y"]},
+        {"id": "a", "target": {"handler": "demo.echo"}, "depends_on": ["x", "y", "z", "x"]},
+        {"id": "n1", "target": {"handler": "demo.echo"}, "depends_on": ["q"] * 5},
+    ]
+    wire_graph(nodes)
+    ids = [n["id"] for n in nodes]
+    assert len(set(ids)) == 3 and nodes[0]["depends_on"] == []
+    for index, node in enumerate(nodes):
+        assert set(node["depends_on"]) <= set(ids[:index])
+        assert len(node["depends_on"]) == len(set(node["depends_on"]))
+    assert len(parse_workflow({"nodes": nodes}).nodes) == 3
+
+
+def test_the_usage_window_rule_is_kept():
+    from datetime import date
+
+    from tests.fuzz.hooks import keeps_usage_window
+
+    today = date(2026, 12, 1)
+    assert keeps_usage_window({}, today)
+    assert keeps_usage_window({"to": "0001-01-03"}, today)
+    assert keeps_usage_window({"from": "2026-11-01", "to": "2026-12-01"}, today)
+    assert not keeps_usage_window({"from": "2026-10-31", "to": "2026-12-01"}, today)
+    assert not keeps_usage_window({"from": "2026-12-02"}, today)

@@ -48,8 +48,9 @@ class EmbeddedProcess:
         extra_env: dict[str, str] | None = None,
         **config: Any,
     ):
-        """``config``: further :class:`LocalConfig` fields (e.g. ``slots``); ``extra_env``: variables
-        for the child (e.g. ``JOBSCHED_ADMIN_PRINCIPALS``)."""
+        """``config``: further :class:`LocalConfig` fields (e.g. ``slots``, or ``admins``: tenants whose
+        token is an administrator's; the embedded mode sets ``JOBSCHED_ADMIN_PRINCIPALS`` from it, so
+        that variable in ``extra_env`` has no effect); ``extra_env``: variables for the child."""
         options = {
             **config,
             "port": 0,

@@ -202,3 +202,28 @@ def test_the_embedded_mode_serves_the_api_function_over_http(machinery: Machiner
     event = wait_for(lambda: [e for e in api.events if e.get("rawPath") == "/health"])[0]
     assert event["headers"]["authorization"] == "Bearer tok-acme"
     assert event["queryStringParameters"] == {"x": "1"}
+
+
+def test_a_kept_alive_connection_gets_each_answer_without_a_delayed_ack_wait(
+    bridge: tuple[HttpBridge, EchoApi],
+) -> None:
+    """Given a client that keeps its connection open (requests, botocore, schemathesis do)
+    When it sends 20 requests one after the other
+    Then each answer arrives at once: the headers and the body, written separately, are not held
+    back by Nagle's algorithm until the client's delayed ACK (40 ms a request on Linux)."""
+    import http.client
+    import time
+
+    server, _ = bridge
+    host, port = server.url.removeprefix("http://").split(":")
+    connection = http.client.HTTPConnection(host, int(port), timeout=5)
+    try:
+        started = time.monotonic()
+        for _ in range(20):
+            connection.request("GET", "/plain")
+            response = connection.getresponse()
+            assert response.status == 200 and response.read() == b'{"hello": "world"}'
+        elapsed = time.monotonic() - started
+    finally:
+        connection.close()
+    assert elapsed < 0.5, f"20 kept-alive requests took {elapsed:.2f} s"

@@ -240,3 +240,21 @@ def test_fake_clock_moves_only_when_told():
     assert clock.advance(seconds=90) == T + timedelta(seconds=90)
     with pytest.raises(ValueError):
         clock.advance(-1)
+
+
+def test_a_run_id_before_the_year_1000_has_a_four_digit_year_and_parses_back():
+    """Given an instant in the year 174 (a backfill may reach back there) / When its run id and its
+    ISO string are made / Then the year has 4 digits (strftime's %Y gave 174: the run id was refused
+    by run_id_of, a 422 on the backfill) and the run id parses back to the instant."""
+    from datetime import UTC, datetime
+
+    from jobsched.api.schemas import iso_z
+    from jobsched.core.ids import make_run_id, parse_run_id, scheduled_at_from_run_key
+    from jobsched.core.instants import from_iso, to_iso
+
+    instant = datetime(174, 1, 1, 0, 0, 16, tzinfo=UTC)
+    run_id = make_run_id("job1", instant, "backfill")
+    assert run_id == "job1.01740101T000016.000Z.b"
+    assert scheduled_at_from_run_key(parse_run_id(run_id)[1]) == instant
+    assert to_iso(instant) == iso_z(instant) == "0174-01-01T00:00:16.000Z"
+    assert from_iso(to_iso(instant)) == instant

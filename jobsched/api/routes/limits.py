@@ -15,6 +15,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from jobsched.api.auth import TENANT_PATTERN, Identity
+from jobsched.api.contract import DAY_PATTERN
 from jobsched.api.deps import current_identity, current_tenant, require_admin
 from jobsched.api.errors import ForbiddenError
 from jobsched.api.limit_schemas import DayUsageOut, TenantLimitIn, TenantLimitList, TenantLimitOut, UsageOut
@@ -84,12 +85,21 @@ def usage_router(store: UsageStore, clock: Clock, memory_mb: int) -> Router:
     @router.get("/usage", tags=["limits"], summary="Usage per tenant and day")
     def usage(
         identity: Annotated[Identity, Depends(current_identity)],
-        from_: Annotated[str | None, Query(alias="from", description="first UTC day, YYYY-MM-DD")] = None,
-        to: Annotated[str | None, Query(description="last UTC day (default today)")] = None,
-        tenant: Annotated[str | None, Query(description="administrators: one tenant only")] = None,
+        from_: Annotated[
+            str | None, Query(alias="from", pattern=DAY_PATTERN, description="first UTC day")
+        ] = None,
+        to: Annotated[
+            str | None, Query(pattern=DAY_PATTERN, description="last UTC day (default today)")
+        ] = None,
+        tenant: Annotated[
+            str | None,
+            Query(pattern=TENANT_PATTERN.pattern, max_length=128, description="administrators: one tenant"),
+        ] = None,
     ) -> UsageOut:
         last = parse_day(to, "to") if to else clock.now().astimezone(UTC).date()
-        first = parse_day(from_, "from") if from_ else last - timedelta(days=6)
+        # the default window is the week up to `to`, or from the first day there is (to=0001-01-03
+        # made `last - 6 days` overflow: a 500, found by schemathesis)
+        first = parse_day(from_, "from") if from_ else last - timedelta(days=min(6, last.toordinal() - 1))
         if first > last:
             raise ValidationError("from must not be after to", field="from")
         if (last - first).days + 1 > MAX_DAYS:
