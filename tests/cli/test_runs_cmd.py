@@ -169,6 +169,39 @@ def test_watch_of_a_job_ignores_finished_history_and_follows_the_next_run(api: C
     }
 
 
+def test_watch_of_a_job_reports_a_next_run_that_fell_due_and_ended_between_two_polls(
+    api: ContractServer,
+) -> None:
+    # Given a job with one old finished run; then, by the next poll, a run scheduled after the watch
+    # started has already run and succeeded (a short run between two polls)
+    old = run_body(id="old", state="succeeded")
+    quick = run_body(
+        id="quick",
+        state="succeeded",
+        scheduled_at="2026-12-01T09:00:00.500Z",
+        attempts=[
+            {
+                "attempt": 1,
+                "started_at": "2026-12-01T09:00:00.510Z",
+                "finished_at": "2026-12-01T09:00:00.530Z",
+                "outcome": "succeeded",
+            }
+        ],
+    )
+    for items in ([old], [quick, old]):
+        api.respond("GET", "/runs", 200, {"items": items, "next_cursor": None})
+    watcher, out = _watcher(api, FakeClock(), job_id="job-0001")
+    # When the job's runs are watched
+    code = watcher.watch(timeout=60, interval=1)
+    # Then that run is the one followed: its history and its end are printed, and the watch ends
+    assert [line.split()[1:3] for line in out.getvalue().splitlines()] == [
+        ["queued", "quick"],
+        ["running", "quick"],
+        ["succeeded", "quick"],
+    ]
+    assert code == 0
+
+
 def test_watch_of_a_job_leaves_runs_queued_ahead_alone_until_they_fall_due(api: ContractServer) -> None:
     # Given a due run that succeeds, and a run queued ahead for 09:00:30 that stays queued
     ahead = run_body(id="ahead", state="queued", scheduled_at="2026-12-01T09:00:30Z")

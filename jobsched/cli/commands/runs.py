@@ -267,6 +267,7 @@ class RunWatcher:
     waiting: dict[str, str | None] = field(default_factory=dict)  # run id -> last waiting_for seen
     _targets: set[str] = field(default_factory=set)  # the job's runs this watch waits for
     _since: str | None = None  # a job watch looks at runs scheduled from a little before it started
+    _started: datetime | None = None  # when a job watch started (its first poll)
     _final_at: datetime | None = None  # the instant of the last line of a history (see _history)
 
     def watch(self, *, timeout: float, interval: float) -> int:
@@ -274,7 +275,8 @@ class RunWatcher:
         first = True
         while True:
             for run in self._poll(first):
-                if first and self.run_id and run.get("state") in TERMINAL_STATES:
+                ended = run.get("state") in TERMINAL_STATES
+                if ended and (first if self.run_id else run.get("id") not in self.states):
                     self._history(run)
                 self._observe(run)
             first = False
@@ -296,8 +298,14 @@ class RunWatcher:
             self._since = _iso_z(now - JOB_WATCH_LOOKBACK)
         query = {"job_id": self.job_id, "since": self._since, "limit": 200}
         runs = [run for run in self.client.list_all("/runs", query) if _is_due(run, now)]
+        if first:
+            self._started = now
         if not self._targets:  # the runs under way now, or else the next one(s) to fall due
             self._targets = {r["id"] for r in runs if r.get("state") not in TERMINAL_STATES}
+        if not self._targets:  # one that fell due and ended between two polls is the next run too
+            ended = [r for r in runs if self._started and _scheduled(r) > self._started]
+            if ended:
+                self._targets = {min(ended, key=_scheduled)["id"]}
         return [r for r in reversed(runs) if r.get("id") in self._targets]  # oldest first
 
     def _history(self, run: dict) -> None:
@@ -363,6 +371,14 @@ def _is_due(run: dict, now: datetime) -> bool:
         return datetime.fromisoformat(run["scheduled_at"]) <= now
     except ValueError:
         return True
+
+
+def _scheduled(run: dict) -> datetime:
+    """A run's scheduled instant (the distant past if it has none or it does not parse)."""
+    try:
+        return datetime.fromisoformat(str(run.get("scheduled_at")).replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
 
 
 def _iso_z(value: datetime) -> str:
