@@ -74,6 +74,45 @@ def send_during_delete() -> list[str]:
         return [m.body for m in queue._messages]
 
 
+def _table(ddb) -> None:
+    ddb.create_table(
+        TableName="t",
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+
+
+def _pause_after_condition(monkeypatch, thread: str, checked: threading.Event) -> None:
+    """Make a conditional write made by the thread named ``thread`` stop for 0.5 s between its
+    condition check and its change (``checked`` is set then): where moto held no lock."""
+    import time
+
+    from moto.dynamodb import models
+
+    real = models.create_condition_expression_parser
+
+    class Paused:
+        def __init__(self, op):
+            self.op = op
+
+        def expr(self, item):
+            passed = self.op.expr(item)
+            if threading.current_thread().name == thread:
+                checked.set()
+                time.sleep(0.5)  # the other request comes now
+            return passed
+
+    class Parser:
+        def __init__(self, *args, **kwargs):
+            self.parser = real(*args, **kwargs)
+
+        def parse(self):
+            return Paused(self.parser.parse())
+
+    monkeypatch.setattr(models, "create_condition_expression_parser", Parser)
+
+
 def test_without_the_fix_moto_drops_a_message_sent_during_a_delete(unpatched_delete):
     # Given moto as it is, When a send lands while a delete rebuilds the queue's list
     # Then the sent message is gone (this is what lost a backfill run's message)
@@ -113,42 +152,15 @@ def test_two_conditional_writes_of_one_item_cannot_both_pass(monkeypatch):
     """Given the fixes applied and two threads writing one item under ``attribute_not_exists``, the
     first pausing between its condition check and its write (where moto held no lock), When the second
     writes meanwhile, Then exactly one write lands and the other is refused, as on DynamoDB."""
-    import time
 
     from botocore.exceptions import ClientError
-    from moto.dynamodb import models
 
     moto_fixes.apply()
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
-        ddb.create_table(
-            TableName="t",
-            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        real = models.create_condition_expression_parser
+        _table(ddb)
         checked = threading.Event()
-
-        class Paused:
-            def __init__(self, op):
-                self.op = op
-
-            def expr(self, item):
-                passed = self.op.expr(item)
-                if threading.current_thread().name == "first":
-                    checked.set()
-                    time.sleep(0.5)  # the second write comes now
-                return passed
-
-        class Parser:
-            def __init__(self, *args, **kwargs):
-                self.parser = real(*args, **kwargs)
-
-            def parse(self):
-                return Paused(self.parser.parse())
-
-        monkeypatch.setattr(models, "create_condition_expression_parser", Parser)
+        _pause_after_condition(monkeypatch, "first", checked)
         results: dict[str, str] = {}
 
         def write(name: str) -> None:
@@ -181,42 +193,14 @@ def test_a_read_waits_for_a_write_in_progress(monkeypatch):
     and its change (moto then changes the item in place, while an unlocked read deep-copies it and
     can fail with ``dictionary keys changed during iteration``), When a Query of that item runs
     meanwhile, Then it waits for the write and answers the written item."""
-    import time
-
-    from moto.dynamodb import models
 
     moto_fixes.apply()
     with mock_aws():
         ddb = boto3.client("dynamodb", region_name="us-east-1")
-        ddb.create_table(
-            TableName="t",
-            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        _table(ddb)
         ddb.put_item(TableName="t", Item={"k": {"S": "run"}, "state": {"S": "queued"}})
-        real = models.create_condition_expression_parser
         checked, written = threading.Event(), threading.Event()
-
-        class Paused:
-            def __init__(self, op):
-                self.op = op
-
-            def expr(self, item):
-                passed = self.op.expr(item)
-                if threading.current_thread().name == "writer":
-                    checked.set()
-                    time.sleep(0.5)  # the read comes now
-                return passed
-
-        class Parser:
-            def __init__(self, *args, **kwargs):
-                self.parser = real(*args, **kwargs)
-
-            def parse(self):
-                return Paused(self.parser.parse())
-
-        monkeypatch.setattr(models, "create_condition_expression_parser", Parser)
+        _pause_after_condition(monkeypatch, "writer", checked)
 
         def write() -> None:
             ddb.update_item(
