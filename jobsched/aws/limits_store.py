@@ -16,9 +16,13 @@ DynamoDB:
 * renew (the run's heartbeat): ``SET holders.<h>`` if it is still there (else a fresh acquire).
 
 **Bucket** (``lease_key = "bucket#<tenant>#<key>"``, ``"bucket#<tenant>"`` for the tenant's rate):
-``tat`` (epoch ms, GCRA, :mod:`jobsched.core.limits`). Taking a token is one conditional write that
-moves ``tat`` from the value last seen; a refusal returns the current value and the write is tried
-once more with it (at most 4 times under contention, then the run waits a second and re-checks).
+``tat`` (epoch ms, GCRA, :mod:`jobsched.core.limits`). Taking a token is one write: a bucket in use
+(``tat`` at or past now) is moved one interval on by an atomic ``SET tat = tat + :interval`` conditioned
+only on ``tat >= :now``, so racing takers never conflict: DynamoDB serializes the increments and each
+taker reads its own slot from the new value it gets back; an idle bucket (``tat`` before now, or no
+item) is set to ``now + interval`` conditioned on still being idle. Whichever of the two this container
+last saw is tried first; a refusal means the bucket changed between the two cases and the other write
+is tried (at most 4 rounds, then the run waits a second and asks again).
 
 Items carry ``expires_at`` a day past their last write (the table's TTL removes idle ones).
 """
@@ -26,6 +30,7 @@ Items carry ``expires_at`` a day past their last write (the table's TTL removes 
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -268,30 +273,40 @@ class Buckets:
 
     def take(self, key: str, spec: RateSpec, now: datetime) -> float | None:
         """Take one token of ``key`` at ``now``; return the seconds until the run's booked start (0 or
-        more: the token is taken, the run may start then), or None if contention kept the write from
-        landing (the caller waits a second and tries again)."""
+        more: the token is taken, the run may start then), or None if the bucket kept changing between
+        idle and in use under this write (the caller waits a second and tries again)."""
         now_ms = epoch_ms(now)
-        tat = self._seen.get(key)
+        step = math.ceil(spec.interval_ms)
         expires = int(now.timestamp()) + DAY_SECONDS
+        seen = self._seen.get(key)
+        in_use = seen is not None and seen >= now_ms
         for _ in range(_ROUNDS):
-            booking = book(spec, tat, now_ms)
-            if tat is None:
-                condition, values = "attribute_not_exists(tat)", {}
-            else:
-                condition, values = "tat = :old", {":old": tat}
             try:
-                self.dynamo.update(
-                    self.table,
-                    {"lease_key": key},
-                    "SET tat = :new, expires_at = :exp",
-                    condition=condition,
-                    values={**values, ":new": booking.new_tat, ":exp": expires},
-                )
+                if in_use:
+                    item = self.dynamo.update(
+                        self.table,
+                        {"lease_key": key},
+                        "SET tat = tat + :step, expires_at = :exp",
+                        condition="tat >= :now",
+                        values={":step": step, ":now": now_ms, ":exp": expires},
+                    )
+                    new_tat = int(item["tat"])
+                    booking = book(spec, new_tat - step, now_ms)
+                else:
+                    booking = book(spec, None, now_ms)
+                    new_tat = booking.new_tat
+                    self.dynamo.update(
+                        self.table,
+                        {"lease_key": key},
+                        "SET tat = :new, expires_at = :exp",
+                        condition="attribute_not_exists(tat) OR tat < :now",
+                        values={":new": new_tat, ":now": now_ms, ":exp": expires},
+                    )
             except ConditionFailed as failed:
                 stored = (failed.existing or {}).get("tat")
-                tat = int(stored) if stored is not None else None
+                in_use = stored is not None and int(stored) >= now_ms
                 continue
-            self._seen[key] = booking.new_tat
+            self._seen[key] = new_tat
             return booking.delay_seconds(now_ms)
-        self._seen[key] = tat
+        self._seen[key] = None
         return None

@@ -47,6 +47,18 @@ batch seconds long. SQS itself does no such thing. The fix answers ``queue.attri
 with the one attribute a send reads (``ContentBasedDeduplication``, FIFO queues only); every other
 reader (``GetQueueAttributes``, the backpressure's depth reads) still gets the full, live attributes.
 
+**Every item and message moto ever made was kept.** moto's ``BaseModel.__new__`` appends each
+instance of a model class to that class's ``instances_tracked`` list, for moto's dashboard, and
+nothing ever removes them while the server runs. DynamoDB deep-copies an item for every write (the
+old image) and every read (the answer), through ``__new__``, so every copy of every item stayed
+alive: four tracked ``Item`` objects per item after a put, a get, a query and an update of it; in the
+embedded mode the DynamoDB process grew about 53 KB per run (32 MB a minute with ten per-second
+jobs) and ~1.3 MB a minute with only the demo jobs (issue 12 §6), whatever the retention deleted.
+SQS's ``Message`` was tracked the same way. The fix gives DynamoDB's ``Item`` and ``Table`` and SQS's
+``Message`` a ``__new__`` that does not track (nothing but the dashboard reads those lists; S3's
+``FakeKey`` tracking, which moto uses to close its files, is left alone), so an item lives as long
+as a table or a caller holds it.
+
 :func:`apply` is idempotent.
 """
 
@@ -84,11 +96,28 @@ class BoundedHandles(dict[Any, None]):
 
 def apply() -> None:
     """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock and to keep a
-    bounded record of deleted receipt handles, its sends not to count the queue's messages, and moto's
-    DynamoDB item operations to run one at a time (once)."""
+    bounded record of deleted receipt handles, its sends not to count the queue's messages, moto's
+    DynamoDB item operations to run one at a time, and its items and messages not to be kept for its
+    dashboard (once)."""
     _atomic_dynamodb_writes()
     _sqs_delete_under_lock()
     _sqs_send_without_counting()
+    _models_untracked()
+
+
+def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:
+    return object.__new__(cls)
+
+
+def _models_untracked() -> None:
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.dynamodb.models.table import Table
+    from moto.sqs.models import Message
+
+    for model in (Item, Table, Message):
+        if model.__dict__.get("__new__") is None:
+            model.__new__ = _untracked_new  # type: ignore[method-assign]
+        model.instances_tracked.clear()  # type: ignore[union-attr]
 
 
 def _atomic_dynamodb_writes() -> None:

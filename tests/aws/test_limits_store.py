@@ -9,6 +9,7 @@ import pytest
 
 from jobsched.aws.limits_store import MAX_WAITERS, Buckets, Semaphores, bucket_key, semaphore_key
 from jobsched.aws.metering import dynamo_for
+from jobsched.aws.sizing import Meter
 from jobsched.core.limits import RateSpec
 from tests.aws.conftest import T0
 from tests.aws.turnstile import GatedClient, Turnstile
@@ -194,3 +195,26 @@ def test_racing_bookings_keep_to_the_rate(aws, seed):
     for left in [i / 10 for i in range(0, 100)]:
         assert sum(left <= d < left + 1 for d in delays) <= 15
     assert len(set(delays[4:])) == len(delays[4:])  # past the burst, one booking per 100 ms slot
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_racing_bookings_all_land_without_waiting_for_each_other(aws, seed):
+    """Given 8 workers each booking 25 runs at the same instant on a bucket of 5/s with a burst of 1
+    (a backlog far past what a minute holds, as a backfill makes), when their writes interleave, then
+    every take lands (none is sent back to wait a second for contention), each in one write once the
+    bucket is in use, and the 200 bookings are the 200 GCRA slots 200 ms apart from now on."""
+    turnstile = Turnstile(seed)
+    client = GatedClient(aws.clients.dynamodb, turnstile)
+    spec = RateSpec("stripe", 5.0, 1)
+    key = bucket_key("acme", "stripe")
+    meter = Meter()
+    buckets = [Buckets(dynamo_for(aws.settings, client, meter), aws.settings.leases_table) for _ in range(8)]
+    results = turnstile.race(
+        {f"w{i}": lambda b=buckets[i]: [b.take(key, spec, T0) for _ in range(25)] for i in range(8)}
+    )
+    taken = [d for got in results.values() for d in got]
+    assert taken.count(None) == 0
+    delays = sorted(taken)
+    assert delays == [round(i * 0.2, 3) for i in range(200)]
+    # past the first take of each worker, one write per token
+    assert meter.requests["dynamodb.UpdateItem"] <= 200 + 2 * 8

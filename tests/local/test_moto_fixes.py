@@ -296,3 +296,68 @@ def test_with_the_fix_a_fifo_queue_still_deduplicates_by_content():
         # Then the queue holds one message
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["ApproximateNumberOfMessages"])
         assert attributes["Attributes"]["ApproximateNumberOfMessages"] == "1"
+
+
+@pytest.fixture
+def tracking_models():
+    """moto's instance tracking as it is without the fix (BaseModel's ``__new__``) during the test."""
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.dynamodb.models.table import Table
+    from moto.sqs.models import Message
+
+    saved = {model: model.__dict__.get("__new__") for model in (Item, Table, Message)}
+    for model in saved:
+        if saved[model] is not None:
+            del model.__new__
+    yield
+    for model, new in saved.items():
+        if new is not None:
+            model.__new__ = new
+
+
+def tracked_after_traffic() -> tuple[int, int]:
+    """Items and messages moto's classes still track after 20 items each written, read, queried and
+    updated, and 20 messages sent, received and deleted (nothing is left to hold but the table)."""
+    from moto.dynamodb.models.dynamo_type import Item
+    from moto.sqs.models import Message
+
+    Item.instances_tracked.clear()
+    Message.instances_tracked.clear()
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        _table(ddb)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        for i in range(20):
+            key = {"k": {"S": f"r{i}"}}
+            ddb.put_item(TableName="t", Item={**key, "state": {"S": "queued"}})
+            ddb.get_item(TableName="t", Key=key)
+            ddb.query(
+                TableName="t", KeyConditionExpression="k = :p", ExpressionAttributeValues={":p": key["k"]}
+            )
+            ddb.update_item(
+                TableName="t",
+                Key=key,
+                UpdateExpression="SET #s = :s",
+                ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues={":s": {"S": "succeeded"}},
+            )
+            sqs.send_message(QueueUrl=url, MessageBody="x")
+            for message in sqs.receive_message(QueueUrl=url).get("Messages", []):
+                sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+        return len(Item.instances_tracked), len(Message.instances_tracked)
+
+
+def test_without_the_fix_moto_keeps_every_copy_of_every_item(tracking_models):
+    """Given moto's own instance tracking, when 20 items are written, read and updated and 20 messages
+    pass through a queue, then moto's lists hold many copies per item and every message."""
+    items, messages = tracked_after_traffic()
+    assert items >= 3 * 20  # four copies per item here: the put, the get, the query and the update
+    assert messages >= 20
+
+
+def test_with_the_fix_no_copy_of_an_item_or_message_is_kept():
+    """Given the fix, when the same traffic runs, then moto's lists keep nothing: an item lives only
+    while its table (or a caller) holds it, so the emulator's memory follows what the tables hold."""
+    moto_fixes.apply()
+    assert tracked_after_traffic() == (0, 0)
