@@ -39,10 +39,11 @@ class LocalConfig:
     # The idle footprint (issue 12 §6, docs/performance.md "Embedded mode footprint"): every request
     # to moto costs ~4 ms of CPU between the two processes, so the schedules below poll no more often
     # than the runs need.
-    poll_wait_seconds: int = 5  # long-poll wait of an idle queue (see jobsched.local.pollers) ...
-    poll_idle_seconds: float = 0.5  # ... and the short-poll interval while it holds delayed messages
+    poll_wait_seconds: int = 20  # a queue's long poll (SQS's longest; wakes for a send, sees a delayed
+    # message within 0.2 s of its instant: jobsched.local.moto_fixes) ...
+    poll_idle_seconds: float = 0.5  # ... and the pause between empty short polls if the wait is 0
     dlq_poll_wait_seconds: int = 20  # a DLQ's long poll (nothing in a DLQ is delayed: the poll wakes)
-    tick_seconds: float = 10.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 60-300 s anyway
+    tick_seconds: float = 30.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 30-300 s anyway
     sweeper_seconds: float = 60.0
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
     housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)

@@ -59,6 +59,16 @@ SQS's ``Message`` was tracked the same way. The fix gives DynamoDB's ``Item`` an
 ``FakeKey`` tracking, which moto uses to close its files, is left alone), so an item lives as long
 as a table or a caller holds it.
 
+**A long poll saw a message that became visible only up to a second late.** Between two scans, moto's
+``receive_message`` waits with ``Queue.wait_for_messages(1)``, a ``Condition.wait_for`` on the queue's
+*visible* messages: a send notifies it at once, but a delayed message reaching its instant (or a
+received one whose visibility timeout ends) notifies nothing, so a long poll in flight noticed it
+only when the second ran out. The embedded mode's pollers used to short-poll every 0.5 s while a
+queue held delayed messages, and ask moto once a second whether it did (``GetQueueAttributes``): most
+of the requests an idle embedded mode made. The fix waits at most :data:`LONG_POLL_RESCAN_SECONDS`
+between scans, so a long poll sees such a message within that time, and the pollers long-poll every
+queue (``jobsched.local.pollers``).
+
 :func:`apply` is idempotent.
 """
 
@@ -69,6 +79,9 @@ import threading
 from typing import Any
 
 _APPLIED = "_jobsched_locked"
+#: How long a long poll in moto waits between two scans of its queue when no message is sent meanwhile:
+#: the most a delayed message that became visible waits for a poll already in flight.
+LONG_POLL_RESCAN_SECONDS = 0.2
 #: Receipt handles of deleted messages a queue remembers (the oldest are forgotten first).
 KEEP_DELETED_HANDLES = 10_000
 #: The DynamoDB item operations of the emulator, one at a time (each is atomic on DynamoDB).
@@ -97,12 +110,28 @@ class BoundedHandles(dict[Any, None]):
 def apply() -> None:
     """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock and to keep a
     bounded record of deleted receipt handles, its sends not to count the queue's messages, moto's
-    DynamoDB item operations to run one at a time, and its items and messages not to be kept for its
-    dashboard (once)."""
+    DynamoDB item operations to run one at a time, its items and messages not to be kept for its
+    dashboard, and its long polls to look again every 0.2 s rather than every second (once)."""
     _atomic_dynamodb_writes()
     _sqs_delete_under_lock()
     _sqs_send_without_counting()
     _models_untracked()
+    _sqs_long_poll_without_spinning()
+
+
+def _sqs_long_poll_without_spinning() -> None:
+    from moto.sqs.models import Queue
+
+    if getattr(Queue.wait_for_messages, _APPLIED, False):
+        return
+    original = Queue.wait_for_messages
+
+    @functools.wraps(original)
+    def wait_for_messages(self: Any, timeout: int) -> None:
+        original(self, min(timeout, LONG_POLL_RESCAN_SECONDS))
+
+    setattr(wait_for_messages, _APPLIED, True)
+    Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
 
 
 def _untracked_new(cls: type, *args: Any, **kwargs: Any) -> Any:

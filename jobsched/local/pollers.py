@@ -9,11 +9,11 @@ come back after the visibility timeout and, after ``maxReceiveCount`` receives, 
 to the DLQ -- exactly as on AWS. A handler that raises, or reports an unknown item identifier,
 fails the whole batch, as Lambda does.
 
-Latency: moto's long poll does not wake up when a *delayed* message becomes visible (it waits out
-the whole wait time and returns empty), so a run queued ahead with ``DelaySeconds`` could start up
-to a wait time late. While a queue holds delayed messages (checked once a second) it is therefore
-short-polled every ``idle_seconds``; otherwise it is long-polled (``wait_seconds``), which wakes
-at once for a newly sent message.
+Latency: every queue is long-polled (``wait_seconds``; ``idle_seconds`` apart only when
+``wait_seconds`` is 0). With :mod:`jobsched.local.moto_fixes` applied, as the embedded mode does, a
+long poll wakes at once for a newly sent message and sees a *delayed* message within
+``moto_fixes.LONG_POLL_RESCAN_SECONDS`` of its becoming visible, without spinning, so a run queued
+ahead with ``DelaySeconds`` is received on time without short polls.
 
 Early runs are gathered (a difference from AWS, on purpose): ``DelaySeconds`` is whole seconds, so a
 run's message surfaces up to 1 s before its instant and the worker waits out the rest. Messages for
@@ -134,9 +134,7 @@ class QueuePoller:
         self.batch_size = max(1, min(batch_size, MAX_BATCH))
         self.wait_seconds = wait_seconds
         self.idle_seconds = idle_seconds
-        self._fast = False
-        self._delayed = False
-        self._delayed_checked_at = -1.0
+        self._fast = wait_seconds == 0
         self._visibility: float | None = None
         self.name = name or queue_arn.rsplit(":", 1)[-1]
         self._free = threading.Semaphore(slots)
@@ -226,17 +224,6 @@ class QueuePoller:
         thread.start()
         return True
 
-    def _has_delayed(self) -> bool:
-        """Whether the queue holds delayed messages (asked at most once a second)."""
-        now = time.monotonic()
-        if now - self._delayed_checked_at >= 1.0:
-            attributes = self.sqs.get_queue_attributes(
-                QueueUrl=self.queue_url, AttributeNames=["ApproximateNumberOfMessagesDelayed"]
-            )["Attributes"]
-            self._delayed = int(attributes.get("ApproximateNumberOfMessagesDelayed", 0)) > 0
-            self._delayed_checked_at = now
-        return self._delayed
-
     def _gather(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Top up a partial batch of runs not yet due (see the module docstring); returns the batch.
 
@@ -270,8 +257,6 @@ class QueuePoller:
         return self._visibility
 
     def _receive(self, count: int | None = None, *, short: bool = False) -> list[dict[str, Any]]:
-        if not short:
-            self._fast = self.wait_seconds == 0 or self._has_delayed()
         response = self.sqs.receive_message(
             QueueUrl=self.queue_url,
             MaxNumberOfMessages=count or self.batch_size,

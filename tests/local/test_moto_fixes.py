@@ -4,6 +4,7 @@ while another is being deleted must stay in the queue."""
 from __future__ import annotations
 
 import threading
+import time
 
 import boto3
 import pytest
@@ -361,3 +362,53 @@ def test_with_the_fix_no_copy_of_an_item_or_message_is_kept():
     while its table (or a caller) holds it, so the emulator's memory follows what the tables hold."""
     moto_fixes.apply()
     assert tracked_after_traffic() == (0, 0)
+
+
+@pytest.fixture
+def unpatched_long_poll():
+    """moto's own ``Queue.wait_for_messages`` during the test."""
+    original = Queue.wait_for_messages
+    Queue.wait_for_messages = getattr(original, "__wrapped__", original)  # type: ignore[method-assign]
+    yield
+    Queue.wait_for_messages = original  # type: ignore[method-assign]
+
+
+def lateness_of_a_long_poll() -> float:
+    """Seconds between a message becoming visible again (its 1 s visibility timeout ended) and a long
+    poll already in flight (started 0.6 s after the receive) answering with it."""
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="again")
+        assert sqs.receive_message(QueueUrl=url, VisibilityTimeout=1)["Messages"]
+        visible_at = time.monotonic() + 1
+        time.sleep(0.6)
+        assert sqs.receive_message(QueueUrl=url, WaitTimeSeconds=5).get("Messages")
+        return time.monotonic() - visible_at
+
+
+def test_without_the_fix_a_long_poll_sees_a_message_up_to_a_second_late(unpatched_long_poll):
+    """Given moto's own wait between scans (a second), when a message becomes visible again while a
+    long poll waits, then the poll answers only when its second runs out (here 0.6 s late)."""
+    assert lateness_of_a_long_poll() >= 0.5
+
+
+def test_with_the_fix_a_long_poll_sees_it_within_a_rescan():
+    """Given the fix, when the same happens, then the poll answers within LONG_POLL_RESCAN_SECONDS."""
+    moto_fixes.apply()
+    assert lateness_of_a_long_poll() < moto_fixes.LONG_POLL_RESCAN_SECONDS + 0.25
+
+
+def test_with_the_fix_a_long_poll_receives_a_delayed_message_when_it_becomes_visible():
+    """Given the fix, when a message is sent with a delay of 1 s and a 10 s long poll waits for it,
+    then the poll answers with the message within a rescan of its instant (and a send wakes it)."""
+    moto_fixes.apply()
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="later", DelaySeconds=1)
+        started = time.monotonic()
+        got = sqs.receive_message(QueueUrl=url, WaitTimeSeconds=10).get("Messages", [])
+        took = time.monotonic() - started
+    assert [m["Body"] for m in got] == ["later"]
+    assert took < 1 + moto_fixes.LONG_POLL_RESCAN_SECONDS + 1.0
