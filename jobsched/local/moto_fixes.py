@@ -128,7 +128,7 @@ def _sqs_long_poll_without_spinning() -> None:
 
     @functools.wraps(original)
     def wait_for_messages(self: Any, timeout: int) -> None:
-        original(self, min(timeout, LONG_POLL_RESCAN_SECONDS))
+        original(self, min(timeout, LONG_POLL_RESCAN_SECONDS))  # type: ignore[arg-type]  # a float works: it is a Condition timeout
 
     setattr(wait_for_messages, _APPLIED, True)
     Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
