@@ -412,3 +412,75 @@ def test_with_the_fix_a_long_poll_receives_a_delayed_message_when_it_becomes_vis
         took = time.monotonic() - started
     assert [m["Body"] for m in got] == ["later"]
     assert took < 1 + moto_fixes.LONG_POLL_RESCAN_SECONDS + 1.0
+
+
+@pytest.fixture
+def unpatched_receive():
+    """moto's own retention check of a received message during the test."""
+    from moto.sqs.models import SQSBackend
+
+    original = SQSBackend.is_message_valid_based_on_retention_period
+    SQSBackend.is_message_valid_based_on_retention_period = getattr(  # type: ignore[method-assign]
+        original, "__wrapped__", original
+    )
+    yield
+    SQSBackend.is_message_valid_based_on_retention_period = original  # type: ignore[method-assign]
+
+
+def clock_reads_of_one_receive(monkeypatch, queued: int) -> int:
+    """How many times moto's SQS reads its clock for one ``ReceiveMessage`` of 10 from a queue holding
+    ``queued`` visible messages (each pass over the queue reads it twice per message)."""
+    from moto.sqs import models
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="deep")["QueueUrl"]
+        for _ in range(0, queued, 10):
+            sqs.send_message_batch(
+                QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "x"} for i in range(10)]
+            )
+        reads = 0
+        real = models.unix_time_millis
+
+        def counted(*args):
+            nonlocal reads
+            reads += 1
+            return real(*args)
+
+        monkeypatch.setattr(models, "unix_time_millis", counted)
+        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+        monkeypatch.setattr(models, "unix_time_millis", real)
+        assert len(got) == 10
+    return reads
+
+
+def test_without_the_fix_a_receive_scans_the_queue_for_every_message_it_returns(
+    monkeypatch, unpatched_receive
+):
+    # Given moto as it is and a queue holding 300 messages
+    # When 10 are received, Then moto passed over the whole queue three times for each of them
+    assert clock_reads_of_one_receive(monkeypatch, 300) > 10 * 3 * 300
+
+
+def test_with_the_fix_a_receive_passes_over_the_queue_once(monkeypatch):
+    # Given the fix, When the same receive runs against 300 and against 1200 queued messages,
+    # Then it reads the clock about twice per queued message (one pass), not thirty times
+    moto_fixes.apply()
+    assert clock_reads_of_one_receive(monkeypatch, 300) <= 3 * 300
+    assert clock_reads_of_one_receive(monkeypatch, 1200) <= 3 * 1200
+
+
+def test_with_the_fix_a_message_past_the_retention_period_is_still_not_received():
+    """Given the fix and a queue keeping messages 60 s, when a message sent 61 s ago (moto's clock)
+    is received, then it is not returned, as SQS drops it."""
+    moto_fixes.apply()
+    from moto.sqs.models import sqs_backends
+
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="short", Attributes={"MessageRetentionPeriod": "60"})["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="old")
+        queue = sqs_backends["123456789012"]["us-east-1"].queues["short"]
+        for message in queue._messages:
+            message.sent_timestamp -= 61_000
+        assert not sqs.receive_message(QueueUrl=url).get("Messages")
