@@ -42,7 +42,7 @@ class LocalConfig:
     poll_wait_seconds: int = 5  # long-poll wait of an idle queue (see jobsched.local.pollers) ...
     poll_idle_seconds: float = 0.5  # ... and the short-poll interval while it holds delayed messages
     dlq_poll_wait_seconds: int = 20  # a DLQ's long poll (nothing in a DLQ is delayed: the poll wakes)
-    tick_seconds: float = 10.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 60-300 s anyway
+    tick_seconds: float = 10.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 60-900 s anyway
     sweeper_seconds: float = 60.0
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
     housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)
