@@ -19,6 +19,7 @@ from jobsched.runtime.resources import (
     DEFAULT_BACKPRESSURE_AGE_SECONDS,
     DEFAULT_BACKPRESSURE_DEPTH,
     DEFAULT_DISPATCH_CONCURRENCY,
+    DEFAULT_ENQUEUE_HORIZON_SECONDS,
     DEFAULT_LOOKAHEAD_SECONDS,
     DEFAULT_RETENTION_DAYS,
     DEFAULT_SHARDS,
@@ -56,6 +57,9 @@ class StackConfig:
 
     shards: int = DEFAULT_SHARDS
     lookahead_seconds: int = DEFAULT_LOOKAHEAD_SECONDS
+    # How far ahead a job's runs beyond the look-ahead are queued (decision 0030); a pause withdraws
+    # and an edit re-plans what is queued, so a shorter horizon makes those cheaper and runs dearer.
+    enqueue_horizon_seconds: int = DEFAULT_ENQUEUE_HORIZON_SECONDS
     # Backpressure per priority (default, low; never high): visible messages, and seconds the oldest
     # queued run has waited, at which dispatcher ticks hold back due jobs of that priority; 0 = off.
     backpressure_depth: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_BACKPRESSURE_DEPTH))
@@ -142,6 +146,11 @@ class StackConfig:
             )
         if not 0 < self.lookahead_seconds <= 900:
             raise ConfigError(f"lookahead_seconds must be between 1 and 900, got {self.lookahead_seconds}")
+        if not self.lookahead_seconds <= self.enqueue_horizon_seconds <= 900:
+            raise ConfigError(
+                f"enqueue_horizon_seconds must be between lookahead_seconds ({self.lookahead_seconds}) "
+                f"and 900 (SQS's longest delay), got {self.enqueue_horizon_seconds}"
+            )
         for pattern in self.notify_topic_arns:
             if not NOTIFY_TOPIC_PATTERN.match(pattern) or set(pattern.rsplit(":", 1)[-1]) <= {"*", "?"}:
                 raise ConfigError(

@@ -29,7 +29,7 @@ from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.run_feed import RunFeed, feed_entry
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.feed import entry_key, feed_items
-from jobsched.core.inflight import ledger_items
+from jobsched.core.inflight import due_groups, ledger_items
 from jobsched.core.models import (
     Run,
     RunState,
@@ -51,6 +51,8 @@ def new_send_token() -> str:
     return secrets.token_urlsafe(6)
 
 
+#: The run was queued under a job version older than ``:v`` (or none is recorded on it).
+_OLDER_VERSION = "(attribute_not_exists(job_version) OR job_version < :v)"
 _WITHDRAWN = "#state = :skipped AND skip_reason = :reason AND attribute_not_exists(skipped_count)"
 
 
@@ -107,15 +109,17 @@ class RunsStore:
         runs = [self._expiring(run) for run in runs]
         items = feed_items((feed_entry(r) for r in runs), self.feed.nonce) if feed else []
         queued = [r for r in runs if r.state is RunState.QUEUED]
-        if queued:
-            expiries = [r.expires_at for r in queued]
+        written = at or max((r.created_at for r in queued), default=None)
+        for group in due_groups([r.due_at for r in queued]):  # one item per span of due instants
+            part = [queued[i] for i in group]
+            expiries = [r.expires_at for r in part]
             items += ledger_items(
-                (tenant_sort_for(r.run_key, r.job_id) for r in queued),
-                at or max(r.created_at for r in queued),
+                (tenant_sort_for(r.run_key, r.job_id) for r in part),
+                written or part[0].created_at,
                 self.feed.nonce,
                 max(x for x in expiries if x is not None) if None not in expiries else None,
-                min(r.due_at for r in queued),
-                (r.tenant for r in queued),
+                min(r.due_at for r in part),
+                (r.tenant for r in part),
             )
         if items:
             self.dynamo.batch_write(self.table, items)
@@ -175,6 +179,59 @@ class RunsStore:
                 return Run.from_item(failed.existing), False
             return self.get(record.id), False
         return Run.from_item(item), True
+
+    def refresh(self, run: Run, updated: Run, version: int) -> Run | None:
+        """Rewrite the queued ``run`` in place as ``updated`` (its due instant, priority and
+        ``max_attempts`` under job ``version``) with a fresh ``send_token``: the message sent next with
+        that token is the only one that executes it (every earlier message is stale at the claim).
+
+        Conditional on the run being ``queued`` and queued under an older job version (or none
+        recorded), so two writers never both refresh it for one version and a slower writer never puts
+        an older definition back. None when the condition failed (the run was claimed, withdrawn, or is
+        already at ``version`` or newer: its writer sent its own message)."""
+        try:
+            item = self.dynamo.update(
+                self.table,
+                {"job_id": run.job_id, "run_key": run.run_key},
+                "SET send_token = :token, due_at = :due, priority = :priority, max_attempts = :max, "
+                "job_version = :v",
+                condition="#state = :queued AND " + _OLDER_VERSION,
+                names={"#state": "state"},
+                values={
+                    ":queued": str(RunState.QUEUED),
+                    ":token": self.token(),
+                    ":due": to_iso(updated.due_at),
+                    ":priority": updated.priority,
+                    ":max": updated.max_attempts,
+                    ":v": version,
+                },
+            )
+        except ConditionFailed:
+            return None
+        return Run.from_item(item)
+
+    def reschedule(self, run: Run, version: int, now: datetime, reason: str) -> Run | None:
+        """Record the queued ``run`` ``skipped`` for ``reason`` (final) if it is still queued under a job
+        version older than ``version`` (an edit whose timing has no occurrence at its instant); None
+        when it moved on or a newer version queued it."""
+        try:
+            item = self.dynamo.update(
+                self.table,
+                {"job_id": run.job_id, "run_key": run.run_key},
+                "SET #state = :skipped, finished_at = :now, skip_reason = :reason",
+                condition="#state = :queued AND " + _OLDER_VERSION,
+                names={"#state": "state"},
+                values={
+                    ":queued": str(RunState.QUEUED),
+                    ":skipped": str(RunState.SKIPPED),
+                    ":now": to_iso(now),
+                    ":reason": reason,
+                    ":v": version,
+                },
+            )
+        except ConditionFailed:
+            return None
+        return Run.from_item(item)
 
     def withdrawn_after(
         self, job_id: str, now: datetime, jitter_seconds: int = 0, reason: str = "paused"

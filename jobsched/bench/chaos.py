@@ -305,6 +305,10 @@ class BatteryConfig:
     shards: int = 2
     recovery_cap_minutes: int = 40  # after the fault window and the measured minutes
     only: tuple[str, ...] = ()
+    #: The battery dispatches with a 300 s enqueue horizon, not the deployment's 900 s: a per-minute
+    #: job is then advanced every 5 minutes, so the fault window (minutes 2-4) holds the dispatcher's
+    #: puts, sends and advances; with 900 s every judged run would be queued before the fault begins.
+    enqueue_horizon_seconds: int = 300
 
 
 class ChaosHarness(Harness):
@@ -458,6 +462,8 @@ def run_scenario(scenario: Scenario, config: BatteryConfig | None = None) -> Sce
     plan.current_function = lambda: calls.current
     with ExitStack() as stack:
         clients, provisioned = stack.enter_context(bench_environment(config.shards, clock))
+        # Restored with the rest of the function environment when bench_environment exits.
+        os.environ[resources.ENV_ENQUEUE_HORIZON_SECONDS] = str(config.enqueue_horizon_seconds)
         stack.enter_context(calls.active())
         stack.enter_context(injected(plan))
         stack.enter_context(idempotency_on_clock(clock))

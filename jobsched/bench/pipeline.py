@@ -14,9 +14,10 @@ Shape of a benchmark (``run_pipeline``):
    per shard with its tick event, then drain the queues into the real worker handler
    (:class:`jobsched.bench.harness.Harness`); every ``SWEEP_EVERY_MINUTES`` (the deployment's sweeper
    rate) the real sweeper handler runs once, so the figure includes what housekeeping costs per run;
-4. a warm-up of one enqueue cycle (horizon / 1 minute) first brings the pipeline to its steady state
-   -- runs enqueued ahead, functions initialised -- and is not counted; then ``runs / jobs`` minutes,
-   rounded up to whole enqueue cycles, are measured;
+4. a warm-up of the minutes the jobs' first dispatch queued (:func:`planning_cycles`) first brings the
+   pipeline to its steady state -- runs enqueued ahead, functions initialised -- and is not counted;
+   then ``runs / jobs`` minutes, rounded up to whole planning cycles (and whole sweeper periods), are
+   measured;
 5. the evidence: the handler recorded each execution; the run records are read back (unmetered);
    every occurrence due in the simulated time (warm-up included) must have exactly one execution and
    a succeeded run, or it counts as lost (or duplicated).
@@ -25,9 +26,11 @@ With ``echo_variant`` (the default) the same benchmark then runs again with ``be
 figures are reported beside the headline (``variants.echo_output``), so both are always measured.
 
 The cost per run is the measured window's consumption divided by the runs due in it that succeeded.
-A job is advanced (and its next runs created) once per enqueue cycle, so only a window of whole cycles
-creates as many runs as it executes; that is why the window is rounded up to whole cycles (``runs``
-may then exceed the runs asked for: ``setup.requested_runs``).
+A job is advanced (and its next runs created) once per planning cycle -- the runs one advance queues,
+which the look-ahead, the enqueue horizon and the dispatcher's batch decide together (15 minutes with
+the defaults) -- so only a window of whole cycles creates as many runs as it executes; that is why the
+window is rounded up to whole cycles (``runs`` may then exceed the runs asked for:
+``setup.requested_runs``; ``setup.planning_cycle_minutes`` says the cycle).
 
 Each invocation is timed with ``time.perf_counter`` around the handler call; that time includes moto's
 in-process emulation of every AWS call, so it is an upper bound of the handler's duration on Lambda.
@@ -48,8 +51,9 @@ from jobsched.bench.evidence import EXECUTIONS, ApiCalls, Tally, register_bench_
 from jobsched.bench.harness import ESM, Harness, run_states
 from jobsched.bench.pricing import Cost, Usage, billed_gb_seconds, cost_per_million_runs
 from jobsched.core.clock import FakeClock
+from jobsched.core.dispatch_plan import plan_job
 from jobsched.core.messages import payload_size
-from jobsched.core.models import make_run_id
+from jobsched.core.models import Job, make_run_id
 from jobsched.runtime import resources
 from jobsched.runtime.settings import Settings
 
@@ -185,6 +189,40 @@ class PipelineResult:
 SWEEP_EVERY_MINUTES = 5
 
 
+def planning_cycles(
+    lookahead_seconds: int, horizon_seconds: int, start: datetime, created_at: datetime
+) -> tuple[int, int]:
+    """(first, cycle): the runs the first dispatch of a per-minute job created at ``created_at`` and due
+    at ``start`` queues, and the runs each later advance queues — minutes, one run a minute.
+
+    Planned with the dispatcher's own rule (:func:`jobsched.core.dispatch_plan.plan_job`, the
+    deployment's look-ahead, enqueue horizon and batch), so the window follows any of them: the first
+    dispatch covers minutes ``[0, first)`` (the warm-up), and each advance after it ``cycle`` more,
+    made by the tick a look-ahead before them. A window of whole cycles from ``first`` on creates as
+    many runs as it executes (PutItem 1.00 per run).
+    """
+    lookahead = timedelta(seconds=lookahead_seconds)
+    horizon = max(lookahead, timedelta(seconds=horizon_seconds))
+    job = Job(
+        id="jcycle",
+        tenant="bench",
+        name="cycle",
+        schedule=SCHEDULE,
+        target={"handler": "bench.summary"},
+        created_at=created_at,
+        updated_at=created_at,
+        next_due_at=start,
+    )
+    made = plan_job(job, created_at, horizon, lookahead=lookahead)
+    cursor = made.job.next_due_at
+    if cursor is None:
+        raise ValueError("a per-minute schedule always has a next occurrence")
+    # The first minute tick whose look-ahead reaches the cursor advances the job next.
+    tick = start + timedelta(minutes=math.ceil((cursor - lookahead - start).total_seconds() / 60))
+    again = plan_job(made.job, tick, horizon, lookahead=lookahead)
+    return len(made.fire), len(again.fire)
+
+
 def bench_payload(size: int) -> dict[str, str]:
     """A payload whose compact JSON is exactly ``size`` bytes (at least 11: ``{"data":""}``)."""
     filler = max(0, size - payload_size({"data": ""}))
@@ -204,8 +242,13 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
         bind_functions(clock) as functions,
     ):
         settings = Settings.from_env()
-        cycle = max(1, math.ceil(settings.enqueue_horizon_seconds / 60))
-        minutes = -(-minutes // cycle) * cycle  # whole enqueue cycles: the steady state
+        first, cycle = planning_cycles(
+            settings.lookahead_seconds, settings.enqueue_horizon_seconds, config.start, clock.now()
+        )
+        # Whole planning cycles (and whole sweeper periods): the steady state, where the window
+        # creates as many runs as it executes and sweeps as often per run as any other window.
+        period = math.lcm(cycle, SWEEP_EVERY_MINUTES)
+        minutes = -(-minutes // period) * period
         harness = Harness(functions, clients, provisioned, calls)
         job_ids = create_cron_jobs(
             count=jobs,
@@ -218,7 +261,7 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
         harness.simulate(
             clock,
             config.start,
-            warm_up=cycle,
+            warm_up=first,
             minutes=minutes,
             shards=config.shards,
             sweep_every=SWEEP_EVERY_MINUTES,
@@ -233,8 +276,8 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
             for m in range(first, last)
         ]
 
-    not_succeeded = unsuccessful(occurrences(0, cycle + minutes), states, executed)
-    window = occurrences(cycle, cycle + minutes)
+    not_succeeded = unsuccessful(occurrences(0, first + minutes), states, executed)
+    window = occurrences(first, first + minutes)
     succeeded = sum(1 for run_id in window if run_id not in not_succeeded)
     memory = {spec.name: spec.memory_mb for spec in resources.FUNCTIONS}
     tally = harness.tally
@@ -253,7 +296,8 @@ def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
     setup = {
         "jobs": jobs,
         "minutes": minutes,
-        "warm_up_minutes": cycle,
+        "warm_up_minutes": first,
+        "planning_cycle_minutes": cycle,
         "requested_runs": config.runs,
         "shards": config.shards,
         "lookahead_seconds": settings.lookahead_seconds,

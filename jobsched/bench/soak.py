@@ -192,7 +192,7 @@ def _measure(
             method="POST",
             headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
         )
-        # A per-second job is dispatched at creation: its next 300 s of runs, written and sent.
+        # A per-second job is dispatched at creation: its next 60 s of runs (look-ahead), written and sent.
         with urllib.request.urlopen(request, timeout=600) as response:
             job_ids.append(json.loads(response.read())["id"])
     time.sleep(config.warmup_seconds)

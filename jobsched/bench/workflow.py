@@ -9,7 +9,8 @@ Shape (the run-pipeline benchmark's, :mod:`jobsched.bench.pipeline`, with workfl
    sink`` (10 nodes, 16 edges) whose nodes run ``bench.summary`` with a ``payload_bytes`` payload;
 3. every simulated minute: one dispatcher tick per shard, then the queues drained into the worker
    (its batches of up to 10 records; node messages sent meanwhile are drained too), the sweeper every
-   5 minutes; a warm-up of one enqueue cycle is not counted;
+   5 minutes; a warm-up of the minutes the first dispatch queued is not counted, and the window is
+   whole planning cycles (:func:`jobsched.bench.pipeline.planning_cycles`);
 4. the evidence: every node execution is recorded by the handler; every workflow run due in the
    simulation must have succeeded with each of its 10 node runs succeeded and executed exactly once
    (else it counts as lost, or duplicated);
@@ -36,7 +37,13 @@ from jobsched.bench.bindings import BENCH_TENANT, bind_functions
 from jobsched.bench.environment import bench_environment
 from jobsched.bench.evidence import EXECUTIONS, ApiCalls, register_bench_handler
 from jobsched.bench.harness import ESM, Harness, run_states
-from jobsched.bench.pipeline import SWEEP_EVERY_MINUTES, PipelineConfig, bench_payload, run_pipeline
+from jobsched.bench.pipeline import (
+    SWEEP_EVERY_MINUTES,
+    PipelineConfig,
+    bench_payload,
+    planning_cycles,
+    run_pipeline,
+)
 from jobsched.bench.pricing import Usage, billed_gb_seconds, cost_per_million_runs
 from jobsched.core.clock import FakeClock
 from jobsched.core.dag import node_run_id
@@ -91,8 +98,11 @@ def run_workflow_bench(config: WorkflowBenchConfig | None = None) -> dict[str, A
         bind_functions(clock) as functions,
     ):
         settings = Settings.from_env()
-        cycle = max(1, math.ceil(settings.enqueue_horizon_seconds / 60))
-        minutes = -(-minutes // cycle) * cycle
+        first, cycle = planning_cycles(
+            settings.lookahead_seconds, settings.enqueue_horizon_seconds, config.start, clock.now()
+        )
+        period = math.lcm(cycle, SWEEP_EVERY_MINUTES)  # whole planning cycles and sweeper periods
+        minutes = -(-minutes // period) * period
         harness = Harness(functions, clients, provisioned, calls)
         service = job_service_from_settings(settings, Clients(), meter=Meter())
         ids = iter(f"wf-{i:05d}" for i in range(workflows))
@@ -103,7 +113,7 @@ def run_workflow_bench(config: WorkflowBenchConfig | None = None) -> dict[str, A
         harness.simulate(
             clock,
             config.start,
-            warm_up=cycle,
+            warm_up=first,
             minutes=minutes,
             shards=config.shards,
             sweep_every=SWEEP_EVERY_MINUTES,
@@ -119,7 +129,7 @@ def run_workflow_bench(config: WorkflowBenchConfig | None = None) -> dict[str, A
         ]
 
     lost: dict[str, str] = {}
-    for run_id in workflow_runs(0, cycle + minutes):
+    for run_id in workflow_runs(0, first + minutes):
         if states.get(run_id) != "succeeded":
             lost[run_id] = states.get(run_id, "missing")
             continue
@@ -127,7 +137,7 @@ def run_workflow_bench(config: WorkflowBenchConfig | None = None) -> dict[str, A
             nid = node_run_id(run_id, node)
             if states.get(nid) != "succeeded" or executed.get(nid) != 1:
                 lost[nid] = states.get(nid, "missing") if executed.get(nid, 0) <= 1 else "duplicated"
-    window = workflow_runs(cycle, cycle + minutes)
+    window = workflow_runs(first, first + minutes)
     succeeded = sum(
         1 for r in window if r not in lost and not any(node_run_id(r, n) in lost for n in node_ids)
     )
@@ -173,7 +183,7 @@ def run_workflow_bench(config: WorkflowBenchConfig | None = None) -> dict[str, A
     figures["setup"] = {
         "workflows": workflows,
         "minutes": minutes,
-        "warm_up_minutes": cycle,
+        "warm_up_minutes": first,
         "shards": config.shards,
         "payload_bytes": config.payload_bytes,
         "shape": "root -> m1..m8 -> sink (10 nodes, 16 edges)",

@@ -36,6 +36,12 @@ SKIP_REASON_DST_GAP = "dst_gap"
 SKIP_REASON_REPLACED = "replaced"
 _EPSILON = timedelta(milliseconds=1)
 MAX_INDIVIDUAL_SKIPS = 100
+#: Runs one advance of a job queues beyond the look-ahead, at most (within the enqueue horizon): a
+#: per-minute job with the 900 s horizon is planned 15 runs per advance, so the advance (about 4 WRU
+#: and a payload read) is shared by 15 runs. The runs inside the look-ahead are always queued, so a
+#: per-second job still queues 60 (the look-ahead), a per-10-second one 15 (150 s): never thousands.
+#: A pause withdraws (and an edit re-plans) what is queued, one write per run: docs/decisions/0030.
+DEFAULT_BATCH = 15
 
 
 @dataclass(frozen=True)
@@ -100,13 +106,13 @@ def plan_job(
     *,
     max_fires: int = 500,
     lookahead: timedelta | None = None,
-    batch: int = 10,
+    batch: int = DEFAULT_BATCH,
 ) -> JobPlan:
     """Plan one tick for ``job`` at ``now``.
 
     Occurrences up to ``now + lookahead`` are always enqueued; beyond that, up to ``now + horizon``,
     only while fewer than ``batch`` are enqueued ahead: enough to amortize the job advance over
-    several runs of a slow schedule without enqueueing minutes of a fast one.
+    several runs of a slow schedule (:data:`DEFAULT_BATCH`) without enqueueing minutes of a fast one.
 
     Raises ValidationError if the stored schedule became invalid (e.g. a zone removed from tzdata).
     """

@@ -2,8 +2,10 @@
 the jobs or the runs' scheduled instants. Pure (docs/decisions/0014-in-flight-ledger.md).
 
 Whenever runs enter ``queued`` — created by a dispatcher page, a trigger or a backfill, revived after
-a pause, replayed or retried from the dead letters — one *ledger item* per write batch names them, in
-the same ``BatchWriteItem`` that records them in their tenants' feeds (:mod:`jobsched.core.feed`)::
+a pause, replayed or retried from the dead letters — *ledger items* name them, in the same
+``BatchWriteItem`` that records them in their tenants' feeds (:mod:`jobsched.core.feed`): one per
+write, or one per :data:`LEDGER_SPAN` of their due instants when the write's runs span longer and are
+many (:func:`due_groups`)::
 
     job_id  = inflight#<p>                   (p = 0..PARTITIONS-1, from the nonce; '#': no job id)
     run_key = <written at, ISO>#<nonce>      (oldest first in a partition)
@@ -29,8 +31,8 @@ runs in flight even after a backfill of a thousand runs of which a few are still
 from __future__ import annotations
 
 import zlib
-from collections.abc import Callable, Iterable
-from datetime import datetime
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.core.instants import from_iso, to_iso
@@ -42,6 +44,36 @@ PARTITIONS = 4
 MAX_LEDGER_ITEM_BYTES = 350_000
 _ITEM_OVERHEAD_BYTES = 200
 _ISO_CHARS = len("2026-03-29T01:45:00.000Z")
+
+
+#: The runs of one write are named by one ledger item per span of this length of their due instants
+#: (the sweeper's grace, 2 minutes): a sweep reads an item's runs once the earliest is due and keeps
+#: reading all of them at every sweep until the last has ended, so one item for a per-minute job's 15
+#: runs queued ahead (900 s) would be read at three or four sweeps; items of one span are read about
+#: once (decision 0030).
+LEDGER_SPAN = timedelta(minutes=2)
+#: ... but a span is never closed with fewer runs than this in its item: an item costs a put and a
+#: delete of at least 1 WRU each (written anyway, once per write), a run read 0.5 RRU (a tenth of a WRU
+#: at list prices), so a small write (one job's runs) stays one item.
+LEDGER_MIN_RUNS = 20
+
+
+def due_groups(
+    dues: Sequence[datetime], span: timedelta = LEDGER_SPAN, min_runs: int = LEDGER_MIN_RUNS
+) -> list[list[int]]:
+    """Indices of ``dues`` grouped into ledger items: by due instant, a new group once the current one
+    spans ``span`` and holds at least ``min_runs``; a last group smaller than ``min_runs`` joins the
+    one before it. Every index is in exactly one group; none for no dues."""
+    order = sorted(range(len(dues)), key=lambda i: dues[i])
+    groups: list[list[int]] = []
+    for i in order:
+        if groups and (dues[i] - dues[groups[-1][0]] < span or len(groups[-1]) < min_runs):
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    if len(groups) > 1 and len(groups[-1]) < min_runs:
+        groups[-2].extend(groups.pop())
+    return groups
 
 
 def ledger_partition(index: int) -> str:

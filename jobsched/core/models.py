@@ -385,6 +385,10 @@ class Run:
     first_waited_at: datetime | None = None
     #: The node of a DAG workflow this run is (its id is ``<workflow run id>.n<node>``); None otherwise.
     wf_node: str | None = None
+    #: The job ``version`` whose definition the run's current ``send_token`` was sent with (None: a run
+    #: written before runs carried it, or not made from a job). An edit re-plans only runs of an older
+    #: version, so a slower writer never puts an older definition back (docs/decisions/0030).
+    job_version: int | None = None
 
     @property
     def run_key(self) -> str:
@@ -425,6 +429,7 @@ class Run:
             "waits": self.waits or None,
             "first_waited_at": _opt_iso(self.first_waited_at),
             "wf_node": self.wf_node,
+            "job_version": self.job_version,
         }
         if self.dead_lettered_at is not None:
             item["dl_tenant"] = self.tenant
@@ -469,6 +474,7 @@ class Run:
             waits=int(data.get("waits") or 0),
             first_waited_at=_opt_dt(data.get("first_waited_at")),
             wf_node=data.get("wf_node"),
+            job_version=data.get("job_version"),
         )
 
     @property

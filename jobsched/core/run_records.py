@@ -37,6 +37,7 @@ def new_run(
         max_attempts=job.retry.max_attempts,
         payload_override=payload_override,
         created_at=now,
+        job_version=job.version,
     )
 
 

@@ -43,7 +43,7 @@ class LocalConfig:
     # message within 0.2 s of its instant: jobsched.local.moto_fixes) ...
     poll_idle_seconds: float = 0.5  # ... and the pause between empty short polls if the wait is 0
     dlq_poll_wait_seconds: int = 20  # a DLQ's long poll (nothing in a DLQ is delayed: the poll wakes)
-    tick_seconds: float = 30.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 30-300 s anyway
+    tick_seconds: float = 30.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 30-900 s anyway
     sweeper_seconds: float = 60.0
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
     housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)

@@ -226,7 +226,7 @@ FUNCTIONS = (
 
 DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60
-DEFAULT_ENQUEUE_HORIZON_SECONDS = 300
+DEFAULT_ENQUEUE_HORIZON_SECONDS = 900
 #: Backpressure defaults per priority (0 = off): ``low`` is held back at 1000 visible messages, or
 #: while its oldest queued run has waited 15 minutes; ``default`` is never held back unless configured.
 DEFAULT_BACKPRESSURE_DEPTH = {"default": 0, "low": 1000}

@@ -39,12 +39,14 @@ from jobsched.aws.leases import Lease, Leases, shard_lease_key
 from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.clock import Clock
-from jobsched.core.dispatch_plan import SKIP_REASON_REPLACED, JobPlan, plan_job
+from jobsched.core.dispatch_plan import DEFAULT_BATCH, SKIP_REASON_REPLACED, JobPlan, plan_job
+from jobsched.core.edits import refreshed, touches_runs
 from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shard_for, validate_shard_count
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.services.backpressure import Backpressure, TickGate
+from jobsched.services.edits import replan_ahead
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -78,6 +80,8 @@ class DispatchSummary:
     runs_revived: int = 0  # withdrawn by a pause, decided again (queued or skipped) in place
     runs_skipped: int = 0
     runs_cancelled: int = 0
+    #: queued runs given the definition of a job edited since they were sent (jobsched/services/edits.py)
+    runs_refreshed: int = 0
     messages_sent: int = 0
     send_failures: int = 0
     lease_busy: list[int] = field(default_factory=list)
@@ -136,7 +140,7 @@ class Dispatcher:
         page_size: int = 100,
         max_fires_per_job: int = 500,
         lease_ttl: timedelta = timedelta(seconds=60),
-        batch: int = 10,
+        batch: int = DEFAULT_BATCH,
         clock: Clock | None = None,
         backpressure: Backpressure | None = None,
         concurrency: int = 1,
@@ -288,7 +292,7 @@ class Dispatcher:
             except StaleJobError as exc:
                 own.jobs_stale += 1
                 logger.info("job %s not advanced: %s", item.job.id, exc.message)
-                own.runs_skipped += self._withdraw_if_stopped(item.job, item.plan, now)
+                own.runs_skipped += self._withdraw_if_stopped(item.job, item.plan, now, item.keys, own)
                 return own
             own.jobs_advanced += 1
             return own
@@ -326,7 +330,9 @@ class Dispatcher:
             summary.runs_skipped += created or revived
             summary.runs_revived += revived
             if not (created or revived) and stored.state is RunState.QUEUED:
-                outgoing.append(outgoing_for(job, stored, now))  # created by a crashed tick: finish it
+                fresh = self._fresh(job, stored)  # created by a crashed tick: finish it
+                if fresh is not None:
+                    outgoing.append(outgoing_for(job, fresh, now))
         if planned.summary_record is not None and plan.summary is not None:
             _, created, revived = self._put(planned.summary_record)
             summary.runs_skipped += plan.summary.count if created or revived else 0
@@ -338,7 +344,9 @@ class Dispatcher:
             summary.runs_revived += revived
             summary.runs_reused += not (created or revived)
             if stored.state is RunState.QUEUED:
-                outgoing.append(outgoing_for(job, stored, now))
+                fresh = stored if created or revived else self._fresh(job, stored)
+                if fresh is not None:
+                    outgoing.append(outgoing_for(job, fresh, now))
             last_run_id = stored.id
         if plan.cancel_previous and planned.previous is not None:
             summary.runs_cancelled += self._cancel(planned.previous, now)
@@ -359,23 +367,33 @@ class Dispatcher:
         stored, revived = self.runs.revive(record, stored, SKIP_REASON_PAUSED)
         return stored, False, revived
 
-    def _withdraw_if_stopped(self, job: Job, plan: JobPlan, now: datetime) -> int:
+    def _withdraw_if_stopped(
+        self, job: Job, plan: JobPlan, now: datetime, sent: list[str], summary: DispatchSummary
+    ) -> int:
         """Withdraw the plan's runs queued ahead of a pause or delete that happened since ``job`` was read.
 
         The pause withdraws the queued-ahead runs it finds; runs this tick created after that would
         escape it and run while the job is paused. Their advance was refused, so here the ones still
         queued and due after the pause (or this tick, for a deleted job) are recorded skipped as the
-        pause would have; their messages then run nothing. Returns how many were withdrawn.
+        pause would have; their messages then run nothing. Returns how many were withdrawn (skipped).
+
+        An edit since the read that touches what runs carry or when they are: the runs this tick sent
+        messages for (``sent``: message keys) were queued from the job before the edit, and the edit's
+        own re-planning may have listed the runs before this tick put them. They are re-planned here
+        as the edit would have (:func:`jobsched.services.edits.replan_ahead`; the job version on each
+        run makes whichever of the two writers comes second do nothing).
         """
-        if not plan.fire:
+        if not plan.fire and not sent:
             return 0
         try:
             current = self.jobs.get(job.tenant, job.id)
         except NotFoundError:
             reason, stopped_at = SKIP_REASON_DELETED, now
         else:
+            if current.state is not JobState.PAUSED and touches_runs(job, current):
+                return self._replan_sent(job, current, sent, now, summary)
             if current.state is not JobState.PAUSED or current.paused_at is None:
-                return 0  # another tick or an edit advanced it: its runs stand
+                return 0  # another tick advanced it: its runs stand
             reason, stopped_at = SKIP_REASON_PAUSED, current.paused_at
         withdrawn = 0
         for occurrence in plan.fire:
@@ -383,6 +401,30 @@ class Dispatcher:
             if run is not None and run.state is RunState.QUEUED and run.due_at > stopped_at:
                 withdrawn += self.runs.transition(run, RunState.SKIPPED, now, reason=reason) is not None
         return withdrawn
+
+    def _replan_sent(
+        self, read: Job, current: Job, sent: list[str], now: datetime, summary: DispatchSummary
+    ) -> int:
+        """Re-plan the runs this tick sent from ``read`` for the edit that made ``current``; returns
+        how many were rescheduled (skipped)."""
+        found = (self.runs.find(key.rpartition("@")[0]) for key in dict.fromkeys(sent))
+        queued = [run for run in found if run is not None and run.state is RunState.QUEUED]
+        done = replan_ahead(self.runs, self.queues, read, current, queued, now)
+        summary.runs_refreshed += len(done.refreshed)
+        return len(done.rescheduled)
+
+    def _fresh(self, job: Job, stored: Run) -> Run | None:
+        """The stored queued run to send ``job``'s message for, when this tick did not create or revive
+        it (a crashed tick's run, or a racing writer's): as it is when it was queued under the same
+        job version; refreshed first (:meth:`RunsStore.refresh`) when under an older one, so the message
+        it was sent with then is stale; None when a newer version queued it (this tick read the job
+        before an edit: that edit's writer sent its message) or another writer refreshed it first."""
+        version = stored.job_version or 0
+        if version == job.version:
+            return stored
+        if version > job.version:
+            return None
+        return self.runs.refresh(stored, refreshed(stored, job), job.version)
 
     def _cancel(self, previous: Run, now: datetime) -> int:
         if previous.state is RunState.QUEUED:

@@ -22,6 +22,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.dispatch_plan import first_fire_after, schedule_of
+from jobsched.core.edits import SKIP_REASON_RESCHEDULED, TIMING_FIELDS, touches_runs
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
 from jobsched.core.job_specs import KnownHandlers, spec_from_dict, validate_payload, validate_spec
 from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware
@@ -29,13 +30,13 @@ from jobsched.core.policies import MISFIRE_POLICIES
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
 from jobsched.services.dispatcher import SKIP_REASON_DELETED, SKIP_REASON_PAUSED, Dispatcher
+from jobsched.services.edits import replan_ahead
 from jobsched.services.notifications import NotifyPolicy
 
 MAX_BACKFILL = 1000
 #: Conditional puts a backfill keeps in flight at once (decision 0020); the API's boto3 clients pool
 #: 25 connections (jobsched/aws/clients.py), so they never wait for one.
 PUT_CONCURRENCY = 8
-SKIP_REASON_RESCHEDULED = "rescheduled"
 _SCHEDULED = (Trigger.SCHEDULE, Trigger.CATCHUP)
 logger = logging.getLogger(__name__)
 _WRITE_ATTEMPTS = 3
@@ -136,26 +137,35 @@ class JobService:
     ) -> Job:
         """Apply ``changes`` (definition fields) if the job is at ``expected_version``.
 
-        A changed schedule, zone or DST policy recomputes the next occurrence after ``now`` (or after
-        the last fired one, whichever is later); the job keeps its state (a paused job stays paused).
+        A changed schedule, zone or DST policy recomputes the next occurrence from ``now``; the job
+        keeps its state (a paused job stays paused). The runs queued ahead of ``now`` are re-planned
+        (:mod:`jobsched.services.edits`): an edit of anything they carry refreshes them in place with
+        the new definition, a timing edit records the old schedule's occurrences the new one does not
+        have ``skipped`` (reason ``rescheduled``); the new schedule is then dispatched from ``now``.
         """
         require_aware(now, "now")
 
         rescheduled = False
+        read: builtins.list[Job] = []  # the job each build started from: the last one was written over
 
         def build(current: Job) -> Job:
             nonlocal rescheduled
+            read.append(current)
             merged = {**_spec_dict(current), **dict(changes)}
             spec = spec_from_dict(merged)
             schedule = validate_spec(spec, self.known_handlers)
             if "notify" in changes:
                 self.notify_policy.check(spec.notify)
-            timing = ("schedule", "timezone", "dst_gap", "dst_overlap")
             next_due = current.next_due_at
-            if (
-                any(getattr(spec, f) != getattr(current, f) for f in timing)
-                or current.state is JobState.COMPLETED
-            ):
+            last_fired = current.last_fired_at
+            timing = any(getattr(spec, f) != getattr(current, f) for f in TIMING_FIELDS)
+            if timing:
+                # The new schedule starts from the edit: the old one's runs still ahead are re-planned
+                # below (kept where the new schedule has the same instant, else rescheduled).
+                next_due = first_fire_after(schedule, now - _EPSILON)
+                last_fired = min(last_fired, now) if last_fired else None
+                rescheduled = True
+            elif current.state is JobState.COMPLETED:
                 after = max(t for t in (now - _EPSILON, current.last_fired_at) if t is not None)
                 next_due = first_fire_after(schedule, after)
                 rescheduled = True
@@ -168,11 +178,17 @@ class JobService:
                 version=current.version + 1,
                 updated_at=now,
                 next_due_at=next_due,
+                last_fired_at=last_fired,
                 state=state,
                 buffered_at=None if next_due != current.next_due_at else current.buffered_at,
             )
 
         job = self._write(tenant, job_id, expected_version, build)
+        before = read[-1]
+        if job.state is not JobState.PAUSED and touches_runs(before, job):
+            jitter = max(before.jitter_seconds, job.jitter_seconds)
+            queued = self.runs.queued_ahead(job.id, now, jitter)
+            replan_ahead(self.runs, self.dispatcher.queues, before, job, queued, now)
         if rescheduled:
             self._drop_rescheduled(job, now)
         return self._dispatch_if_due(job, now)

@@ -42,8 +42,10 @@ write, so a sweep racing the worker's own delivery sends nothing twice. A ledger
 one of its runs owes a notification, so the run stays in reach until it is paid.
 
 Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
-items' size; 0.5 RRU per run named (BatchGetItem), for every sweep that finds it due and in flight
-(usually one: most runs have ended by the first sweep after their due instant);
+items' size; 0.5 RRU per run named (BatchGetItem), for every sweep that finds its item due and still
+in flight (usually one: the dispatcher's runs queued ahead are named by one item per two minutes of
+due instants, :func:`jobsched.core.inflight.due_groups`, so when an item ripens its runs have all been
+due for a while and most have ended);
 DeleteItem of a settled item (its size in WRU, shared by its runs). Writes only for stranded runs,
 and for a big item (50 runs or more) of which at most a quarter is still in flight: it is rewritten
 with only those (``compacted``: the small item's size in WRU, once), so later sweeps, and listings by

@@ -1,4 +1,5 @@
-"""The cost benchmark end to end on a small run (20 runs: 4 per-minute jobs x one 5-minute enqueue cycle).
+"""The cost benchmark end to end on a small run (20 runs asked: 4 per-minute jobs, the window rounded up to
+one 15-minute planning cycle of the default 900 s enqueue horizon: 60 runs).
 
 These tests check outcomes and consistency of the figures, never timings: the run is executed once
 (module fixture) through the real dispatcher and worker handlers in moto.
@@ -7,6 +8,7 @@ These tests check outcomes and consistency of the figures, never timings: the ru
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 
@@ -43,8 +45,10 @@ def figures(result: PipelineResult) -> dict:
 
 
 def test_every_run_due_succeeds_exactly_once(figures, result):
-    # Given 20 cron runs through dispatcher -> queue -> worker / Then all succeeded, none twice, none lost
-    assert (figures["runs"], figures["succeeded"]) == (20, 20)
+    # Given 20 cron runs asked, the window rounded up to one planning cycle (4 jobs x 15 minutes), through
+    # dispatcher -> queue -> worker / Then all succeeded, none twice, none lost
+    assert (figures["runs"], figures["succeeded"]) == (60, 60)
+    assert figures["setup"]["planning_cycle_minutes"] == 15 == figures["setup"]["warm_up_minutes"]
     assert figures["duplicates"] == 0
     assert figures["lost"] == 0, result.not_succeeded
 
@@ -95,6 +99,23 @@ def test_every_aws_call_of_the_functions_went_through_the_meter(figures):
     assert figures["unmetered_calls"] == {}
 
 
+@pytest.mark.parametrize(
+    ("lookahead", "horizon", "cycles"),
+    [
+        (60, 900, (15, 15)),  # the defaults: 15 runs per advance (the batch and the horizon agree)
+        (60, 300, (5, 5)),  # the horizon bounds it
+        (60, 60, (1, 1)),  # no horizon beyond the look-ahead: an advance a minute
+        (60, 330, (6, 5)),  # the first dispatch (30 s before the start) reaches one run further
+        (120, 600, (10, 9)),  # a 2-minute look-ahead: the tick 2 minutes before the cursor advances it
+    ],
+)
+def test_the_window_follows_the_planning_cycle_of_any_horizon(lookahead, horizon, cycles):
+    # Given a look-ahead and an enqueue horizon / When the per-minute job's planning is computed with the
+    # dispatcher's own rule / Then the first dispatch and each later advance queue that many runs
+    start = pipeline.DEFAULT_START
+    assert pipeline.planning_cycles(lookahead, horizon, start, start - timedelta(seconds=30)) == cycles
+
+
 def test_the_payload_is_exactly_the_configured_size():
     # Given a 1 KB payload request / Then its compact JSON is 1024 bytes
     assert payload_size(bench_payload(1024)) == 1024
@@ -141,7 +162,7 @@ def test_the_echo_variant_is_measured_beside_it_and_its_1_kb_output_costs_one_mo
     echo = figures["variants"]["echo_output"]
     # Then it ran every run once, and the completion write costs 2 WRU: 3 for the worker, 1 more per run
     assert echo["handler"] == "bench.echo"
-    assert (echo["succeeded"], echo["duplicates"], echo["lost"]) == (20, 0, 0)
+    assert (echo["succeeded"], echo["duplicates"], echo["lost"]) == (60, 0, 0)
     headline = figures["breakdown"]["worker"]["operations"]["dynamodb.UpdateItem"]["wru"]
     assert 3.0 < echo["worker_operations"]["dynamodb.UpdateItem"]["wru"] < 4.0
     assert echo["worker_operations"]["dynamodb.UpdateItem"]["wru"] == pytest.approx(headline + 1.0, abs=0.3)

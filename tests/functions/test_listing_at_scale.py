@@ -161,8 +161,9 @@ def backfilled(app, clock):
     services = app.services
     job = services.jobs.create("acme", JOB, T0)
     store = services.runs.runs
-    runs = [
-        new_run(job, T0 - timedelta(minutes=300 - i), Trigger.BACKFILL, T0, nonce=f"b{i}") for i in range(200)
+    runs = [  # due at once, as JobService.backfill_now makes them
+        replace(new_run(job, T0 - timedelta(minutes=300 - i), Trigger.BACKFILL, T0, nonce=f"b{i}"), due_at=T0)
+        for i in range(200)
     ]
     store.announce(runs)
     for run in runs:

@@ -107,6 +107,8 @@ def test_notify_topic_patterns_of_one_account_with_a_name_prefix_are_accepted():
         ({"retention_days": "a month"}, "retention_days"),
         ({"payload_retention_days": "30"}, "renamed retention_days"),
         ({"lookahead_seconds": "901"}, "lookahead_seconds"),
+        ({"enqueue_horizon_seconds": "901"}, "enqueue_horizon_seconds must be between"),
+        ({"lookahead_seconds": "120", "enqueue_horizon_seconds": "60"}, r"lookahead_seconds \(120\)"),
         ({"low_backlog_limit": "1000"}, "low_backlog_limit was replaced by backpressure_depth"),
         ({"backpressure_depth": '{"low": -1}'}, r"backpressure_depth\[low\] must be 0"),
         ({"backpressure_depth": '{"low": "lots"}'}, "backpressure_depth"),

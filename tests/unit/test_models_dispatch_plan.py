@@ -106,3 +106,38 @@ def test_beyond_the_lookahead_only_a_batch_is_enqueued_ahead():
     # A per-second job: everything inside the look-ahead, nothing beyond it
     fast = plan_job(_job("* * * * * *"), T0, timedelta(seconds=300), lookahead=MINUTE, batch=10)
     assert len(fast.fire) == 61 and fast.job.next_due_at == T0 + timedelta(seconds=61)
+
+
+HORIZON = timedelta(seconds=900)  # the deployment's default enqueue horizon (SQS's cap)
+
+
+def test_the_default_batch_plans_a_per_minute_job_fifteen_runs_per_advance():
+    # Given a per-minute job whose cursor the tick at T0 - 60 s reaches (its look-ahead)
+    tick = T0 - MINUTE
+    # When it is planned with the default batch and the 900 s horizon
+    plan = plan_job(_job(), tick, HORIZON, lookahead=MINUTE)
+    # Then 15 runs are queued (T0 .. T0 + 14 min: the horizon's whole 900 s) and the cursor moves past them
+    assert [o.at for o in plan.fire] == [T0 + m * MINUTE for m in range(15)]
+    assert plan.job.next_due_at == T0 + 15 * MINUTE
+    # And the next tick that reaches the cursor is 15 minutes later: one advance per 15 runs
+    again = plan_job(plan.job, tick + 15 * MINUTE, HORIZON, lookahead=MINUTE)
+    assert [o.at for o in again.fire] == [T0 + m * MINUTE for m in range(15, 30)]
+
+
+@pytest.mark.parametrize(
+    ("schedule", "tick", "runs", "span"),
+    [
+        # every 10 s, reached a look-ahead early: up to the batch of 15, 140 s of runs, not 900 s
+        ("*/10 * * * * *", T0 - MINUTE, 15, timedelta(seconds=140)),
+        # every second, reached at its cursor: the look-ahead's 61 instants (T0 .. T0 + 60 s), no more
+        ("* * * * * *", T0, 61, timedelta(seconds=60)),
+        # every 5 minutes: the horizon bounds it before the batch does (T0 .. T0 + 10 min)
+        ("*/5 * * * *", T0 - MINUTE, 3, timedelta(minutes=10)),
+    ],
+)
+def test_the_default_batch_never_queues_many_minutes_of_a_fast_job(schedule, tick, runs, span):
+    # Given a job due at T0, planned by a tick with the 900 s horizon and the default batch
+    plan = plan_job(_job(schedule), tick, HORIZON, lookahead=MINUTE)
+    # Then it queues only what the look-ahead holds or the batch allows, whichever is more
+    assert len(plan.fire) == runs
+    assert plan.fire[-1].at - plan.fire[0].at == span
