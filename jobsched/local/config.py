@@ -43,6 +43,10 @@ class LocalConfig:
     poll_idle_seconds: float = 0.5  # ... and the short-poll interval while it holds delayed messages
     dlq_poll_wait_seconds: int = 20  # a DLQ's long poll (nothing in a DLQ is delayed: the poll wakes)
     tick_seconds: float = 10.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 60-300 s anyway
+    # Ticks do not align their sends to the second here (decision 0032; AWS: 100 ms): moto's long poll
+    # does not wake when a delayed message surfaces, so a run landed on its instant would wait for the
+    # next short poll (poll_idle_seconds), while one surfacing early is gathered and waited out on time.
+    send_align_ms: int = 0
     sweeper_seconds: float = 60.0
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
     housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)
