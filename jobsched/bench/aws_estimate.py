@@ -8,8 +8,7 @@ in USD per million runs:
 
 * ``request_priced``: DynamoDB, SQS and Lambda request charges as the pipeline measured them;
 * ``lambda_duration_calls``: each function's AWS calls per run (measured) × a stated latency per call
-  (:class:`Latency`) ÷ the calls that run at once (the worker's records run concurrently; the
-  dispatcher's and sweeper's calls are counted one after the other, an upper bound), × memory;
+  (:class:`Latency`) ÷ the calls that run at once (:func:`call_duration`), × memory;
 * ``early_arrival``: :func:`simulate_ticks` runs the real dispatcher
   (:func:`jobsched.runtime.wiring.dispatcher_from_settings`) against moto on a fake clock: per-minute
   cron jobs, every minute one tick per shard, each tick at an offset into the minute drawn from a
@@ -167,40 +166,77 @@ def early_arrival(
     }
 
 
+#: The calls a deployed tick makes ``dispatch_concurrency`` at a time (its runs' puts, its job
+#: advances, its aligned send rounds; the lease's two updates are among the updates, a small overcount
+#: of the overlap). Everything else a tick calls (queries, reads, the feed) goes one call at a time.
+PARALLEL_CALLS = frozenset({"put_item", "update_item", "send_message_batch"})
+_PARALLEL_OPERATIONS = frozenset({"dynamodb.PutItem", "dynamodb.UpdateItem", "sqs.SendMessageBatch"})
+
+
 def call_duration(
-    breakdown: dict[str, Any], latency: Latency, *, worker_concurrency: int, prices: Prices = US_EAST_1
+    breakdown: dict[str, Any],
+    latency: Latency,
+    *,
+    worker_concurrency: int,
+    dispatch_concurrency: int = resources.DEFAULT_DISPATCH_CONCURRENCY,
+    prices: Prices = US_EAST_1,
 ) -> dict[str, Any]:
     """Lambda duration of the functions' AWS calls on AWS, per run and in USD per million runs.
 
     ``breakdown`` is the pipeline's (per successful run: ``invocations``, ``memory_mb``, ``operations``
     with ``requests``). Per invocation: DynamoDB calls × ``latency.dynamodb`` + SQS calls ×
-    ``latency.sqs``; the worker's divided by the records it handles at once (records per invocation,
-    at most ``worker_concurrency``), the others' taken one after the other.
+    ``latency.sqs``, divided by the calls that run at once: the worker's records run concurrently (as
+    many as it has per invocation, at most ``worker_concurrency``); the dispatcher's puts, updates and
+    sends run ``dispatch_concurrency`` at a time and its other calls one after the other; the
+    sweeper's calls one after the other.
     """
+
+    def seconds(ops: dict[str, Any], invocations: float, share: dict[str, float]) -> float:
+        """Seconds of calls per invocation, each operation's calls divided by ``share[op]`` (or 1)."""
+        total = 0.0
+        for op, use in ops.items():
+            per_call = latency.dynamodb if op.startswith("dynamodb.") else latency.sqs
+            total += use["requests"] / invocations * per_call / share.get(op, 1.0)
+        return total
+
     functions: dict[str, Any] = {}
-    total = 0.0
+    total_gb_s = 0.0
     for name, entry in breakdown.items():
         invocations = entry.get("invocations")
         if not invocations:
             continue  # the event source mapping: requests, no Lambda duration
         ops = entry["operations"]
-        dynamodb = sum(u["requests"] for op, u in ops.items() if op.startswith("dynamodb.")) / invocations
-        sqs = sum(u["requests"] for op, u in ops.items() if op.startswith("sqs.")) / invocations
-        at_once = min(max(1.0, 1 / invocations), worker_concurrency) if name == "worker" else 1.0
-        seconds = (dynamodb * latency.dynamodb + sqs * latency.sqs) / at_once
-        gb_s = invocations * seconds * entry["memory_mb"] / 1024
-        total += gb_s
+        if name == "worker":
+            at_once = min(max(1.0, 1 / invocations), float(worker_concurrency))
+            spent = seconds(ops, invocations, dict.fromkeys(ops, at_once))
+        elif name == "dispatcher":
+            spent = seconds(
+                ops, invocations, dict.fromkeys(_PARALLEL_OPERATIONS, float(dispatch_concurrency))
+            )
+        else:
+            spent = seconds(ops, invocations, {})
+        gb_s = invocations * spent * entry["memory_mb"] / 1024
+        total_gb_s += gb_s
         functions[name] = {
-            "dynamodb_calls_per_invocation": round(dynamodb, 3),
-            "sqs_calls_per_invocation": round(sqs, 3),
-            "calls_at_once": round(at_once, 2),
-            "ms_per_invocation": round(seconds * 1000, 2),
+            "dynamodb_calls_per_invocation": round(
+                sum(u["requests"] for op, u in ops.items() if op.startswith("dynamodb.")) / invocations, 3
+            ),
+            "sqs_calls_per_invocation": round(
+                sum(u["requests"] for op, u in ops.items() if op.startswith("sqs.")) / invocations, 3
+            ),
+            "ms_per_invocation": round(spent * 1000, 2),
             "gb_seconds_per_run": round(gb_s, 8),
         }
     return {
         "functions": functions,
-        "gb_seconds_per_run": round(total, 8),
-        "usd_per_million_runs": round(total * prices.lambda_gb_second * MILLION, 4),
+        "gb_seconds_per_run": round(total_gb_s, 8),
+        "usd_per_million_runs": round(total_gb_s * prices.lambda_gb_second * MILLION, 4),
+        "calls_at_once": {
+            "worker": f"its records (up to {worker_concurrency})",
+            "dispatcher": f"PutItem, UpdateItem, SendMessageBatch {dispatch_concurrency} at a time, "
+            "the rest 1",
+            "others": 1,
+        },
     }
 
 
@@ -245,16 +281,11 @@ def estimate(
 # --- the simulation ---------------------------------------------------------------------------------
 
 
-#: The calls a deployed tick makes ``dispatch_concurrency`` at a time (its runs' puts, its job
-#: advances, its aligned send rounds): in the simulation (one at a time, so that it is deterministic)
-#: each moves the clock by the latency divided by the deployed concurrency.
-PARALLEL_CALLS = frozenset({"put_item", "update_item", "send_message_batch"})
-
-
 class _Timed:
     """A boto3 client whose every call moves ``clock`` by ``seconds`` (its latency on AWS; divided by
-    ``parallel`` for :data:`PARALLEL_CALLS`) after it returns; ``SendMessageBatch`` calls are handed to
-    ``on_send`` first, with the clock at the call."""
+    ``parallel`` for :data:`PARALLEL_CALLS`: the simulation makes them one at a time, so that it is
+    deterministic, where a deployed tick makes ``dispatch_concurrency`` at once) after it returns;
+    ``SendMessageBatch`` calls are handed to ``on_send`` first, with the clock at the call."""
 
     def __init__(
         self,

@@ -99,13 +99,17 @@ BREAKDOWN = {
 }
 
 
-def test_call_duration_is_calls_times_latency_with_the_workers_records_at_once():
-    # Given 5 ms a DynamoDB call and 20 ms an SQS call
-    figures = call_duration(BREAKDOWN, Latency(dynamodb=0.005, sqs=0.020), worker_concurrency=10)
+def test_call_duration_is_calls_times_latency_over_the_calls_made_at_once():
+    # Given 5 ms a DynamoDB call and 20 ms an SQS call, a tick writing one job at a time
+    figures = call_duration(
+        BREAKDOWN, Latency(dynamodb=0.005, sqs=0.020), worker_concurrency=10, dispatch_concurrency=1
+    )
     worker, dispatcher = figures["functions"]["worker"], figures["functions"]["dispatcher"]
     # Then the worker: 20 DynamoDB calls an invocation over 10 records at once = 10 ms;
     # 0.1 invocations x 0.01 s x 0.5 GB = 0.0005 GB-s per run
-    assert worker["calls_at_once"] == 10 and worker["ms_per_invocation"] == pytest.approx(10.0)
+    assert worker["dynamodb_calls_per_invocation"] == 20 and worker["ms_per_invocation"] == pytest.approx(
+        10.0
+    )
     assert worker["gb_seconds_per_run"] == pytest.approx(0.0005)
     # ... the dispatcher: 25 DynamoDB + 2.5 SQS calls one after the other = 175 ms; 0.04 x 0.175 x 0.5
     assert dispatcher["ms_per_invocation"] == pytest.approx(175.0)
@@ -113,6 +117,14 @@ def test_call_duration_is_calls_times_latency_with_the_workers_records_at_once()
     # ... the event source mapping is no Lambda function
     assert "event_source_mapping" not in figures["functions"]
     assert figures["usd_per_million_runs"] == pytest.approx(0.004 * GB_SECOND_USD_PER_MILLION, abs=1e-4)
+
+
+def test_a_tick_writing_eight_jobs_at_once_divides_its_puts_and_sends_by_eight():
+    # Given the deployed dispatch_concurrency 8 / Then the puts and the sends take an eighth: 21.875 ms
+    figures = call_duration(BREAKDOWN, Latency(), worker_concurrency=10, dispatch_concurrency=8)
+    assert figures["functions"]["dispatcher"]["ms_per_invocation"] == pytest.approx(
+        25 * 5 / 8 + 2.5 * 20 / 8, abs=0.01
+    )
 
 
 def test_the_estimate_adds_the_measured_requests_the_calls_and_each_variants_early_arrival():
