@@ -187,7 +187,7 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError(f"--shards must be 1..{DUE_PARTITIONS}")
     if not 11 <= args.payload_bytes <= 64 * 1024:
         raise ValidationError("--payload-bytes must be 11..65536")
-    if not 0 <= args.estimate_scale <= 100:
+    if not 0 <= getattr(args, "estimate_scale", 10) <= 100:
         raise ValidationError("--estimate-scale must be 0..100")
     if not 1 <= args.lag_runs <= 1000:
         raise ValidationError("--lag-runs must be 1..1000")
@@ -284,10 +284,11 @@ def run(args: argparse.Namespace) -> int:
             result = run_pipeline(config)
             figures.update(result.to_dict())
             ok = ok and not result.duplicates and not result.lost
-            if not args.no_estimate and result.succeeded:
+            if not getattr(args, "no_estimate", False) and result.succeeded:
                 from jobsched.bench import aws_estimate
 
-                figures["aws_estimate"] = aws_estimate.run_estimate(figures, scale=args.estimate_scale)
+                scale = getattr(args, "estimate_scale", 10)
+                figures["aws_estimate"] = aws_estimate.run_estimate(figures, scale=scale)
         if not args.no_lag and not args.noisy and not args.idle and not args.workflow:
             from jobsched.bench.lag import LagConfig, run_lag
 
