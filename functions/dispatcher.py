@@ -12,7 +12,9 @@ per container, on the first invocation, never at import time.
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -36,6 +38,8 @@ logger = Logger(service="jobsched-dispatcher")
 metrics = obs.make_metrics("dispatcher")
 obs.configure_function_logging(logger)
 clock: Clock = SystemClock()
+#: What a tick sleeps on to align its sends to the second (decision 0032): the wall clock's.
+sleep: Callable[[float], Any] = time.sleep
 
 
 @lazy
@@ -43,15 +47,16 @@ def services() -> tuple[Settings, Dispatcher]:
     """Settings and dispatcher, built on first use and kept for the container's lifetime."""
     settings = Settings.from_env()
     owner = f"dispatcher-{uuid.uuid4().hex[:12]}"
-    return settings, dispatcher_from_settings(settings, Clients(), owner=owner, clock=clock)
+    return settings, dispatcher_from_settings(settings, Clients(), owner=owner, clock=clock, sleep=sleep)
 
 
-def reset(with_clock: Clock | None = None) -> None:
+def reset(with_clock: Clock | None = None, with_sleep: Callable[[float], Any] | None = None) -> None:
     """Forget the built services (tests; a new environment) and install ``with_clock`` (default: the
-    wall clock)."""
-    global clock
+    wall clock) and ``with_sleep``, the sleep that moves it (default: ``time.sleep``)."""
+    global clock, sleep
     services.cache_clear()
     clock = with_clock or SystemClock()
+    sleep = with_sleep or time.sleep
 
 
 def parse_shards(event: Any, shards: int) -> tuple[list[int], int]:

@@ -2,7 +2,7 @@
 
 The dispatcher and worker entry points (``functions.dispatcher.handler``, ``functions.worker.handler``)
 are imported only after the benchmark has exported the function environment (as on a cold start).
-The clock goes in through the injection points the modules offer: ``functions.dispatcher.reset(clock)``
+The clock goes in through the injection points the modules offer: ``functions.dispatcher.reset(clock, sleep)``
 and the module-level ``functions.worker.clock``. Neither module takes a meter from outside (each builds
 its services with a fresh one), so while bound, the service factories they call
 (``dispatcher_from_settings``, ``worker_from_settings``) are wrapped to pass the benchmark's meter;
@@ -83,7 +83,9 @@ def bind_functions(clock: Clock) -> Iterator[PipelineFunctions]:
             )
         )
         stack.enter_context(mock.patch.object(worker, "clock", clock))
-        dispatcher.reset(clock)  # services are rebuilt for this environment on the first tick
+        # services are rebuilt for this environment on the first tick; a tick that aligns its sends
+        # to the second (decision 0032) sleeps on the benchmark's clock
+        dispatcher.reset(clock, getattr(clock, "advance", None))
         stack.callback(dispatcher.reset)
         worker.environment.cache_clear()  # settings and clients of an earlier environment
         stack.callback(worker.environment.cache_clear)

@@ -274,6 +274,7 @@ class EmbeddedMode:
             "AWS_REGION": REGION,
             resources.ENV_SHARDS: str(self.config.shards),
             resources.ENV_LOOKAHEAD_SECONDS: str(self.config.lookahead_seconds),
+            resources.ENV_SEND_ALIGN_MS: str(self.config.send_align_ms),
             resources.ENV_AUTH_MODE: "token",
             resources.ENV_TENANT_TOKENS: tenant_tokens_json(self.config),
             resources.ENV_ALLOWED_HTTP_HOSTS: "127.0.0.1,localhost",

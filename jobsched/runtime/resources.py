@@ -44,6 +44,10 @@ ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
 ENV_WORKER_CONCURRENCY = "JOBSCHED_WORKER_CONCURRENCY"
 #: Jobs of a due page whose writes a dispatcher tick makes at once (threads; docs/scaling.md).
 ENV_DISPATCH_CONCURRENCY = "JOBSCHED_DISPATCH_CONCURRENCY"
+#: How late, in milliseconds, a dispatcher tick may land a run's message after its due instant when it
+#: aligns its sends to the second (decision 0032); 0 turns the alignment off (delays rounded down, the
+#: message surfaces up to 1 s early and the worker waits). The embedded mode sets 0.
+ENV_SEND_ALIGN_MS = "JOBSCHED_SEND_ALIGN_MS"
 #: Days a run is kept: its item carries the Runs table's TTL attribute (``expires_at``) = created (or
 #: last replayed) + this, and the bucket's lifecycle rule expires outputs and payloads this many days
 #: after they were written. One deployment setting (CDK context ``retention_days``) sets both.
@@ -243,6 +247,9 @@ DEFAULT_WORKER_CONCURRENCY = 10
 #: Jobs a tick dispatches at once (CDK context ``dispatch_concurrency``, 1..64).
 DEFAULT_DISPATCH_CONCURRENCY = 8
 MAX_DISPATCH_CONCURRENCY = 64
+DEFAULT_SEND_ALIGN_MS = 100
+#: The largest margin accepted: past half a second, rounding up is simply late.
+MAX_SEND_ALIGN_MS = 500
 DEFAULT_RETENTION_DAYS = 30
 #: The longest retention accepted (ten years): beyond it a typo, not a policy.
 MAX_RETENTION_DAYS = 3650

@@ -51,6 +51,8 @@ class Settings:
     worker_concurrency: int = r.DEFAULT_WORKER_CONCURRENCY
     #: Jobs of a due page a dispatcher tick writes at once (``JOBSCHED_DISPATCH_CONCURRENCY``).
     dispatch_concurrency: int = r.DEFAULT_DISPATCH_CONCURRENCY
+    #: How late a tick's aligned send may land a run, in ms (``JOBSCHED_SEND_ALIGN_MS``; 0: no alignment).
+    send_align_ms: int = r.DEFAULT_SEND_ALIGN_MS
     #: Modules that register job handlers (``JOBSCHED_HANDLER_MODULES``, comma-separated).
     handler_modules: tuple[str, ...] = ()
     retention_days: int = r.DEFAULT_RETENTION_DAYS  # run items (TTL) and bucket objects (lifecycle)
@@ -115,6 +117,12 @@ class Settings:
                 f"environment variable {r.ENV_SHARDS} must be <= {DUE_PARTITIONS} (the due partitions), "
                 f"got {shards}"
             )
+        send_align_ms = integer(r.ENV_SEND_ALIGN_MS, r.DEFAULT_SEND_ALIGN_MS, 0)
+        if send_align_ms > r.MAX_SEND_ALIGN_MS:
+            raise ConfigurationError(
+                f"environment variable {r.ENV_SEND_ALIGN_MS} must be <= {r.MAX_SEND_ALIGN_MS} (ms), "
+                f"got {send_align_ms}"
+            )
         retention = integer(r.ENV_RETENTION_DAYS, r.DEFAULT_RETENTION_DAYS, 1)
         if retention > r.MAX_RETENTION_DAYS:
             raise ConfigurationError(
@@ -146,6 +154,7 @@ class Settings:
                 r.DEFAULT_DISPATCH_CONCURRENCY,
                 r.MAX_DISPATCH_CONCURRENCY,
             ),
+            send_align_ms=send_align_ms,
             handler_modules=handler_modules_from(env.get(r.ENV_HANDLER_MODULES)),
             retention_days=retention,
             run_log_group=env.get(r.ENV_RUN_LOG_GROUP) or None,
@@ -167,6 +176,7 @@ class Settings:
             r.ENV_AUTH_MODE: self.auth_mode,
             r.ENV_WORKER_CONCURRENCY: str(self.worker_concurrency),
             r.ENV_DISPATCH_CONCURRENCY: str(self.dispatch_concurrency),
+            r.ENV_SEND_ALIGN_MS: str(self.send_align_ms),
             r.ENV_RETENTION_DAYS: str(self.retention_days),
             r.ENV_TENANT_MAX_RUNNING: str(self.tenant_max_running),
             r.ENV_TENANT_RUNS_PER_SECOND: str(self.tenant_runs_per_second),

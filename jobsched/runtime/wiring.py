@@ -13,6 +13,7 @@ any other message is a run delivery for the worker.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -61,8 +62,11 @@ def dispatcher_from_settings(
     meter: Meter | None = None,
     owner: str | None = None,
     clock: Clock | None = None,
+    sleep: Callable[[float], Any] | None = None,
 ) -> Dispatcher:
-    """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``."""
+    """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``. With a
+    ``clock`` and a ``sleep`` on it (a tick's), its sends are aligned to the second by the settings'
+    ``send_align_ms`` (decision 0032)."""
     meter = meter or Meter()
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     backpressure = Backpressure(
@@ -84,6 +88,8 @@ def dispatcher_from_settings(
         clock=clock,
         backpressure=backpressure if backpressure.active else None,
         concurrency=settings.dispatch_concurrency,
+        sleep=sleep,
+        send_late_margin=settings.send_align_ms / 1000,
     )
 
 

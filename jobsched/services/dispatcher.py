@@ -45,8 +45,10 @@ from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shard_for, validate_shard_count
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
+from jobsched.core.send_timing import DEFAULT_ALIGN_BUDGET_SECONDS, DEFAULT_LATE_MARGIN_SECONDS
 from jobsched.services.backpressure import Backpressure, TickGate
 from jobsched.services.edits import replan_ahead
+from jobsched.services.send_alignment import AlignedSends
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -84,6 +86,9 @@ class DispatchSummary:
     runs_refreshed: int = 0
     messages_sent: int = 0
     send_failures: int = 0
+    #: seconds the tick slept to align its sends to the second (decision 0032), and how many times
+    send_align_seconds: float = 0.0
+    send_align_waits: int = 0
     lease_busy: list[int] = field(default_factory=list)
 
     def merge(self, other: DispatchSummary) -> None:
@@ -144,6 +149,9 @@ class Dispatcher:
         clock: Clock | None = None,
         backpressure: Backpressure | None = None,
         concurrency: int = 1,
+        sleep: Callable[[float], Any] | None = None,
+        send_late_margin: float = DEFAULT_LATE_MARGIN_SECONDS,
+        align_budget: float = DEFAULT_ALIGN_BUDGET_SECONDS,
     ):
         self.jobs = jobs
         self.runs = runs
@@ -162,6 +170,25 @@ class Dispatcher:
         #: Jobs of a page whose writes run at once (their runs' puts; then their advances): each call
         #: waits on the network, so a tick's throughput grows with it (docs/scaling.md).
         self.concurrency = max(1, concurrency)
+        #: Aligning a tick's sends to the second (decision 0032) needs the clock and a sleep on it; a
+        #: margin of 0 turns it off (delays rounded down, as the API's dispatch at creation does).
+        self.sleep = sleep
+        self.send_late_margin = send_late_margin
+        self.align_budget = align_budget
+
+    def aligned_sends(self) -> AlignedSends | None:
+        """A tick's aligned sending (:mod:`jobsched.services.send_alignment`), or None when this
+        dispatcher has no clock and sleep to align with, or a margin of 0."""
+        if self.clock is None or self.sleep is None or self.send_late_margin <= 0:
+            return None
+        return AlignedSends(
+            clock=self.clock,
+            sleep=self.sleep,
+            late_margin=self.send_late_margin,
+            budget=self.align_budget,
+            concurrency=self.concurrency,
+            each=self._each,
+        )
 
     def shard_of(self, job_id: str) -> int:
         """The shard that owns ``job_id`` under this deployment's shard count."""
@@ -184,6 +211,7 @@ class Dispatcher:
         )
         summary.fences[shard] = lease.token
         gate = self.backpressure.tick(now) if self.backpressure and self.backpressure.active else None
+        sends = self.aligned_sends()
         try:
             if lease.in_legacy_window(now):
                 summary.jobs_rekeyed = sum(self.jobs.rekey_legacy(k) for k in legacy_keys_of(shard, count))
@@ -199,12 +227,14 @@ class Dispatcher:
                     )
                     page.extend(keys)
                     if len(page) >= self.page_size:
-                        summary.merge(self._dispatch_keys(page, now, lease, gate))
+                        summary.merge(self._dispatch_keys(page, now, lease, gate, sends))
                         page = []
                     if not start:
                         break
             if page:
-                summary.merge(self._dispatch_keys(page, now, lease, gate))
+                summary.merge(self._dispatch_keys(page, now, lease, gate, sends))
+            if sends is not None:
+                summary.send_align_seconds, summary.send_align_waits = round(sends.slept, 6), sends.waits
             if gate is not None:
                 gate.log(shard)
         finally:
@@ -214,18 +244,31 @@ class Dispatcher:
         return summary
 
     def _dispatch_keys(
-        self, keys: list[tuple[str, str]], now: datetime, lease: Lease, gate: TickGate | None
+        self,
+        keys: list[tuple[str, str]],
+        now: datetime,
+        lease: Lease,
+        gate: TickGate | None,
+        sends: AlignedSends | None,
     ) -> DispatchSummary:
-        return self.dispatch_jobs(self.jobs.get_many(keys), now, lease=lease, gate=gate)
+        return self.dispatch_jobs(self.jobs.get_many(keys), now, lease=lease, gate=gate, sends=sends)
 
     def dispatch_jobs(
-        self, jobs: list[Job], now: datetime, *, lease: Lease | None = None, gate: TickGate | None = None
+        self,
+        jobs: list[Job],
+        now: datetime,
+        *,
+        lease: Lease | None = None,
+        gate: TickGate | None = None,
+        sends: AlignedSends | None = None,
     ) -> DispatchSummary:
         """Dispatch the given jobs (a page of a shard, or one job the API just created).
 
         With a ``lease`` the lease is re-checked before any job is advanced and its token fences every
         advance; without one (the API's immediate dispatch) only the job's own conditions protect it.
         A ``gate`` (the tick's backpressure) may hold due ``default``/``low`` jobs back, untouched.
+        With ``sends`` (a tick's :class:`AlignedSends`) the messages are sent aligned to the second;
+        without, with the delays rounded down from ``now``.
         """
         summary = DispatchSummary(jobs_seen=len(jobs))
         planned: list[_Planned] = []
@@ -269,7 +312,7 @@ class Dispatcher:
             summary.merge(own)
             outgoing.extend(messages)
             work.append(_Work(p.job, p.plan, [m.key for m in messages]))
-        report = self.queues.send(outgoing)
+        report = sends.send(self.queues, outgoing) if sends is not None else self.queues.send(outgoing)
         summary.messages_sent += len(report.sent)
         summary.send_failures += len(report.failed)
         if lease is not None and work:  # nothing to advance, nothing to fence: no read

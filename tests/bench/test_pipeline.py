@@ -44,6 +44,23 @@ def figures(result: PipelineResult) -> dict:
     return result.to_dict()
 
 
+@pytest.fixture(scope="module")
+def estimate(figures: dict) -> dict:
+    """The AWS estimate of these figures, simulated once (at the headline scale only)."""
+    from jobsched.bench.aws_estimate import run_estimate
+
+    return run_estimate(figures, scale=0)
+
+
+@pytest.fixture
+def computed_estimate(estimate, monkeypatch):
+    """`jobsched bench` takes the estimate computed above instead of simulating it again."""
+    from jobsched.bench import aws_estimate
+
+    monkeypatch.setattr(aws_estimate, "run_estimate", lambda figures, scale: estimate)
+    return estimate
+
+
 def test_every_run_due_succeeds_exactly_once(figures, result):
     # Given 20 cron runs asked, the window rounded up to one planning cycle (4 jobs x 15 minutes), through
     # dispatcher -> queue -> worker / Then all succeeded, none twice, none lost
@@ -121,24 +138,31 @@ def test_the_payload_is_exactly_the_configured_size():
     assert payload_size(bench_payload(1024)) == 1024
 
 
-def test_bench_json_prints_one_object_on_the_last_line(result, monkeypatch, capsys):
+def test_bench_json_prints_one_object_on_the_last_line(result, computed_estimate, monkeypatch, capsys):
     # Given the benchmark (the result computed above, not recomputed)
     monkeypatch.setattr(pipeline, "run_pipeline", lambda config: result)
-    # When `jobsched bench --no-lag --json` runs
-    status = cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag", "--json"])
-    # Then it succeeds and the last stdout line is the JSON object with the issue's fields
+    # When `jobsched bench --no-lag --json` runs (the AWS estimate simulated at the headline only)
+    status = cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag", "--json", "--estimate-scale", "0"])
+    # Then it succeeds and the last stdout line is the JSON object with the issue's fields, the AWS
+    # estimate before and after the alignment of decision 0032 among them
     out = capsys.readouterr().out.strip().splitlines()
     data = json.loads(out[-1])
     assert status == 0
     assert all(key in data for key in REQUIRED)
+    estimate = data["aws_estimate"]
+    assert set(estimate["usd_per_million_runs"]) == {"before", "after"}
+    assert estimate["early_arrival"]["after"]["runs_early"] == 0
+    assert set(estimate["scaled"]) == {"staggered"}
+    assert estimate == computed_estimate
 
 
-def test_bench_text_report_names_the_cost_and_the_breakdown(result, monkeypatch, capsys):
+def test_bench_text_report_names_the_cost_and_the_breakdown(result, computed_estimate, monkeypatch, capsys):
     # Given the benchmark / When run without --json / Then a readable report with dollars and functions
     monkeypatch.setattr(pipeline, "run_pipeline", lambda config: result)
-    assert cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag"]) == 0
+    assert cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag", "--estimate-scale", "0"]) == 0
     text = capsys.readouterr().out
     assert "USD per million runs" in text and "dispatcher" in text and "worker" in text
+    assert "AWS estimate, USD per million runs: before" in text and "early arrival after" in text
 
 
 def test_bench_rejects_a_payload_over_the_limit(capsys):
@@ -192,7 +216,7 @@ def test_bench_shows_the_report_alone_without_metrics_or_warnings(result, monkey
     monkeypatch.setattr(pipeline, "run_pipeline", _noisy(result))
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        assert cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag"]) == 0
+        assert cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag", "--no-estimate"]) == 0
     captured = capsys.readouterr()
     assert "_aws" not in captured.out
     assert "USD per million runs" in captured.out
@@ -206,7 +230,9 @@ def test_bench_verbose_shows_the_metrics_on_stderr(result, monkeypatch, capsys):
     monkeypatch.setattr(pipeline, "run_pipeline", _noisy(result))
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        assert cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag", "--verbose"]) == 0
+        assert (
+            cli.main(["bench", "--runs", "20", "--jobs", "4", "--no-lag", "--no-estimate", "--verbose"]) == 0
+        )
     captured = capsys.readouterr()
     assert '"_aws"' in captured.err and "_aws" not in captured.out
     assert [str(w.message) for w in seen] == ["No application metrics to publish"]

@@ -22,7 +22,11 @@ rate over a minute in the embedded mode, about 80 s; ``--no-rate`` skips that pa
 
 With ``--json`` the LAST line of stdout is exactly one JSON object: the pipeline figures at the top level
 (``runs``, ``succeeded``, ``duplicates``, ``lost``, ``wru``, ``rru``, ``sqs_requests``,
-``lambda_invocations``, ``usd_per_million_runs``, ``breakdown``...) and the lag figures under ``lag``
+``lambda_invocations``, ``usd_per_million_runs``, ``breakdown``...), the AWS estimate under
+``aws_estimate`` (:mod:`jobsched.bench.aws_estimate`: the measured requests, Lambda duration modelled
+from the calls, the early-arrival wait simulated with the real dispatcher before and after
+decision 0032; ``--no-estimate`` skips it, ``--estimate-scale`` sets the larger scale it is also
+simulated at) and the lag figures under ``lag``
 (or at the top level with ``--lag``); with ``--noisy`` the object holds the noisy-neighbour figures
 alone, and likewise with ``--listing`` and ``--soak``; with ``--idle`` the idle figure
 (:mod:`jobsched.bench.idle`: ``--idle-jobs`` monthly crons, ``--idle-hours`` of ticks and sweeps) under
@@ -145,6 +149,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--workflows", type=int, default=10, help="per-minute workflows that make them (default 10)"
     )
+    parser.add_argument(
+        "--no-estimate",
+        action="store_true",
+        help="skip the AWS estimate after the cost benchmark (its tick simulation takes a few minutes)",
+    )
+    parser.add_argument(
+        "--estimate-scale",
+        type=int,
+        default=10,
+        help="the AWS estimate's early-arrival wait is also simulated at this many times the jobs (10; "
+        "0 or 1: not)",
+    )
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument(
         "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
@@ -171,6 +187,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError(f"--shards must be 1..{DUE_PARTITIONS}")
     if not 11 <= args.payload_bytes <= 64 * 1024:
         raise ValidationError("--payload-bytes must be 11..65536")
+    if not 0 <= getattr(args, "estimate_scale", 10) <= 100:
+        raise ValidationError("--estimate-scale must be 0..100")
     if not 1 <= args.lag_runs <= 1000:
         raise ValidationError("--lag-runs must be 1..1000")
     if not 100 <= args.noisy_runs <= 5000:
@@ -266,6 +284,11 @@ def run(args: argparse.Namespace) -> int:
             result = run_pipeline(config)
             figures.update(result.to_dict())
             ok = ok and not result.duplicates and not result.lost
+            if not getattr(args, "no_estimate", False) and result.succeeded:
+                from jobsched.bench import aws_estimate
+
+                scale = getattr(args, "estimate_scale", 10)
+                figures["aws_estimate"] = aws_estimate.run_estimate(figures, scale=scale)
         if not args.no_lag and not args.noisy and not args.idle and not args.workflow:
             from jobsched.bench.lag import LagConfig, run_lag
 
@@ -357,7 +380,12 @@ def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) ->
         return
     parts = []
     if not args.lag:
-        parts.append(pipeline_text(figures))
+        text = pipeline_text(figures)
+        if figures.get("aws_estimate"):
+            from jobsched.bench.aws_estimate import estimate_text
+
+            text += "\n" + estimate_text(figures["aws_estimate"])
+        parts.append(text)
     if args.lag:
         parts.append(lag_text(figures))
     elif not args.no_lag:
