@@ -484,3 +484,20 @@ def test_with_the_fix_a_message_past_the_retention_period_is_still_not_received(
         for message in queue._messages:
             message.sent_timestamp -= 61_000
         assert not sqs.receive_message(QueueUrl=url).get("Messages")
+
+
+def test_with_the_fix_the_retention_check_reads_moto_s_clock(monkeypatch):
+    """Given the fix and moto's SQS clock set 10 days back (as the benchmarks set it to their fake
+    clock), when a message is sent and received, then it is received: the retention check reads the
+    clock its message was stamped with, not the wall clock."""
+    moto_fixes.apply()
+    from moto.sqs import models
+
+    real, real_ms = models.unix_time, models.unix_time_millis
+    monkeypatch.setattr(models, "unix_time", lambda *a: real(*a) - 10 * 86400)
+    monkeypatch.setattr(models, "unix_time_millis", lambda *a: real_ms(*a) - 10 * 86400 * 1000)
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="past")["QueueUrl"]
+        sqs.send_message(QueueUrl=url, MessageBody="then")
+        assert [m["Body"] for m in sqs.receive_message(QueueUrl=url).get("Messages", [])] == ["then"]
