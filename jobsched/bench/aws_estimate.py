@@ -77,8 +77,9 @@ class TickConfig:
     jobs: int = 100
     minutes: int = 10
     #: 0: every job created before the first tick (the pipeline benchmark's pattern: all of a shard's
-    #: jobs are advanced by the same tick, one tick in five sends); N: created in N groups, one a
-    #: minute, so that N of five ticks send (with N = 5, every tick: the alignment's worst case per run)
+    #: jobs are advanced by the same tick, one tick in a planning cycle sends); N: created in N groups,
+    #: one a minute, so that N ticks of a cycle send (N = the cycle's minutes: every tick, the
+    #: alignment's worst case per run)
     stagger_minutes: int = 0
     shards: int = resources.DEFAULT_SHARDS
     seed: int = 12
@@ -438,15 +439,25 @@ def run_estimate(
 ) -> dict[str, Any]:
     """The ``aws_estimate`` object for the pipeline figures ``pipeline``: the simulation at the
     headline's jobs, and at ``scale`` times as many (0: not run)."""
-    config = config or TickConfig(jobs=pipeline["setup"]["jobs"], shards=pipeline["setup"]["shards"])
+    # The jobs' first dispatch (at their creation) queues the pipeline's warm-up minutes of runs; the
+    # ticks first send for a job at the advance after it, a look-ahead (a minute) before they run
+    # out: the simulation runs one minute past that, so every job's advance is in it.
+    warm_up = int(pipeline["setup"].get("warm_up_minutes", 5))
+    config = config or TickConfig(
+        jobs=pipeline["setup"]["jobs"], shards=pipeline["setup"]["shards"], minutes=warm_up + 1
+    )
     variants, setup = simulate_variants(config)
     scaled: dict[str, dict[str, Any]] = {}
-    staggered, staggered_setup = simulate_variants(replace(config, stagger_minutes=5))
+    # as many groups as minutes in a planning cycle: every tick of every shard sends
+    stagger = int(pipeline["setup"].get("planning_cycle_minutes", 5))
+    staggered, staggered_setup = simulate_variants(
+        replace(config, stagger_minutes=stagger, minutes=config.minutes + stagger)
+    )
     scaled["staggered"] = staggered | {"setup": staggered_setup}
     if scale and scale > 1:
-        # one enqueue cycle (5 minutes) holds the tick that advances every job: enough, and 10x
-        # the moto work of the headline already
-        bigger = replace(config, jobs=config.jobs * scale, minutes=min(config.minutes, 5))
+        # the same minutes hold the tick that advances every job: enough, and 10x the moto work of
+        # the headline already
+        bigger = replace(config, jobs=config.jobs * scale)
         scaled_variants, scaled_setup = simulate_variants(bigger)
         scaled[f"{scale}x"] = scaled_variants | {"setup": scaled_setup}
     return estimate(pipeline, variants, config.latency, scaled=scaled, setup=setup)

@@ -153,11 +153,13 @@ def test_the_estimate_adds_the_measured_requests_the_calls_and_each_variants_ear
 
 
 def test_the_real_dispatcher_lands_no_run_early_once_aligned():
-    """Given 4 per-minute jobs over 2 shards, ticks at seeded sub-second offsets for 6 minutes
+    """Given 4 per-minute jobs over 2 shards, created a minute apart, ticks at seeded sub-second offsets
+    for 19 minutes (a job's creation queues 15 minutes of runs; the ticks send from its first advance
+    on, so 4 ticks send)
     When the real dispatcher ticks with the alignment off (before) and on (after)
-    Then before, every run it sent surfaces early (the worker waits); after, none does, none is
+    Then before, runs surface early (the worker waits); after, none does, none is
     more than the 100 ms margin late, and the dispatcher slept instead, under a second a sending tick"""
-    variants, setup = simulate_variants(TickConfig(jobs=4, minutes=6, shards=2))
+    variants, setup = simulate_variants(TickConfig(jobs=4, minutes=19, shards=2, stagger_minutes=4))
     before, after = variants["before"], variants["after"]
     assert before["runs"] == after["runs"] > 0
     assert before["runs_early"] > 0 and before["usd_worker_wait"] > 0
@@ -165,7 +167,8 @@ def test_the_real_dispatcher_lands_no_run_early_once_aligned():
     assert after["runs_early"] == 0 and after["usd_worker_wait"] == 0
     assert after["late_max_seconds"] <= 0.1
     assert 0 < after["dispatcher_align_seconds_per_sending_tick"] < 1.0
-    assert setup["ticks"] == 12 and setup["seed"] == 12
+    assert setup["ticks"] == 38 and setup["seed"] == 12
+    assert before["ticks_sending"] == after["ticks_sending"] == 4
     text = estimate_text(
         estimate(
             {
