@@ -127,7 +127,7 @@ def apply() -> None:
     _sqs_send_without_counting()
     _sqs_receive_without_counting()
     _models_untracked()
-    _sqs_long_poll_without_spinning()
+    _sqs_long_poll_rescans_sooner()
 
 
 def _sqs_receive_without_counting() -> None:
@@ -148,7 +148,7 @@ def _sqs_receive_without_counting() -> None:
     SQSBackend.is_message_valid_based_on_retention_period = is_message_valid_based_on_retention_period  # type: ignore[method-assign]
 
 
-def _sqs_long_poll_without_spinning() -> None:
+def _sqs_long_poll_rescans_sooner() -> None:
     from moto.sqs.models import Queue
 
     if getattr(Queue.wait_for_messages, _APPLIED, False):

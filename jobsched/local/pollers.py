@@ -12,7 +12,7 @@ fails the whole batch, as Lambda does.
 Latency: every queue is long-polled (``wait_seconds``; ``idle_seconds`` apart only when
 ``wait_seconds`` is 0). With :mod:`jobsched.local.moto_fixes` applied, as the embedded mode does, a
 long poll wakes at once for a newly sent message and sees a *delayed* message within
-``moto_fixes.LONG_POLL_RESCAN_SECONDS`` of its becoming visible, without spinning, so a run queued
+``moto_fixes.LONG_POLL_RESCAN_SECONDS`` of its becoming visible (moto alone: up to a second), so a run queued
 ahead with ``DelaySeconds`` is received on time without short polls.
 
 Early runs are gathered (a difference from AWS, on purpose): ``DelaySeconds`` is whole seconds, so a

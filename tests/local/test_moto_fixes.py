@@ -3,6 +3,7 @@ while another is being deleted must stay in the queue."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -241,10 +242,28 @@ def unpatched_send():
     SQSBackend.send_message = original  # type: ignore[method-assign]
 
 
+@contextlib.contextmanager
+def counting_clock_reads(monkeypatch):
+    """Counts moto SQS's clock reads (``unix_time_millis``) while the block runs: ``reads[0]``."""
+    from moto.sqs import models
+
+    reads = [0]
+    real = models.unix_time_millis
+
+    def counted(*args):
+        reads[0] += 1
+        return real(*args)
+
+    monkeypatch.setattr(models, "unix_time_millis", counted)
+    try:
+        yield reads
+    finally:
+        monkeypatch.setattr(models, "unix_time_millis", real)
+
+
 def clock_reads_of_one_batch(monkeypatch, queued: int) -> int:
     """How many times moto's SQS reads its clock for one ``SendMessageBatch`` of 10 into a queue that
     already holds ``queued`` delayed messages (one read per message scanned)."""
-    from moto.sqs import models
 
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -252,21 +271,14 @@ def clock_reads_of_one_batch(monkeypatch, queued: int) -> int:
         for _ in range(0, queued, 10):
             entries = [{"Id": str(i), "MessageBody": "x", "DelaySeconds": 900} for i in range(10)]
             sqs.send_message_batch(QueueUrl=url, Entries=entries)
-        reads = 0
-        real = models.unix_time_millis
-
-        def counted(*args):
-            nonlocal reads
-            reads += 1
-            return real(*args)
-
-        monkeypatch.setattr(models, "unix_time_millis", counted)
-        sqs.send_message_batch(QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "y"} for i in range(10)])
-        monkeypatch.setattr(models, "unix_time_millis", real)
+        with counting_clock_reads(monkeypatch) as reads:
+            sqs.send_message_batch(
+                QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "y"} for i in range(10)]
+            )
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"]
         assert attributes["ApproximateNumberOfMessages"] == "10"
         assert attributes["ApproximateNumberOfMessagesDelayed"] == str(queued)
-    return reads
+    return reads[0]
 
 
 def test_without_the_fix_a_send_scans_every_queued_message(monkeypatch, unpatched_send):
@@ -430,7 +442,6 @@ def unpatched_receive():
 def clock_reads_of_one_receive(monkeypatch, queued: int) -> int:
     """How many times moto's SQS reads its clock for one ``ReceiveMessage`` of 10 from a queue holding
     ``queued`` visible messages (each pass over the queue reads it twice per message)."""
-    from moto.sqs import models
 
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")
@@ -439,19 +450,10 @@ def clock_reads_of_one_receive(monkeypatch, queued: int) -> int:
             sqs.send_message_batch(
                 QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": "x"} for i in range(10)]
             )
-        reads = 0
-        real = models.unix_time_millis
-
-        def counted(*args):
-            nonlocal reads
-            reads += 1
-            return real(*args)
-
-        monkeypatch.setattr(models, "unix_time_millis", counted)
-        got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
-        monkeypatch.setattr(models, "unix_time_millis", real)
+        with counting_clock_reads(monkeypatch) as reads:
+            got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
         assert len(got) == 10
-    return reads
+    return reads[0]
 
 
 def test_without_the_fix_a_receive_scans_the_queue_for_every_message_it_returns(
