@@ -23,12 +23,13 @@ compares correctly as strings.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.sizing import read_units
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, to_iso
 
@@ -285,13 +286,28 @@ class AttemptStore:
             raise LeaseLostError(_lost_message(run_id, attempt, rejected.item)) from None
         return bool(item.get("cancel_requested", False))
 
-    def cancel_requested(self, run_id: str) -> bool:
-        """Whether the run carries ``cancel_requested``: one strongly consistent GetItem of that
-        attribute alone (1 read unit for a run item under 4 KB; no write, no lease extension)."""
-        item = self.dynamo.get(
-            self.table, self._key(run_id), consistent=True, attributes=("cancel_requested",)
+    def cancel_flags(self, run_ids: Sequence[str]) -> set[str]:
+        """Which of the runs carry ``cancel_requested``: one strongly consistent BatchGetItem of that
+        attribute (and the key) per 100 runs. DynamoDB bills it per item, like that many GetItems (1
+        read unit for a run item under 4 KB). Not metered here: the caller records each run's read
+        with :meth:`record_flag_read` in that run's context, so usage per tenant stays exact."""
+        keys = [self._key(run_id) for run_id in run_ids]
+        items = self.dynamo.batch_get(
+            self.table,
+            keys,
+            consistent=True,
+            attributes=("job_id", "run_key", "cancel_requested"),
+            metered=False,
         )
-        return bool((item or {}).get("cancel_requested", False))
+        return {f"{i['job_id']}.{i['run_key']}" for i in items if i.get("cancel_requested")}
+
+    def record_flag_read(self, *, request: bool) -> None:
+        """Meter one run's share of a :meth:`cancel_flags` batch: 1 read unit (a projected read is
+        billed as the whole item: the unit minimum for items up to 4 KB), and the request itself when
+        ``request`` (the first run of each batch)."""
+        self.dynamo.meter.record_dynamodb(
+            "BatchGetItem", rcu=read_units(0, True), table=self.table, requests=int(request)
+        )
 
     # --- endings ---------------------------------------------------------------------------------
 

@@ -347,22 +347,37 @@ class Dynamo:
                 raise unprocessed_error("BatchWriteItem", table, "items")
 
     def batch_get(
-        self, table: str, keys: Sequence[Mapping[str, Any]], *, consistent: bool = False
+        self,
+        table: str,
+        keys: Sequence[Mapping[str, Any]],
+        *,
+        consistent: bool = False,
+        attributes: Sequence[str] | None = None,
+        metered: bool = True,
     ) -> list[dict[str, Any]]:
-        """BatchGetItem in chunks of 100, retrying unprocessed keys; order of the result is not kept."""
+        """BatchGetItem in chunks of 100, retrying unprocessed keys; order of the result is not kept.
+
+        With ``attributes``, only those come back (a ``ProjectionExpression``: name the key attributes
+        too, to tell the items apart). ``metered=False`` leaves the recording to the caller, who
+        attributes each item's read to whom it was for (DynamoDB bills a batch per item, as that many
+        GetItems)."""
         out: list[dict[str, Any]] = []
         for start in range(0, len(keys), 100):
-            pending: dict[str, Any] = {
-                table: {
-                    "Keys": [serialize(k) for k in keys[start : start + 100]],
-                    "ConsistentRead": consistent,
-                }
+            request: dict[str, Any] = {
+                "Keys": [serialize(k) for k in keys[start : start + 100]],
+                "ConsistentRead": consistent,
             }
+            if attributes:
+                placeholders = {f"#p{i}": name for i, name in enumerate(attributes)}
+                request["ProjectionExpression"] = ", ".join(placeholders)
+                request["ExpressionAttributeNames"] = placeholders
+            pending: dict[str, Any] = {table: request}
             for _ in range(8):
                 response = self.client.batch_get_item(RequestItems=pending, ReturnConsumedCapacity="TOTAL")
                 wires = response.get("Responses", {}).get(table, [])
-                rcu = sum(read_units(item_size(w), consistent) for w in wires)
-                self.meter.record_dynamodb("BatchGetItem", rcu=rcu, response=response, table=table)
+                if metered:
+                    rcu = sum(read_units(item_size(w), consistent) for w in wires)
+                    self.meter.record_dynamodb("BatchGetItem", rcu=rcu, response=response, table=table)
                 out.extend(deserialize(w) for w in wires)
                 pending = response.get("UnprocessedKeys") or {}
                 if not pending:

@@ -100,13 +100,16 @@ class Meter:
         rcu: float = 0.0,
         response: Mapping | None = None,
         table: str = "",
+        requests: int = 1,
     ) -> None:
+        """One request's units. ``requests=0`` adds units to a request already counted: a batched read
+        whose items are recorded one by one, each in the context of the run it was for."""
         reported = 0.0
         consumed = (response or {}).get("ConsumedCapacity")
         for entry in consumed if isinstance(consumed, list) else [consumed] if consumed else []:
             reported += float(entry.get("CapacityUnits", 0.0))
         with self._lock:
-            self.requests[f"dynamodb.{operation}"] += 1
+            self.requests[f"dynamodb.{operation}"] += requests
             self.wcu[operation] += wcu
             self.rcu[operation] += rcu
             self.wcu_by_table[table] += wcu

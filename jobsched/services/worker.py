@@ -11,7 +11,8 @@
 4. run the target under ``min(timeout, Lambda time left)`` with a heartbeat every third of the lease
    that extends the lease and the message's visibility, writes progress and reads the cancel flag,
    and, while the target runs, a cancel watch that reads only the flag every
-   ``cancel_poll_seconds`` (1 s), so a cancellation reaches the handler within about a second;
+   ``cancel_poll_seconds`` (1 s; one batched read for all the worker's running runs), so a
+   cancellation reaches the handler within about a second;
 5. record the outcome with a write fenced on the attempt: succeeded (output inline or in S3), cancelled,
    retrying (the next attempt is *sent first*, then the run is marked, so a crash in between leaves a
    message that finds the run and claims it; never a run waiting for a message that does not exist),
@@ -48,7 +49,7 @@ from jobsched.runtime import observability as obs
 from jobsched.services.limits import Admission, LimitGate, unlimited
 from jobsched.services.outcome import Outcome, OutcomeStatus
 from jobsched.targets.context import IdempotentEffects, JobContext
-from jobsched.targets.executor import CancelWatch, Heartbeat, error_info, execute_target
+from jobsched.targets.executor import CancelBoard, Heartbeat, error_info, execute_target
 
 logger = logging.getLogger(__name__)
 
@@ -151,6 +152,12 @@ class Worker:
         #: Told after a delivery that found its run ended (:data:`FINISHED_OUTCOMES`): the extension
         #: point of DAG workflows (:mod:`jobsched.services.workflows` starts a node's children).
         self.on_finished = on_finished
+        #: Reads the cancellation flags of all the runs this worker executes, batched (decision 0013).
+        self.cancel_board = CancelBoard(
+            lambda run_ids: self.attempts.cancel_flags(run_ids),
+            config.cancel_poll_seconds,
+            on_read=lambda first: self.attempts.record_flag_read(request=first),
+        )
 
     # --- entry -----------------------------------------------------------------------------------
 
@@ -326,14 +333,11 @@ class Worker:
                 admission.renew(beat_at)  # the run's concurrency slots live as long as its lease
             self._set_visibility(queue_url, receipt, int(lease) + VISIBILITY_SLACK_SECONDS)
 
-        def flagged() -> bool:
-            return self.attempts.cancel_requested(run.id)
-
         started = self.clock.now()
         error: BaseException | None = None
         output: Any = None
         heartbeat = Heartbeat(beat, self.config.heartbeat_interval, ctx.cancel_event)
-        watch = CancelWatch(flagged, self.config.cancel_poll_seconds, ctx.cancel_event, cancel)
+        watch = self.cancel_board.watch(run.id, ctx.cancel_event, cancel)
         try:
             payload = self._payload(msg, claim)
             with heartbeat:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -178,62 +179,135 @@ class Heartbeat:
             self.beat_once()
 
 
-class CancelWatch:
-    """Reads a running run's cancellation flag every ``interval_seconds`` while its target runs.
+class CancelBoard:
+    """Reads the cancellation flags of every run a worker is executing, in one batched read per period.
 
-    The heartbeat reads the flag too, but only every third of the lease (20 s by default); this
-    watch makes a cancellation reach ``ctx.cancelled`` within about ``interval_seconds``. It only
-    reads (``is_cancelled``: a strongly consistent GetItem of the flag, 1 read unit), and only while a
-    target runs: it starts with the target and its first read is one interval in, so a run that ends
-    sooner pays nothing. When the flag is seen it calls ``on_cancel`` and stops; it also stops once
-    ``cancel_event`` is set for another reason (timeout, a lost lease). A failed read is logged and
-    tried again at the next interval. ``interval_seconds <= 0`` disables it (the heartbeat alone).
+    The heartbeat reads a run's flag too, but only every third of the lease (20 s by default); the
+    board makes a cancellation reach ``ctx.cancelled`` within about ``interval_seconds``. Each run is
+    read every ``interval_seconds`` while its target runs, and only then: its first read is one
+    interval after its target started, so a run that ends sooner pays nothing. One thread serves all
+    the worker's runs: once a run's read is due it reads, in one ``read_flags`` call (a BatchGetItem),
+    that run and every other falling due before its next tick (every quarter interval), so the runs
+    of a batch share a request instead of each making its own (the ten records of a Lambda batch: one
+    request a second, not ten; at most four a second however many runs). DynamoDB bills a batch
+    per run read, exactly as it billed the GetItems, and ``on_read`` meters each run's read in that
+    run's own context (its tenant's usage).
+
+    When a run's flag is seen the board calls its ``on_cancel`` and stops reading it; it also stops
+    once the run's ``cancel_event`` is set for another reason (timeout, a lost lease). A failed read is
+    logged and tried again one interval later; it never fails a run. The thread starts with the first
+    watch and ends when no run is watched. ``interval_seconds <= 0`` disables it (the heartbeat alone).
     """
 
     def __init__(
         self,
-        is_cancelled: Callable[[], bool],
+        read_flags: Callable[[list[str]], set[str]],
         interval_seconds: float,
-        cancel_event: threading.Event,
-        on_cancel: Callable[[], None],
+        *,
+        on_read: Callable[[bool], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        threaded: bool = True,
     ):
-        self._is_cancelled = is_cancelled
-        self._interval = interval_seconds
-        self._cancel = cancel_event
-        self._on_cancel = on_cancel
-        self._stop = threading.Event()
+        self._read_flags = read_flags
+        self._threaded = threaded  # False: no thread, the caller calls take_due and read_once (tests)
+        self.interval = interval_seconds
+        self._on_read = on_read
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._watches: dict[int, CancelWatch] = {}
         self._thread: threading.Thread | None = None
+        self.requests = 0  # read_flags calls that answered
+
+    def watch(self, run_id: str, cancel_event: threading.Event, on_cancel: Callable[[], None]) -> CancelWatch:
+        """The watch of one run's target: a context manager, entered when the target starts."""
+        return CancelWatch(self, run_id, cancel_event, on_cancel)
+
+    def _add(self, watch: CancelWatch) -> None:
+        with self._lock:
+            watch.due = self._clock() + self.interval
+            self._watches[id(watch)] = watch
+            if self._thread is None and self._threaded:
+                self._thread = threading.Thread(target=self._loop, name="jobsched-cancel-watch", daemon=True)
+                self._thread.start()
+
+    def _remove(self, watch: CancelWatch) -> None:
+        with self._lock:
+            self._watches.pop(id(watch), None)
+
+    @property
+    def tick(self) -> float:
+        return self.interval / 4
+
+    def take_due(self) -> list[CancelWatch] | None:
+        """The watches to read now (None once no run is watched: the thread ends): none until one is
+        due; then the runs due before the next tick join its read, so a run is read up to a quarter
+        period early rather than in a request of its own, and keeps its cadence (:meth:`read_once`)."""
+        with self._lock:
+            for key in [k for k, w in self._watches.items() if w.cancel_event.is_set()]:
+                del self._watches[key]
+            if not self._watches:
+                self._thread = None
+                return None
+            now = self._clock()
+            if all(w.due > now for w in self._watches.values()):
+                return []
+            return [w for w in self._watches.values() if w.due <= now + self.tick]
+
+    def _loop(self) -> None:
+        while (due := self.take_due()) is not None:
+            if due:
+                self.read_once(due)
+            time.sleep(self.tick)
+
+    def read_once(self, watches: list[CancelWatch]) -> None:
+        """One batched read of these runs' flags (the loop's body)."""
+        try:
+            flagged: set[str] | None = self._read_flags([w.run_id for w in watches])
+        except Exception:
+            for watch in watches:  # one line per run, with its keys: every run's log tells of it
+                watch.context.run(
+                    logger.exception, "reading the cancellation flag failed; retrying at the next interval"
+                )
+            flagged = None
+        now = self._clock()
+        if flagged is not None:
+            self.requests += 1
+        for position, watch in enumerate(watches):
+            # Each run keeps its own cadence (one read per period on average, however early the
+            # shared read took it); one that fell behind starts again from now.
+            watch.due = watch.due + self.interval if watch.due + self.interval > now else now + self.interval
+            if flagged is None:
+                continue
+            watch.reads += 1
+            # Each run's share is metered, and its cancel handled, in the run's own context.
+            if self._on_read is not None:
+                watch.context.run(self._on_read, position == 0)
+            if watch.run_id in flagged:
+                watch.seen = True
+                self._remove(watch)
+                watch.context.run(watch.on_cancel)
+
+
+class CancelWatch:
+    """One run's place on a :class:`CancelBoard` while its target runs (``with board.watch(...)``)."""
+
+    def __init__(
+        self, board: CancelBoard, run_id: str, cancel_event: threading.Event, on_cancel: Callable[[], None]
+    ):
+        self.board = board
+        self.run_id = run_id
+        self.cancel_event = cancel_event
+        self.on_cancel = on_cancel
+        self.context = contextvars.copy_context()
+        self.due = 0.0
         self.reads = 0
         self.seen = False
 
     def __enter__(self) -> CancelWatch:
-        if self._interval > 0:
-            context = contextvars.copy_context()  # its log lines carry the run's keys
-            self._thread = threading.Thread(
-                target=context.run, args=(self._loop,), name="jobsched-cancel-watch", daemon=True
-            )
-            self._thread.start()
+        if self.board.interval > 0:
+            self.context = contextvars.copy_context()  # its reads and log lines carry the run's keys
+            self.board._add(self)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=self._interval + 5.0)
-
-    def check_once(self) -> bool:
-        """One read of the flag (the loop's body); True once the cancellation was seen."""
-        try:
-            cancelled = self._is_cancelled()
-        except Exception:
-            logger.exception("reading the cancellation flag failed; retrying at the next interval")
-            return False
-        self.reads += 1
-        if cancelled:
-            self.seen = True
-            self._on_cancel()
-        return cancelled
-
-    def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            if self._cancel.is_set() or self.check_once():
-                return
+        self.board._remove(self)

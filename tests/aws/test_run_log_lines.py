@@ -97,7 +97,7 @@ def test_heartbeat_and_cancel_watch_lines_carry_the_run_keys(kit, clock, caplog)
         raise RuntimeError("throttled")
 
     worker.attempts.heartbeat = throttled
-    worker.attempts.cancel_requested = throttled
+    worker.attempts.cancel_flags = throttled
 
     with caplog.at_level(logging.ERROR, logger="jobsched.targets.executor"):
         assert worker.process(msg.to_json(), clock.now()).status == "succeeded"

@@ -27,6 +27,6 @@ def test_the_cost_part_meters_one_read_per_second_of_running_time():
     figures = run_cost(2.5)
 
     assert figures["outcome"] == "succeeded"
-    assert figures["requests"] == {"dynamodb.UpdateItem": 2, "dynamodb.GetItem": 2}
+    assert figures["requests"] == {"dynamodb.UpdateItem": 2, "dynamodb.BatchGetItem": 2}
     assert figures["heartbeat_writes_per_minute"] == 0.0
     assert 0 < figures["usd_per_million_running_minutes"]["cancel_watch"] < 7.5

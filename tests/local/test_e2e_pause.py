@@ -49,6 +49,9 @@ class PausedJob:
 
     job_id: str
     paused_at: datetime
+    #: The client's clock after the pause answered: a run due between paused_at and then that a worker
+    #: claimed before the withdrawal reached it runs as an ordinary run (docs/semantics/runs.md).
+    pause_answered_at: datetime
     withdrawn: set[str]
     resumed: dict[str, Any]
     resumed_at: datetime
@@ -58,9 +61,16 @@ class PausedJob:
     resume_answered_at: datetime
     runs: list[dict[str, Any]]  # every run scheduled up to the final pause, oldest first
 
+    def claimed_during_pause(self) -> list[dict[str, Any]]:
+        """Runs due while the pause was answering that a worker claimed before the withdrawal reached
+        them: not withdrawn, so not decided by the resume."""
+        during = [r for r in self.runs if self.paused_at < parse(r["scheduled_at"]) <= self.pause_answered_at]
+        return [r for r in during if r["id"] not in self.withdrawn]
+
     def after_pause(self) -> list[dict[str, Any]]:
         """Runs scheduled after the first pause, withdrawn ones included: the resume decided them all."""
-        return [r for r in self.runs if parse(r["scheduled_at"]) > self.paused_at]
+        claimed = {r["id"] for r in self.claimed_during_pause()}
+        return [r for r in self.runs if parse(r["scheduled_at"]) > self.paused_at and r["id"] not in claimed]
 
     def misfired(self) -> list[dict[str, Any]]:
         return [r for r in self.after_pause() if r["skip_reason"] == "misfire" or r["trigger"] == "catchup"]
@@ -110,11 +120,12 @@ def scenario() -> Iterator[dict[str, PausedJob]]:
         }
         for job_id in ids.values():
             wait_for(lambda job_id=job_id: _succeeded(client, job_id) >= 2, timeout=60, interval=0.3)
-        paused = {}
+        paused, pause_answered = {}, {}
         for name, job_id in ids.items():
             # A run queued ahead is there to withdraw (on a busy machine the ticks can fall behind)
             wait_for(lambda j=job_id: _queued_ahead(client, j), timeout=30, interval=0.1)
             paused[name] = client.pause_job(job_id)
+            pause_answered[name] = datetime.now(UTC)
         time.sleep(PAUSE_SECONDS)  # the pause itself: occurrences come due while nothing dispatches them
         resumed, sent, answered = {}, {}, {}
         for name, job_id in ids.items():
@@ -130,6 +141,7 @@ def scenario() -> Iterator[dict[str, PausedJob]]:
             name: PausedJob(
                 job_id=job_id,
                 paused_at=parse(paused[name]["updated_at"]),
+                pause_answered_at=pause_answered[name],
                 withdrawn=set(paused[name]["withdrawn_runs"]),
                 resumed=resumed[name],
                 resumed_at=parse(resumed[name]["updated_at"]),
@@ -169,8 +181,10 @@ def test_the_runs_the_pause_withdrew_are_decided_again_on_resume(
     assert not [r for r in paused.runs if r["skip_reason"] == "paused"]
     decided = {r["id"] for r in paused.misfired()} | {r["id"] for r in paused.on_time_after_resume()}
     assert paused.withdrawn <= decided
-    # And everything due up to the pause ran
+    # And everything due up to the pause ran, and so did a run due while the pause answered that a
+    # worker had claimed before its withdrawal reached it: an ordinary run, never skipped as well
     before = [r for r in paused.runs if parse(r["scheduled_at"]) <= paused.paused_at]
+    before += paused.claimed_during_pause()
     assert before and all((r["state"], r["trigger"]) == ("succeeded", "schedule") for r in before)
 
 
