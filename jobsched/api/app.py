@@ -33,6 +33,7 @@ from jobsched.api.tenants import PrincipalStore, admin_router
 from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock
 from jobsched.core.errors import JobschedError
+from jobsched.runtime import observability as obs
 
 if TYPE_CHECKING:
     from jobsched.aws.tenant_limits import TenantLimits
@@ -140,7 +141,8 @@ class JobschedResolver(APIGatewayHttpResolver):
                 return raw_error_response(error)
             if identity is not None:
                 self.append_context(**{IDENTITY_CONTEXT_KEY: identity})
-            return super().resolve(event, context)
+            with obs.request_lane(identity.tenant if identity is not None else None):
+                return super().resolve(event, context)
 
 
 class ResolverPool:

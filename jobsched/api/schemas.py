@@ -454,8 +454,9 @@ class RunOut(BaseModel):
     )
     expires_at: str | None = Field(
         default=None,
-        description="when the run's record becomes eligible for deletion (created or last replayed + "
-        "the deployment's retention_days); DynamoDB removes it within a few days of that instant",
+        description="when the run's record becomes eligible for deletion (the later of its creation and "
+        "its due instant, or its last replay, + the deployment's retention_days); DynamoDB removes it "
+        "within a few days of that instant",
     )
     error: str | None = None
     skip_reason: str | None = None

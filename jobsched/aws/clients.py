@@ -8,6 +8,7 @@ nothing and tests can enter ``mock_aws()`` before any client exists.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
@@ -21,6 +22,25 @@ DEFAULT_CONFIG = Config(
     read_timeout=10,
     max_pool_connections=25,
 )
+
+
+#: The header naming the tenant a DynamoDB request is made for (only when a lane source is set).
+LANE_HEADER = "x-jobsched-lane"
+_lane_source: Callable[[], str] | None = None
+
+
+def set_lane_source(source: Callable[[], str] | None) -> None:
+    """Tag every DynamoDB request of this process with ``LANE_HEADER`` = ``source()`` (the tenant it is
+    made for). The embedded mode sets it, so that its emulated DynamoDB can serve tenants in turn
+    (:mod:`jobsched.local.moto_fixes`); on AWS nothing sets it and no header is added."""
+    global _lane_source
+    _lane_source = source
+
+
+def _tag_lane(request: Any, **_: Any) -> None:
+    source = _lane_source
+    if source is not None:
+        request.headers[LANE_HEADER] = source()
 
 
 class Clients:
@@ -47,7 +67,9 @@ class Clients:
 
     @cached_property
     def dynamodb(self) -> Any:
-        return self.client("dynamodb")
+        client = self.client("dynamodb")
+        client.meta.events.register("before-sign.dynamodb", _tag_lane)
+        return client
 
     @cached_property
     def sqs(self) -> Any:

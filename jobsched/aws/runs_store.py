@@ -11,7 +11,8 @@ tenant's runs a Query on its feed plus BatchGetItem; dead letters a Query on the
 scans.
 
 With a ``retention`` (the deployment's ``retention_days``), every run put here carries the table's
-TTL attribute ``expires_at`` = its ``created_at`` + retention, and its feed entry the same expiry, so
+TTL attribute ``expires_at`` = the later of its ``created_at`` and ``due_at`` + retention, and its
+feed entry (and in-flight ledger item) the same expiry, so
 DynamoDB deletes both; a replay moves the run's expiry to the replay's instant + retention
 (:mod:`jobsched.services.runs`).
 """
@@ -90,10 +91,12 @@ class RunsStore:
         return int((instant + self.retention).timestamp())
 
     def _expiring(self, run: Run) -> Run:
-        """``run`` with its ``expires_at`` (unless it has one, or the store keeps runs forever)."""
+        """``run`` with its ``expires_at`` (unless it has one, or the store keeps runs forever): kept a
+        retention from the later of its creation and its due instant, so a run queued ahead of its
+        instant is kept as long after it as one created when due."""
         if run.expires_at is not None or self.retention is None:
             return run
-        return replace(run, expires_at=self.expiry_after(run.created_at))
+        return replace(run, expires_at=self.expiry_after(max(run.created_at, run.due_at)))
 
     def create(self, run: Run) -> tuple[Run, bool]:
         """Record ``run`` in its tenant's feed, then put it unless its id exists: ``(run, True)`` when

@@ -50,6 +50,7 @@ _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 class SoakConfig:
     minutes: float = 10.0
     per_second_jobs: int = 0
+    retention_minutes: int | None = None  # jobsched dev --retention-minutes (None: its default, days)
     port: int | None = None  # the API port of the soak's jobsched dev (None: a free one); +1, +2: moto's
     sample_seconds: float = 10.0
     warmup_seconds: float = 30.0
@@ -135,6 +136,8 @@ def run_soak(config: SoakConfig = SoakConfig()) -> dict[str, Any]:
     log_dir = tempfile.mkdtemp(prefix="jobsched-soak-")
     argv = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(port), "--tenant", f"soak={TOKEN}"]
     argv += ["--moto-port", str(moto_port), "--dynamodb-port", str(dynamodb_port), "--log-dir", log_dir]
+    if config.retention_minutes is not None:
+        argv += ["--retention-minutes", str(config.retention_minutes)]
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with open(os.path.join(log_dir, "dev.out"), "wb") as out:
         dev = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
@@ -243,6 +246,7 @@ def _measure(
     return {
         "minutes": config.minutes,
         "per_second_jobs": config.per_second_jobs,
+        "retention_minutes": config.retention_minutes,
         "wall_seconds": round(wall, 1),
         "cpu_percent": total_cpu,
         "processes": processes,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from jobsched.core.errors import ValidationError
 from jobsched.runtime import resources
@@ -50,6 +51,16 @@ class LocalConfig:
     send_align_ms: int = 0
     sweeper_seconds: float = 60.0
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
+    #: Minutes in place of the days (``--retention-minutes``, at least 10): local only, so a long session
+    #: with per-second jobs keeps an hour's runs, not a month's (issue 12 §6).
+    retention_minutes: int | None = None
+
+    @property
+    def retention(self) -> timedelta:
+        if self.retention_minutes is not None:
+            return timedelta(minutes=self.retention_minutes)
+        return timedelta(days=self.retention_days)
+
     housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)
     events_seconds: float = 1.0
     fair_queues: bool = True  # serve message groups (tenants) as SQS fair queues do (local/fair_poller.py)

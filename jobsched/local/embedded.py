@@ -28,13 +28,13 @@ import threading
 import time
 import urllib.request
 from collections.abc import Callable, MutableMapping
-from datetime import timedelta
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
+from jobsched.aws.clients import set_lane_source
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.events import RunEventWatcher
 from jobsched.local.fair_poller import FairQueuePoller
@@ -45,6 +45,7 @@ from jobsched.local.pollers import QueuePoller
 from jobsched.local.provision import Provisioned, provision
 from jobsched.local.server import MOTO_CONFIG, MotoServer
 from jobsched.local.ticker import Periodic, dispatcher_schedules
+from jobsched.runtime import observability as obs
 from jobsched.runtime import resources
 from jobsched.runtime.clock import SystemClock
 
@@ -214,6 +215,9 @@ class EmbeddedMode:
             self.dynamodb_server.wait_started()
             self.server.wait_started()
             self._set_env(self._base_env())
+            # Every DynamoDB request names its tenant, and the emulator serves tenants in turn
+            # (moto_fixes.LaneLock): one tenant's burst does not queue another's requests behind it.
+            set_lane_source(obs.current_lane)
             self.clients = self._make_clients()
             self.provisioned = provision(
                 dynamodb=self.clients["dynamodb"],
@@ -252,6 +256,7 @@ class EmbeddedMode:
             part.join(max(0.0, deadline - time.monotonic()))
         self.server.stop()
         self.dynamodb_server.stop()
+        set_lane_source(None)
         self._restore_env()
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -281,6 +286,11 @@ class EmbeddedMode:
             # Dead-letter notifications may go to any topic of the emulator's one account.
             resources.ENV_NOTIFY_TOPIC_ARNS: f"arn:aws:sns:{REGION}:{LOCAL_ACCOUNT}:*",
             resources.ENV_RETENTION_DAYS: str(self.config.retention_days),
+            **(
+                {resources.ENV_RETENTION_SECONDS: str(self.config.retention_minutes * 60)}
+                if self.config.retention_minutes is not None
+                else {}
+            ),
             resources.ENV_TENANT_MAX_RUNNING: str(self.config.tenant_max_running),
             resources.ENV_TENANT_RUNS_PER_SECOND: str(self.config.tenant_runs_per_second),
             ENV_ADMIN_PRINCIPALS: ",".join(f"token:{tenant}" for tenant in self.config.admins),
@@ -422,7 +432,7 @@ class EmbeddedMode:
             s3=self.clients["s3"],
             tables=self.provisioned.tables,
             bucket=self.provisioned.bucket,
-            retention=timedelta(days=self.config.retention_days),
+            retention=self.config.retention,
         )
 
     def _start_watcher(self) -> None:

@@ -35,6 +35,19 @@ DynamoDB operation of the emulator that reads or writes items (``PutItem``, ``Up
 ``BatchGetItem``, ``TransactGetItems``) under one lock of its process. moto's handlers hold the
 interpreter lock anyway, so little concurrency is lost.
 
+**One tenant's burst queued every other tenant's requests behind it.** That lock, like any
+``threading`` lock, is handed to whichever waiting thread the interpreter wakes: with the 200
+requests of a burst's runs (claims, completions, the backfill's writes) waiting for it, a quiet
+tenant's trigger waited behind a random share of them, each of its DynamoDB requests for up to a
+second or two (issue 13 §6: 2.5 s of a quiet run's 4 s p99 lag were its own trigger's writes). On
+AWS a request does not wait for another tenant's: DynamoDB serves them on separate capacity. The
+lock (:class:`LaneLock`) now serves *lanes* in turn: each request names the tenant it is made for in
+the ``x-jobsched-lane`` header (set by the embedded mode's clients, :func:`jobsched.aws.clients.
+set_lane_source`: the run's tenant in a worker, the caller in the API, the backfill's tenant, ""
+for the system's own ticks and sweeps); when the lock frees it goes to the oldest waiter of the
+next lane in round-robin order, so a request waits for at most one operation of each other busy
+lane, however many requests a burst has queued. Within a lane, first come first served.
+
 **Every message sent scanned the whole queue three times.** moto's ``SQSBackend.send_message`` (and
 so ``SendMessageBatch``, which calls it per entry) reads ``queue.attributes`` to learn whether the
 queue deduplicates by content; that property computes *every* attribute, among them
@@ -83,6 +96,7 @@ queue (``jobsched.local.pollers``).
 
 from __future__ import annotations
 
+import collections
 import functools
 import threading
 from typing import Any
@@ -93,8 +107,71 @@ _APPLIED = "_jobsched_locked"
 LONG_POLL_RESCAN_SECONDS = 0.2
 #: Receipt handles of deleted messages a queue remembers (the oldest are forgotten first).
 KEEP_DELETED_HANDLES = 10_000
-#: The DynamoDB item operations of the emulator, one at a time (each is atomic on DynamoDB).
-WRITE_LOCK = threading.RLock()
+#: The header (sent by :mod:`jobsched.aws.clients`) naming the tenant a DynamoDB request is made for.
+LANE_HEADER = "x-jobsched-lane"
+
+
+class LaneLock:
+    """A reentrant lock handed out round-robin between lanes (first come first served within one).
+
+    ``acquire(lane)`` takes it at once when it is free and nobody waits; otherwise the caller waits
+    in its lane's queue. ``release()`` hands it to the oldest waiter of the next lane with waiters, and
+    that lane goes to the back of the turn, so a request waits for at most one holder per other lane
+    with waiters, however many requests one lane has queued."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+        self._waiting: dict[str, collections.deque[tuple[int, threading.Event]]] = {}
+        self._turns: collections.deque[str] = collections.deque()  # lanes with waiters, next first
+
+    def acquire(self, lane: str = "") -> None:
+        me = threading.get_ident()
+        with self._mutex:
+            if self._owner == me:
+                self._depth += 1
+                return
+            if self._owner is None and not self._turns:
+                self._owner, self._depth = me, 1
+                return
+            handed = threading.Event()
+            queue = self._waiting.setdefault(lane, collections.deque())
+            if not queue:
+                self._turns.append(lane)
+            queue.append((me, handed))
+        handed.wait()  # release() made this thread the owner before setting it
+
+    def release(self) -> None:
+        with self._mutex:
+            if self._owner != threading.get_ident():
+                raise RuntimeError("release of a LaneLock this thread does not hold")
+            self._depth -= 1
+            if self._depth:
+                return
+            if not self._turns:
+                self._owner = None
+                return
+            lane = self._turns.popleft()
+            queue = self._waiting[lane]
+            owner, handed = queue.popleft()
+            if queue:
+                self._turns.append(lane)
+            else:
+                del self._waiting[lane]
+            self._owner, self._depth = owner, 1
+            handed.set()
+
+    def waiting(self) -> dict[str, int]:
+        """Waiters per lane (for tests and diagnostics)."""
+        with self._mutex:
+            return {lane: len(queue) for lane, queue in self._waiting.items()}
+
+
+#: The DynamoDB item operations of the emulator, one at a time (each is atomic on DynamoDB), lanes in turn.
+WRITE_LOCK = LaneLock()
+#: The lane of the request this thread of moto's server is answering ("" outside a request).
+_REQUEST = threading.local()
 DYNAMODB_WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items")
 DYNAMODB_READS = ("get_item", "query", "scan", "batch_get_item", "transact_get_items")
 
@@ -119,10 +196,11 @@ class BoundedHandles(dict[Any, None]):
 def apply() -> None:
     """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock and to keep a
     bounded record of deleted receipt handles, its sends and receives not to count the queue's
-    messages, moto's DynamoDB item operations to run one at a time, its items and messages not to be
-    kept for its dashboard, and its long polls to look again every 0.2 s rather than every second
-    (once)."""
+    messages, moto's DynamoDB item operations to run one at a time, tenants in turn, its items and
+    messages not to be kept for its dashboard, and its long polls to look again every 0.2 s rather
+    than every second (once)."""
     _atomic_dynamodb_writes()
+    _dynamodb_requests_name_their_lane()
     _sqs_delete_under_lock()
     _sqs_send_without_counting()
     _sqs_receive_without_counting()
@@ -187,12 +265,34 @@ def _atomic_dynamodb_writes() -> None:
             continue
 
         def locked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            with WRITE_LOCK:
+            WRITE_LOCK.acquire(getattr(_REQUEST, "lane", ""))
+            try:
                 return _original(*args, **kwargs)
+            finally:
+                WRITE_LOCK.release()
 
         functools.update_wrapper(locked, original)
         setattr(locked, _APPLIED, True)
         setattr(DynamoDBBackend, name, locked)
+
+
+def _dynamodb_requests_name_their_lane() -> None:
+    from moto.dynamodb.responses import DynamoHandler
+
+    original = DynamoHandler.call_action
+    if getattr(original, _APPLIED, False):
+        return
+
+    @functools.wraps(original)
+    def call_action(self: Any) -> Any:
+        _REQUEST.lane = str(self.headers.get(LANE_HEADER) or "")
+        try:
+            return original(self)
+        finally:
+            _REQUEST.lane = ""
+
+    setattr(call_action, _APPLIED, True)
+    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
 
 
 def _sqs_delete_under_lock() -> None:

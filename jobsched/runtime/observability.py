@@ -157,6 +157,32 @@ def current_run_keys() -> dict[str, Any]:
     return dict(_RUN_KEYS.get())
 
 
+#: The tenant a request is being served for outside a run (the API's caller, a backfill's tenant).
+_LANE: ContextVar[str | None] = ContextVar("jobsched_request_lane", default=None)
+
+
+@contextlib.contextmanager
+def request_lane(tenant: str | None) -> Iterator[None]:
+    """While active, the AWS requests of this context are made for ``tenant`` (see
+    :func:`current_lane`); log lines are unchanged."""
+    token = _LANE.set(tenant)
+    try:
+        yield
+    finally:
+        _LANE.reset(token)
+
+
+def current_lane() -> str:
+    """The tenant this context's AWS requests are made for: the one :func:`request_lane` set, else the
+    tenant of the run being handled, else "" (the system's own work: ticks, sweeps). The embedded mode
+    tags its DynamoDB requests with it, and its emulated DynamoDB serves tenants in turn."""
+    lane = _LANE.get()
+    if lane is None:
+        tenant = _RUN_KEYS.get().get("tenant")
+        lane = tenant if isinstance(tenant, str) else None
+    return lane or ""
+
+
 class RunKeysFilter(logging.Filter):
     """Copies the context's run keys onto each record it sees (keys the record already has win), so
     the Powertools formatter writes them into the JSON line. Installed on handlers, not loggers: a

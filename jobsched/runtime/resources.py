@@ -52,6 +52,9 @@ ENV_SEND_ALIGN_MS = "JOBSCHED_SEND_ALIGN_MS"
 #: last replayed) + this, and the bucket's lifecycle rule expires outputs and payloads this many days
 #: after they were written. One deployment setting (CDK context ``retention_days``) sets both.
 ENV_RETENTION_DAYS = "JOBSCHED_RETENTION_DAYS"
+#: The embedded mode only (``jobsched dev --retention-minutes``): the retention in seconds, in place of
+#: the days (infra never sets it). At least :data:`MIN_RETENTION_SECONDS`.
+ENV_RETENTION_SECONDS = "JOBSCHED_RETENTION_SECONDS"
 #: Where a run's log lines are: on AWS the worker function's CloudWatch log group (set on the api
 #: function, for the run view's Logs Insights query); in the embedded mode the dev log file the
 #: functions write (read by the embedded-mode-only ``GET /runs/{id}/logs``).
@@ -251,6 +254,9 @@ DEFAULT_SEND_ALIGN_MS = 100
 #: The largest margin accepted: past half a second, rounding up is simply late.
 MAX_SEND_ALIGN_MS = 500
 DEFAULT_RETENTION_DAYS = 30
+#: The shortest retention the embedded mode takes (``--retention-minutes 10``): a run is kept at least
+#: this long after it was due, well past a run's life in a development session.
+MIN_RETENTION_SECONDS = 600
 #: The longest retention accepted (ten years): beyond it a typo, not a policy.
 MAX_RETENTION_DAYS = 3650
 MAX_SQS_DELAY_SECONDS = 900

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 from jobsched.core.backpressure import QueueLimit
 from jobsched.core.errors import JobschedError
@@ -56,12 +57,21 @@ class Settings:
     #: Modules that register job handlers (``JOBSCHED_HANDLER_MODULES``, comma-separated).
     handler_modules: tuple[str, ...] = ()
     retention_days: int = r.DEFAULT_RETENTION_DAYS  # run items (TTL) and bucket objects (lifecycle)
+    #: The embedded mode's retention in seconds, in place of the days (``JOBSCHED_RETENTION_SECONDS``).
+    retention_seconds: int | None = None
     run_log_group: str | None = None  # the worker's log group (AWS): the run view's logs.log_group
     run_log_file: str | None = None  # the embedded mode's log file: GET /runs/{id}/logs reads it
     #: Default per-tenant limits (0: none): concurrent runs, runs started per second, its burst.
     tenant_max_running: int = 0
     tenant_runs_per_second: float = 0.0
     tenant_burst: int = 1
+
+    @property
+    def retention(self) -> timedelta:
+        """How long a run (and its output) is kept: ``retention_seconds`` if set, else the days."""
+        if self.retention_seconds is not None:
+            return timedelta(seconds=self.retention_seconds)
+        return timedelta(days=self.retention_days)
 
     def queue_url(self, priority: str) -> str:
         try:
@@ -129,6 +139,11 @@ class Settings:
                 f"environment variable {r.ENV_RETENTION_DAYS} must be <= {r.MAX_RETENTION_DAYS} days, "
                 f"got {retention}"
             )
+        retention_seconds = None
+        if env.get(r.ENV_RETENTION_SECONDS):
+            retention_seconds = integer(
+                r.ENV_RETENTION_SECONDS, r.MIN_RETENTION_SECONDS, r.MIN_RETENTION_SECONDS
+            )
         return cls(
             jobs_table=required(r.ENV_JOBS_TABLE),
             runs_table=required(r.ENV_RUNS_TABLE),
@@ -157,6 +172,7 @@ class Settings:
             send_align_ms=send_align_ms,
             handler_modules=handler_modules_from(env.get(r.ENV_HANDLER_MODULES)),
             retention_days=retention,
+            retention_seconds=retention_seconds,
             run_log_group=env.get(r.ENV_RUN_LOG_GROUP) or None,
             run_log_file=env.get(r.ENV_RUN_LOG_FILE) or None,
             tenant_max_running=integer(r.ENV_TENANT_MAX_RUNNING, 0, 0),
@@ -178,6 +194,7 @@ class Settings:
             r.ENV_DISPATCH_CONCURRENCY: str(self.dispatch_concurrency),
             r.ENV_SEND_ALIGN_MS: str(self.send_align_ms),
             r.ENV_RETENTION_DAYS: str(self.retention_days),
+            **({r.ENV_RETENTION_SECONDS: str(self.retention_seconds)} if self.retention_seconds else {}),
             r.ENV_TENANT_MAX_RUNNING: str(self.tenant_max_running),
             r.ENV_TENANT_RUNS_PER_SECOND: str(self.tenant_runs_per_second),
             r.ENV_TENANT_BURST: str(self.tenant_burst),

@@ -78,7 +78,7 @@ def dispatcher_from_settings(
     )
     return Dispatcher(
         JobsStore(dynamo, settings.jobs_table),
-        RunsStore(dynamo, settings.runs_table, retention=timedelta(days=settings.retention_days)),
+        RunsStore(dynamo, settings.runs_table, retention=settings.retention),
         Leases(dynamo, settings.leases_table),
         RunQueues(clients.sqs, settings.queue_urls, meter),
         lookahead=timedelta(seconds=settings.lookahead_seconds),
@@ -119,7 +119,7 @@ def backfill_service_from_settings(
     dynamo = dynamo or dynamo_for(settings, clients.dynamodb, meter)
     return BackfillService(
         BackfillStore(dynamo, settings.runs_table),
-        RunsStore(dynamo, settings.runs_table, retention=timedelta(days=settings.retention_days)),
+        RunsStore(dynamo, settings.runs_table, retention=settings.retention),
         RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter),
     )
 
@@ -188,7 +188,7 @@ def workflow_engine_from_settings(
 ) -> WorkflowEngine:
     """The DAG workflow engine over the Runs table and the queues (``replay``: the run service's, for
     retries; only the API's engine needs it)."""
-    runs = RunsStore(dynamo, settings.runs_table, retention=timedelta(days=settings.retention_days))
+    runs = RunsStore(dynamo, settings.runs_table, retention=settings.retention)
     queues = RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter)
     return WorkflowEngine(dynamo=dynamo, runs=runs, queues=queues, replay=replay)
 

@@ -41,6 +41,7 @@ from jobsched.core.instants import to_iso
 from jobsched.core.models import Job, RunState, Trigger
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
+from jobsched.runtime import observability as obs
 from jobsched.services.outcome import Outcome
 
 logger = logging.getLogger(__name__)
@@ -149,6 +150,17 @@ class BackfillService:
     ) -> Outcome:
         """Take the next slices of the backfill ``body`` names (see the module docstring)."""
         msg = BackfillMessage.from_json(body)
+        with obs.request_lane(msg.tenant):  # its requests are its tenant's (the embedded mode's turns)
+            return self._handle(msg, now, receipt_handle, queue_url, remaining_seconds)
+
+    def _handle(
+        self,
+        msg: BackfillMessage,
+        now: datetime,
+        receipt_handle: str | None,
+        queue_url: str | None,
+        remaining_seconds: float,
+    ) -> Outcome:
         try:
             record = self.store.get(msg.tenant, msg.job_id, msg.backfill_id)
         except NotFoundError:

@@ -49,11 +49,23 @@ def _housekeeper(aws) -> Housekeeper:
     )
 
 
-def test_a_created_run_and_its_feed_entry_expire_a_retention_after_its_creation(kit, aws):
-    # Given a store with a 7-day retention / When a run is created
+def test_a_created_run_and_its_feed_entry_expire_a_retention_after_it_was_due(kit, aws):
+    # Given a store with a 7-day retention / When a run is created (30 s before it is due)
     run, _ = kit.new_run()
-    # Then the item's TTL attribute and its feed item's are created_at + 7 days
-    expiry = int((run.created_at + RETENTION).timestamp())
+    # Then the item's TTL attribute and its feed item's are due_at + 7 days
+    expiry = int((run.due_at + RETENTION).timestamp())
+    assert int(_item(aws, run)["expires_at"]["N"]) == expiry
+    assert _feed_expiries(aws, "acme") == [expiry]
+
+
+def test_a_run_queued_ahead_is_kept_a_retention_from_its_due_instant(kit, aws, clock):
+    """Given a run created 15 minutes before it is due (the enqueue horizon), When it is created,
+    Then it and its feed entry expire a retention after its due instant, not after its creation: a
+    short retention (the embedded mode's minutes) never deletes a run before it was due."""
+    due = clock.now() + timedelta(minutes=15)
+    run, _ = kit.new_run(scheduled_at=due)
+    expiry = int((due + RETENTION).timestamp())
+    assert run.created_at < due
     assert int(_item(aws, run)["expires_at"]["N"]) == expiry
     assert _feed_expiries(aws, "acme") == [expiry]
 
@@ -71,20 +83,20 @@ def test_a_replay_keeps_the_run_a_whole_retention_from_the_replay(kit, aws, cloc
 
 
 def test_housekeeping_deletes_runs_and_feed_items_past_their_ttl_and_keeps_the_others(kit, aws, clock):
-    # Given a run created at T0 - 30 s and one created a day later
+    # Given a run due at T0 (created 30 s before) and one due a day later
     old, _ = kit.new_run(job_id="jobold")
     clock.advance(days=1)
     new, _ = kit.new_run(job_id="jobnew")
     housekeeper = _housekeeper(aws)
     # When housekeeping runs one second before the first expiry / Then nothing is deleted
-    first_expiry = old.created_at + RETENTION
+    first_expiry = old.due_at + RETENTION
     assert housekeeper.expire(first_expiry - timedelta(seconds=1)).items == 0
     # When it runs just after it
     done = housekeeper.expire(first_expiry + timedelta(seconds=1))
     # Then the old run, its feed item and its in-flight ledger item are gone, the newer ones stay
     assert done.items == 3
     assert _item(aws, old) is None and _item(aws, new) is not None
-    assert _feed_expiries(aws, "acme") == [int((new.created_at + RETENTION).timestamp())]
+    assert _feed_expiries(aws, "acme") == [int((new.due_at + RETENTION).timestamp())]
 
 
 def test_housekeeping_deletes_objects_a_retention_after_they_were_written(kit, aws, clock):

@@ -159,3 +159,49 @@ def test_dev_pins_the_dynamodb_port_and_writes_its_log_in_the_log_directory(tmp_
     finally:
         dev.kill()
     assert code == 0
+
+
+def test_a_retention_in_minutes_under_ten_is_refused_before_anything_starts(capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["--retention-minutes", "5"])
+    assert exited.value.code == 2
+    assert "--retention-minutes: 5 must be at least 10" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_with_a_retention_in_minutes_a_run_expires_that_long_after_it_was_due() -> None:
+    """Given `jobsched dev --retention-minutes 10`, When a tenant triggers a run, Then the run shows
+    `expires_at` 10 minutes after its due instant (the housekeeping deletes it then, as DynamoDB TTL
+    would), where the default keeps it 30 days."""
+    import json
+    from datetime import datetime, timedelta
+
+    dev = DevProcess("--no-demo", "--tenant", "acme=tok-acme", "--retention-minutes", "10")
+    try:
+        dev.wait_for_line("run events")
+
+        def call(method: str, path: str, body: dict | None = None) -> dict:
+            request = urllib.request.Request(
+                f"{dev.url}{path}",
+                data=None if body is None else json.dumps(body).encode(),
+                method=method,
+                headers={"Authorization": "Bearer tok-acme", "Content-Type": "application/json"},
+            )
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return json.loads(response.read())
+
+        job = call(
+            "POST", "/jobs", {"name": "short", "schedule": "@daily", "target": {"handler": "demo.echo"}}
+        )
+        triggered = call("POST", "/jobs/" + job["id"] + "/trigger", {})
+        run = call("GET", "/runs/" + triggered["id"])
+    finally:
+        dev.kill()
+
+    def instant(text: str) -> datetime:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+    kept = instant(run["expires_at"]) - instant(run["scheduled_at"])
+    assert timedelta(minutes=10) - timedelta(seconds=1) <= kept <= timedelta(minutes=10)

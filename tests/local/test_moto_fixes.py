@@ -503,3 +503,118 @@ def test_with_the_fix_the_retention_check_reads_moto_s_clock(monkeypatch):
         url = sqs.create_queue(QueueName="past")["QueueUrl"]
         sqs.send_message(QueueUrl=url, MessageBody="then")
         assert [m["Body"] for m in sqs.receive_message(QueueUrl=url).get("Messages", [])] == ["then"]
+
+
+# --- tenants in turn (LaneLock) -------------------------------------------------------------------
+
+
+def _queue_waiters(lock: moto_fixes.LaneLock, lanes: list[tuple[str, str]], order: list[str]) -> list:
+    """Start one thread per (name, lane) that takes ``lock``, notes its name and releases it; each is
+    started once the one before waits, so they queue in this order."""
+    threads = []
+    for count, (name, lane) in enumerate(lanes, start=1):
+
+        def take(name: str = name, lane: str = lane) -> None:
+            lock.acquire(lane)
+            order.append(name)
+            lock.release()
+
+        thread = threading.Thread(target=take, name=name)
+        thread.start()
+        threads.append(thread)
+        deadline = time.monotonic() + 5
+        while sum(lock.waiting().values()) < count:
+            assert time.monotonic() < deadline, "a waiter did not queue"
+            time.sleep(0.001)
+    return threads
+
+
+def test_the_lock_serves_lanes_in_turn_so_a_late_quiet_request_passes_a_burst():
+    """Given the lock held, three requests of tenant noisy waiting for it, then one of tenant quiet,
+    When the holder releases it,
+    Then quiet's request goes second (after the oldest noisy one), not behind the whole burst, and
+    each lane is served first come first served."""
+    lock = moto_fixes.LaneLock()
+    lock.acquire("system")
+    order: list[str] = []
+    lanes = [("n1", "noisy"), ("n2", "noisy"), ("n3", "noisy"), ("q1", "quiet")]
+    threads = _queue_waiters(lock, lanes, order)
+    assert lock.waiting() == {"noisy": 3, "quiet": 1}
+
+    lock.release()
+    for thread in threads:
+        thread.join(5)
+
+    assert order == ["n1", "q1", "n2", "n3"]
+    assert lock.waiting() == {}
+
+
+def test_a_lane_that_keeps_sending_waits_its_turn_behind_the_others():
+    """Given two requests of lane a, one of b and one of c waiting, When they are served, Then each
+    lane gets one turn per round: a, b, c, then a again."""
+    lock = moto_fixes.LaneLock()
+    lock.acquire()
+    order: list[str] = []
+    threads = _queue_waiters(lock, [("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c")], order)
+    lock.release()
+    for thread in threads:
+        thread.join(5)
+    assert order == ["a1", "b1", "c1", "a2"]
+
+
+def test_the_lock_is_reentrant_and_only_its_holder_releases_it():
+    lock = moto_fixes.LaneLock()
+    lock.acquire("a")
+    lock.acquire("a")  # moto's batch operations call the single-item ones under the same lock
+    lock.release()
+    errors: list[Exception] = []
+
+    def other() -> None:
+        try:
+            lock.release()
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    thread.join(5)
+    assert len(errors) == 1
+    taken = threading.Event()
+    waiter = threading.Thread(target=lambda: (lock.acquire("b"), taken.set(), lock.release()))
+    waiter.start()
+    time.sleep(0.05)
+    assert not taken.is_set()  # still held once
+    lock.release()
+    waiter.join(5)
+    assert taken.is_set()
+
+
+def test_a_request_of_the_embedded_clients_names_its_tenant_to_moto(monkeypatch):
+    """Given the fixes applied and the embedded mode's lane source (the run's or the caller's tenant),
+    When a client of jobsched.aws.clients makes DynamoDB requests in a tenant's context and outside
+    any, Then moto's item operations take the lock in that tenant's lane, and in lane "" outside."""
+    from jobsched.aws.clients import Clients, set_lane_source
+    from jobsched.runtime import observability as obs
+
+    moto_fixes.apply()
+    lanes: list[str] = []
+
+    class Recording(moto_fixes.LaneLock):
+        def acquire(self, lane: str = "") -> None:
+            lanes.append(lane)
+            super().acquire(lane)
+
+    monkeypatch.setattr(moto_fixes, "WRITE_LOCK", Recording())
+    set_lane_source(obs.current_lane)
+    try:
+        with mock_aws():
+            ddb = Clients(region_name="us-east-1").dynamodb
+            _table(ddb)
+            with obs.request_lane("acme"):
+                ddb.put_item(TableName="t", Item={"k": {"S": "a"}})
+            with obs.run_log_keys(tenant="beta", run_id="j.r", job_id="j", attempt=1):
+                ddb.get_item(TableName="t", Key={"k": {"S": "a"}})
+            ddb.get_item(TableName="t", Key={"k": {"S": "a"}})
+    finally:
+        set_lane_source(None)
+    assert lanes == ["acme", "beta", ""]

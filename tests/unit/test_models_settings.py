@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from jobsched.aws.metering import item_size, read_units, serialize, write_units
@@ -94,3 +96,18 @@ def test_write_units_are_per_started_kilobyte(size, wru):
 
 def test_read_units_are_per_4kb_and_halved_when_eventually_consistent():
     assert read_units(4096, consistent=True) == 1 and read_units(4097, consistent=False) == 1
+
+
+def test_the_embedded_mode_s_retention_in_seconds_replaces_the_days_and_round_trips():
+    # Given JOBSCHED_RETENTION_SECONDS (set only by jobsched dev --retention-minutes)
+    settings = Settings.from_env(ENV | {r.ENV_RETENTION_SECONDS: "900"})
+    # Then the retention is those seconds, whatever the days say, and it survives to_env
+    assert settings.retention == timedelta(seconds=900)
+    assert Settings.from_env(settings.to_env()) == settings
+    # And without it, the days
+    assert Settings.from_env(ENV | {r.ENV_RETENTION_DAYS: "3"}).retention == timedelta(days=3)
+
+
+def test_a_retention_under_ten_minutes_is_refused():
+    with pytest.raises(ConfigurationError, match=f"{r.ENV_RETENTION_SECONDS} must be >= 600"):
+        Settings.from_env(ENV | {r.ENV_RETENTION_SECONDS: "599"})

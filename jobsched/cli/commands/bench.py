@@ -114,6 +114,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--soak-jobs", type=int, default=0, help="per-second jobs added to the demo jobs in --soak (0)"
     )
     parser.add_argument(
+        "--soak-retention-minutes",
+        type=int,
+        default=None,
+        metavar="MINUTES",
+        help="run the soak's jobsched dev with --retention-minutes MINUTES (at least 10; default: its days)",
+    )
+    parser.add_argument(
         "--soak-port",
         type=int,
         default=None,
@@ -201,6 +208,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--soak MINUTES must be 1..1440")
     if not 0 <= args.soak_jobs <= 100:
         raise ValidationError("--soak-jobs must be 0..100")
+    if args.soak_retention_minutes is not None and args.soak_retention_minutes < 10:
+        raise ValidationError("--soak-retention-minutes must be at least 10")
     if not 0.1 <= args.call_ms <= 1000 or not 0 <= args.run_seconds <= 900:
         raise ValidationError("--call-ms must be 0.1..1000 and --run-seconds 0..900")
     if not 1 <= args.workflow_runs <= 5000 or not 1 <= args.workflows <= 1000:
@@ -334,7 +343,14 @@ def _alone(args: argparse.Namespace, stdout: Any) -> int:
     from jobsched.bench.soak import SoakConfig, report, run_soak
 
     with _function_output(args.verbose):
-        figures = run_soak(SoakConfig(minutes=args.soak, per_second_jobs=args.soak_jobs, port=args.soak_port))
+        figures = run_soak(
+            SoakConfig(
+                minutes=args.soak,
+                per_second_jobs=args.soak_jobs,
+                retention_minutes=args.soak_retention_minutes,
+                port=args.soak_port,
+            )
+        )
     ok = bool(figures["ok"])
     print(json.dumps(figures, separators=(",", ":")) if args.json else report(figures), file=stdout)
     return 0 if ok else 1

@@ -99,6 +99,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="days runs and their outputs are kept, as the deployment's retention_days (default %(default)s)",
     )
     parser.add_argument(
+        "--retention-minutes",
+        type=_at_least(10),
+        default=None,
+        metavar="MINUTES",
+        help="keep runs and outputs this many minutes instead (at least 10; local only): a long session "
+        "with per-second jobs then holds minutes of runs, not a month's",
+    )
+    parser.add_argument(
         "--no-fair-queues",
         action="store_true",
         help="hand queued messages out in moto's send order instead of SQS fair-queue order",
@@ -144,6 +152,20 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
         return value
 
     parse.__name__ = kind.__name__
+    return parse
+
+
+def _at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} must be at least {minimum}")
+        return value
+
+    parse.__name__ = "int"
     return parse
 
 
@@ -265,6 +287,7 @@ def _run(
         fair_queues=not args.no_fair_queues,
         sweeper_seconds=args.sweeper_seconds,
         retention_days=args.retention_days,
+        retention_minutes=args.retention_minutes,
         log_file=log_path,
         admins=tuple(args.admin),
         tenant_max_running=args.tenant_max_running,
