@@ -17,7 +17,8 @@ Figures (``--json``: one object on the last line):
   the samples (the first minutes include caches filling; a bounded process tends to 0);
 - ``lag``: ``first_minute`` and ``last_minute``, each ``{runs, started, p50_ms, p99_ms, max_ms}``:
   the start lag (``started_at - scheduled_at``) of the per-second jobs' runs (the demo jobs' runs when
-  there are none) scheduled in the first and in the last whole minute of the span;
+  there are none) scheduled in the first and in the last whole minute of the span (the first read
+  a minute after it ended, the last at the end);
 - ``goals``: ``cpu_under_5_percent`` (only meaningful with the demo jobs alone) and
   ``lag_p99_unchanged`` (the last minute's p99 within 1 s of the first's or under 1 s);
 - ``ok``: the embedded mode answered ``/health`` at the end and ran runs in both minutes.
@@ -208,10 +209,16 @@ def _measure(
     last_cpu, last_t = dict(first), started_at
     samples: list[dict[str, Any]] = []
     end = started_at + config.minutes * 60
+    first_minute = (span_start + timedelta(minutes=1)).replace(second=0, microsecond=0)
+    # The first minute's lag is read once that minute's runs have started, not at the end: with a
+    # retention in minutes (--soak-retention-minutes) they are deleted long before an hour is over.
+    first_lag: dict[str, Any] | None = None
     while True:
         now = time.monotonic()
         if now >= end:
             break
+        if first_lag is None and datetime.now(UTC) >= first_minute + timedelta(seconds=65):
+            first_lag = _lag(api, job_ids, first_minute)
         time.sleep(min(config.sample_seconds, end - now))
         t = time.monotonic()
         cpu = {name: _cpu_seconds(pid) for name, pid in procs.items()}
@@ -226,10 +233,11 @@ def _measure(
         last_cpu, last_t = cpu, t
     wall = last_t - started_at
     span_end = span_start + timedelta(seconds=wall)
-    first_minute = (span_start + timedelta(minutes=1)).replace(second=0, microsecond=0)
     last_minute = (span_end - timedelta(minutes=1, seconds=10)).replace(second=0, microsecond=0)
     time.sleep(5)  # let the last minute's runs start before their lag is read
-    lag = {"first_minute": _lag(api, job_ids, first_minute), "last_minute": _lag(api, job_ids, last_minute)}
+    if first_lag is None:  # a span too short to have read it on the way
+        first_lag = _lag(api, job_ids, first_minute)
+    lag = {"first_minute": first_lag, "last_minute": _lag(api, job_ids, last_minute)}
     healthy = _get(f"{api}/health").get("status") == "ok"
     processes = {}
     growth = {}

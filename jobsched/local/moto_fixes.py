@@ -35,18 +35,24 @@ DynamoDB operation of the emulator that reads or writes items (``PutItem``, ``Up
 ``BatchGetItem``, ``TransactGetItems``) under one lock of its process. moto's handlers hold the
 interpreter lock anyway, so little concurrency is lost.
 
-**One tenant's burst queued every other tenant's requests behind it.** That lock, like any
-``threading`` lock, is handed to whichever waiting thread the interpreter wakes: with the 200
-requests of a burst's runs (claims, completions, the backfill's writes) waiting for it, a quiet
-tenant's trigger waited behind a random share of them, each of its DynamoDB requests for up to a
-second or two (issue 13 §6: 2.5 s of a quiet run's 4 s p99 lag were its own trigger's writes). On
-AWS a request does not wait for another tenant's: DynamoDB serves them on separate capacity. The
-lock (:class:`LaneLock`) now serves *lanes* in turn: each request names the tenant it is made for in
-the ``x-jobsched-lane`` header (set by the embedded mode's clients, :func:`jobsched.aws.clients.
-set_lane_source`: the run's tenant in a worker, the caller in the API, the backfill's tenant, ""
-for the system's own ticks and sweeps); when the lock frees it goes to the oldest waiter of the
-next lane in round-robin order, so a request waits for at most one operation of each other busy
-lane, however many requests a burst has queued. Within a lane, first come first served.
+**One tenant's burst queued every other tenant's requests behind it.** moto's server handles each
+request in a thread, and the threads share one interpreter: with the 200 requests of a burst's
+running runs (claims, completions, the backfill's writes) in the DynamoDB process at once, a quiet
+tenant's request got about a two-hundredth of the process while it was parsed, served and answered,
+and waited behind a random share of them for the item lock: each of its requests took up to a second
+or two (issue 13 §6: 2.5 s of a quiet run's 4 s p99 lag were its own trigger's writes). On AWS a
+request does not wait for another tenant's: DynamoDB serves them on separate capacity. Now each
+request names the tenant it is made for in the ``x-jobsched-lane`` header (set by the embedded
+mode's clients, :func:`jobsched.aws.clients.set_lane_source`: the run's tenant in a worker, the
+caller in the API, the backfill's tenant, "" for the system's own ticks and sweeps), and moto's
+server handles at most :data:`LANE_CONCURRENCY` requests of one lane at once — the whole request,
+from reading its body to making its answer, under the lane's semaphore (a request without the
+header, from any other client, is not held); the others of that lane wait, costing nothing. A quiet
+tenant's request then shares the process with a few requests per busy tenant, not with the burst's
+hundreds. A handful per lane keeps the one core moto can use busy, so a burst is not served slower.
+(Tried first and measured no better: handing the item lock out in turns, and the lane's semaphore
+around the operation alone — the time went in the requests' reading and answering, which hundreds of
+threads shared.)
 
 **Every message sent scanned the whole queue three times.** moto's ``SQSBackend.send_message`` (and
 so ``SendMessageBatch``, which calls it per entry) reads ``queue.attributes`` to learn whether the
@@ -96,7 +102,6 @@ queue (``jobsched.local.pollers``).
 
 from __future__ import annotations
 
-import collections
 import functools
 import threading
 from typing import Any
@@ -109,69 +114,26 @@ LONG_POLL_RESCAN_SECONDS = 0.2
 KEEP_DELETED_HANDLES = 10_000
 #: The header (sent by :mod:`jobsched.aws.clients`) naming the tenant a DynamoDB request is made for.
 LANE_HEADER = "x-jobsched-lane"
+_LANE_ENVIRON = "HTTP_" + LANE_HEADER.upper().replace("-", "_")  # the header as WSGI names it
 
 
-class LaneLock:
-    """A reentrant lock handed out round-robin between lanes (first come first served within one).
-
-    ``acquire(lane)`` takes it at once when it is free and nobody waits; otherwise the caller waits
-    in its lane's queue. ``release()`` hands it to the oldest waiter of the next lane with waiters, and
-    that lane goes to the back of the turn, so a request waits for at most one holder per other lane
-    with waiters, however many requests one lane has queued."""
-
-    def __init__(self) -> None:
-        self._mutex = threading.Lock()
-        self._owner: int | None = None
-        self._depth = 0
-        self._waiting: dict[str, collections.deque[tuple[int, threading.Event]]] = {}
-        self._turns: collections.deque[str] = collections.deque()  # lanes with waiters, next first
-
-    def acquire(self, lane: str = "") -> None:
-        me = threading.get_ident()
-        with self._mutex:
-            if self._owner == me:
-                self._depth += 1
-                return
-            if self._owner is None and not self._turns:
-                self._owner, self._depth = me, 1
-                return
-            handed = threading.Event()
-            queue = self._waiting.setdefault(lane, collections.deque())
-            if not queue:
-                self._turns.append(lane)
-            queue.append((me, handed))
-        handed.wait()  # release() made this thread the owner before setting it
-
-    def release(self) -> None:
-        with self._mutex:
-            if self._owner != threading.get_ident():
-                raise RuntimeError("release of a LaneLock this thread does not hold")
-            self._depth -= 1
-            if self._depth:
-                return
-            if not self._turns:
-                self._owner = None
-                return
-            lane = self._turns.popleft()
-            queue = self._waiting[lane]
-            owner, handed = queue.popleft()
-            if queue:
-                self._turns.append(lane)
-            else:
-                del self._waiting[lane]
-            self._owner, self._depth = owner, 1
-            handed.set()
-
-    def waiting(self) -> dict[str, int]:
-        """Waiters per lane (for tests and diagnostics)."""
-        with self._mutex:
-            return {lane: len(queue) for lane, queue in self._waiting.items()}
+#: Requests of one lane (tenant) moto's DynamoDB handles at once; the rest of that lane's wait.
+LANE_CONCURRENCY = 4
+_LANE_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+_LANE_SLOTS_LOCK = threading.Lock()
 
 
-#: The DynamoDB item operations of the emulator, one at a time (each is atomic on DynamoDB), lanes in turn.
-WRITE_LOCK = LaneLock()
-#: The lane of the request this thread of moto's server is answering ("" outside a request).
-_REQUEST = threading.local()
+def lane_slots(lane: str) -> threading.BoundedSemaphore:
+    """The slots of ``lane`` (made on first use)."""
+    with _LANE_SLOTS_LOCK:
+        slots = _LANE_SLOTS.get(lane)
+        if slots is None:
+            slots = _LANE_SLOTS[lane] = threading.BoundedSemaphore(LANE_CONCURRENCY)
+        return slots
+
+
+#: The DynamoDB item operations of the emulator, one at a time (each is atomic on DynamoDB).
+WRITE_LOCK = threading.RLock()
 DYNAMODB_WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items")
 DYNAMODB_READS = ("get_item", "query", "scan", "batch_get_item", "transact_get_items")
 
@@ -200,7 +162,7 @@ def apply() -> None:
     messages not to be kept for its dashboard, and its long polls to look again every 0.2 s rather
     than every second (once)."""
     _atomic_dynamodb_writes()
-    _dynamodb_requests_name_their_lane()
+    _requests_wait_in_their_lane()
     _sqs_delete_under_lock()
     _sqs_send_without_counting()
     _sqs_receive_without_counting()
@@ -265,34 +227,31 @@ def _atomic_dynamodb_writes() -> None:
             continue
 
         def locked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-            WRITE_LOCK.acquire(getattr(_REQUEST, "lane", ""))
-            try:
+            with WRITE_LOCK:
                 return _original(*args, **kwargs)
-            finally:
-                WRITE_LOCK.release()
 
         functools.update_wrapper(locked, original)
         setattr(locked, _APPLIED, True)
         setattr(DynamoDBBackend, name, locked)
 
 
-def _dynamodb_requests_name_their_lane() -> None:
-    from moto.dynamodb.responses import DynamoHandler
+def _requests_wait_in_their_lane() -> None:
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 
-    original = DynamoHandler.call_action
+    original = DomainDispatcherApplication.__call__
     if getattr(original, _APPLIED, False):
         return
 
     @functools.wraps(original)
-    def call_action(self: Any) -> Any:
-        _REQUEST.lane = str(self.headers.get(LANE_HEADER) or "")
-        try:
-            return original(self)
-        finally:
-            _REQUEST.lane = ""
+    def __call__(self: Any, environ: dict[str, Any], start_response: Any) -> Any:
+        lane = environ.get(_LANE_ENVIRON)
+        if lane is None:  # not the embedded mode's clients: as moto
+            return original(self, environ, start_response)
+        with lane_slots(str(lane)):  # the whole request: its body read, served, its answer made
+            return original(self, environ, start_response)
 
-    setattr(call_action, _APPLIED, True)
-    DynamoHandler.call_action = call_action  # type: ignore[method-assign]
+    setattr(__call__, _APPLIED, True)
+    DomainDispatcherApplication.__call__ = __call__  # type: ignore[method-assign]
 
 
 def _sqs_delete_under_lock() -> None:

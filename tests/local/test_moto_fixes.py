@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import urllib.request
 
 import boto3
 import pytest
@@ -505,116 +506,124 @@ def test_with_the_fix_the_retention_check_reads_moto_s_clock(monkeypatch):
         assert [m["Body"] for m in sqs.receive_message(QueueUrl=url).get("Messages", [])] == ["then"]
 
 
-# --- tenants in turn (LaneLock) -------------------------------------------------------------------
+# --- tenants apart (lane slots) ------------------------------------------------------------------
 
 
-def _queue_waiters(lock: moto_fixes.LaneLock, lanes: list[tuple[str, str]], order: list[str]) -> list:
-    """Start one thread per (name, lane) that takes ``lock``, notes its name and releases it; each is
-    started once the one before waits, so they queue in this order."""
-    threads = []
-    for count, (name, lane) in enumerate(lanes, start=1):
-
-        def take(name: str = name, lane: str = lane) -> None:
-            lock.acquire(lane)
-            order.append(name)
-            lock.release()
-
-        thread = threading.Thread(target=take, name=name)
-        thread.start()
-        threads.append(thread)
-        deadline = time.monotonic() + 5
-        while sum(lock.waiting().values()) < count:
-            assert time.monotonic() < deadline, "a waiter did not queue"
-            time.sleep(0.001)
-    return threads
-
-
-def test_the_lock_serves_lanes_in_turn_so_a_late_quiet_request_passes_a_burst():
-    """Given the lock held, three requests of tenant noisy waiting for it, then one of tenant quiet,
-    When the holder releases it,
-    Then quiet's request goes second (after the oldest noisy one), not behind the whole burst, and
-    each lane is served first come first served."""
-    lock = moto_fixes.LaneLock()
-    lock.acquire("system")
-    order: list[str] = []
-    lanes = [("n1", "noisy"), ("n2", "noisy"), ("n3", "noisy"), ("q1", "quiet")]
-    threads = _queue_waiters(lock, lanes, order)
-    assert lock.waiting() == {"noisy": 3, "quiet": 1}
-
-    lock.release()
-    for thread in threads:
-        thread.join(5)
-
-    assert order == ["n1", "q1", "n2", "n3"]
-    assert lock.waiting() == {}
-
-
-def test_a_lane_that_keeps_sending_waits_its_turn_behind_the_others():
-    """Given two requests of lane a, one of b and one of c waiting, When they are served, Then each
-    lane gets one turn per round: a, b, c, then a again."""
-    lock = moto_fixes.LaneLock()
-    lock.acquire()
-    order: list[str] = []
-    threads = _queue_waiters(lock, [("a1", "a"), ("a2", "a"), ("b1", "b"), ("c1", "c")], order)
-    lock.release()
-    for thread in threads:
-        thread.join(5)
-    assert order == ["a1", "b1", "c1", "a2"]
-
-
-def test_the_lock_is_reentrant_and_only_its_holder_releases_it():
-    lock = moto_fixes.LaneLock()
-    lock.acquire("a")
-    lock.acquire("a")  # moto's batch operations call the single-item ones under the same lock
-    lock.release()
-    errors: list[Exception] = []
-
-    def other() -> None:
-        try:
-            lock.release()
-        except RuntimeError as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=other)
-    thread.start()
-    thread.join(5)
-    assert len(errors) == 1
-    taken = threading.Event()
-    waiter = threading.Thread(target=lambda: (lock.acquire("b"), taken.set(), lock.release()))
-    waiter.start()
-    time.sleep(0.05)
-    assert not taken.is_set()  # still held once
-    lock.release()
-    waiter.join(5)
-    assert taken.is_set()
-
-
-def test_a_request_of_the_embedded_clients_names_its_tenant_to_moto(monkeypatch):
-    """Given the fixes applied and the embedded mode's lane source (the run's or the caller's tenant),
-    When a client of jobsched.aws.clients makes DynamoDB requests in a tenant's context and outside
-    any, Then moto's item operations take the lock in that tenant's lane, and in lane "" outside."""
-    from jobsched.aws.clients import Clients, set_lane_source
+@pytest.fixture
+def served_moto():
+    """moto's server in this process (threads, as in the embedded mode's child), fixes applied, and
+    the embedded mode's lane source: DynamoDB requests name the tenant of their context."""
+    from jobsched.aws.clients import set_lane_source
+    from jobsched.local.server import MotoServer
     from jobsched.runtime import observability as obs
 
-    moto_fixes.apply()
-    lanes: list[str] = []
-
-    class Recording(moto_fixes.LaneLock):
-        def acquire(self, lane: str = "") -> None:
-            lanes.append(lane)
-            super().acquire(lane)
-
-    monkeypatch.setattr(moto_fixes, "WRITE_LOCK", Recording())
+    server = MotoServer()
+    server.start({})
     set_lane_source(obs.current_lane)
     try:
-        with mock_aws():
-            ddb = Clients(region_name="us-east-1").dynamodb
-            _table(ddb)
-            with obs.request_lane("acme"):
-                ddb.put_item(TableName="t", Item={"k": {"S": "a"}})
-            with obs.run_log_keys(tenant="beta", run_id="j.r", job_id="j", attempt=1):
-                ddb.get_item(TableName="t", Key={"k": {"S": "a"}})
-            ddb.get_item(TableName="t", Key={"k": {"S": "a"}})
+        yield server
     finally:
         set_lane_source(None)
+        reset = urllib.request.Request(f"{server.endpoint_url}/moto-api/reset", method="POST")
+        urllib.request.urlopen(reset, timeout=10).read()  # moto's backends are the process's
+        server.stop()
+
+
+def _served_dynamodb(server):
+    from jobsched.aws.clients import Clients
+
+    session = boto3.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
+    )
+    clients = Clients(session=session, region_name="us-east-1")
+    client = clients.session.client(
+        "dynamodb", region_name="us-east-1", endpoint_url=server.endpoint_url, config=clients._config
+    )
+    from jobsched.aws import clients as module
+
+    client.meta.events.register("before-sign.dynamodb", module._tag_lane)
+    return client
+
+
+def test_a_burst_s_requests_take_their_lane_s_slots_and_a_quiet_tenant_s_request_passes(
+    monkeypatch, served_moto
+):
+    """Given moto's server with the fixes, and more requests of tenant noisy in flight at once than its
+    lane has slots (each held inside moto's GetItem),
+    When tenant quiet makes a request meanwhile,
+    Then noisy has exactly LANE_CONCURRENCY requests inside moto and the rest wait outside it, while
+    quiet's request is answered at once; and once noisy's are released, all of them are answered."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    from jobsched.runtime import observability as obs
+
+    inside: dict[str, int] = {"noisy": 0, "quiet": 0}
+    most = {"noisy": 0}
+    count_lock = threading.Lock()
+    release = threading.Event()
+    original = DynamoDBBackend.get_item
+
+    def get_item(self, table_name, keys, projection_expressions=None):
+        lane = keys["k"]["S"]  # each request reads the item named after its tenant
+        with count_lock:
+            inside[lane] += 1
+            most[lane] = max(most.get(lane, 0), inside[lane])
+        if lane == "noisy":
+            release.wait(10)
+        try:
+            return original(self, table_name, keys, projection_expressions)
+        finally:
+            with count_lock:
+                inside[lane] -= 1
+
+    monkeypatch.setattr(DynamoDBBackend, "get_item", get_item)
+    ddb = _served_dynamodb(served_moto)
+    _table(ddb)
+    answered: list[str] = []
+
+    def read(lane: str) -> None:
+        with obs.request_lane(lane):
+            ddb.get_item(TableName="t", Key={"k": {"S": lane}})
+        answered.append(lane)
+
+    burst = [threading.Thread(target=read, args=("noisy",)) for _ in range(moto_fixes.LANE_CONCURRENCY + 3)]
+    for thread in burst:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while inside["noisy"] < moto_fixes.LANE_CONCURRENCY and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)  # the other three would have got in by now, were they let in
+    assert inside["noisy"] == moto_fixes.LANE_CONCURRENCY
+
+    quiet = threading.Thread(target=read, args=("quiet",))
+    quiet.start()
+    quiet.join(5)
+    assert answered == ["quiet"]  # while the burst's requests hold noisy's slots
+    release.set()
+    for thread in burst:
+        thread.join(10)
+    assert sorted(answered) == ["noisy"] * (moto_fixes.LANE_CONCURRENCY + 3) + ["quiet"]
+    assert most["noisy"] == moto_fixes.LANE_CONCURRENCY
+
+
+def test_a_request_of_the_embedded_clients_names_its_tenant_to_moto(monkeypatch, served_moto):
+    """Given moto's server with the fixes and the embedded mode's lane source, When a DynamoDB client
+    makes requests in a tenant's context (the API's caller, a run's keys) and outside any, Then moto's
+    server holds each in that tenant's lane, and in lane "" outside."""
+    from jobsched.runtime import observability as obs
+
+    lanes: list[str] = []
+    original = moto_fixes.lane_slots
+
+    def recording(lane: str):
+        lanes.append(lane)
+        return original(lane)
+
+    monkeypatch.setattr(moto_fixes, "lane_slots", recording)
+    ddb = _served_dynamodb(served_moto)
+    with obs.request_lane("acme"):
+        _table(ddb)
+    with obs.run_log_keys(tenant="beta", run_id="j.r", job_id="j", attempt=1):
+        ddb.put_item(TableName="t", Item={"k": {"S": "a"}})
+    ddb.get_item(TableName="t", Key={"k": {"S": "a"}})
     assert lanes == ["acme", "beta", ""]
