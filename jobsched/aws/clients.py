@@ -31,8 +31,8 @@ _lane_source: Callable[[], str] | None = None
 
 def set_lane_source(source: Callable[[], str] | None) -> None:
     """Tag every DynamoDB request of this process with ``LANE_HEADER`` = ``source()`` (the tenant it is
-    made for). The embedded mode sets it, so that its emulated DynamoDB can serve tenants in turn
-    (:mod:`jobsched.local.moto_fixes`); on AWS nothing sets it and no header is added."""
+    made for). The embedded mode sets it, so that its emulated DynamoDB handles only a few requests of
+    one tenant at once (:mod:`jobsched.local.moto_fixes`); on AWS nothing sets it and no header is added."""
     global _lane_source
     _lane_source = source
 

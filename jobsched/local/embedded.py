@@ -215,8 +215,8 @@ class EmbeddedMode:
             self.dynamodb_server.wait_started()
             self.server.wait_started()
             self._set_env(self._base_env())
-            # Every DynamoDB request names its tenant, and the emulator serves tenants in turn
-            # (moto_fixes.LaneLock): one tenant's burst does not queue another's requests behind it.
+            # Every DynamoDB request names its tenant, and the emulator handles a few of one tenant at
+            # once (moto_fixes.lane_slots): one tenant's burst does not slow another's requests.
             set_lane_source(obs.current_lane)
             self.clients = self._make_clients()
             self.provisioned = provision(

@@ -158,7 +158,7 @@ class BoundedHandles(dict[Any, None]):
 def apply() -> None:
     """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock and to keep a
     bounded record of deleted receipt handles, its sends and receives not to count the queue's
-    messages, moto's DynamoDB item operations to run one at a time, tenants in turn, its items and
+    messages, moto's DynamoDB item operations to run one at a time, a few requests per tenant, its items and
     messages not to be kept for its dashboard, and its long polls to look again every 0.2 s rather
     than every second (once)."""
     _atomic_dynamodb_writes()

@@ -175,7 +175,7 @@ def request_lane(tenant: str | None) -> Iterator[None]:
 def current_lane() -> str:
     """The tenant this context's AWS requests are made for: the one :func:`request_lane` set, else the
     tenant of the run being handled, else "" (the system's own work: ticks, sweeps). The embedded mode
-    tags its DynamoDB requests with it, and its emulated DynamoDB serves tenants in turn."""
+    tags its DynamoDB requests with it, and its emulated DynamoDB keeps tenants apart."""
     lane = _LANE.get()
     if lane is None:
         tenant = _RUN_KEYS.get().get("tenant")
