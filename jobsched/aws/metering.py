@@ -238,9 +238,7 @@ class Dynamo:
             "ReturnConsumedCapacity": "TOTAL",
         }
         if attributes:
-            placeholders = {f"#p{i}": name for i, name in enumerate(attributes)}
-            kwargs["ProjectionExpression"] = ", ".join(placeholders)
-            kwargs["ExpressionAttributeNames"] = placeholders
+            kwargs.update(_projection(attributes))
         response = self.client.get_item(**kwargs)
         wire = response.get("Item")
         self.meter.record_dynamodb(
@@ -368,9 +366,7 @@ class Dynamo:
                 "ConsistentRead": consistent,
             }
             if attributes:
-                placeholders = {f"#p{i}": name for i, name in enumerate(attributes)}
-                request["ProjectionExpression"] = ", ".join(placeholders)
-                request["ExpressionAttributeNames"] = placeholders
+                request.update(_projection(attributes))
             pending: dict[str, Any] = {table: request}
             for _ in range(8):
                 response = self.client.batch_get_item(RequestItems=pending, ReturnConsumedCapacity="TOTAL")
@@ -385,6 +381,13 @@ class Dynamo:
             else:
                 raise unprocessed_error("BatchGetItem", table, "keys")
         return out
+
+
+def _projection(attributes: Sequence[str]) -> dict[str, Any]:
+    """A ``ProjectionExpression`` of ``attributes`` with its ``ExpressionAttributeNames`` (placeholders,
+    so reserved words such as ``state`` can be projected)."""
+    placeholders = {f"#p{i}": name for i, name in enumerate(attributes)}
+    return {"ProjectionExpression": ", ".join(placeholders), "ExpressionAttributeNames": placeholders}
 
 
 def unprocessed_error(operation: str, table: str, what: str) -> ClientError:
