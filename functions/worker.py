@@ -33,6 +33,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.aws.clients import Clients
 from jobsched.aws.queues import queue_url_for_arn
+from jobsched.aws.tenant_limits import CONTAINER_CACHE
 from jobsched.core.clock import Clock
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
@@ -72,7 +73,8 @@ def make_worker(context: Any) -> Deliveries:
     settings, clients = environment()
     owner = f"worker:{getattr(context, 'aws_request_id', 'local')}"
     sink = obs.LockedSink(obs.PowertoolsSink(metrics))
-    return worker_from_settings(settings, clients, clock, owner, metrics=sink)
+    # The tenants' limits as read are kept for the container's life, not one invocation's (a minute).
+    return worker_from_settings(settings, clients, clock, owner, metrics=sink, limits_cache=CONTAINER_CACHE)
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -3,12 +3,16 @@
 An item holds ``max_running`` (the tenant's concurrent runs) and/or ``per_second`` + ``burst`` (the
 tenant's runs started per second); no item, or an absent attribute, means the deployment's default
 (``JOBSCHED_TENANT_MAX_RUNNING``, ``JOBSCHED_TENANT_RUNS_PER_SECOND``; 0 = no limit). Workers read a
-tenant's item at most once a minute per container (:class:`TenantLimits` caches), so a change takes
-effect within about a minute; the admin API's writes go to the item directly.
+tenant's item at most once a minute per container (:class:`TenantLimits` keeps what it read in a
+:class:`LimitsCache`; the worker function passes :data:`CONTAINER_CACHE`, which lives as long as its
+container, not one invocation), so a change takes effect within about a minute; the admin API's
+writes go to the item directly, and forget the tenant in :data:`CONTAINER_CACHE` too, so that in the
+embedded mode, where the API and the workers share one process, a change applies at once.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,8 +49,42 @@ class TenantLimit:
         }
 
 
+class LimitsCache:
+    """Tenants' effective limits as read, with the monotonic time of the read (thread-safe)."""
+
+    MAX_TENANTS = 10_000
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[float, TenantLimit]] = {}
+        self._lock = threading.Lock()
+
+    def fresh(self, tenant: str, now: float, max_age: float) -> TenantLimit | None:
+        """The tenant's limits if read less than ``max_age`` seconds before ``now``."""
+        with self._lock:
+            entry = self._entries.get(tenant)
+        return entry[1] if entry is not None and now - entry[0] < max_age else None
+
+    def keep(self, tenant: str, now: float, limit: TenantLimit) -> None:
+        with self._lock:
+            if len(self._entries) >= self.MAX_TENANTS:
+                self._entries.clear()
+            self._entries[tenant] = (now, limit)
+
+    def forget(self, tenant: str | None = None) -> None:
+        """Drop the tenant's entry (every entry when ``tenant`` is None)."""
+        with self._lock:
+            if tenant is None:
+                self._entries.clear()
+            else:
+                self._entries.pop(tenant, None)
+
+
+#: The cache of a container (the worker function's, for all its invocations; see the module docstring).
+CONTAINER_CACHE = LimitsCache()
+
+
 class TenantLimits:
-    """Reads (cached per container) and writes the operator's per-tenant limits."""
+    """Reads (cached) and writes the operator's per-tenant limits."""
 
     def __init__(
         self,
@@ -58,6 +96,7 @@ class TenantLimits:
         default_burst: int = 1,
         cache_seconds: float = 60.0,
         monotonic: Callable[[], float] = time.monotonic,
+        cache: LimitsCache | None = None,
     ):
         self.dynamo = dynamo
         self.table = table
@@ -66,20 +105,23 @@ class TenantLimits:
         self.default_burst = default_burst
         self.cache_seconds = cache_seconds
         self.monotonic = monotonic
-        self._cache: dict[str, tuple[float, TenantLimit]] = {}
+        #: What was read; a new one per instance unless given (:data:`CONTAINER_CACHE`).
+        self.cache = cache if cache is not None else LimitsCache()
 
     def effective(self, tenant: str) -> TenantLimit:
         """The tenant's limits, its own where set, else the deployment's defaults (cached)."""
         now = self.monotonic()
-        cached = self._cache.get(tenant)
-        if cached is not None and now - cached[0] < self.cache_seconds:
-            return cached[1]
+        cached = self.cache.fresh(tenant, now, self.cache_seconds)
+        if cached is not None:
+            return cached
         item = self.dynamo.get(self.table, {"lease_key": PREFIX + tenant}) or {}
         limit = self._merge(tenant, item)
-        if len(self._cache) > 10_000:
-            self._cache.clear()
-        self._cache[tenant] = (now, limit)
+        self.cache.keep(tenant, now, limit)
         return limit
+
+    def _forget(self, tenant: str) -> None:
+        self.cache.forget(tenant)
+        CONTAINER_CACHE.forget(tenant)
 
     def _merge(self, tenant: str, item: dict[str, Any]) -> TenantLimit:
         source: dict[str, str] = {}
@@ -119,12 +161,12 @@ class TenantLimits:
             item["per_second"] = per_second
             item["burst"] = burst or 1
         self.dynamo.put(self.table, item)
-        self._cache.pop(tenant, None)
+        self._forget(tenant)
         return self._merge(tenant, item)
 
     def delete(self, tenant: str) -> None:
         """Back to the deployment's defaults; :class:`NotFoundError` if the tenant had no limits set."""
-        self._cache.pop(tenant, None)
+        self._forget(tenant)
         try:
             self.dynamo.delete(
                 self.table, {"lease_key": PREFIX + tenant}, condition="attribute_exists(lease_key)"

@@ -29,7 +29,7 @@ from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queue_ages import QueueAges
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import RunsStore
-from jobsched.aws.tenant_limits import TenantLimits
+from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
 from jobsched.aws.usage_store import UsageStore
 from jobsched.core.clock import Clock
 from jobsched.core.job_specs import KnownHandlers
@@ -266,6 +266,7 @@ def worker_from_settings(
     metrics: obs.MetricSink | None = None,
     meter: Meter | None = None,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
+    limits_cache: LimitsCache | None = None,
 ) -> Deliveries:
     """The worker (and, with a state machine, the chunk runner) over the deployment's tables, queues
     and bucket: the function entry point and the local mode build it the same way."""
@@ -296,7 +297,9 @@ def worker_from_settings(
         metrics=metrics,
         chunks=CompositeTargets(workflows, chunks),
         meter=meter,
-        limits=limit_gate_from_settings(settings, clients, dynamo, attempts, lease_seconds, metrics=metrics),
+        limits=limit_gate_from_settings(
+            settings, clients, dynamo, attempts, lease_seconds, metrics=metrics, limits_cache=limits_cache
+        ),
         on_finished=workflows.on_finished,
     )
     store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
@@ -304,14 +307,18 @@ def worker_from_settings(
     return Deliveries(worker, chunks, usage=usage, usage_store=store, backfills=backfills)
 
 
-def tenant_limits_from_settings(settings: Settings, dynamo: Dynamo) -> TenantLimits:
-    """The operator's per-tenant limits over the Leases table, with the deployment's defaults."""
+def tenant_limits_from_settings(
+    settings: Settings, dynamo: Dynamo, cache: LimitsCache | None = None
+) -> TenantLimits:
+    """The operator's per-tenant limits over the Leases table, with the deployment's defaults; reads
+    kept in ``cache`` (default: this object's own)."""
     return TenantLimits(
         dynamo,
         settings.leases_table,
         default_max_running=settings.tenant_max_running,
         default_per_second=settings.tenant_runs_per_second,
         default_burst=settings.tenant_burst,
+        cache=cache,
     )
 
 
@@ -323,12 +330,14 @@ def limit_gate_from_settings(
     lease_seconds: float,
     *,
     metrics: obs.MetricSink | None = None,
+    limits_cache: LimitsCache | None = None,
 ) -> LimitGate:
-    """The concurrency and rate limits a worker checks before it claims a run (Leases table)."""
+    """The concurrency and rate limits a worker checks before it claims a run (Leases table); the
+    tenants' limits as read are kept in ``limits_cache`` (the worker function's container cache)."""
     return LimitGate(
         semaphores=Semaphores(dynamo, settings.leases_table),
         buckets=Buckets(dynamo, settings.leases_table),
-        tenants=tenant_limits_from_settings(settings, dynamo),
+        tenants=tenant_limits_from_settings(settings, dynamo, limits_cache),
         attempts=attempts,
         queues=RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter),
         lease_seconds=lease_seconds,

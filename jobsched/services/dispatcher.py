@@ -190,6 +190,23 @@ class Dispatcher:
             each=self._each,
         )
 
+    def timed_sends(self) -> AlignedSends | None:
+        """Sending without alignment: no wait, each batch's delays rounded down from the clock read
+        just before its ``SendMessageBatch``, not from the tick's (or the request's) ``now``: the
+        page's puts before the send take time, and a delay counted from before them surfaced every
+        run that much late (seconds, under the embedded mode's load; issue 12 §6). None without a
+        clock (the delays are then rounded down from ``now``)."""
+        if self.clock is None:
+            return None
+        return AlignedSends(
+            clock=self.clock,
+            sleep=_no_sleep,
+            late_margin=0.0,
+            budget=0.0,
+            concurrency=self.concurrency,
+            each=self._each,
+        )
+
     def shard_of(self, job_id: str) -> int:
         """The shard that owns ``job_id`` under this deployment's shard count."""
         return shard_for(job_id, self.shards)
@@ -268,7 +285,8 @@ class Dispatcher:
         advance; without one (the API's immediate dispatch) only the job's own conditions protect it.
         A ``gate`` (the tick's backpressure) may hold due ``default``/``low`` jobs back, untouched.
         With ``sends`` (a tick's :class:`AlignedSends`) the messages are sent aligned to the second;
-        without, with the delays rounded down from ``now``.
+        without, with each batch's delays rounded down from the clock when it is sent
+        (:meth:`timed_sends`; from ``now`` only for a dispatcher without a clock).
         """
         summary = DispatchSummary(jobs_seen=len(jobs))
         planned: list[_Planned] = []
@@ -312,6 +330,7 @@ class Dispatcher:
             summary.merge(own)
             outgoing.extend(messages)
             work.append(_Work(p.job, p.plan, [m.key for m in messages]))
+        sends = sends if sends is not None else self.timed_sends()
         report = sends.send(self.queues, outgoing) if sends is not None else self.queues.send(outgoing)
         summary.messages_sent += len(report.sent)
         summary.send_failures += len(report.failed)
@@ -478,6 +497,11 @@ class Dispatcher:
         if previous.state in (RunState.RUNNING, RunState.RETRYING):
             return int(self.runs.request_cancel(previous) is not None)
         return 0
+
+
+def _no_sleep(seconds: float) -> None:
+    """The sleep of :meth:`Dispatcher.timed_sends`, whose budget of 0 never waits."""
+    raise AssertionError(f"timed sends never wait (asked {seconds} s)")
 
 
 def _records(job: Job, plan: JobPlan, previous: Run | None, now: datetime) -> _Planned:

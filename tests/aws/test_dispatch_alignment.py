@@ -90,6 +90,32 @@ def test_with_alignment_off_a_tick_rounds_down_and_messages_surface_early(aws_en
     assert result["send_align_waits"] == 0
 
 
+def test_with_alignment_off_delays_count_from_the_send_not_from_the_tick_s_start(
+    aws_environ, ticking, monkeypatch
+):
+    # Given alignment off (the embedded mode) and a tick whose puts take 0.2 s each before its send
+    # (12 runs: 2.4 s, as a loaded emulator or a big page takes)
+    from jobsched.aws.runs_store import RunsStore
+
+    monkeypatch.setenv("JOBSCHED_SEND_ALIGN_MS", "0")
+    job = build_pipeline(aws_environ).jobs.create("acme", EVERY_5_SECONDS, T0)
+    tick_at = ticking.set(T0 + timedelta(minutes=1, seconds=0.37))
+    put = RunsStore.put_announced
+
+    def slow_put(self, record):
+        ticking.advance(0.2)
+        return put(self, record)
+
+    monkeypatch.setattr(RunsStore, "put_announced", slow_put)
+    # When the shard ticks
+    result = fn.handler({"shard": shard_for(job.id, 4), "shards": 4}, _Context())
+    # Then every message still surfaces within the second before its due instant, never after it
+    # (counted from the tick's start, each would surface 2.4 - 0.63 = 1.77 s late)
+    sent = surfacings(aws_environ, sent_from=tick_at)
+    assert len(sent) == result["messages_sent"] >= 10
+    assert all(-1.0 < offset <= 0.0 for _, offset in sent), sent
+
+
 def test_jittered_runs_surface_under_a_second_early_or_within_the_margin_late(aws_environ, ticking):
     # Given a job every 5 s with 3 s of jitter (due instants at milliseconds inside their second)
     job = build_pipeline(aws_environ).jobs.create("acme", EVERY_5_SECONDS | {"jitter_seconds": 3}, T0)

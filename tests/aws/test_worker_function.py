@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 import functions.worker as worker_function
@@ -75,3 +77,42 @@ def test_each_invocation_owns_its_leases():
     first, second = LambdaContext("worker", 900), LambdaContext("worker", 900)
     owners = {f"worker:{c.aws_request_id}" for c in (first, second)}
     assert len(owners) == 2
+
+
+def test_a_tenant_s_limits_are_read_once_per_container_not_once_per_invocation(kit, aws_environ, monkeypatch):
+    # Given the worker function counting its reads of the tenant's limits item
+    from jobsched.aws.metering import Dynamo
+
+    reads: list[str] = []
+    get = Dynamo.get
+
+    def counted(self, table, key, *args, **kwargs):
+        if str(key.get("lease_key", "")).startswith("limits#"):
+            reads.append(key["lease_key"])
+        return get(self, table, key, *args, **kwargs)
+
+    monkeypatch.setattr(Dynamo, "get", counted)
+    # When three invocations each handle a run of tenant acme
+    for name in ("one", "two", "three"):
+        _, msg = kit.new_run(job_id=name)
+        worker_function.handler(sqs_event(aws_environ, [msg.to_json()]), LambdaContext("worker", 900))
+    # Then the limits were read once (kept a minute for the container), where every invocation read
+    # them before
+    assert reads == ["limits#acme"]
+
+
+def test_an_operator_s_limit_change_reaches_the_same_process_s_workers_at_once(kit, aws_environ, monkeypatch):
+    # Given a worker container that has read tenant acme's limits (none)
+    from jobsched.aws.tenant_limits import CONTAINER_CACHE
+    from jobsched.runtime.settings import Settings
+    from jobsched.runtime.wiring import dynamo_for, tenant_limits_from_settings
+
+    _, msg = kit.new_run(job_id="before")
+    worker_function.handler(sqs_event(aws_environ, [msg.to_json()]), LambdaContext("worker", 900))
+    assert CONTAINER_CACHE.fresh("acme", time.monotonic(), 60) is not None
+    # When the admin API (in the embedded mode: the same process) sets a limit for acme
+    settings = Settings.from_env()
+    admin = tenant_limits_from_settings(settings, dynamo_for(settings, aws_environ.clients.dynamodb, None))
+    admin.put("acme", kit.clock.now(), max_running=3, per_second=None, burst=None)
+    # Then the container's cache forgot acme: its next run reads the new limit
+    assert CONTAINER_CACHE.fresh("acme", time.monotonic(), 60) is None
