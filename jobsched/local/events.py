@@ -4,7 +4,9 @@ The watcher needs no hook in the worker or the dispatcher: every ``interval`` se
 tenant's recent runs through the tenant's run feed (feed items are keyed by the hour of their runs'
 scheduled instants, so a key range bounds the read: no table scan, see
 docs/decisions/0004-tenant-run-feed.md), reads the state of the runs not yet seen finished, and
-prints what changed: ``HH:MM:SS  <event>  <job name>  <run id>``, the event and the job name padded
+prints what changed (each feed item is read whole once, then only listed by key; finished runs
+that left the window are forgotten, so the watcher's reads and memory stay in proportion to the
+window, not to the session's history): ``HH:MM:SS  <event>  <job name>  <run id>``, the event and the job name padded
 so the run ids line up (the name column is as wide as the longest job name printed so far, at least
 :data:`NAME_WIDTH`). Runs the dispatcher queued ahead
 of their instant are reported as queued when that instant comes, so the log reads in time order (and
@@ -74,6 +76,9 @@ class RunEventWatcher:
         self.clock = clock
         # tenant -> (job_id, run_key) -> (state, attempt) last seen
         self._seen: dict[str, dict[tuple[str, str], tuple[str, int]]] = {}
+        # tenant -> feed item sort key -> the run keys it names (feed items are written once, never
+        # changed: each is read once, then only its key is listed)
+        self._feed: dict[str, dict[str, list[tuple[str, str]]]] = {}
         self._names: dict[tuple[str, str], str] = {}  # (tenant, job_id) -> job name
         self._name_width = NAME_WIDTH  # grows to the longest name printed, so the columns stay put
         self._thread: threading.Thread | None = None
@@ -100,6 +105,7 @@ class RunEventWatcher:
         lines: list[str] = []
         for tenant in self.tenants:
             seen = self._seen.setdefault(tenant, {})
+            self._forget_old(seen, now)
             # Runs in the window, plus every run seen unfinished however old (a long backoff, a slow job).
             active = [k for k, (state, _) in seen.items() if state not in FINAL_STATES]
             candidates = dict.fromkeys([*self._recent_keys(tenant, now), *active])
@@ -131,28 +137,67 @@ class RunEventWatcher:
                 lines.append(line)
         return lines
 
-    def _recent_keys(self, tenant: str, now: datetime) -> list[tuple[str, str]]:
-        """The tenant's runs scheduled in the window (and any later), from the feed buckets it spans."""
+    def _forget_old(self, seen: dict[tuple[str, str], tuple[str, int]], now: datetime) -> None:
+        """Forget finished runs scheduled before the window: they are not listed again, and keeping
+        them would grow the watcher by every run the session ever made (36,000 an hour with ten
+        per-second jobs)."""
         lower = run_key_for(now - self.window)
-        keys: dict[tuple[str, str], None] = {}  # ordered set: an entry may be in the feed twice
+        for key in [k for k, (state, _) in seen.items() if state in FINAL_STATES and k[1] < lower]:
+            del seen[key]
+
+    def _recent_keys(self, tenant: str, now: datetime) -> list[tuple[str, str]]:
+        """The tenant's runs scheduled in the window (and any later), from the feed buckets it spans.
+
+        The feed items of those buckets are listed by key only; the runs of an item not read before
+        are read once (``BatchGetItem``). Listing the items whole at every poll made each poll read
+        the whole hour's feed: hundreds of kilobytes a second late in an hour with per-second jobs,
+        which the emulated DynamoDB spent seconds of its one core answering."""
+        lower = run_key_for(now - self.window)
+        first_bucket = bucket_of(lower)
+        cache = self._feed.setdefault(tenant, {})
+        for old in [k for k in cache if k < first_bucket]:
+            del cache[old]
+        listed: list[str] = []
         kwargs: dict[str, Any] = {
             "TableName": self.runs_table,
             "KeyConditionExpression": "job_id = :p AND run_key >= :lo",
-            "ExpressionAttributeValues": {
-                ":p": {"S": feed_partition(tenant)},
-                ":lo": {"S": bucket_of(lower)},
-            },
+            "ExpressionAttributeValues": {":p": {"S": feed_partition(tenant)}, ":lo": {"S": first_bucket}},
+            "ProjectionExpression": "run_key",
         }
         while True:
             page = self.dynamodb.query(**kwargs)
-            for item in page.get("Items", []):
-                for entry in item.get("runs", {}).get("L", []):
-                    key = entry_key(entry["S"])
-                    if key["run_key"] >= lower:
-                        keys[(key["job_id"], key["run_key"])] = None
+            listed += [item["run_key"]["S"] for item in page.get("Items", [])]
             if "LastEvaluatedKey" not in page:
-                return list(keys)
+                break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        self._read_feed_items(tenant, [k for k in listed if k not in cache], cache)
+        keys: dict[tuple[str, str], None] = {}  # ordered set: an entry may be in the feed twice
+        for item_key in listed:
+            for key in cache.get(item_key, []):
+                if key[1] >= lower:
+                    keys[key] = None
+        return list(keys)
+
+    def _read_feed_items(
+        self, tenant: str, item_keys: list[str], cache: dict[str, list[tuple[str, str]]]
+    ) -> None:
+        partition = feed_partition(tenant)
+        for start in range(0, len(item_keys), 100):
+            request: dict[str, Any] = {
+                self.runs_table: {
+                    "Keys": [
+                        {"job_id": {"S": partition}, "run_key": {"S": k}}
+                        for k in item_keys[start : start + 100]
+                    ],
+                    "ProjectionExpression": "run_key, runs",
+                }
+            }
+            while request:
+                response = self.dynamodb.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.runs_table, []):
+                    entries = [entry_key(entry["S"]) for entry in item.get("runs", {}).get("L", [])]
+                    cache[item["run_key"]["S"]] = [(e["job_id"], e["run_key"]) for e in entries]
+                request = response.get("UnprocessedKeys") or {}
 
     def _get_runs(self, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []

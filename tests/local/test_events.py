@@ -161,16 +161,25 @@ def test_a_run_queued_ahead_is_reported_when_it_falls_due(runs: RunsFixture) -> 
 
 
 class CountingDynamo:
-    """The real client, with the keys of every ``batch_get_item`` noted."""
+    """The real client, with the keys of every run item ``batch_get_item`` reads noted (and of every
+    feed item apart), and every query's projection."""
 
     def __init__(self, client) -> None:
         self.client = client
         self.keys_read: list[str] = []
+        self.feed_items_read: list[str] = []
+        self.query_projections: list[str | None] = []
 
     def batch_get_item(self, **kwargs):
         for request in kwargs["RequestItems"].values():
-            self.keys_read += [key["run_key"]["S"] for key in request["Keys"]]
+            for key in request["Keys"]:
+                feed = key["job_id"]["S"].startswith("feed#")
+                (self.feed_items_read if feed else self.keys_read).append(key["run_key"]["S"])
         return self.client.batch_get_item(**kwargs)
+
+    def query(self, **kwargs):
+        self.query_projections.append(kwargs.get("ProjectionExpression"))
+        return self.client.query(**kwargs)
 
     def __getattr__(self, name):
         return getattr(self.client, name)
@@ -213,3 +222,43 @@ def test_the_watcher_reads_the_feed_buckets_the_window_spans_without_scanning(ru
     printed = sorted(line.split()[1:] for line in w.poll())
     # Then the two runs in the window are printed once each, the earlier one not at all
     assert printed == [["queued", "feed", twice], ["succeeded", "feed", inside]]
+
+
+def test_a_feed_item_is_read_once_then_only_listed_by_key(runs: RunsFixture) -> None:
+    # Given a run in the window, polled once
+    lines: list[str] = []
+    runs.job("ev7", "j-once", "once")
+    runs.run("ev7", "j-once", NOW, "queued")
+    clock = [NOW]
+    w = watcher(runs, "ev7", lines)
+    w.clock = lambda: clock[0]
+    w.dynamodb = counting = CountingDynamo(runs.dynamodb)
+    w.poll()
+    assert len(counting.feed_items_read) == 1
+    # When a second run is created (a new feed item) and the run moves on, and the watcher polls again
+    runs.run("ev7", "j-once", NOW + timedelta(seconds=1), "queued")
+    runs.run("ev7", "j-once", NOW, "succeeded", 1)
+    clock[0] = NOW + timedelta(seconds=1)
+    printed = [line.split()[1] for line in w.poll()]
+    # Then only the new feed item was read whole; every feed listing asked for the items' keys alone
+    assert len(counting.feed_items_read) == 2 and len(set(counting.feed_items_read)) == 2
+    assert counting.query_projections == ["run_key", "run_key"]
+    assert sorted(printed) == ["queued", "succeeded"]
+
+
+def test_finished_runs_that_left_the_window_are_forgotten(runs: RunsFixture) -> None:
+    # Given a finished run and an unfinished one, both seen at NOW
+    lines: list[str] = []
+    runs.job("ev8", "j-old", "old")
+    runs.run("ev8", "j-old", NOW - timedelta(seconds=5), "succeeded", 1)
+    running = runs.run("ev8", "j-old", NOW - timedelta(seconds=4), "running", 1)
+    clock = [NOW]
+    w = watcher(runs, "ev8", lines)
+    w.clock = lambda: clock[0]
+    w.poll()
+    assert len(w._seen["ev8"]) == 2
+    # When the watcher polls after both left its window
+    clock[0] = NOW + w.window + timedelta(minutes=1)
+    w.poll()
+    # Then it keeps only the unfinished run (still followed), not the finished one
+    assert list(w._seen["ev8"]) == [tuple(running.split(".", 1))]
