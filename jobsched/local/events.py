@@ -6,11 +6,11 @@ scheduled instants, so a key range bounds the read: no table scan, see
 docs/decisions/0004-tenant-run-feed.md), reads the state of the runs not yet seen finished, and
 prints what changed (each feed item is read whole once, then only listed by key; finished runs
 that left the window are forgotten, so the watcher's reads and memory stay in proportion to the
-window, not to the session's history): ``HH:MM:SS  <event>  <job name>  <run id>``, the event and the job name padded
-so the run ids line up (the name column is as wide as the longest job name printed so far, at least
-:data:`NAME_WIDTH`). Runs the dispatcher queued ahead
-of their instant are reported as queued when that instant comes, so the log reads in time order (and
-are not read before it: a burst queued ahead costs the emulated DynamoDB nothing until it falls due).
+window, not to the session's history): ``HH:MM:SS  <event>  <job name>  <run id>``, the event
+and the job name padded so the run ids line up (the name column is as wide as the longest job name
+printed so far, at least :data:`NAME_WIDTH`). Runs the dispatcher queued ahead of their instant
+are reported as queued when that instant comes, so the log reads in time order (and are not read
+before it: a burst queued ahead costs the emulated DynamoDB nothing until it falls due).
 A state that lasted less than one interval may go unseen (a fast run can show queued then
 succeeded); the final state is always seen.
 """
