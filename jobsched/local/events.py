@@ -182,31 +182,27 @@ class RunEventWatcher:
         self, tenant: str, item_keys: list[str], cache: dict[str, list[tuple[str, str]]]
     ) -> None:
         partition = feed_partition(tenant)
-        for start in range(0, len(item_keys), 100):
-            request: dict[str, Any] = {
-                self.runs_table: {
-                    "Keys": [
-                        {"job_id": {"S": partition}, "run_key": {"S": k}}
-                        for k in item_keys[start : start + 100]
-                    ],
-                    "ProjectionExpression": "run_key, runs",
-                }
-            }
-            while request:
-                response = self.dynamodb.batch_get_item(RequestItems=request)
-                for item in response.get("Responses", {}).get(self.runs_table, []):
-                    entries = [entry_key(entry["S"]) for entry in item.get("runs", {}).get("L", [])]
-                    cache[item["run_key"]["S"]] = [(e["job_id"], e["run_key"]) for e in entries]
-                request = response.get("UnprocessedKeys") or {}
+        for item in self._batch_get(
+            [(partition, k) for k in item_keys], {"ProjectionExpression": "run_key, runs"}
+        ):
+            entries = [entry_key(entry["S"]) for entry in item.get("runs", {}).get("L", [])]
+            cache[item["run_key"]["S"]] = [(e["job_id"], e["run_key"]) for e in entries]
 
     def _get_runs(self, keys: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        projection = {
+            "ProjectionExpression": "job_id, run_key, #s, attempt",
+            "ExpressionAttributeNames": {"#s": "state"},
+        }
+        return self._batch_get(keys, projection)
+
+    def _batch_get(self, keys: list[tuple[str, str]], projection: dict[str, Any]) -> list[dict[str, Any]]:
+        """The Runs table items of ``(job_id, run_key)`` keys, 100 a request, unprocessed keys retried."""
         items: list[dict[str, Any]] = []
         for start in range(0, len(keys), 100):
             request: dict[str, Any] = {
                 self.runs_table: {
                     "Keys": [{"job_id": {"S": j}, "run_key": {"S": r}} for j, r in keys[start : start + 100]],
-                    "ProjectionExpression": "job_id, run_key, #s, attempt",
-                    "ExpressionAttributeNames": {"#s": "state"},
+                    **projection,
                 }
             }
             while request:
