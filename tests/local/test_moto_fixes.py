@@ -627,3 +627,260 @@ def test_a_request_of_the_embedded_clients_names_its_tenant_to_moto(monkeypatch,
         ddb.put_item(TableName="t", Item={"k": {"S": "a"}})
     ddb.get_item(TableName="t", Key={"k": {"S": "a"}})
     assert lanes == ["acme", "beta", ""]
+
+
+# --- DynamoDB answers written out without walking the output shape -------------------------------
+
+
+def _item_operations(client) -> list[tuple[str, object]]:
+    """A run of every item operation over every attribute type, each answer as the SDK parsed it."""
+    client.create_table(
+        TableName="t",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "N"},
+            {"AttributeName": "g", "AttributeType": "S"},
+        ],
+        GlobalSecondaryIndexes=[
+            {
+                "IndexName": "by_g",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    every_type = {
+        "s": {"S": "text é"},
+        "n": {"N": "12.5"},
+        "b": {"B": b"\x00\xffbytes"},
+        "t": {"BOOL": True},
+        "null": {"NULL": True},
+        "l": {"L": [{"S": "a"}, {"N": "1"}, {"B": b"\x01"}, {"M": {"x": {"BOOL": False}}}]},
+        "m": {"M": {"inner": {"L": [{"NS": ["1", "2"]}]}, "bin": {"B": b"\x02\x03"}}},
+        "ss": {"SS": ["a", "b"]},
+        "ns": {"NS": ["1", "3.5"]},
+        "bs": {"BS": [b"\x04", b"\x05"]},
+        "g": {"S": "group"},
+    }
+    answers: list[tuple[str, object]] = []
+
+    def record(name: str, answer: dict) -> None:
+        answers.append((name, {k: v for k, v in answer.items() if k != "ResponseMetadata"}))
+
+    for sk in range(5):
+        record(
+            "put",
+            client.put_item(
+                TableName="t",
+                Item={"pk": {"S": "p"}, "sk": {"N": str(sk)}, **every_type},
+                ReturnValues="ALL_OLD",
+                ReturnConsumedCapacity="INDEXES",
+            ),
+        )
+    record(
+        "put again",
+        client.put_item(
+            TableName="t", Item={"pk": {"S": "p"}, "sk": {"N": "0"}, **every_type}, ReturnValues="ALL_OLD"
+        ),
+    )
+    key = {"pk": {"S": "p"}, "sk": {"N": "1"}}
+    record(
+        "get", client.get_item(TableName="t", Key=key, ConsistentRead=True, ReturnConsumedCapacity="TOTAL")
+    )
+    record("get missing", client.get_item(TableName="t", Key={"pk": {"S": "none"}, "sk": {"N": "0"}}))
+    record(
+        "get projected",
+        client.get_item(
+            TableName="t",
+            Key=key,
+            ProjectionExpression="b, m.bin, l[2], #n",
+            ExpressionAttributeNames={"#n": "n"},
+        ),
+    )
+    for returns in ("ALL_NEW", "UPDATED_NEW", "ALL_OLD", "UPDATED_OLD", "NONE"):
+        record(
+            f"update {returns}",
+            client.update_item(
+                TableName="t",
+                Key=key,
+                UpdateExpression=(
+                    "SET b = :b, tally = if_not_exists(tally, :zero) + :one ADD ns :ns REMOVE #null"
+                ),
+                ExpressionAttributeNames={"#null": "null"},
+                ExpressionAttributeValues={
+                    ":b": {"B": b"new"},
+                    ":zero": {"N": "0"},
+                    ":one": {"N": "1"},
+                    ":ns": {"NS": ["7"]},
+                },
+                ReturnValues=returns,
+                ReturnConsumedCapacity="TOTAL",
+            ),
+        )
+    record(
+        "query page",
+        client.query(
+            TableName="t",
+            KeyConditionExpression="pk = :p AND sk >= :low",
+            ExpressionAttributeValues={":p": {"S": "p"}, ":low": {"N": "1"}},
+            Limit=2,
+            ReturnConsumedCapacity="TOTAL",
+        ),
+    )
+    record(
+        "query index, count",
+        client.query(
+            TableName="t",
+            IndexName="by_g",
+            KeyConditionExpression="g = :g",
+            ExpressionAttributeValues={":g": {"S": "group"}},
+            Select="COUNT",
+        ),
+    )
+    record(
+        "query projected, filtered",
+        client.query(
+            TableName="t",
+            KeyConditionExpression="pk = :p",
+            FilterExpression="tally > :zero",
+            ProjectionExpression="sk, bs",
+            ExpressionAttributeValues={":p": {"S": "p"}, ":zero": {"N": "0"}},
+        ),
+    )
+    record("scan", client.scan(TableName="t", Limit=3))
+    record(
+        "batch get",
+        client.batch_get_item(
+            RequestItems={
+                "t": {
+                    "Keys": [
+                        key,
+                        {"pk": {"S": "p"}, "sk": {"N": "4"}},
+                        {"pk": {"S": "none"}, "sk": {"N": "9"}},
+                    ],
+                    "ProjectionExpression": "pk, sk, m",
+                    "ConsistentRead": True,
+                }
+            },
+            ReturnConsumedCapacity="TOTAL",
+        ),
+    )
+    record(
+        "batch write",
+        client.batch_write_item(
+            RequestItems={
+                "t": [
+                    {"PutRequest": {"Item": {"pk": {"S": "q"}, "sk": {"N": "1"}, "bs": {"BS": [b"\x09"]}}}},
+                    {"DeleteRequest": {"Key": {"pk": {"S": "p"}, "sk": {"N": "4"}}}},
+                ]
+            },
+            ReturnConsumedCapacity="TOTAL",
+        ),
+    )
+    record(
+        "transact write",
+        client.transact_write_items(
+            TransactItems=[
+                {
+                    "Put": {
+                        "TableName": "t",
+                        "Item": {"pk": {"S": "r"}, "sk": {"N": "1"}, "b": {"B": b"\x0a"}},
+                    }
+                },
+                {
+                    "Update": {
+                        "TableName": "t",
+                        "Key": key,
+                        "UpdateExpression": "SET s = :s",
+                        "ExpressionAttributeValues": {":s": {"S": "x"}},
+                    }
+                },
+            ],
+            ReturnConsumedCapacity="TOTAL",
+        ),
+    )
+    record(
+        "transact get",
+        client.transact_get_items(
+            TransactItems=[
+                {"Get": {"TableName": "t", "Key": key}},
+                {"Get": {"TableName": "t", "Key": {"pk": {"S": "none"}, "sk": {"N": "0"}}}},
+            ]
+        ),
+    )
+    try:
+        client.put_item(
+            TableName="t",
+            Item={"pk": {"S": "p"}, "sk": {"N": "1"}},
+            ConditionExpression="attribute_not_exists(pk)",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    except client.exceptions.ConditionalCheckFailedException as refused:
+        record("refused put", {"Error": refused.response["Error"], "Item": refused.response.get("Item")})
+    record("delete", client.delete_item(TableName="t", Key=key, ReturnValues="ALL_OLD"))
+    record("delete missing", client.delete_item(TableName="t", Key=key, ReturnValues="ALL_OLD"))
+    record("describe", {"KeySchema": client.describe_table(TableName="t")["Table"]["KeySchema"]})
+    return answers
+
+
+def _sets_sorted(value):
+    """``value`` with every string, number and binary set sorted: DynamoDB sets have no order."""
+    if isinstance(value, dict):
+        return {
+            key: sorted(item) if key in ("SS", "NS", "BS") else _sets_sorted(item)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_sets_sorted(item) for item in value]
+    return value
+
+
+def _answers(monkeypatch, *, plain: bool) -> list[tuple[str, object]]:
+    from moto.core.responses import ActionResult
+    from moto.core.serialize import JSONSerializer
+
+    moto_fixes.apply()
+    patched = ActionResult.execute_result
+    if not plain:
+        monkeypatch.setattr(ActionResult, "execute_result", patched.__wrapped__)
+    walks: list[str] = []
+    serialize = JSONSerializer.serialize
+
+    def counted(self, result):
+        walks.append(self.operation_model.name)
+        return serialize(self, result)
+
+    monkeypatch.setattr(JSONSerializer, "serialize", counted)
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        answers = _item_operations(client)
+    monkeypatch.undo()
+    return answers, walks
+
+
+def test_item_operations_answer_the_same_without_the_shape_walk(monkeypatch):
+    plain, plain_walks = _answers(monkeypatch, plain=True)
+    walked, walked_walks = _answers(monkeypatch, plain=False)
+    assert [name for name, _ in plain] == [name for name, _ in walked]
+    for (name, mine), (_, theirs) in zip(plain, walked, strict=True):
+        assert _sets_sorted(mine) == _sets_sorted(theirs), name
+    # What the comparison covers: binary values inside maps and lists, a next page, consumed capacity.
+    answers = dict(plain)
+    assert answers["get"]["Item"]["m"]["M"]["bin"] == {"B": b"\x02\x03"}
+    assert sorted(answers["get"]["Item"]["bs"]["BS"]) == [b"\x04", b"\x05"]
+    assert "LastEvaluatedKey" in answers["query page"]
+    assert answers["batch get"]["ConsumedCapacity"]
+    # The walk is skipped for the item operations only (the refused put's error is compared above).
+    assert [op for op in plain_walks if op in moto_fixes.PLAIN_ANSWERS] == []
+    assert {"CreateTable", "DescribeTable"} <= set(plain_walks)
+    assert len([op for op in walked_walks if op in moto_fixes.PLAIN_ANSWERS]) > 20
+
+
+def test_an_answer_holding_what_json_cannot_write_goes_through_moto_s_serializer():
+    from datetime import UTC, datetime
+
+    assert moto_fixes._plain({"a": [b"\x00", {"b": None, "c": 1.5}]}) == {"a": ["AA==", {"c": 1.5}]}
+    with pytest.raises(moto_fixes._NotPlain):
+        moto_fixes._plain({"when": datetime(2026, 12, 2, tzinfo=UTC)})
