@@ -837,32 +837,37 @@ def _sets_sorted(value):
     return value
 
 
-def _answers(monkeypatch, *, plain: bool) -> list[tuple[str, object]]:
+def _answers(*, plain: bool) -> tuple[list[tuple[str, object]], list[str]]:
+    """The answers of :func:`_item_operations` with the fix (``plain``) or with moto's own serializer,
+    and the operations whose answers went through that serializer. (The patches are undone by hand:
+    ``monkeypatch.undo()`` would also put back the endpoint variables the autouse fixture removed.)"""
     from moto.core.responses import ActionResult
     from moto.core.serialize import JSONSerializer
 
     moto_fixes.apply()
     patched = ActionResult.execute_result
-    if not plain:
-        monkeypatch.setattr(ActionResult, "execute_result", patched.__wrapped__)
-    walks: list[str] = []
     serialize = JSONSerializer.serialize
+    walks: list[str] = []
 
     def counted(self, result):
         walks.append(self.operation_model.name)
         return serialize(self, result)
 
-    monkeypatch.setattr(JSONSerializer, "serialize", counted)
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        answers = _item_operations(client)
-    monkeypatch.undo()
+    if not plain:
+        ActionResult.execute_result = patched.__wrapped__
+    JSONSerializer.serialize = counted
+    try:
+        with mock_aws():
+            answers = _item_operations(boto3.client("dynamodb", region_name="us-east-1"))
+    finally:
+        ActionResult.execute_result = patched
+        JSONSerializer.serialize = serialize
     return answers, walks
 
 
-def test_item_operations_answer_the_same_without_the_shape_walk(monkeypatch):
-    plain, plain_walks = _answers(monkeypatch, plain=True)
-    walked, walked_walks = _answers(monkeypatch, plain=False)
+def test_item_operations_answer_the_same_without_the_shape_walk():
+    plain, plain_walks = _answers(plain=True)
+    walked, walked_walks = _answers(plain=False)
     assert [name for name, _ in plain] == [name for name, _ in walked]
     for (name, mine), (_, theirs) in zip(plain, walked, strict=True):
         assert _sets_sorted(mine) == _sets_sorted(theirs), name
