@@ -889,3 +889,290 @@ def test_an_answer_holding_what_json_cannot_write_goes_through_moto_s_serializer
     assert moto_fixes._plain({"a": [b"\x00", {"b": None, "c": 1.5}]}) == {"a": ["AA==", {"c": 1.5}]}
     with pytest.raises(moto_fixes._NotPlain):
         moto_fixes._plain({"when": datetime(2026, 12, 2, tzinfo=UTC)})
+
+
+# --- update expressions parsed and checked once; items sorted by plain key values -------------------
+
+
+@contextlib.contextmanager
+def _moto_s_own_update_expressions():
+    """moto's own parse, copy and checks of update expressions while inside (the fix's, after)."""
+    import copy
+
+    from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.expressions import UpdateExpressionParser
+    from moto.dynamodb.parsing.validators import UpdateExpressionValidator
+
+    moto_fixes.apply()
+    make = UpdateExpressionParser.__dict__["make"]
+    copier = validators.deepcopy
+    validate = UpdateExpressionValidator.__dict__["validate"]
+    UpdateExpressionParser.make = classmethod(make.__func__.__wrapped__)
+    validators.deepcopy = copy.deepcopy
+    del UpdateExpressionValidator.validate
+    try:
+        yield
+    finally:
+        UpdateExpressionParser.make = make
+        validators.deepcopy = copier
+        UpdateExpressionValidator.validate = validate
+
+
+#: (table, update expression, names, values): each is applied three times, so the second and third go
+#: through the kept parse; the refusals are moto's text checks, a syntax error, a missing value and a
+#: type mismatch, which must be refused every time.
+_UPDATES = [
+    (
+        "t",
+        "SET #state = :running, attempt = :a, started_at = if_not_exists(started_at, :now), "
+        "attempts = list_append(if_not_exists(attempts, :empty), :entry) REMOVE retry_at, progress",
+        {"#state": "state"},
+        {
+            ":running": {"S": "running"},
+            ":a": {"N": "1"},
+            ":now": {"S": "2026-12-02T10:00:00.000Z"},
+            ":empty": {"L": []},
+            ":entry": {"L": [{"M": {"attempt": {"N": "1"}}}]},
+        },
+    ),
+    (
+        "t",
+        "ADD #c :one SET amount = if_not_exists(amount, :zero) + :n",
+        {"#c": "count"},
+        {":one": {"N": "1"}, ":zero": {"N": "0"}, ":n": {"N": "2.5"}},
+    ),
+    ("t", "SET a = :v, a = :w", None, {":v": {"S": "x"}, ":w": {"S": "y"}}),  # overlapping paths
+    ("t", "SET a = :v SET b = :v", None, {":v": {"S": "x"}}),  # two SET clauses
+    ("t", "SET pk = :v", None, {":v": {"S": "x"}}),  # the table's hash key
+    ("u", "SET pk = :v", None, {":v": {"S": "x"}}),  # same text, a table keyed otherwise: allowed
+    ("t", "SET #a = :v, #b = :v", {"#a": "x", "#b": "y"}, {":v": {"S": "x"}}),
+    ("t", "SET #a = :v, #b = :v", {"#a": "x", "#b": "x"}, {":v": {"S": "x"}}),  # same text, a duplicate
+    ("t", "SET a = ", None, {":v": {"S": "x"}}),  # syntax
+    ("t", "SET a = :missing", None, {":v": {"S": "x"}}),  # a value not given
+    ("t", "SET amount = amount + :s", None, {":s": {"S": "x"}}),  # a number plus a string
+    ("t", "REMOVE a, b[0]", None, None),
+]
+
+
+def _updates_answered() -> list[object]:
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        for name, key in (("t", "pk"), ("u", "id")):
+            ddb.create_table(
+                TableName=name,
+                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+        ddb.put_item(TableName="t", Item={"pk": {"S": "k"}, "b": {"L": [{"S": "z"}]}})
+        ddb.put_item(TableName="u", Item={"id": {"S": "k"}})
+        answers: list[object] = []
+        for _ in range(3):
+            for table, expression, names, values in _UPDATES:
+                request: dict = {
+                    "TableName": table,
+                    "Key": {"pk" if table == "t" else "id": {"S": "k"}},
+                    "UpdateExpression": expression,
+                    "ReturnValues": "ALL_NEW",
+                }
+                if names:
+                    request["ExpressionAttributeNames"] = names
+                if values:
+                    request["ExpressionAttributeValues"] = values
+                try:
+                    answers.append(_sets_sorted(ddb.update_item(**request)["Attributes"]))
+                except ddb.exceptions.ClientError as refused:
+                    answers.append(refused.response["Error"])
+            answers.append(
+                ddb.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Update": {
+                                "TableName": "t",
+                                "Key": {"pk": {"S": "k"}},
+                                "UpdateExpression": _UPDATES[1][1],
+                                "ExpressionAttributeNames": _UPDATES[1][2],
+                                "ExpressionAttributeValues": _UPDATES[1][3],
+                            }
+                        }
+                    ]
+                )["ResponseMetadata"]["HTTPStatusCode"]
+            )
+            answers.append(ddb.get_item(TableName="t", Key={"pk": {"S": "k"}}, ConsistentRead=True)["Item"])
+    return answers
+
+
+def test_update_expressions_answer_the_same_when_parsed_and_checked_once(monkeypatch):
+    from moto.dynamodb.parsing.validators import OverlappingPathsValidator
+
+    checks: list[int] = []
+    traverse = OverlappingPathsValidator.traverse
+    monkeypatch.setattr(
+        OverlappingPathsValidator, "traverse", lambda self, node: checks.append(1) or traverse(self, node)
+    )
+    moto_fixes.apply()
+    once = _updates_answered()
+    checked_once = len(checks)
+    checks.clear()
+    with _moto_s_own_update_expressions():
+        theirs = _updates_answered()
+    assert once == theirs
+    # What the comparison covers: successes, each kind of refusal, a transaction's update.
+    errors = [a["Code"] for a in once if isinstance(a, dict) and "Code" in a]
+    assert errors.count("ValidationException") == 3 * 7
+    assert once[:3] and "attempts" in once[0]
+    # moto checks the text at every update that gets that far (the syntax error, the two SET clauses
+    # and the missing value are refused before): the same count in each of the three rounds...
+    assert len(checks) % 3 == 0 and len(checks) >= 3 * 8
+    per_round = len(checks) // 3
+    # ... the fix checks each text, names and table once it passed, and again only the three that fail
+    # there (overlapping paths, the duplicate name, the hash key of t): a refusal is never remembered.
+    # (The transaction's update repeats the second text, names and table: checked once in all.)
+    assert checked_once == (per_round - 1) + 2 * 3
+
+
+#: (condition, names, values) of conditional puts, applied three times: passing, refused, and the
+#: parser's errors (a syntax error, a reserved word, a name not given), which must come every time.
+_CONDITIONS = [
+    ("attribute_not_exists(pk)", None, None),
+    (
+        "#s IN (:a, :b) AND (attribute_not_exists(n) OR n = :one)",
+        {"#s": "s"},
+        {":a": {"S": "x"}, ":b": {"S": "y"}, ":one": {"N": "1"}},
+    ),
+    (
+        "size(l) > :one AND begins_with(#s, :a) AND NOT contains(l, :a)",
+        {"#s": "s"},
+        {":a": {"S": "x"}, ":one": {"N": "1"}},
+    ),
+    (
+        "n BETWEEN :one AND :two OR m.k <> :a",
+        None,
+        {":one": {"N": "1"}, ":two": {"N": "2"}, ":a": {"S": "x"}},
+    ),
+    ("n = :one AND", None, {":one": {"N": "1"}}),
+    ("size = :one", None, {":one": {"N": "1"}}),
+    ("#missing = :one", None, {":one": {"N": "1"}}),
+]
+
+
+def _conditions_answered() -> list[object]:
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="c",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "N"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        item = {
+            "pk": {"S": "k"},
+            "sk": {"N": "1"},
+            "s": {"S": "x"},
+            "n": {"N": "1"},
+            "l": {"L": [{"S": "z"}, {"S": "w"}]},
+            "m": {"M": {"k": {"S": "v"}}},
+        }
+        answers: list[object] = []
+        for _ in range(3):
+            for condition, names, values in _CONDITIONS:
+                request: dict = {"TableName": "c", "Item": item, "ConditionExpression": condition}
+                if names:
+                    request["ExpressionAttributeNames"] = names
+                if values:
+                    request["ExpressionAttributeValues"] = values
+                try:
+                    answers.append(ddb.put_item(**request)["ResponseMetadata"]["HTTPStatusCode"])
+                except ddb.exceptions.ClientError as refused:
+                    answers.append(refused.response["Error"])
+                except (ValueError, KeyError) as raised:  # in-process, moto raises a syntax error as is
+                    answers.append((type(raised).__name__, str(raised)))
+            answers.append(
+                ddb.query(
+                    TableName="c",
+                    KeyConditionExpression="pk = :k AND sk BETWEEN :one AND :two",
+                    FilterExpression="attribute_exists(m.k) AND s = :x",
+                    ExpressionAttributeValues={
+                        ":k": {"S": "k"},
+                        ":one": {"N": "0"},
+                        ":two": {"N": "5"},
+                        ":x": {"S": "x"},
+                    },
+                )["Items"]
+            )
+    return answers
+
+
+def test_conditions_answer_the_same_when_lexed_once(monkeypatch):
+    from moto.dynamodb.comparisons import ConditionExpressionParser
+
+    tokens: list[int] = []
+    lex_one = ConditionExpressionParser._lex_one_node
+    monkeypatch.setattr(
+        ConditionExpressionParser, "_lex_one_node", lambda self, rest: tokens.append(1) or lex_one(self, rest)
+    )
+    moto_fixes.apply()
+    once = _conditions_answered()
+    tokens_once = len(tokens)
+    tokens.clear()
+    lexed_once = ConditionExpressionParser._lex_condition_expression
+    ConditionExpressionParser._lex_condition_expression = lexed_once.__wrapped__
+    try:
+        theirs = _conditions_answered()
+    finally:
+        ConditionExpressionParser._lex_condition_expression = lexed_once
+    assert once == theirs
+    # moto lexes every text at every request (and twice per conditional write); the fix once per text.
+    assert tokens_once < len(tokens) / 4
+    # What the comparison covers: puts that pass and that are refused, each parse error, a query.
+    codes = [a["Code"] if isinstance(a, dict) else a[0] for a in once if isinstance(a, dict | tuple)]
+    assert codes.count("ConditionalCheckFailedException") == 2  # the item exists from the second round on
+    assert (codes.count("ValueError"), codes.count("KeyError")) == (3 * 2, 3)
+    assert once[-1] and once[-1][0]["pk"] == {"S": "k"}
+
+
+def test_a_table_s_items_are_in_moto_s_order_when_sorted_by_plain_values():
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.dynamodb.models.table import Table
+
+    moto_fixes.apply()
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        keys = {
+            "S": ["b", "a", "é", "B", "10", "9", ""],
+            "N": ["10", "9", "-1", "1.5", "1.50", "-0.25", "0"],
+            "B": [b"\x02", b"\x01\xff", b"\x01", b"a"],
+        }
+        for kind, values in keys.items():
+            for ranged in (False, True):
+                name = f"{kind}{ranged}"
+                schema = [{"AttributeName": "h", "KeyType": "HASH"}]
+                definitions = [{"AttributeName": "h", "AttributeType": kind if not ranged else "S"}]
+                if ranged:
+                    schema.append({"AttributeName": "r", "KeyType": "RANGE"})
+                    definitions.append({"AttributeName": "r", "AttributeType": kind})
+                ddb.create_table(
+                    TableName=name,
+                    KeySchema=schema,
+                    AttributeDefinitions=definitions,
+                    BillingMode="PAY_PER_REQUEST",
+                )
+                for i, value in enumerate(v for v in values if v != ""):
+                    item = (
+                        {"h": {kind: value}} if not ranged else {"h": {"S": "ab"[i % 2]}, "r": {kind: value}}
+                    )
+                    ddb.put_item(TableName=name, Item=item)
+        account = boto3.client("sts", region_name="us-east-1").get_caller_identity()["Account"]
+        backend = dynamodb_backends[account]["us-east-1"]
+        for name in backend.tables:
+            table = backend.tables[name]
+            mine = [(i.hash_key, i.range_key) for i in table.all_items()]
+            theirs = [(i.hash_key, i.range_key) for i in Table.all_items.__wrapped__(table)]
+            assert mine == theirs, name
+            assert len(mine) >= 3
