@@ -38,9 +38,11 @@ in-process emulation of every AWS call, so it is an upper bound of the handler's
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -74,6 +76,7 @@ class PipelineConfig:
     start: datetime = DEFAULT_START
     output: str = "summary"  # what the handler returns: "summary" (small) or "echo" (the payload)
     echo_variant: bool = True  # also measure output="echo" and report it beside the headline
+    one_cpu: bool = True  # run the simulation's threads on one CPU (see on_one_cpu); False: on all
 
     def window(self) -> tuple[int, int]:
         """(jobs, minutes): as many jobs as asked (at most ``runs``), minutes rounded up to cover ``runs``."""
@@ -229,9 +232,40 @@ def bench_payload(size: int) -> dict[str, str]:
     return {"data": "x" * filler}
 
 
+@contextlib.contextmanager
+def on_one_cpu(enabled: bool = True) -> Iterator[list[int]]:
+    """Run the block's threads on one CPU (the lowest this process may use): yields the CPUs used.
+
+    The functions run in-process with moto, their records on threads that take turns at one
+    interpreter lock; with a second CPU free, each turn hands the lock from one CPU to the other, and
+    that hand-over, not the functions' work, made a third of the worker's measured time (the same code,
+    ``--runs 300``: 158 ms per invocation with two CPUs free, 103 ms on one; the process's system time
+    11.0 s against 3.6 s), and the figure moved with whatever else kept the second CPU busy. On one CPU
+    the figure no longer depends on what else the machine runs. The threads started inside (the
+    functions' record and dispatch threads) inherit the CPU; the caller's is restored after. Where the
+    platform cannot pin (not Linux), nothing changes."""
+    if not enabled or not hasattr(os, "sched_setaffinity"):
+        yield sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        return
+    before = os.sched_getaffinity(0)
+    one = {min(before)}
+    os.sched_setaffinity(0, one)
+    try:
+        yield sorted(one)
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def run_pipeline(config: PipelineConfig | None = None) -> PipelineResult:
     """Run the benchmark described by ``config`` and return its figures (see the module docstring)."""
     config = config or PipelineConfig()
+    with on_one_cpu(config.one_cpu) as cpus:
+        result = _run_pipeline(config)
+    result.setup["cpus"] = cpus
+    return result
+
+
+def _run_pipeline(config: PipelineConfig) -> PipelineResult:
     jobs, minutes = config.window()
     handler = register_bench_handler(config.output)
     started = time.perf_counter()

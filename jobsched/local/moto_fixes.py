@@ -119,13 +119,22 @@ run's claim (an ``UpdateItem`` of six attributes under a condition) took 7.0 ms 
 ``GetItem`` 1 ms. The fix keeps the parse of each distinct text (:data:`KEEP_PARSED_EXPRESSIONS`; the
 tree is only ever read, the validation works on a copy), makes each copy from the tree's pickle, skips
 the three text-only passes for a text, names and table they passed before (a refusal is never
-remembered: a refused text is checked again, and refused again), and keeps the tokens of each condition
-text (immutable; names and values are still looked up at every request): 2.9 ms per claim. And moto
-answers a ``Query`` of a secondary index by sorting every item of the table, comparing ``DynamoType``
-objects through Python methods (a due-index query of a 200-item Jobs table, as in the benchmark, took
-6.3 ms in-process); the fix sorts by the keys' plain values, the same order since a key attribute has
-a single type (3.6 ms). ``tests/local/test_moto_fixes.py`` compares answers and refusals with
-moto's own for each.
+remembered: a refused text is checked again, and refused again), keeps what the kept tree's
+``find_clauses`` found (the tree never changes; copies are searched as moto does), lets each pass build
+its map from node class to method once rather than twice per node visited, and keeps the tokens of
+each condition text (immutable; names and values are still looked up at every request): 2.9 ms per
+claim. moto's ``BaseResponse.call_action`` also listed its handler's methods with
+``inspect.getmembers`` at every request of every service; the list is kept per class (made again when
+a class of its MRO gains or loses an attribute). And moto
+answers every ``Query`` by sorting every item of the table (``Table.all_items``), comparing
+``DynamoType`` objects through Python methods, then keeping the items of the partition asked and
+sorting those again: a query of one ledger partition of the Runs table read every run, and a
+due-index query of a 200-item Jobs table, as in the benchmark, took 6.3 ms in-process. The fix gives a
+query of the table's own keys the items of its partition only, and a query of an index the table's
+items unsorted (moto sorts what it keeps by the index's keys and then the table's, a total order, so
+the answer is the same), and sorts the table for everything else (a scan) by the keys' plain values,
+the same order since a key attribute has a single type: 1.7 ms for that due-index query.
+``tests/local/test_moto_fixes.py`` compares answers and refusals with moto's own for each.
 
 :func:`apply` is idempotent.
 """
@@ -220,6 +229,7 @@ def apply() -> None:
     _dynamodb_update_expressions_once()
     _dynamodb_conditions_lexed_once()
     _dynamodb_sorts_by_native_keys()
+    _responses_list_their_methods_once()
 
 
 def _sqs_receive_without_counting() -> None:
@@ -434,6 +444,7 @@ def _dynamodb_update_expressions_once() -> None:
     import pickle
 
     from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node  # type: ignore[attr-defined]
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser  # type: ignore[attr-defined]
     from moto.dynamodb.parsing.validators import UpdateExpressionValidator
 
@@ -484,10 +495,46 @@ def _dynamodb_update_expressions_once() -> None:
                     _remember(_CHECKED, key, None)
         return node
 
+    def found_once(self: Any, node_types: Any) -> Any:
+        if self.__dict__.get(_BLOB) is None:  # not a kept parse (a copy may be changed): as moto
+            return find_clauses(self, node_types)
+        found = self.__dict__.setdefault("_jobsched_found", {})
+        key = tuple(node_types)
+        if key not in found:
+            found[key] = find_clauses(self, node_types)
+        return list(found[key])
+
+    def processing_map(self: Any) -> Any:
+        # Each pass's map from node class to its method is the same for the pass's life (moto builds
+        # it anew for every node it visits, twice).
+        kept = self.__dict__.get("_jobsched_map")
+        if kept is None:
+            kept = self.__dict__["_jobsched_map"] = self._processing_map()
+        return kept
+
+    def nodes_to_be_processed(self: Any) -> Any:
+        kept = self.__dict__.get("_jobsched_types")
+        if kept is None:
+            kept = self.__dict__["_jobsched_types"] = tuple(processing_map(self))
+        return kept
+
+    def process(self: Any, node: Any) -> Any:
+        for class_key, processor in processing_map(self).items():
+            if isinstance(node, class_key):
+                return processor(node)
+        return None
+
+    find_clauses = Node.find_clauses
+    found_once.__wrapped__ = find_clauses  # type: ignore[attr-defined]  # moto's own, for the tests
+    nodes_to_be_processed.__wrapped__ = DepthFirstTraverser.nodes_to_be_processed  # type: ignore[attr-defined]
+    process.__wrapped__ = DepthFirstTraverser.process  # type: ignore[attr-defined]
     setattr(parsed_once, _APPLIED, True)
     UpdateExpressionParser.make = classmethod(parsed_once)
     validators.deepcopy = copied  # type: ignore[assignment]  # what Validator.__init__ copies its tree with
     UpdateExpressionValidator.validate = validate  # type: ignore[method-assign]
+    Node.find_clauses = found_once
+    DepthFirstTraverser.nodes_to_be_processed = nodes_to_be_processed
+    DepthFirstTraverser.process = process
 
 
 def _dynamodb_conditions_lexed_once() -> None:
@@ -528,22 +575,74 @@ def _native_key(item: Any) -> Any:
     return item.hash_key.cast_value
 
 
+_QUERYING = threading.local()  # the query a table's all_items is called for: what it must hold
+
+
 def _dynamodb_sorts_by_native_keys() -> None:
+    import inspect
+
     from moto.dynamodb.models.table import Table
 
     original = Table.all_items
     if getattr(original, _APPLIED, False):
         return
+    original_query = Table.query
+    signature = inspect.signature(original_query)
 
     @functools.wraps(original)
     def all_items(self: Any) -> list[Any]:
+        hint = getattr(_QUERYING, "hint", None)
+        _QUERYING.hint = None  # for this call only
+        if hint is not None and hint[0] is self and hint[1] is not None:  # a query of the table's own keys
+            found = self.items.get(hint[1])
+            if found is None:
+                return []
+            return list(found.values()) if self.range_key_attr else [found]
         items: list[Any] = []
         for hash_set in self.items.values():
             if self.range_key_attr:
                 items.extend(hash_set.values())
             else:
                 items.append(hash_set)
+        if hint is not None:  # a query of an index: it sorts what it keeps by the index's keys itself
+            return items
         return sorted(items, key=_native_key)
+
+    @functools.wraps(original_query)
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        asked = signature.bind(self, *args, **kwargs).arguments
+        # moto reads every item of the table (all_items) and keeps those of the partition asked; it
+        # then sorts what it kept by the range key (or, for an index, by the index's keys and the
+        # table's: a total order), so the partition alone, unsorted, gives the same answer.
+        _QUERYING.hint = (self, None if asked.get("index_name") else asked.get("hash_key"))
+        try:
+            return original_query(self, *args, **kwargs)
+        finally:
+            _QUERYING.hint = None
 
     setattr(all_items, _APPLIED, True)
     Table.all_items = all_items  # type: ignore[method-assign]
+    Table.query = query  # type: ignore[method-assign]
+
+
+def _responses_list_their_methods_once() -> None:
+    """moto's ``BaseResponse.call_action`` lists its handler class's methods with ``inspect.getmembers``
+    at every request, to see whether the action is one; the list is kept per class (and made again
+    when a class of its MRO gains or loses an attribute)."""
+    from moto.core import responses
+
+    original = responses.method_names_from_class
+    if getattr(original, _APPLIED, False):
+        return
+    listed: dict[Any, list[str]] = {}
+
+    @functools.wraps(original)
+    def method_names_from_class(clazz: Any) -> list[str]:
+        key = (clazz, *(len(vars(c)) for c in getattr(clazz, "__mro__", ())))
+        names = listed.get(key)
+        if names is None:
+            names = listed[key] = original(clazz)
+        return names
+
+    setattr(method_names_from_class, _APPLIED, True)
+    responses.method_names_from_class = method_names_from_class

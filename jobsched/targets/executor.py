@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -130,6 +131,48 @@ def error_info(exc: BaseException) -> dict[str, str]:
     return {"type": type(exc).__name__, "code": code, "message": message[:1000]}
 
 
+class _DaemonThreads:
+    """Daemon threads kept for reuse: :meth:`run` hands ``fn`` to an idle one, or starts one.
+
+    Starting a thread is an OS call made while holding the interpreter lock, and with other threads
+    busy it waits for the new thread to be scheduled: the worker's per-record heartbeat thread was 17 %
+    of its time on the CPU in the cost benchmark (docs/decisions/0034). A thread that finishes its task
+    waits for the next one; daemon, so none holds the process up at exit (as the threads it replaces)."""
+
+    def __init__(self, name: str):
+        self._name = name
+        self._tasks: queue.SimpleQueue[tuple[Callable[[], None], threading.Event]] = queue.SimpleQueue()
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def run(self, fn: Callable[[], None]) -> threading.Event:
+        """Run ``fn`` on one of the threads; the event is set when it has returned (or raised)."""
+        done = threading.Event()
+        with self._lock:
+            start = self._idle == 0
+            if not start:
+                self._idle -= 1
+        self._tasks.put((fn, done))
+        if start:
+            threading.Thread(target=self._serve, name=self._name, daemon=True).start()
+        return done
+
+    def _serve(self) -> None:
+        while True:
+            fn, done = self._tasks.get()
+            try:
+                fn()
+            except BaseException:  # fn handles its own errors; one that escapes must not end the thread
+                logger.exception("a %s task failed", self._name)
+            finally:
+                with self._lock:  # idle before done: whoever waited on done finds this thread free
+                    self._idle += 1
+                done.set()
+
+
+_HEARTBEAT_THREADS = _DaemonThreads("jobsched-heartbeat")
+
+
 class Heartbeat:
     """Calls ``beat()`` every ``interval_seconds`` in a background thread until stopped.
 
@@ -145,22 +188,20 @@ class Heartbeat:
         self._interval = interval_seconds
         self._cancel = cancel_event
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._done: threading.Event | None = None
         self.lost = False
         self.beats = 0
 
     def __enter__(self) -> Heartbeat:
         context = contextvars.copy_context()  # its log lines carry the run's keys
-        self._thread = threading.Thread(
-            target=context.run, args=(self._loop,), name="jobsched-heartbeat", daemon=True
-        )
-        self._thread.start()
+        # On a kept thread (one per heartbeat running at once, reused after): see _DaemonThreads.
+        self._done = _HEARTBEAT_THREADS.run(lambda: context.run(self._loop))
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=max(self._interval, 1.0) + 5.0)
+        if self._done is not None:
+            self._done.wait(timeout=max(self._interval, 1.0) + 5.0)
 
     def beat_once(self) -> None:
         """One beat, synchronously (the loop's body)."""

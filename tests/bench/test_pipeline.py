@@ -236,3 +236,26 @@ def test_bench_verbose_shows_the_metrics_on_stderr(result, monkeypatch, capsys):
     captured = capsys.readouterr()
     assert '"_aws"' in captured.err and "_aws" not in captured.out
     assert [str(w.message) for w in seen] == ["No application metrics to publish"]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "sched_setaffinity"), reason="CPU affinity is Linux's")
+def test_the_simulation_runs_on_one_cpu_its_threads_too_and_the_caller_s_cpus_come_back():
+    import os
+    import threading
+
+    before = os.sched_getaffinity(0)
+    seen: list[set[int]] = []
+    with pipeline.on_one_cpu() as cpus:
+        inside = os.sched_getaffinity(0)
+        thread = threading.Thread(target=lambda: seen.append(os.sched_getaffinity(0)))
+        thread.start()
+        thread.join()
+    assert cpus == [min(before)] and inside == {min(before)} and seen == [{min(before)}]
+    assert os.sched_getaffinity(0) == before
+    with pipeline.on_one_cpu(enabled=False) as cpus:
+        assert os.sched_getaffinity(0) == before
+    assert cpus == sorted(before)
+
+
+def test_the_figures_say_which_cpus_the_simulation_ran_on(figures):
+    assert figures["setup"]["cpus"] and all(isinstance(cpu, int) for cpu in figures["setup"]["cpus"])

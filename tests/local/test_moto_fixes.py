@@ -900,6 +900,7 @@ def _moto_s_own_update_expressions():
     import copy
 
     from moto.dynamodb.parsing import validators
+    from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
     from moto.dynamodb.parsing.expressions import UpdateExpressionParser
     from moto.dynamodb.parsing.validators import UpdateExpressionValidator
 
@@ -907,15 +908,23 @@ def _moto_s_own_update_expressions():
     make = UpdateExpressionParser.__dict__["make"]
     copier = validators.deepcopy
     validate = UpdateExpressionValidator.__dict__["validate"]
+    passes = {name: getattr(DepthFirstTraverser, name) for name in ("nodes_to_be_processed", "process")}
+    find_clauses = Node.find_clauses
     UpdateExpressionParser.make = classmethod(make.__func__.__wrapped__)
     validators.deepcopy = copy.deepcopy
     del UpdateExpressionValidator.validate
+    for name, patched in passes.items():
+        setattr(DepthFirstTraverser, name, patched.__wrapped__)
+    Node.find_clauses = find_clauses.__wrapped__
     try:
         yield
     finally:
         UpdateExpressionParser.make = make
         validators.deepcopy = copier
         UpdateExpressionValidator.validate = validate
+        for name, patched in passes.items():
+            setattr(DepthFirstTraverser, name, patched)
+        Node.find_clauses = find_clauses
 
 
 #: (table, update expression, names, values): each is applied three times, so the second and third go
@@ -1176,3 +1185,164 @@ def test_a_table_s_items_are_in_moto_s_order_when_sorted_by_plain_values():
             theirs = [(i.hash_key, i.range_key) for i in Table.all_items.__wrapped__(table)]
             assert mine == theirs, name
             assert len(mine) >= 3
+
+
+def _queries_answered() -> list[object]:
+    """Queries of a table's own keys and of its indexes (pages, both directions, filters, projections)
+    over several partitions, and a paged scan, each answer as the SDK parsed it."""
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="q",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": name, "AttributeType": kind}
+                for name, kind in (("pk", "S"), ("sk", "N"), ("g", "S"), ("at", "N"))
+            ],
+            GlobalSecondaryIndexes=[
+                {
+                    "IndexName": "by_g",
+                    "KeySchema": [
+                        {"AttributeName": "g", "KeyType": "HASH"},
+                        {"AttributeName": "at", "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": "KEYS_ONLY"},
+                },
+                {
+                    "IndexName": "g_only",
+                    "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                    "Projection": {"ProjectionType": "ALL"},
+                },
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        ddb.create_table(
+            TableName="h",
+            KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        for i in range(40):
+            item = {"pk": {"S": f"p{i % 4}"}, "sk": {"N": str(i * 7 % 23 - 5)}, "v": {"N": str(i)}}
+            if i % 3:
+                item |= {"g": {"S": f"g{i % 2}"}, "at": {"N": str(i % 5)}}  # equal index keys, some absent
+            ddb.put_item(TableName="q", Item=item)
+            ddb.put_item(TableName="h", Item={"id": {"S": f"h{i}"}, "v": {"N": str(i)}})
+        asks = [
+            {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": {"S": "p1"}}},
+            {
+                "KeyConditionExpression": "pk = :p AND sk BETWEEN :a AND :b",
+                "ScanIndexForward": False,
+                "ExpressionAttributeValues": {":p": {"S": "p2"}, ":a": {"N": "-3"}, ":b": {"N": "12"}},
+            },
+            {
+                "KeyConditionExpression": "pk = :p",
+                "FilterExpression": "v > :v",
+                "ProjectionExpression": "sk, v",
+                "ExpressionAttributeValues": {":p": {"S": "p3"}, ":v": {"N": "10"}},
+            },
+            {"KeyConditionExpression": "pk = :p", "ExpressionAttributeValues": {":p": {"S": "none"}}},
+            {
+                "IndexName": "by_g",
+                "KeyConditionExpression": "g = :g AND #at <= :t",
+                "ExpressionAttributeNames": {"#at": "at"},
+                "ExpressionAttributeValues": {":g": {"S": "g1"}, ":t": {"N": "3"}},
+            },
+            {
+                "IndexName": "by_g",
+                "KeyConditionExpression": "g = :g",
+                "ScanIndexForward": False,
+                "ExpressionAttributeValues": {":g": {"S": "g0"}},
+            },
+            {
+                "IndexName": "g_only",
+                "KeyConditionExpression": "g = :g",
+                "ExpressionAttributeValues": {":g": {"S": "g1"}},
+            },
+        ]
+        answers: list[object] = []
+        for ask in asks:
+            for table in ("q",):
+                pages, start = [], None
+                while True:
+                    page = ddb.query(
+                        TableName=table, Limit=4, **ask, **({"ExclusiveStartKey": start} if start else {})
+                    )
+                    pages.append(
+                        [page["Items"], page.get("LastEvaluatedKey"), page["Count"], page["ScannedCount"]]
+                    )
+                    start = page.get("LastEvaluatedKey")
+                    if not start:
+                        break
+                answers.append(pages)
+        answers.append(
+            ddb.query(
+                TableName="h", KeyConditionExpression="id = :i", ExpressionAttributeValues={":i": {"S": "h7"}}
+            )["Items"]
+        )
+        answers.append(
+            ddb.query(
+                TableName="h",
+                KeyConditionExpression="id = :i",
+                ExpressionAttributeValues={":i": {"S": "nope"}},
+            )["Items"]
+        )
+        answers.append(ddb.scan(TableName="q", Limit=7)["Items"])
+    return answers
+
+
+def test_queries_answer_the_same_from_the_partition_alone():
+    from moto.dynamodb.models.table import Table
+
+    moto_fixes.apply()
+    mine = _queries_answered()
+    patched = Table.query, Table.all_items
+    Table.query, Table.all_items = Table.query.__wrapped__, Table.all_items.__wrapped__
+    try:
+        theirs = _queries_answered()
+    finally:
+        Table.query, Table.all_items = patched
+    assert mine == theirs
+    # What the comparison covers: several pages, both directions, an empty partition, the hash-only table.
+    assert max(len(pages) for pages in mine[:7]) >= 3
+    assert mine[3] == [[[], None, 0, 0]] and len(mine[7]) == 1 and mine[8] == []
+
+
+def test_a_query_of_a_table_s_own_keys_reads_its_partition_only():
+    from moto.dynamodb.models.table import Table
+
+    moto_fixes.apply()
+    read: list[int] = []
+    all_items = Table.all_items
+
+    def counted(self):
+        items = all_items(self)
+        read.append(len(items))
+        return items
+
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.create_table(
+            TableName="p",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "N"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        for i in range(30):
+            ddb.put_item(TableName="p", Item={"pk": {"S": f"p{i % 10}"}, "sk": {"N": str(i)}})
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(Table, "all_items", counted)
+            items = ddb.query(
+                TableName="p", KeyConditionExpression="pk = :p", ExpressionAttributeValues={":p": {"S": "p3"}}
+            )["Items"]
+    assert [item["sk"]["N"] for item in items] == ["3", "13", "23"]
+    assert read == [3]  # moto reads all 30 items of the table

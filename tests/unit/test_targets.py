@@ -247,3 +247,21 @@ def test_heartbeat_survives_a_transient_error():
     hb.beat_once()
     hb.beat_once()
     assert hb.beats == 1 and not hb.lost and not cancel.is_set()
+
+
+def test_heartbeats_one_after_another_reuse_one_kept_daemon_thread():
+    threads: list[threading.Thread] = []
+    beaten = threading.Event()
+
+    def beat():
+        threads.append(threading.current_thread())
+        beaten.set()
+
+    # Given a heartbeat that beat once and was stopped, then another
+    for _ in range(2):
+        beaten.clear()
+        with Heartbeat(beat, 0.005, threading.Event()):
+            assert beaten.wait(2)
+    # Then both beat on the same kept thread (none started for the second), a daemon like before
+    assert len(set(threads)) == 1
+    assert threads[0].daemon and threads[0].name == "jobsched-heartbeat"

@@ -56,3 +56,39 @@ def test_outcome_status_is_an_enum_equal_to_its_value():
     # Then its status is the enum member, which compares equal to the string
     assert outcome.status is OutcomeStatus.RETRYING
     assert outcome.status == "retrying"
+
+
+def test_a_caller_s_batches_reuse_its_record_threads_each_record_in_a_fresh_context():
+    import contextvars
+
+    mark: contextvars.ContextVar[str | None] = contextvars.ContextVar("mark", default=None)
+    seen: list[tuple[threading.Thread, str | None]] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(3, timeout=5)
+
+    def record(delivery: Delivery) -> Outcome:
+        barrier.wait()  # all three at once: three threads
+        with lock:
+            seen.append((threading.current_thread(), mark.get()))
+        mark.set(delivery.body)  # left set, as a careless record might
+        return Outcome(OutcomeStatus.SUCCEEDED)
+
+    def two_batches() -> None:
+        process_batch(_deliveries("a", "b", "c"), record, concurrency=3)
+        process_batch(_deliveries("d", "e", "f"), record, concurrency=3)
+
+    # Given a caller thread that processes two batches of three, three at a time
+    caller = threading.Thread(target=two_batches)
+    caller.start()
+    caller.join(10)
+    first, second = {t for t, _ in seen[:3]}, {t for t, _ in seen[3:]}
+    # Then the second batch ran on the threads the first started (no thread started per batch)...
+    assert len(first) == 3 and second == first
+    # ... and no record saw what a record before it on the same thread had set
+    assert [m for _, m in seen] == [None] * 6
+    # And another caller gets its own threads (the embedded mode's slots do not share a pool)
+    seen.clear()
+    other = threading.Thread(target=lambda: process_batch(_deliveries("g", "h", "i"), record, concurrency=3))
+    other.start()
+    other.join(10)
+    assert {t for t, _ in seen}.isdisjoint(first)

@@ -69,6 +69,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--jobs", type=int, default=100, help="per-minute cron jobs that make the runs (100)")
     parser.add_argument(
+        "--all-cpus",
+        action="store_true",
+        help="run the cost benchmark's simulation on every CPU rather than on one (docs/performance.md)",
+    )
+    parser.add_argument(
         "--shards", type=int, default=None, help="dispatcher shards (default: the deployment's)"
     )
     parser.add_argument(
@@ -289,6 +294,7 @@ def run(args: argparse.Namespace) -> int:
                 jobs=args.jobs,
                 shards=args.shards or resources.DEFAULT_SHARDS,
                 payload_bytes=args.payload_bytes,
+                one_cpu=not getattr(args, "all_cpus", False),
             )
             result = run_pipeline(config)
             figures.update(result.to_dict())
