@@ -215,9 +215,10 @@ def apply() -> None:
     """Patch moto's SQS ``Queue.delete_message`` to run under the queue's message lock and to keep a
     bounded record of deleted receipt handles, its sends and receives not to count the queue's
     messages, moto's DynamoDB item operations to run one at a time, a few requests per tenant, and to
-    answer without walking their output shapes, to parse and check an update expression once and sort
-    a table's items by their plain key values, its items and messages not to be kept for its
-    dashboard, and its long polls to look again every 0.2 s rather than every second (once)."""
+    answer without walking their output shapes, to parse and check an update expression once, answer a
+    query from its partition and sort a table's items by their plain key values, its items and
+    messages not to be kept for its dashboard, and its long polls to look again every 0.2 s rather
+    than every second (once)."""
     _atomic_dynamodb_writes()
     _requests_wait_in_their_lane()
     _sqs_delete_under_lock()

@@ -32,7 +32,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -50,7 +49,7 @@ from jobsched.runtime import observability as obs
 from jobsched.services.limits import Admission, LimitGate, unlimited
 from jobsched.services.outcome import Outcome, OutcomeStatus
 from jobsched.targets.context import IdempotentEffects, JobContext
-from jobsched.targets.executor import CancelBoard, Heartbeat, error_info, execute_target
+from jobsched.targets.executor import CancelBoard, Heartbeat, KeptThreads, error_info, execute_target
 
 logger = logging.getLogger(__name__)
 
@@ -463,33 +462,47 @@ def process_batch(
             return delivery.message_id
         return delivery.message_id if outcome.defer else None
 
-    def fresh(delivery: Delivery) -> str | None:
-        # An empty context, as a thread started for the record would have: nothing a record before it
-        # set on the same thread (its log keys, its lane) carries over.
-        return contextvars.Context().run(one, delivery)
-
     threads = min(max(1, concurrency), len(deliveries))
-    if threads <= 1:
-        results = [one(d) for d in deliveries]
-    else:
-        results = list(record_pool(max(1, concurrency)).map(fresh, deliveries))
+    results = [one(d) for d in deliveries] if threads <= 1 else _on_kept_threads(one, deliveries, threads)
     return [message_id for message_id in results if message_id is not None]
 
 
-_RECORD_POOLS = threading.local()
+#: The worker's record threads, kept for the process's life and shared by its callers (see KeptThreads:
+#: a pool per batch started and joined ten threads at every invocation, 5 % of the worker's time on the
+#: CPU in the cost benchmark).
+_RECORD_THREADS = KeptThreads("record")
 
 
-def record_pool(size: int) -> ThreadPoolExecutor:
-    """The calling thread's pool of up to ``size`` record threads, made at its first batch and kept.
+def _on_kept_threads(
+    one: Callable[[Delivery], str | None], deliveries: Sequence[Delivery], threads: int
+) -> list[str | None]:
+    """``one`` of every delivery, at most ``threads`` at once on kept threads, each in an empty context
+    (as a thread started for the record had: nothing a record before it on the same thread set — its
+    log keys, its lane — carries over); the results in delivery order. Something not an ``Exception``
+    raised by a record (an injected kill) is raised here, as from the pool it replaces."""
+    results: list[str | None] = [None] * len(deliveries)
+    escaped: list[BaseException] = []
+    pending = iter(enumerate(deliveries))
+    lock = threading.Lock()
 
-    A Lambda container runs one invocation at a time on one thread, so its record threads are started
-    once for the container's life rather than at every batch (a pool per batch started ten threads and
-    joined them at every invocation: 5 % of the worker's time on the CPU in the cost benchmark). Each
-    caller thread has its own pool (the embedded mode runs a slot per thread, and a pool shared between
-    slots would cap them all at ``size`` records); threads start as records need them, and a pool goes
-    with the thread that made it."""
-    pools: dict[int, ThreadPoolExecutor] = _RECORD_POOLS.__dict__.setdefault("by_size", {})
-    pool = pools.get(size)
-    if pool is None:
-        pool = pools[size] = ThreadPoolExecutor(max_workers=size, thread_name_prefix="record")
-    return pool
+    def drain() -> None:
+        while True:
+            with lock:
+                if escaped:
+                    return
+                nxt = next(pending, None)
+            if nxt is None:
+                return
+            index, delivery = nxt
+            try:
+                results[index] = contextvars.Context().run(one, delivery)
+            except BaseException as exc:  # not caught by ``one``: handed to the caller
+                with lock:
+                    escaped.append(exc)
+                return
+
+    for done in [_RECORD_THREADS.run(drain) for _ in range(threads)]:
+        done.wait()
+    if escaped:
+        raise escaped[0]
+    return results

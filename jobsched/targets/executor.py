@@ -131,13 +131,15 @@ def error_info(exc: BaseException) -> dict[str, str]:
     return {"type": type(exc).__name__, "code": code, "message": message[:1000]}
 
 
-class _DaemonThreads:
+class KeptThreads:
     """Daemon threads kept for reuse: :meth:`run` hands ``fn`` to an idle one, or starts one.
 
     Starting a thread is an OS call made while holding the interpreter lock, and with other threads
-    busy it waits for the new thread to be scheduled: the worker's per-record heartbeat thread was 17 %
-    of its time on the CPU in the cost benchmark (docs/decisions/0034). A thread that finishes its task
-    waits for the next one; daemon, so none holds the process up at exit (as the threads it replaces)."""
+    busy it waits for the new thread to be scheduled: the worker's per-record heartbeat thread alone was
+    17 % of its time on the CPU in the cost benchmark (docs/decisions/0034). A thread that finishes its
+    task waits for the next one, so a process holds as many as it ever ran at once (shared by every
+    caller: the embedded mode's worker slots, a Lambda container's invocations one after another);
+    daemon, so none holds the process up at exit (as the threads they replace)."""
 
     def __init__(self, name: str):
         self._name = name
@@ -146,7 +148,8 @@ class _DaemonThreads:
         self._lock = threading.Lock()
 
     def run(self, fn: Callable[[], None]) -> threading.Event:
-        """Run ``fn`` on one of the threads; the event is set when it has returned (or raised)."""
+        """Run ``fn`` on one of the threads; the event is set when it has returned (or raised: ``fn``
+        is expected to handle its own errors, one that escapes is logged)."""
         done = threading.Event()
         with self._lock:
             start = self._idle == 0
@@ -162,7 +165,7 @@ class _DaemonThreads:
             fn, done = self._tasks.get()
             try:
                 fn()
-            except BaseException:  # fn handles its own errors; one that escapes must not end the thread
+            except BaseException:  # one that escapes must not end the thread
                 logger.exception("a %s task failed", self._name)
             finally:
                 with self._lock:  # idle before done: whoever waited on done finds this thread free
@@ -170,7 +173,7 @@ class _DaemonThreads:
                 done.set()
 
 
-_HEARTBEAT_THREADS = _DaemonThreads("jobsched-heartbeat")
+_HEARTBEAT_THREADS = KeptThreads("jobsched-heartbeat")
 
 
 class Heartbeat:
@@ -194,7 +197,7 @@ class Heartbeat:
 
     def __enter__(self) -> Heartbeat:
         context = contextvars.copy_context()  # its log lines carry the run's keys
-        # On a kept thread (one per heartbeat running at once, reused after): see _DaemonThreads.
+        # On a kept thread (one per heartbeat running at once, reused after): see KeptThreads.
         self._done = _HEARTBEAT_THREADS.run(lambda: context.run(self._loop))
         return self
 

@@ -1011,14 +1011,23 @@ def _updates_answered() -> list[object]:
     return answers
 
 
+def _counted_calls(monkeypatch, cls, name: str) -> list[int]:
+    """A list that grows by one at every call of ``cls.name`` (still called) while the test runs."""
+    calls: list[int] = []
+    original = getattr(cls, name)
+
+    def counted(self, *args):
+        calls.append(1)
+        return original(self, *args)
+
+    monkeypatch.setattr(cls, name, counted)
+    return calls
+
+
 def test_update_expressions_answer_the_same_when_parsed_and_checked_once(monkeypatch):
     from moto.dynamodb.parsing.validators import OverlappingPathsValidator
 
-    checks: list[int] = []
-    traverse = OverlappingPathsValidator.traverse
-    monkeypatch.setattr(
-        OverlappingPathsValidator, "traverse", lambda self, node: checks.append(1) or traverse(self, node)
-    )
+    checks = _counted_calls(monkeypatch, OverlappingPathsValidator, "traverse")
     moto_fixes.apply()
     once = _updates_answered()
     checked_once = len(checks)
@@ -1121,11 +1130,7 @@ def _conditions_answered() -> list[object]:
 def test_conditions_answer_the_same_when_lexed_once(monkeypatch):
     from moto.dynamodb.comparisons import ConditionExpressionParser
 
-    tokens: list[int] = []
-    lex_one = ConditionExpressionParser._lex_one_node
-    monkeypatch.setattr(
-        ConditionExpressionParser, "_lex_one_node", lambda self, rest: tokens.append(1) or lex_one(self, rest)
-    )
+    tokens = _counted_calls(monkeypatch, ConditionExpressionParser, "_lex_one_node")
     moto_fixes.apply()
     once = _conditions_answered()
     tokens_once = len(tokens)

@@ -58,7 +58,7 @@ def test_outcome_status_is_an_enum_equal_to_its_value():
     assert outcome.status == "retrying"
 
 
-def test_a_caller_s_batches_reuse_its_record_threads_each_record_in_a_fresh_context():
+def test_batches_reuse_kept_record_threads_each_record_in_a_fresh_context():
     import contextvars
 
     mark: contextvars.ContextVar[str | None] = contextvars.ContextVar("mark", default=None)
@@ -73,22 +73,57 @@ def test_a_caller_s_batches_reuse_its_record_threads_each_record_in_a_fresh_cont
         mark.set(delivery.body)  # left set, as a careless record might
         return Outcome(OutcomeStatus.SUCCEEDED)
 
-    def two_batches() -> None:
-        process_batch(_deliveries("a", "b", "c"), record, concurrency=3)
-        process_batch(_deliveries("d", "e", "f"), record, concurrency=3)
+    def record_threads() -> set[threading.Thread]:
+        return {t for t in threading.enumerate() if t.name == "record"}
 
     # Given a caller thread that processes two batches of three, three at a time
+    after_first: list[set[threading.Thread]] = []
+
+    def two_batches() -> None:
+        process_batch(_deliveries("a", "b", "c"), record, concurrency=3)
+        after_first.append(record_threads())
+        process_batch(_deliveries("d", "e", "f"), record, concurrency=3)
+
     caller = threading.Thread(target=two_batches)
     caller.start()
     caller.join(10)
     first, second = {t for t, _ in seen[:3]}, {t for t, _ in seen[3:]}
-    # Then the second batch ran on the threads the first started (no thread started per batch)...
-    assert len(first) == 3 and second == first
+    # Then the second batch ran on threads kept from before (no thread started per batch)...
+    assert len(first) == 3 and len(second) == 3 and second <= after_first[0] == record_threads()
     # ... and no record saw what a record before it on the same thread had set
     assert [m for _, m in seen] == [None] * 6
-    # And another caller gets its own threads (the embedded mode's slots do not share a pool)
+    # And two callers at once are not capped by each other (the embedded mode's slots share the threads)
     seen.clear()
-    other = threading.Thread(target=lambda: process_batch(_deliveries("g", "h", "i"), record, concurrency=3))
-    other.start()
-    other.join(10)
-    assert {t for t, _ in seen}.isdisjoint(first)
+    both = threading.Barrier(6, timeout=5)
+
+    def together(delivery: Delivery) -> Outcome:
+        both.wait()  # six records inside at once: three of each caller
+        return Outcome(OutcomeStatus.SUCCEEDED)
+
+    left: list[list[str]] = []
+    callers = [
+        threading.Thread(
+            target=lambda b=b: left.append(process_batch(_deliveries(*b), together, concurrency=3))
+        )
+        for b in (("g", "h", "i"), ("j", "k", "l"))
+    ]
+    for c in callers:
+        c.start()
+    for c in callers:
+        c.join(10)
+    assert left == [[], []] and not both.broken  # a timed-out barrier would have left records queued
+
+
+def test_a_kill_raised_by_a_record_reaches_the_caller_as_from_a_pool():
+    from jobsched.bench.faults import Killed
+
+    def killed(delivery: Delivery) -> Outcome:
+        if delivery.body == "kill":
+            raise Killed("the process died here")
+        return Outcome(OutcomeStatus.SUCCEEDED)
+
+    try:
+        process_batch(_deliveries("ok", "kill", "ok"), killed, concurrency=3)
+    except Killed:
+        return
+    raise AssertionError("the kill was swallowed: the batch would have been acknowledged")
