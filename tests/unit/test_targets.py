@@ -17,6 +17,7 @@ from jobsched.core.errors import (
     TimeoutExceeded,
     ValidationError,
 )
+from jobsched.targets import executor
 from jobsched.targets.context import JobContext
 from jobsched.targets.executor import Heartbeat, error_info, execute_target, is_retryable, run_with_timeout
 from jobsched.targets.registry import get_handler, is_registered, job, unregister
@@ -249,7 +250,10 @@ def test_heartbeat_survives_a_transient_error():
     assert hb.beats == 1 and not hb.lost and not cancel.is_set()
 
 
-def test_heartbeats_one_after_another_reuse_one_kept_daemon_thread():
+def test_heartbeats_one_after_another_reuse_one_kept_daemon_thread(monkeypatch):
+    # A pool of its own: the process-wide one may hold idle threads left by other tests, any of which
+    # may take the second task (the claim is "no thread started", not "the same one of many").
+    monkeypatch.setattr(executor, "_HEARTBEAT_THREADS", executor.KeptThreads("jobsched-heartbeat"))
     threads: list[threading.Thread] = []
     beaten = threading.Event()
 
