@@ -42,11 +42,13 @@ from jobsched.bench.environment import REGION, bench_environment
 from jobsched.bench.evidence import register_bench_handler
 from jobsched.bench.pricing import MILLION, US_EAST_1, Prices
 from jobsched.core.clock import FakeClock
+from jobsched.core.inflight import PARTITIONS
 from jobsched.core.models import from_iso
 from jobsched.core.send_timing import early_seconds, late_seconds, surfaces_at
 from jobsched.runtime import resources
 from jobsched.runtime.settings import Settings
 from jobsched.runtime.wiring import dispatcher_from_settings, job_service_from_settings
+from jobsched.services.sweeper import READ_CONCURRENCY
 
 GOAL_USD_PER_MILLION = 2.60
 #: A fixed, aware start of the simulated time (never the wall clock).
@@ -189,7 +191,8 @@ def call_duration(
     ``latency.sqs``, divided by the calls that run at once: the worker's records run concurrently (as
     many as it has per invocation, at most ``worker_concurrency``); the dispatcher's puts, updates and
     sends run ``dispatch_concurrency`` at a time and its other calls one after the other; the
-    sweeper's calls one after the other.
+    sweeper's Queries of its runs ``READ_CONCURRENCY`` at a time (after its ledger partitions' Queries)
+    and its other calls one after the other.
     """
 
     def seconds(ops: dict[str, Any], invocations: float, share: dict[str, float]) -> float:
@@ -214,6 +217,8 @@ def call_duration(
             spent = seconds(
                 ops, invocations, dict.fromkeys(_PARALLEL_OPERATIONS, float(dispatch_concurrency))
             )
+        elif name == "sweeper":
+            spent = seconds(ops, invocations, _sweeper_shares(ops, invocations))
         else:
             spent = seconds(ops, invocations, {})
         gb_s = invocations * spent * entry["memory_mb"] / 1024
@@ -236,9 +241,19 @@ def call_duration(
             "worker": f"its records (up to {worker_concurrency})",
             "dispatcher": f"PutItem, UpdateItem, SendMessageBatch {dispatch_concurrency} at a time, "
             "the rest 1",
+            "sweeper": f"its ledger Queries 1, its runs' Queries {READ_CONCURRENCY} at a time, the rest 1",
             "others": 1,
         },
     }
+
+
+def _sweeper_shares(ops: dict[str, Any], invocations: float) -> dict[str, float]:
+    """The sweeper's Queries: one per ledger partition, one after the other, then its runs' Queries
+    (one per job with runs to read) ``READ_CONCURRENCY`` at a time: the share that divides them all."""
+    queries = ops.get("dynamodb.Query", {}).get("requests", 0.0) / invocations
+    if queries <= PARTITIONS:
+        return {}
+    return {"dynamodb.Query": queries / (PARTITIONS + (queries - PARTITIONS) / READ_CONCURRENCY)}
 
 
 def estimate(

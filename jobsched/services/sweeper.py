@@ -4,8 +4,9 @@ gives up on (guarantee 4: every run ends).
 **Reach.** The sweeper reads the in-flight ledger (:mod:`jobsched.core.inflight`): every write that
 puts runs in ``queued`` (a dispatcher page, a trigger, a backfill, a revive after a pause, a replay or
 retry of a dead letter) names them in a ledger item, in the same batched write as the tenant run
-feed. A sweep queries the ledger's partitions, reads the runs each item names (BatchGetItem), and
-deletes the item once none of them is active any more (and it is older than ``grace``). An item whose
+feed. A sweep queries the ledger's partitions, reads the runs the items name (together, grouped by
+job: :func:`jobsched.aws.run_reads.read_runs`), and deletes an item once none of its runs is active
+any more (and it is older than ``grace``). An item whose
 earliest run is not due yet (``due_from`` later than ``grace`` ago) is passed over unread. So every run
 in flight is in reach whatever its scheduled instant (a backfill's runs are scheduled in the past),
 its tenant (one with no job left included) or its age; no job is read unless one of its runs is
@@ -42,10 +43,12 @@ write, so a sweep racing the worker's own delivery sends nothing twice. A ledger
 one of its runs owes a notification, so the run stays in reach until it is paid.
 
 Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
-items' size; 0.5 RRU per run named (BatchGetItem), for every sweep that finds its item due and still
-in flight (usually one: the dispatcher's runs queued ahead are named by one item per two minutes of
-due instants, :func:`jobsched.core.inflight.due_groups`, so when an item ripens its runs have all been
-due for a while and most have ended);
+items' size; the runs named, for every sweep that finds their item due and still in flight (usually
+one: the dispatcher's runs queued ahead are named by one item per two minutes of due instants,
+:func:`jobsched.core.inflight.due_groups`, so when an item ripens its runs have all been due for a
+while and most have ended), read by one Query per job over their keys, billed by their total size
+(0.5 RRU per 4 KB: a per-minute job's five runs of a sweep period share it), or by key (0.5 RRU
+each) for a job with one run to read;
 DeleteItem of a settled item (its size in WRU, shared by its runs). Writes only for stranded runs,
 and for a big item (50 runs or more) of which at most a quarter is still in flight: it is rewritten
 with only those (``compacted``: the small item's size in WRU, once), so later sweeps, and listings by
@@ -66,6 +69,7 @@ from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.queue_ages import QueueAges
 from jobsched.aws.queues import QueueReadError, RunQueues
+from jobsched.aws.run_reads import read_runs
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.feed import entry_key
 from jobsched.core.inflight import compacted, partitions, unripe, written_at
@@ -83,6 +87,12 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_GRACE = timedelta(minutes=2)
 DEFAULT_MAX_SWEEPS = 3
+#: Ripe ledger items are read together until they name this many runs (what one read holds in memory:
+#: about 500 bytes a run).
+READ_CHUNK_RUNS = 5000
+#: The jobs whose runs a sweep reads at once (one Query each): thousands of jobs in flight are read in
+#: seconds, not one request after another.
+READ_CONCURRENCY = 8
 STRANDED = "stranded"
 _ACTIVE = {str(s) for s in ACTIVE_RUN_STATES}
 
@@ -124,6 +134,7 @@ class Sweeper:
         notifier: DeadLetterNotifier | None = None,
         workflows: WorkflowHooks | None = None,
         ages: QueueAges | None = None,
+        read_concurrency: int = READ_CONCURRENCY,
     ):
         self.dynamo = dynamo
         self.runs_table = runs_table
@@ -141,34 +152,66 @@ class Sweeper:
         #: Where the sweep records the oldest queued run per priority (backpressure by age,
         #: :mod:`jobsched.services.backpressure`); None: not recorded.
         self.ages = ages
+        self.read_concurrency = read_concurrency
 
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine every run the in-flight ledger names; rescue or end the stranded ones."""
         summary = SweepSummary()
         sweep = _Sweep(now)
+        ripe: list[dict[str, Any]] = []
+        named = 0
         for partition in partitions():
             for item in self.dynamo.query_all(self.runs_table, "job_id = :p", {":p": partition}):
-                self._sweep_item(item, sweep, summary)
+                summary.ledger_items += 1
+                if unripe(item, now - self.grace):
+                    continue  # its runs are not due yet: nothing to read
+                ripe.append(item)
+                named += len(item.get("runs", []))
+                if named >= READ_CHUNK_RUNS:
+                    self._sweep_items(ripe, sweep, summary)
+                    ripe, named = [], 0
+        if ripe:
+            self._sweep_items(ripe, sweep, summary)
         if self.ages is not None:
             self.ages.record(sweep.oldest_queued, now)
         return summary
 
-    # --- one ledger item -------------------------------------------------------------------------
+    # --- ledger items ----------------------------------------------------------------------------
 
-    def _sweep_item(self, ledger: dict[str, Any], sweep: _Sweep, summary: SweepSummary) -> None:
-        summary.ledger_items += 1
-        if unripe(ledger, sweep.now - self.grace):
-            return  # its runs are not due yet: nothing to read
-        keys = [entry_key(e) for e in ledger.get("runs", [])]
+    def _sweep_items(self, ledgers: list[dict[str, Any]], sweep: _Sweep, summary: SweepSummary) -> None:
+        """Read the runs ``ledgers`` name together (grouped by job, :func:`read_runs`: a job's runs
+        named by several items share a Query), then settle each item."""
+        keys = {
+            (k["job_id"], k["run_key"]): k
+            for ledger in ledgers
+            for k in map(entry_key, ledger.get("runs", []))
+            if (k["job_id"], k["run_key"]) not in sweep.seen
+        }
+        runs = read_runs(self.dynamo, self.runs_table, keys.values(), concurrency=self.read_concurrency)
+        for ledger in ledgers:
+            self._sweep_item(ledger, runs, sweep, summary)
+
+    def _sweep_item(
+        self,
+        ledger: dict[str, Any],
+        runs: Mapping[tuple[str, str], dict[str, Any]],
+        sweep: _Sweep,
+        summary: SweepSummary,
+    ) -> None:
         in_flight = False
         still: dict[str, str] = {}  # entry -> tenant of the runs still in flight
-        for item in self.dynamo.batch_get(self.runs_table, keys) if keys else []:
-            key = (item["job_id"], item["run_key"])
+        for entry in ledger.get("runs", []):
+            k = entry_key(entry)
+            key = (k["job_id"], k["run_key"])
             if key not in sweep.seen:  # a run named by several items is examined once per sweep
-                sweep.seen[key] = self._examine(item, sweep, summary)
-            in_flight = in_flight or sweep.seen[key]
-            if sweep.seen[key]:
-                still[tenant_sort_for(item["run_key"], item["job_id"])] = item.get("tenant", "")
+                item = runs.get(key)
+                if item is None:
+                    continue  # never put (a crash between the ledger write and the put)
+                sweep.seen[key] = (self._examine(item, sweep, summary), item.get("tenant", ""))
+            active, tenant = sweep.seen[key]
+            in_flight = in_flight or active
+            if active:
+                still[tenant_sort_for(key[1], key[0])] = tenant
         if written_at(ledger["run_key"]) > sweep.now - self.grace:
             return  # a young item's runs may not be put yet
         if in_flight:
@@ -373,7 +416,8 @@ class _Sweep:
 
     def __init__(self, now: datetime):
         self.now = now
-        self.seen: dict[tuple[str, str], bool] = {}  # run key -> still active after the examination
+        #: run key -> (still active after the examination, its tenant)
+        self.seen: dict[tuple[str, str], tuple[bool, str]] = {}
         self.jobs: dict[str, Job | None] = {}
         self._backlogs: dict[str, bool] = {}
         #: priority -> the earliest due instant of a run found ``queued``, past due and not waiting

@@ -127,6 +127,24 @@ def test_a_tick_writing_eight_jobs_at_once_divides_its_puts_and_sends_by_eight()
     )
 
 
+def test_the_sweepers_run_queries_go_eight_at_a_time_after_its_ledger_queries():
+    # Given a sweep making 4 ledger Queries, then 40 Queries of its jobs' runs and one BatchGetItem
+    breakdown = {
+        "sweeper": {
+            "invocations": 0.01,
+            "memory_mb": 256,
+            "operations": {
+                "dynamodb.Query": {"requests": 0.44},
+                "dynamodb.BatchGetItem": {"requests": 0.01},
+            },
+        }
+    }
+    figures = call_duration(breakdown, Latency(dynamodb=0.005, sqs=0.020), worker_concurrency=10)
+    # Then the ledger's 4 one after the other, the runs' 40 eight at a time, the batch alone:
+    # (4 + 40 / 8 + 1) x 5 ms = 50 ms
+    assert figures["functions"]["sweeper"]["ms_per_invocation"] == pytest.approx(50.0)
+
+
 def test_the_estimate_adds_the_measured_requests_the_calls_and_each_variants_early_arrival():
     # Given the pipeline's request-priced lines and two variants' early-arrival figures
     pipeline = {
