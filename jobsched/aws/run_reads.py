@@ -19,6 +19,7 @@ same way (eventually consistent unless asked): a key whose run does not exist is
 
 from __future__ import annotations
 
+import contextvars
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -56,7 +57,10 @@ def read_runs(
     found: dict[RunKey, dict[str, Any]] = {}
     if concurrency > 1 and len(ranged) > 1:
         with ThreadPoolExecutor(max_workers=min(concurrency, len(ranged))) as pool:
-            results = list(pool.map(one, ranged))
+            # each in a copy of the caller's context: its requests are for the caller's tenant (the
+            # embedded mode's lanes) and metered as the caller's
+            futures = [pool.submit(contextvars.copy_context().run, one, job_id) for job_id in ranged]
+            results = [f.result() for f in futures]
     else:
         results = [one(job_id) for job_id in ranged]
     for (job_id, _), (items, left) in zip(ranged.items(), results, strict=True):

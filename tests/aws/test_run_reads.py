@@ -14,6 +14,7 @@ from jobsched.aws.metering import dynamo_for
 from jobsched.aws.run_reads import read_runs
 from jobsched.aws.sizing import Meter, item_size, serialize
 from jobsched.core.models import Run, RunState, make_run_id
+from jobsched.runtime import observability as obs
 from tests.aws.conftest import T0
 
 
@@ -146,3 +147,21 @@ def test_many_jobs_read_at_once_give_what_one_at_a_time_gives(store):
     # Then the same 50 items, for the same ten Queries and read units
     assert alone == together and len(together) == 50
     assert meter.requests == {"dynamodb.Query": 10} and dict(meter.rcu) == one_at_a_time
+
+
+def test_reads_made_at_once_are_made_in_the_callers_context(store, monkeypatch):
+    dynamo, table, _ = store
+    # Given ten jobs' runs, read four jobs at a time by a caller serving tenant acme
+    keys = [k for j in range(10) for k in put_runs(dynamo, table, f"job{j}", range(3))]
+    lanes: list[str] = []
+    query = dynamo.query
+
+    def seen(*args, **kwargs):
+        lanes.append(obs.current_lane())
+        return query(*args, **kwargs)
+
+    monkeypatch.setattr(dynamo, "query", seen)
+    with obs.request_lane("acme"):
+        read_runs(dynamo, table, keys, concurrency=4)
+    # Then every Query, on whichever thread, was made for acme (the embedded mode tags it so)
+    assert lanes == ["acme"] * 10
