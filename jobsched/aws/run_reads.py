@@ -27,6 +27,9 @@ from typing import Any
 
 from jobsched.aws.metering import Dynamo
 
+#: The jobs whose runs one read queries at once (one Query each): thousands of jobs are read in
+#: seconds, not one request after another.
+READ_CONCURRENCY = 8
 #: The most items one Query page is asked for (about 500 KB of run items: under the 1 MB page).
 MAX_PAGE_ITEMS = 1000
 
@@ -39,7 +42,7 @@ def read_runs(
     keys: Iterable[Mapping[str, str]],
     *,
     consistent: bool = False,
-    concurrency: int = 1,
+    concurrency: int = READ_CONCURRENCY,
 ) -> dict[RunKey, dict[str, Any]]:
     """The items of ``keys`` (``{"job_id", "run_key"}``) that exist, by ``(job_id, run_key)``; the
     jobs' Queries ``concurrency`` at a time."""

@@ -32,8 +32,6 @@ from jobsched.core.paging import MAX_EXAMINED, filtered_page
 DEAD_LETTER_INDEX = "dead_letter_index"
 #: Runs read per round of an in-flight listing (a BatchGetItem's own limit is 100).
 _CHUNK = 100
-#: The jobs of a round whose runs are read at once (one Query each, :func:`read_runs`).
-_READ_CONCURRENCY = 8
 
 
 class StateListing:
@@ -77,7 +75,7 @@ class StateListing:
             chunk = entries[start : start + max(n, _CHUNK)]
             if not chunk:
                 return [], None
-            items = read_runs(self.dynamo, self.table, map(entry_key, chunk), concurrency=_READ_CONCURRENCY)
+            items = read_runs(self.dynamo, self.table, map(entry_key, chunk))
             by_entry = {tenant_sort_for(run_key, job_id): i for (job_id, run_key), i in items.items()}
             runs = [Run.from_item(by_entry[e]) for e in chunk if e in by_entry]
             more = start + len(chunk) < len(entries)

@@ -37,6 +37,7 @@ from typing import Any
 
 from jobsched.aws.clients import Clients
 from jobsched.aws.metering import Meter
+from jobsched.aws.run_reads import READ_CONCURRENCY
 from jobsched.bench.bindings import BENCH_TENANT
 from jobsched.bench.environment import REGION, bench_environment
 from jobsched.bench.evidence import register_bench_handler
@@ -48,7 +49,6 @@ from jobsched.core.send_timing import early_seconds, late_seconds, surfaces_at
 from jobsched.runtime import resources
 from jobsched.runtime.settings import Settings
 from jobsched.runtime.wiring import dispatcher_from_settings, job_service_from_settings
-from jobsched.services.sweeper import READ_CONCURRENCY
 
 GOAL_USD_PER_MILLION = 2.60
 #: A fixed, aware start of the simulated time (never the wall clock).

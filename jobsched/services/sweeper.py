@@ -90,9 +90,6 @@ DEFAULT_MAX_SWEEPS = 3
 #: Ripe ledger items are read together until they name this many runs (what one read holds in memory:
 #: about 500 bytes a run).
 READ_CHUNK_RUNS = 5000
-#: The jobs whose runs a sweep reads at once (one Query each): thousands of jobs in flight are read in
-#: seconds, not one request after another.
-READ_CONCURRENCY = 8
 STRANDED = "stranded"
 _ACTIVE = {str(s) for s in ACTIVE_RUN_STATES}
 
@@ -134,7 +131,6 @@ class Sweeper:
         notifier: DeadLetterNotifier | None = None,
         workflows: WorkflowHooks | None = None,
         ages: QueueAges | None = None,
-        read_concurrency: int = READ_CONCURRENCY,
     ):
         self.dynamo = dynamo
         self.runs_table = runs_table
@@ -152,7 +148,6 @@ class Sweeper:
         #: Where the sweep records the oldest queued run per priority (backpressure by age,
         #: :mod:`jobsched.services.backpressure`); None: not recorded.
         self.ages = ages
-        self.read_concurrency = read_concurrency
 
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine every run the in-flight ledger names; rescue or end the stranded ones."""
@@ -181,13 +176,13 @@ class Sweeper:
     def _sweep_items(self, ledgers: list[dict[str, Any]], sweep: _Sweep, summary: SweepSummary) -> None:
         """Read the runs ``ledgers`` name together (grouped by job, :func:`read_runs`: a job's runs
         named by several items share a Query), then settle each item."""
-        keys = {
-            (k["job_id"], k["run_key"]): k
+        keys = [
+            k
             for ledger in ledgers
             for k in map(entry_key, ledger.get("runs", []))
             if (k["job_id"], k["run_key"]) not in sweep.seen
-        }
-        runs = read_runs(self.dynamo, self.runs_table, keys.values(), concurrency=self.read_concurrency)
+        ]
+        runs = read_runs(self.dynamo, self.runs_table, keys)  # (duplicates read once)
         for ledger in ledgers:
             self._sweep_item(ledger, runs, sweep, summary)
 

@@ -140,7 +140,7 @@ def test_many_jobs_read_at_once_give_what_one_at_a_time_gives(store):
     keys = [k for j in range(10) for k in put_runs(dynamo, table, f"job{j}", range(5))]
     # When read one job at a time and four jobs at a time
     meter.reset()
-    alone = read_runs(dynamo, table, keys)
+    alone = read_runs(dynamo, table, keys, concurrency=1)
     one_at_a_time = dict(meter.rcu)
     meter.reset()
     together = read_runs(dynamo, table, keys, concurrency=4)
