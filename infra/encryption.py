@@ -51,7 +51,7 @@ def stack_key(scope: Construct, construct_id: str, *, destroy: bool = False) -> 
         removal_policy=cdk.RemovalPolicy.DESTROY if destroy else cdk.RemovalPolicy.RETAIN,
     )
     logs = iam.ServicePrincipal(
-        f"logs.{cdk.Aws.REGION}.amazonaws.com",
+        f"logs.{cdk.Aws.REGION}.{cdk.Aws.URL_SUFFIX}",  # amazonaws.com.cn in the China regions
         conditions={
             "ArnLike": {
                 "kms:EncryptionContext:aws:logs:arn": f"arn:{cdk.Aws.PARTITION}:logs:{cdk.Aws.REGION}:"

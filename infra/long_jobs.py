@@ -1,7 +1,8 @@
 """The chunked-job state machine (Step Functions, standard workflow).
 
 The definition comes from :func:`jobsched.long_jobs.asl.chunked_job_definition`, the same function
-the embedded mode uses; the real ``long`` queue URL is put in by ``definition_substitutions``.
+the embedded mode uses; the real ``long`` queue URL and the partition of the SQS integrations' ARNs
+are put in by ``definition_substitutions``.
 Logging ALL (with execution data) to its own log group, X-Ray tracing on.
 """
 
@@ -22,6 +23,7 @@ from infra.nag import acknowledge
 from jobsched.long_jobs.asl import DEFAULT_TASK_TIMEOUT_SECONDS, chunked_job_definition
 
 QUEUE_URL_PLACEHOLDER = "LongQueueUrl"
+PARTITION_PLACEHOLDER = "Partition"  # the SQS integrations' ARNs: arn:aws-cn:states:::sqs:... in China
 
 
 class LongJobs(Construct):
@@ -41,6 +43,7 @@ class LongJobs(Construct):
             "${" + QUEUE_URL_PLACEHOLDER + "}",
             max_concurrency=config.long_job_max_concurrency,
             heartbeat_seconds=config.long_job_heartbeat_seconds,
+            partition="${" + PARTITION_PLACEHOLDER + "}",
         )
         log_group = make_log_group(self, "Logs", config=config, key=key)
         self.state_machine = sfn.StateMachine(
@@ -48,7 +51,10 @@ class LongJobs(Construct):
             "ChunkedJob",
             state_machine_type=sfn.StateMachineType.STANDARD,
             definition_body=sfn.DefinitionBody.from_string(json.dumps(definition)),
-            definition_substitutions={QUEUE_URL_PLACEHOLDER: long_queue.queue_url},
+            definition_substitutions={
+                QUEUE_URL_PLACEHOLDER: long_queue.queue_url,
+                PARTITION_PLACEHOLDER: cdk.Aws.PARTITION,
+            },
             logs=sfn.LogOptions(destination=log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
             tracing_enabled=True,
             # A run's whole workflow: generous, each task is bounded by its own timeout and heartbeat.

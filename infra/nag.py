@@ -50,6 +50,21 @@ def skip_checkov(construct: IConstruct, check_id: str, reason: str) -> None:
     resource.add_metadata("checkov", {"skip": [*skips, {"id": check_id, "comment": reason}]})
 
 
+def rendered(scope: IConstruct, pseudo: str) -> str:
+    """How cdk-nag prints the stack's ``AWS::Region``, ``AWS::AccountId`` or ``AWS::Partition`` in a
+    finding: the literal value when the stack is bound to an environment (``CDK_DEFAULT_ACCOUNT``/
+    ``CDK_DEFAULT_REGION``, as the CDK CLI sets them), else the token's name ``<AWS::Region>``.
+
+    A finding id written with the tokens' names matches only an environment-agnostic synth: every
+    acknowledgement that names an ARN builds it with this, so it matches in any account and region.
+    """
+    stack = cdk.Stack.of(scope)
+    value = {"AWS::Region": stack.region, "AWS::AccountId": stack.account, "AWS::Partition": stack.partition}[
+        pseudo
+    ]
+    return f"<{pseudo}>" if cdk.Token.is_unresolved(value) else value
+
+
 def acknowledge_index_access(construct: IConstruct, table_logical_ids: list[str]) -> None:
     """Acknowledge the ``<table>/index/*`` resource that DynamoDB grants add for Query on indexes."""
     for logical_id in table_logical_ids:

@@ -68,6 +68,14 @@ def total_over_services(name: str) -> cw.MathExpression:
     )
 
 
+#: The AWS console's host in each partition, for the dashboard's URL (a stack output).
+CONSOLE_HOSTS = {
+    "aws": "console.aws.amazon.com",
+    "aws-cn": "console.amazonaws.cn",
+    "aws-us-gov": "console.amazonaws-us-gov.com",
+}
+
+
 class Observability(Construct):
     """``topic`` (alerts), ``dashboard`` and ``alarms`` (name -> alarm, every one notifies the topic)."""
 
@@ -291,7 +299,15 @@ class Observability(Construct):
 
     @property
     def dashboard_url(self) -> str:
+        """The dashboard in the AWS console of the stack's partition (China and GovCloud have their own)."""
+        consoles = self.node.try_find_child("Console") or cdk.CfnMapping(
+            self,
+            "Console",
+            mapping={partition: {"host": host} for partition, host in CONSOLE_HOSTS.items()},
+        )
+        assert isinstance(consoles, cdk.CfnMapping)
+        host = consoles.find_in_map(cdk.Aws.PARTITION, "host")
         return (
-            f"https://console.aws.amazon.com/cloudwatch/home?region={cdk.Aws.REGION}"
+            f"https://{host}/cloudwatch/home?region={cdk.Aws.REGION}"
             f"#dashboards:name={self.dashboard.dashboard_name}"
         )

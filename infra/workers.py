@@ -27,7 +27,7 @@ from constructs import Construct
 
 from infra.config import StackConfig
 from infra.functions import function_spec, grant_notify_publish, make_function
-from infra.nag import acknowledge
+from infra.nag import acknowledge, rendered
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
@@ -37,7 +37,9 @@ from jobsched.runtime.resources import IDEMPOTENCY_TABLE, LEASES_TABLE, RUNS_TAB
 HIGH_KINDS = ("high",)
 BATCH_SIZE = {"long": 1}  # a chunk may run for minutes: one per invocation
 DEFAULT_BATCH_SIZE = 10
-DLQ_MAX_CONCURRENCY = 2  # the minimum Lambda accepts; poison messages are rare
+DLQ_MAX_CONCURRENCY = 2
+#: The concurrent executions Lambda keeps unreserved in every account (reservations cannot take them).
+UNRESERVED_MINIMUM = 100  # the minimum Lambda accepts; poison messages are rare
 
 
 class Workers(Construct):
@@ -64,6 +66,18 @@ class Workers(Construct):
         # The high queue's own function: the same code and entry point, its own reserved concurrency
         # (0 = none) and its own mapping, writing to the worker's log group.
         reserved = config.high_reservation
+        if reserved:
+            # Lambda keeps 100 executions of the account unreserved: a deploy into an account whose
+            # quota cannot spare the reservation fails late, in CloudFormation. Say so at synth.
+            cdk.Annotations.of(self).add_warning_v2(
+                "jobsched:reservedConcurrencyQuota",
+                f"WorkerHigh reserves {reserved} concurrent executions (context setting "
+                f"high_reserved_concurrency): the account's Lambda concurrency quota must be at least "
+                f"{reserved + UNRESERVED_MINIMUM} plus its other reservations, or the deploy fails with "
+                "'... decreases account's UnreservedConcurrentExecution below its minimum value'. "
+                "New accounts may start at 10: deploy with -c high_reserved_concurrency=0 or raise the "
+                "quota (Service Quotas > AWS Lambda > Concurrent executions). docs/deploy.md",
+            )
         self.high_worker = make_function(
             self,
             function_spec(QUEUE_CONSUMER),
@@ -140,9 +154,12 @@ class Workers(Construct):
         state_machine.grant_execution(function, "states:DescribeExecution", "states:StopExecution")
         machine_id = cdk.Stack.of(self).resolve(state_machine.node.default_child.logical_id)  # type: ignore[union-attr]
         execution_name = '{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"' + machine_id + '"}]}]}'
+        partition, region, account = (
+            rendered(self, pseudo) for pseudo in ("AWS::Partition", "AWS::Region", "AWS::AccountId")
+        )
         acknowledge(
             function.role,  # type: ignore[arg-type]
-            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>"
+            f"AwsSolutions-IAM5[Resource::arn:{partition}:states:{region}:{account}"
             f":execution:{execution_name}:*]",
             "Execution names are run ids, known only at run time, so DescribeExecution/StopExecution are "
             "granted on the executions of this one state machine ('execution:<machine>:*'); the actions "

@@ -62,6 +62,15 @@ FAILED_ERROR = "jobsched.ChunkedJobFailed"
 
 SEND_WAIT = "arn:aws:states:::sqs:sendMessage.waitForTaskToken"
 SEND = "arn:aws:states:::sqs:sendMessage"
+#: The partition in the service-integration ARNs above: ``aws-cn`` and ``aws-us-gov`` regions name their
+#: own (``arn:aws-cn:states:::sqs:sendMessage``), so the stack passes a substitution placeholder.
+DEFAULT_PARTITION = "aws"
+
+
+def integration_arn(resource: str, partition: str = DEFAULT_PARTITION) -> str:
+    """``resource`` (:data:`SEND_WAIT` or :data:`SEND`) in ``partition`` (or a placeholder for it)."""
+    return resource.replace("arn:aws:", f"arn:{partition}:", 1)
+
 
 # State names: the embedded mode, tests and the docs refer to them.
 PLAN = "Plan"
@@ -103,11 +112,12 @@ def _callback_task(
     timeout_seconds: int,
     max_attempts: int,
     interval_seconds: int,
+    partition: str,
 ) -> dict[str, Any]:
     """A task that sends ``body`` to the queue with a task token and waits for the worker's answer."""
     return {
         "Type": "Task",
-        "Resource": SEND_WAIT,
+        "Resource": integration_arn(SEND_WAIT, partition),
         "Parameters": {
             "QueueUrl": queue_url,
             "MessageGroupId.$": "$.tenant",
@@ -132,11 +142,14 @@ def chunked_job_definition(
     task_timeout_seconds: int = DEFAULT_TASK_TIMEOUT_SECONDS,
     max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     retry_interval_seconds: int = 10,
+    partition: str = DEFAULT_PARTITION,
 ) -> dict[str, Any]:
     """Return the ASL (a JSON-serialisable dict) of the chunked-job state machine.
 
     ``long_queue_url`` is the URL of the ``long`` queue, or a placeholder such as
-    ``"${LongQueueUrl}"`` that CDK's ``definition_substitutions`` replaces with the real URL.
+    ``"${LongQueueUrl}"`` that CDK's ``definition_substitutions`` replaces with the real URL;
+    ``partition`` likewise names the partition of the SQS integrations' ARNs (``aws``, ``aws-cn``,
+    ``aws-us-gov``, or a placeholder such as ``"${Partition}"``).
     ``max_concurrency`` bounds the chunks in flight per run (0 would mean unbounded, so it must be
     at least 1); ``heartbeat_seconds`` is how long a worker may stay silent before the task times out.
     """
@@ -149,11 +162,12 @@ def chunked_job_definition(
         )
     if max_attempts < 0:
         raise ValueError(f"max_attempts must be 0 or more, got {max_attempts}")
-    task = {
+    task: dict[str, Any] = {
         "heartbeat_seconds": heartbeat_seconds,
         "timeout_seconds": task_timeout_seconds,
         "max_attempts": max_attempts,
         "interval_seconds": retry_interval_seconds,
+        "partition": partition,
     }
     plan = _callback_task(long_queue_url, {"kind": KIND_PLAN, "run.$": "$"}, **task)
     plan.update({"ResultSelector": {"chunks.$": "$.chunks"}, "ResultPath": "$.plan", "Next": CHUNKS})
@@ -202,7 +216,7 @@ def chunked_job_definition(
 
     record_failure = {
         "Type": "Task",
-        "Resource": SEND,
+        "Resource": integration_arn(SEND, partition),
         "Parameters": {
             "QueueUrl": long_queue_url,
             "MessageGroupId.$": "$.tenant",

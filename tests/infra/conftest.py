@@ -103,6 +103,22 @@ def _synthesize(app: cdk.App, outdir: Path) -> Synth:
     )
 
 
+def lint_errors(template_text: str, region: str = "us-east-1") -> list[Any]:
+    """cfn-lint's errors (E rules, offline) for ``template_text`` deployed in ``region``.
+
+    The state machine's SQS integrations name their partition through a definition substitution
+    (``arn:${Partition}:states:::sqs:sendMessage``, infra/long_jobs.py); cfn-lint validates the
+    definition before substitution with a schema whose resource pattern knows only ``arn:aws:``, so
+    the placeholder is read as the commercial partition for linting. What the partition becomes is
+    checked by tests/infra/test_environments.py."""
+    from cfnlint.api import lint
+
+    from infra.long_jobs import PARTITION_PLACEHOLDER
+
+    text = template_text.replace("arn:${" + PARTITION_PLACEHOLDER + "}:", "arn:aws:")
+    return [m for m in lint(text, regions=[region]) if m.rule.id.startswith("E")]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests that synthesize an app as ``slow`` (``-m "not slow"`` skips them)."""
     here = Path(__file__).parent
