@@ -20,13 +20,20 @@ def test_state_machine_is_standard_with_logging_all_and_tracing(synth):
 
 
 def test_definition_is_the_shared_asl_with_the_real_long_queue_url(synth):
-    # Given the definition produced by jobsched.long_jobs.asl with a placeholder / Then CloudFormation
-    # substitutes the long queue's URL (a Ref to the queue) and the states are the shared ones
+    # Given the definition produced by jobsched.long_jobs.asl with placeholders / Then CloudFormation
+    # substitutes the long queue's URL (a Ref to the queue) and the stack's partition (in the SQS
+    # integrations' ARNs), and the states are the shared ones
     props = _state_machine(synth)
     long_queue = synth.logical_id(synth.stack.queues.queue("long"))
-    assert props["DefinitionSubstitutions"] == {"LongQueueUrl": {"Ref": long_queue}}
+    assert props["DefinitionSubstitutions"] == {
+        "LongQueueUrl": {"Ref": long_queue},
+        "Partition": {"Ref": "AWS::Partition"},
+    }
     definition = json.loads(props["DefinitionString"])
     assert definition["StartAt"] == PLAN
+    assert (
+        definition["States"][PLAN]["Resource"] == "arn:${Partition}:states:::sqs:sendMessage.waitForTaskToken"
+    )
     assert definition["States"][PLAN]["Parameters"]["QueueUrl"] == "${LongQueueUrl}"
     item = definition["States"][CHUNKS]["ItemProcessor"]["States"][RUN_CHUNK]
     assert item["Parameters"]["QueueUrl"] == "${LongQueueUrl}"
