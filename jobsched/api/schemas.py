@@ -432,6 +432,12 @@ class AttemptOut(BaseModel):
     error: str | None = None
 
 
+class ProgressOut(BaseModel):
+    done: int = Field(ge=0)
+    total: int | None = Field(default=None, ge=0, description="null when not known (yet)")
+    unit: str = Field(description="chunks (a chunked run) or the unit its handler named (default steps)")
+
+
 class RunOut(BaseModel):
     id: str
     job_id: str
@@ -462,9 +468,10 @@ class RunOut(BaseModel):
     skip_reason: str | None = None
     skipped_count: int | None = None
     cancel_requested: bool = False
-    progress: dict[str, int | None] | None = Field(
+    progress: ProgressOut | None = Field(
         default=None,
-        description="chunked runs: {done, total} chunks (total is null until the plan step has run)",
+        description="chunked runs: {done, total, unit: chunks} (total null until the plan step has run); "
+        "a running plain run: what its handler last reported with ctx.heartbeat(progress); else null",
     )
     replays: list[dict[str, Any]] = Field(
         default_factory=list,

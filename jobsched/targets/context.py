@@ -29,6 +29,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from jobsched.core.errors import RetryableError
+from jobsched.core.progress import handler_progress
 
 #: Idempotency records outlive every retry schedule we allow (max backoff x attempts stays far below).
 DEFAULT_EFFECT_TTL_SECONDS = 7 * 24 * 3600
@@ -142,8 +143,9 @@ class JobContext:
     ``cancelled`` turns true when the run was cancelled (the worker reads the flag every second while
     the handler runs) or its timeout passed;
     a cooperative handler checks it at safe points and returns early. ``heartbeat(progress)`` records
-    progress (any small JSON value, e.g. ``{"done": 3, "total": 10}``); the worker's heartbeat thread
-    writes it with the next lease extension.
+    progress, ``{"done": 3, "total": 10, "unit": "rows"}`` (total and unit optional; checked here by
+    :func:`jobsched.core.progress.handler_progress`, which raises :class:`ValidationError` for anything
+    else); the worker's heartbeat thread writes it with the next lease extension.
     """
 
     run_id: str
@@ -165,9 +167,12 @@ class JobContext:
         return self.cancel_event.is_set()
 
     def heartbeat(self, progress: Any = None) -> bool:
-        """Report that the handler is alive, optionally with progress; returns ``cancelled``."""
-        if progress is not None and self.on_progress is not None:
-            self.on_progress(progress)
+        """Report that the handler is alive, optionally with progress; returns ``cancelled``.
+        Progress that is not ``{"done", "total"?, "unit"?}`` raises :class:`ValidationError`."""
+        if progress is not None:
+            checked = handler_progress(progress)
+            if self.on_progress is not None:
+                self.on_progress(checked)
         return self.cancelled
 
     def remaining_seconds(self) -> float:

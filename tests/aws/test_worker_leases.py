@@ -124,8 +124,13 @@ def test_heartbeat_extends_the_lease_and_records_progress(kit, clock, handler_sl
 
     def working(payload, ctx):
         clock.advance(seconds=30)
-        ctx.heartbeat({"step": 1})
-        assert wait_for(lambda: (kit.attempts.get_item(run.id) or {}).get("progress") == {"step": 1})
+        ctx.heartbeat({"done": 1, "total": 2})
+        assert wait_for(
+            lambda: (
+                (kit.attempts.get_item(run.id) or {}).get("progress")
+                == {"done": 1, "total": 2, "unit": "steps"}
+            )
+        )
         seen["item"] = kit.attempts.get_item(run.id)
         return "done"
 
