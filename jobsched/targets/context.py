@@ -4,7 +4,9 @@ A run executes at least once (guarantee 2): a worker may crash after the work an
 acknowledgement, and the run is then executed again. Handlers make their external effects safe with
 ``ctx.idempotency_key(effect)`` (pass it to an API that deduplicates, e.g. a payment provider) or with
 ``ctx.idempotent(effect, fn, *args)``, which runs ``fn`` once per (run, effect) across all attempts and
-returns the stored result on later attempts (Powertools idempotency on the idempotency table).
+returns the stored result on later attempts (Powertools idempotency on the idempotency table) — not at
+most once: an attempt that dies inside ``fn``, or whose result cannot be saved, lets a later attempt
+run it again.
 """
 
 from __future__ import annotations
@@ -184,8 +186,10 @@ class JobContext:
         return f"{self.run_id}:{effect}"
 
     def idempotent(self, effect: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn(*args, **kwargs)`` at most once for this run and ``effect`` (across attempts and
-        redeliveries) and return its result; later calls return the stored result."""
+        """Run ``fn(*args, **kwargs)`` for this run and ``effect`` and return its result; later calls
+        (other attempts, redeliveries) return the stored result without running it. Not at most once:
+        if an attempt dies inside ``fn`` (or its result cannot be saved after retries), a later attempt
+        runs it again once the dead attempt's deadline has passed (docs/semantics/runs.md)."""
         if self.effects is None:
             raise RuntimeError("idempotent effects need the idempotency table; none was configured")
         remaining_ms = int(self.remaining_seconds() * 1000)
