@@ -55,10 +55,12 @@ bench-load: install
 
 # Schemathesis, longer than the run in `make test` (tests/fuzz/test_schemathesis.py): the embedded
 # mode on a free port, every check and phase (the coverage phase too, which `make test` leaves out),
-# FUZZ_EXAMPLES test cases per operation (decision 0025).
+# FUZZ_EXAMPLES test cases per operation (decision 0025). `make fuzz SEED=N` replays a run; without
+# SEED a random seed is drawn and printed first (decision 0036).
 FUZZ_EXAMPLES ?= 100
+SEED ?=
 fuzz: install
-	$(PY) -m tests.fuzz.embedded --examples $(FUZZ_EXAMPLES)
+	$(PY) -m tests.fuzz.embedded --examples $(FUZZ_EXAMPLES) $(if $(SEED),--seed $(SEED))
 
 # The fault-injection battery (docs/reliability.md): every scenario, the table, exit 1 if a goal is missed.
 chaos: install

@@ -39,7 +39,11 @@ SCHEDULE_FORMAT = "jobsched-schedule"
 HTTP_URL_FORMAT = "jobsched-http-url"
 IF_MATCH_PATTERN = r'^(W/)?"?[0-9]{1,18}"?$'
 IDEMPOTENCY_KEY_PATTERN = r"^[!-~]{1,128}$"
-CURSOR_PATTERN = r"^[A-Za-z0-9_-]*$"
+#: Every cursor this API issues: empty (the first page), or base64url of a JSON object whose first key
+#: is the checksum, ``{"c":"`` = ``eyJjIjoi`` (:func:`jobsched.api.pagination.encode_cursor`). What no
+#: pattern can say, the checksum, is in the parameter's description: a well-shaped cursor the API did
+#: not issue answers 400.
+CURSOR_PATTERN = r"^(eyJjIjoi[A-Za-z0-9_-]{1,2040})?$"
 JOB_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 #: Contains a character that is not white space (the request models strip strings before checking).
 NON_BLANK_PATTERN = r"\S"
@@ -316,9 +320,11 @@ def _tighten_parameters(paths: dict[str, Any]) -> None:
                 elif where == "query" and name == "cursor":
                     _set_string(schema, pattern=CURSOR_PATTERN)
                     parameter["description"] = (
-                        "next_cursor of the previous page, unchanged (opaque: only a cursor this API "
-                        "issued for this list, filters and tenant is accepted; others answer 400)"
+                        "next_cursor of the previous page, unchanged, or empty for the first page (opaque: "
+                        "only a cursor this API issued for this list, filters and tenant is accepted, as "
+                        "its checksum shows; any other answers 400, even one that matches the pattern)"
                     )
+                    schema["description"] = parameter["description"]
                 elif where == "query" and path == "/schedules/preview" and name == "schedule":
                     _set_string(schema, format=SCHEDULE_FORMAT)
                 elif where == "query" and path == "/schedules/preview" and name == "timezone":

@@ -56,9 +56,15 @@ class TenantLimitList(BaseModel):
 class DayUsageOut(BaseModel):
     tenant: str
     day: str = Field(description="the UTC day, YYYY-MM-DD")
-    runs_started: int = Field(description="attempts the workers executed a handler for")
+    runs_started: int = Field(
+        description="attempts the workers executed a handler for, and chunked runs they started; "
+        "each ends as one of runs_succeeded, runs_failed, runs_cancelled"
+    )
     runs_succeeded: int
-    runs_failed: int = Field(description="failed attempts, retried or not")
+    runs_failed: int = Field(
+        description="failed attempts: retried, dead-lettered, or lost (their lease taken over)"
+    )
+    runs_cancelled: int = Field(description="started attempts that ended cancelled")
     runs_dead_lettered: int = Field(description="runs the workers dead-lettered")
     run_seconds: float = Field(description="seconds the tenant's handlers ran")
     throttled_waits: int = Field(description="deliveries held back by a concurrency or rate limit")

@@ -8,6 +8,7 @@ API as ISO 8601 UTC strings ending in ``Z``.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -62,12 +63,20 @@ def _json_integer(value: Any) -> Any:
 _LAX_INSTANT: TypeAdapter[datetime] = TypeAdapter(datetime)
 
 
+#: RFC 3339's date-time (the OpenAPI ``format: date-time``), the offset left to the callers' own check
+#: (a naive time is refused with "needs a UTC offset or Z"). Pydantic alone also takes a number of
+#: seconds ("0", "-1", "123.5"), a date, or a time without seconds.
+_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})?$")
+
+
 def _json_instant(value: Any) -> Any:
-    """An instant is an ISO 8601 string (not a number of seconds)."""
+    """An instant is an RFC 3339 date-time string (not a number of seconds, in a body or a query)."""
     if isinstance(value, datetime):
         return value
-    if not isinstance(value, str):
-        raise ValueError("must be an ISO 8601 string with an offset or Z, e.g. 2026-11-01T00:00:00Z")
+    if not isinstance(value, str) or not _DATE_TIME.match(value):
+        raise ValueError(
+            f"must be an RFC 3339 date-time with an offset or Z, e.g. 2026-11-01T00:00:00Z, not {value!r:.40}"
+        )
     return _LAX_INSTANT.validate_python(value)
 
 
@@ -432,6 +441,12 @@ class AttemptOut(BaseModel):
     error: str | None = None
 
 
+class ProgressOut(BaseModel):
+    done: int = Field(ge=0)
+    total: int | None = Field(default=None, ge=0, description="null when not known (yet)")
+    unit: str = Field(description="chunks (a chunked run) or the unit its handler named (default steps)")
+
+
 class RunOut(BaseModel):
     id: str
     job_id: str
@@ -462,9 +477,10 @@ class RunOut(BaseModel):
     skip_reason: str | None = None
     skipped_count: int | None = None
     cancel_requested: bool = False
-    progress: dict[str, int | None] | None = Field(
+    progress: ProgressOut | None = Field(
         default=None,
-        description="chunked runs: {done, total} chunks (total is null until the plan step has run)",
+        description="chunked runs: {done, total, unit: chunks} (total null until the plan step has run); "
+        "a running plain run: what its handler last reported with ctx.heartbeat(progress); else null",
     )
     replays: list[dict[str, Any]] = Field(
         default_factory=list,

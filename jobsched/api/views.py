@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from jobsched.api.schemas import AttemptOut, BackfillOut, DeadLetterOut, JobOut, RunOut, iso_z
+from jobsched.api.schemas import AttemptOut, BackfillOut, DeadLetterOut, JobOut, ProgressOut, RunOut, iso_z
 from jobsched.core.backfills import Backfill
 from jobsched.core.instants import to_iso
 from jobsched.core.models import Attempt, Job, JobState, Run
+from jobsched.core.progress import progress_view
 from jobsched.core.run_records import with_key
 from jobsched.core.schedules import parse_schedule
 from jobsched.core.timeline import next_fires
@@ -98,12 +99,11 @@ def run_view(run: Run) -> RunOut:
     )
 
 
-def _progress(progress: dict[str, Any] | None) -> dict[str, int | None] | None:
-    """A chunked run's ``{done, total}`` (stored as DynamoDB numbers) as plain integers."""
-    if not progress:
-        return None
-    total = progress.get("total")
-    return {"done": int(progress.get("done") or 0), "total": None if total is None else int(total)}
+def _progress(progress: Any) -> ProgressOut | None:
+    """A run's ``{done, total, unit}`` (stored as DynamoDB numbers) as plain integers; none for
+    anything stored that is not a progress (:func:`jobsched.core.progress.progress_view`)."""
+    view = progress_view(progress)
+    return ProgressOut(**view) if view is not None else None
 
 
 def _output_ref(run: Run) -> Any:

@@ -1,8 +1,10 @@
 """The SQS message that carries one run to a worker.
 
 The message holds a snapshot of everything the worker needs (target, payload, timeout, retry) so the
-worker never reads the job item: one read fewer per run, and a job edited after dispatch does not
-change a run already queued. The payload travels inline, never by reference: a job's payload is
+worker never reads the job item: one read fewer per run. A job edited after dispatch rewrites its runs
+queued ahead (a new message with a new send token; the old message is dropped on arrival:
+docs/semantics/runs.md, "Editing a job"), so a run executes with the definition its newest message
+carries. The payload travels inline, never by reference: a job's payload is
 at most :data:`MAX_PAYLOAD_BYTES` (64 KiB of compact JSON, checked when the job is written), well
 under SQS's 256 KiB per message; :mod:`jobsched.aws.queues` splits a send batch by size so ten such
 messages never exceed the batch limit (docs/decisions/0011-retention-and-inline-payloads.md).

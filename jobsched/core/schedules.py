@@ -96,6 +96,9 @@ class Schedule:
     # day-of-month 'nW' (n) or 'LW' ("L"): only the weekday nearest day n (the last day) of each month
     # fires, a month without day n has none; ``cron``'s day-of-month is then '*' (the timeline filters)
     nearest_weekday: int | Literal["L"] | None = None
+    # day-of-month 'L-n' (Quartz): only the day n days before the month's last day fires (a month
+    # shorter than n + 1 days has none); ``cron``'s day-of-month is then '*' (the timeline filters)
+    before_last_day: int | None = None
     seconds_field: bool = False  # cron has a leading seconds field
     day_or: bool = True  # both day fields restricted: a day matches when either matches
     years: tuple[int, ...] | None = None  # allowed years of cron(...), sorted; None = any
@@ -264,8 +267,15 @@ def _finish_cron(
             field="expression",
         )
     nearest: int | Literal["L"] | None = None
+    before_last: int | None = None
     checked = converted
-    if converted[-3].endswith("W"):
+    if converted[-3].startswith("L-"):
+        # the core decides L-n like W: croniter matches every day and the timeline keeps the day n
+        # before the last; it exists exactly in the months that have a day n + 1, hence the check
+        before_last = int(converted[-3][2:])
+        checked = [*converted[:-3], str(before_last + 1), *converted[-2:]]
+        converted = [*converted[:-3], "*", *converted[-2:]]
+    elif converted[-3].endswith("W"):
         # the core decides W (decision 0008), so croniter matches every day and the timeline keeps the
         # nearest weekday; W never leaves its month, so nW can fire exactly when a plain n can
         day = converted[-3][:-1]
@@ -288,6 +298,7 @@ def _finish_cron(
         "wall_clock": not (minute.startswith("*") or hour.startswith("*")),
         "cron": cron,
         "nearest_weekday": nearest,
+        "before_last_day": before_last,
         "seconds_field": seconds,
         "day_or": day_or,
         "years": years,
@@ -314,12 +325,22 @@ def _convert_field(value: str, spec: _Field, *, aws: bool) -> str:
     items = upper.split(",")
     if "" in items:
         raise ValidationError(f"{spec.name} field '{value}' has an empty list item", field=spec.name)
-    if len(items) > 1 and any(i in ("?", "L") or "#" in i or i.endswith("W") for i in items):
+    if len(items) > 1 and any(_special(item, spec) for item in items):
         raise ValidationError(
-            f"{spec.name} field '{value}': '?', 'L', 'W' and '#' cannot be combined with a list",
+            f"{spec.name} field '{value}': '?', 'L', 'L-n', 'W' and '#' cannot be combined with a list",
             field=spec.name,
         )
     return ",".join(_convert_item(item, value, spec, aws) for item in items)
+
+
+def _special(item: str, spec: _Field) -> bool:
+    """Whether a list item is one of the day fields' specials (``?``, ``L``, ``L-n``, ``LW``, ``nW``,
+    ``L5``/``5L``, ``n#k``), which stand alone in their field."""
+    if item == "?":
+        return True
+    if spec is DOM:
+        return item.startswith("L") or item.endswith("W")
+    return spec.name == "day-of-week" and ("L" in item or "#" in item)
 
 
 def _convert_item(item: str, raw: str, spec: _Field, aws: bool) -> str:
@@ -332,6 +353,14 @@ def _convert_item(item: str, raw: str, spec: _Field, aws: bool) -> str:
         return "L"
     if is_dom and item == "LW":
         return "LW"
+    if is_dom and item.startswith("L-"):
+        before = item[2:]
+        if not before.isdigit() or not 1 <= int(before) <= 30:
+            raise ValidationError(
+                f"day-of-month field '{raw}': 'L-n' needs n from 1 to 30 (days before the last day)",
+                field=spec.name,
+            )
+        return f"L-{int(before)}"
     if is_dom and item.endswith("W"):
         day = _value(item[:-1], raw, spec, aws)
         return f"{day}W"
@@ -362,12 +391,18 @@ def _convert_item(item: str, raw: str, spec: _Field, aws: bool) -> str:
     if base == "*":
         return "*" if step is None else f"*/{step}"
     if "-" in base:
-        first, last = (_value(p, raw, spec, aws) for p in base.split("-"))
+        first_text, last_text = base.split("-")
+        first, last = _value(first_text, raw, spec, aws), _value(last_text, raw, spec, aws)
         if first > last:
-            raise ValidationError(f"{spec.name} field '{raw}': range '{base}' must not run backwards")
+            wrap = f"{first_text}-{spec.high},{spec.low}-{last_text}"
+            raise ValidationError(
+                f"{spec.name} field '{raw}': range '{base}' must not run backwards "
+                f"(for one that wraps around, write the list '{wrap}')",
+                field=spec.name,
+            )
     else:
         first = _value(base, raw, spec, aws)
-        last = first if step is None else _top(spec)
+        last = first if step is None else max(first, _top(spec))  # '7/n' (unix): Sunday alone
     if step is None and first < last:
         return f"{first}-{last}"
     # croniter reads 'a-a' as the whole range, so single values and stepped ranges become lists
@@ -375,8 +410,11 @@ def _convert_item(item: str, raw: str, spec: _Field, aws: bool) -> str:
 
 
 def _top(spec: _Field) -> int:
-    """Highest croniter value of a field (for 'N/step')."""
-    return 6 if spec is DOW_AWS else spec.high
+    """Where 'N/step' stops: the field's highest value, but day-of-week steps run to Saturday (6) in
+    both dialects. 7 in unix day-of-week is only another way to write Sunday, so '6/1' is Saturday
+    alone and '1/2' Monday, Wednesday, Friday (as croniter, cronsim, robfig/cron and EventBridge's
+    'MON/2'); a range written up to 7, '1-7/2', still reaches Sunday because it names it."""
+    return 6 if spec.name == "day-of-week" else spec.high
 
 
 def _value(text: str, raw: str, spec: _Field, aws: bool) -> int:

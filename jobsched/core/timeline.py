@@ -149,7 +149,7 @@ def _cron_walls(schedule: Schedule, start: datetime) -> Iterator[datetime]:
     """Matching naive wall times after ``start``, honouring the year field of ``cron(...)`` and, for
     ``nW``/``LW``, keeping only the nearest weekday of each month (croniter matches every day then)."""
     years = schedule.years
-    nearest = schedule.nearest_weekday
+    one_day = schedule.nearest_weekday is not None or schedule.before_last_day is not None
     while True:
         if years is not None:
             index = bisect_right(years, start.year - 1)
@@ -172,12 +172,20 @@ def _cron_walls(schedule: Schedule, start: datetime) -> Iterator[datetime]:
             if years is not None and wall.year not in years:
                 start = datetime(wall.year, 1, 1)  # re-enter the outer loop to jump to a listed year
                 break
-            if nearest is not None:
-                day = nearest_weekday(wall.year, wall.month, nearest)
+            if one_day:
+                day = _day_of_month(schedule, wall.year, wall.month)
                 if day != wall.day:  # restart croniter at this month's W day, or else the next month
                     start = _w_restart(wall, day)
                     break
             yield wall
+
+
+def _day_of_month(schedule: Schedule, year: int, month: int) -> int | None:
+    """The one day of the month an ``nW``, ``LW`` or ``L-n`` schedule fires on (None: none)."""
+    if schedule.nearest_weekday is not None:
+        return nearest_weekday(year, month, schedule.nearest_weekday)
+    day = monthrange(year, month)[1] - (schedule.before_last_day or 0)
+    return day if day >= 1 else None
 
 
 def _w_restart(wall: datetime, day: int | None) -> datetime:

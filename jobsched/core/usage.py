@@ -2,7 +2,9 @@
 
 A worker invocation counts what it did per (tenant, UTC day) and adds it to that day's item once,
 at the end of the invocation (:mod:`jobsched.services.usage`): attempts it started (executed a
-handler for), succeeded, failed (every failed attempt, retried or not), dead-lettered, the seconds
+handler for, or chunked runs it handed to their execution) and how each ended — succeeded, failed
+(retried, dead-lettered or lost to a takeover) or cancelled, so that ``runs_started ==
+runs_succeeded + runs_failed + runs_cancelled`` (:meth:`DayUsage.unaccounted`) — dead letters, the seconds
 its handlers ran, the waits for a concurrency or rate limit, and the DynamoDB and SQS units its
 requests for the tenant's runs used (the request meter of :mod:`jobsched.aws.metering`).
 The estimated cost prices those units plus the handlers' seconds as Lambda duration at the worker's
@@ -23,6 +25,7 @@ COUNTERS = (
     "runs_started",
     "runs_succeeded",
     "runs_failed",
+    "runs_cancelled",
     "runs_dead_lettered",
     "run_seconds",
     "throttled_waits",
@@ -56,6 +59,7 @@ class DayUsage:
     runs_started: int = 0
     runs_succeeded: int = 0
     runs_failed: int = 0
+    runs_cancelled: int = 0
     runs_dead_lettered: int = 0
     run_seconds: float = 0.0
     throttled_waits: int = 0
@@ -65,6 +69,11 @@ class DayUsage:
 
     def add(self, name: str, value: float) -> None:
         setattr(self, name, getattr(self, name) + value)
+
+    def unaccounted(self) -> int:
+        """Started attempts not counted as ended: 0 when every attempt counted here ended in this
+        day's counters (an attempt ending after midnight UTC, or whose outcome write failed, is not)."""
+        return self.runs_started - (self.runs_succeeded + self.runs_failed + self.runs_cancelled)
 
     def is_empty(self) -> bool:
         return not any(getattr(self, name) for name in COUNTERS)

@@ -12,7 +12,8 @@ Every task is a message on the ``long`` queue sent with
 ``arn:aws:states:::sqs:sendMessage.waitForTaskToken``: a worker receives it, does the work, sends
 ``SendTaskHeartbeat`` at least every ``heartbeat_seconds`` and ends it with ``SendTaskSuccess`` or
 ``SendTaskFailure``. Why a queue and not a Lambda task: the chunk runs on the same worker pool, under
-the same ``long`` queue's reserved concurrency, with the same leases and checkpoints as any run.
+the ``long`` queue's concurrency ceiling (its event source mapping's ``MaximumConcurrency``, on the shared
+worker function: a ceiling, not reserved capacity), with the same leases and checkpoints as any run.
 
 Execution input (execution name = run id, so a start is never duplicated)::
 

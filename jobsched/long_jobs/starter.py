@@ -66,6 +66,8 @@ class ExecutionStarter:
             if _code(exc) != "ExecutionAlreadyExists":
                 raise  # the delivery fails and comes back; the next one takes the run over
             started = False
+        if started:  # counted once per execution, as an executed attempt is (usage: runs_started)
+            self.metrics.add(obs.CHUNKED_RUNS_STARTED)
         if not started:
             described = self.sfn.describe_execution(executionArn=self.execution_arn(name))
             if described["status"] != "RUNNING":

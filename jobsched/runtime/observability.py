@@ -38,11 +38,13 @@ NAMESPACE = "jobsched"
 SCHEDULE_LAG = "ScheduleLag"  # seconds between a run's due instant and its attempt's start
 RUN_DURATION = "RunDuration"  # seconds a target ran, per attempt
 RUNS_SUCCEEDED = "RunsSucceeded"
-RUNS_FAILED = "RunsFailed"  # attempts that failed (retried or not)
+#: attempts a worker executed that failed: retried, dead-lettered, or lost (their lease taken over)
+RUNS_FAILED = "RunsFailed"
 RUNS_RETRIED = "RunsRetried"
 RUNS_DEAD_LETTERED = "RunsDeadLettered"
 RUNS_SKIPPED = "RunsSkipped"
 RUNS_CANCELLED = "RunsCancelled"
+CHUNKED_RUNS_STARTED = "ChunkedRunsStarted"  # worker: chunked runs handed to a new execution
 RUNS_RESENT = "RunsResent"  # sweeper: lost sends re-sent
 RUNS_RECLAIMED = "RunsReclaimed"  # sweeper: expired leases handed to a new attempt
 RUNS_STRANDED = "RunsStranded"  # sweeper: runs given up on, failed with reason stranded (dead letters)

@@ -5,8 +5,10 @@ limit gate emit while a run is handled is also counted for the run's tenant (rea
 keys, :func:`jobsched.runtime.observability.current_run_keys`, bound for every thread of the run):
 
 * ``RunDuration`` (one per attempt executed): ``runs_started`` + 1, ``run_seconds`` + its value;
-* ``RunsSucceeded``, ``RunsFailed`` (every failed attempt), ``RunsDeadLettered``, ``LimitWaits``
-  (``throttled_waits``).
+  ``ChunkedRunsStarted`` (a chunked run handed to a new execution): ``runs_started`` + 1;
+* the ending of each started attempt, exactly one of ``RunsSucceeded``, ``RunsFailed`` (retried,
+  dead-lettered or lost to a takeover) and ``RunsCancelled``, so started = succeeded + failed +
+  cancelled; ``RunsDeadLettered``, ``LimitWaits`` (``throttled_waits``).
 
 :class:`TenantMeter` is the worker's request meter that also keeps the units per tenant. At the end
 of the invocation :meth:`UsageRecorder.flush` adds each (tenant, day) to its usage item: one write
@@ -33,8 +35,10 @@ logger = logging.getLogger(__name__)
 #: metric name -> (counter, counts the value (True) or one per data point (False))
 _COUNTED: Mapping[str, tuple[tuple[str, bool], ...]] = {
     obs.RUN_DURATION: (("runs_started", False), ("run_seconds", True)),
+    obs.CHUNKED_RUNS_STARTED: (("runs_started", False),),
     obs.RUNS_SUCCEEDED: (("runs_succeeded", False),),
     obs.RUNS_FAILED: (("runs_failed", False),),
+    obs.RUNS_CANCELLED: (("runs_cancelled", False),),
     obs.RUNS_DEAD_LETTERED: (("runs_dead_lettered", False),),
     obs.LIMIT_WAITS: (("throttled_waits", False),),
 }

@@ -275,7 +275,8 @@ class Worker:
             except Exception:  # someone else moved it on: nothing for us to do
                 logger.warning("exhausted run %s changed before it could be dead-lettered", msg.run_id)
                 return Outcome(OutcomeStatus.STALE, msg.run_id, msg.attempt)
-            self.metrics.add(obs.RUNS_FAILED)
+            # No RunsFailed: the attempt that failed (its worker stopped) was never counted as
+            # executed by any worker; only the dead letter is counted (docs/semantics/limits.md).
             self.metrics.add(obs.RUNS_DEAD_LETTERED)
             return Outcome(
                 OutcomeStatus.DEAD_LETTERED, msg.run_id, claim.attempt, detail={"reason": "lease_expired"}
@@ -358,6 +359,7 @@ class Worker:
         self.metrics.add(obs.RUN_DURATION, (finished - started).total_seconds())
         if heartbeat.lost:  # another worker owns the run now: any write of ours would be rejected
             logger.warning("lease of run %s attempt %s was lost while running", run.id, attempt)
+            self.metrics.add(obs.RUNS_FAILED)  # the attempt is recorded `lost`; its result is discarded
             return Outcome(OutcomeStatus.LEASE_LOST, run.id, attempt, detail={"heartbeat_lost": True})
         try:
             if cancel_seen.is_set():
@@ -369,6 +371,7 @@ class Worker:
             return self._failed(msg, claim, finished, error)
         except LeaseLostError as lost:
             logger.warning("%s", lost.message)
+            self.metrics.add(obs.RUNS_FAILED)  # as a lost heartbeat: the attempt's result is discarded
             return Outcome(OutcomeStatus.LEASE_LOST, run.id, attempt, detail={"heartbeat_lost": False})
 
     def _payload(self, msg: RunMessage, claim: Claim) -> Any:
@@ -408,6 +411,7 @@ class Worker:
         retry = replace(msg, attempt=claim.attempt + 1, due_at=retry_at, token=token)
         self._send(retry, now)  # send first, then mark
         self.attempts.retrying(claim, self.config.owner, now, retry_at, text, token=token)
+        self.metrics.add(obs.RUNS_FAILED)  # every failed attempt, retried or not
         self.metrics.add(obs.RUNS_RETRIED)
         return Outcome(OutcomeStatus.RETRYING, run.id, claim.attempt, detail={"delay": delay, "error": text})
 

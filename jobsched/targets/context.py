@@ -4,7 +4,9 @@ A run executes at least once (guarantee 2): a worker may crash after the work an
 acknowledgement, and the run is then executed again. Handlers make their external effects safe with
 ``ctx.idempotency_key(effect)`` (pass it to an API that deduplicates, e.g. a payment provider) or with
 ``ctx.idempotent(effect, fn, *args)``, which runs ``fn`` once per (run, effect) across all attempts and
-returns the stored result on later attempts (Powertools idempotency on the idempotency table).
+returns the stored result on later attempts (Powertools idempotency on the idempotency table) — not at
+most once: an attempt that dies inside ``fn``, or whose result cannot be saved, lets a later attempt
+run it again.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from aws_lambda_powertools.utilities.idempotency.exceptions import (
 )
 
 from jobsched.core.errors import RetryableError
+from jobsched.core.progress import handler_progress
 
 #: Idempotency records outlive every retry schedule we allow (max backoff x attempts stays far below).
 DEFAULT_EFFECT_TTL_SECONDS = 7 * 24 * 3600
@@ -142,8 +145,9 @@ class JobContext:
     ``cancelled`` turns true when the run was cancelled (the worker reads the flag every second while
     the handler runs) or its timeout passed;
     a cooperative handler checks it at safe points and returns early. ``heartbeat(progress)`` records
-    progress (any small JSON value, e.g. ``{"done": 3, "total": 10}``); the worker's heartbeat thread
-    writes it with the next lease extension.
+    progress, ``{"done": 3, "total": 10, "unit": "rows"}`` (total and unit optional; checked here by
+    :func:`jobsched.core.progress.handler_progress`, which raises :class:`ValidationError` for anything
+    else); the worker's heartbeat thread writes it with the next lease extension.
     """
 
     run_id: str
@@ -165,9 +169,12 @@ class JobContext:
         return self.cancel_event.is_set()
 
     def heartbeat(self, progress: Any = None) -> bool:
-        """Report that the handler is alive, optionally with progress; returns ``cancelled``."""
-        if progress is not None and self.on_progress is not None:
-            self.on_progress(progress)
+        """Report that the handler is alive, optionally with progress; returns ``cancelled``.
+        Progress that is not ``{"done", "total"?, "unit"?}`` raises :class:`ValidationError`."""
+        if progress is not None:
+            checked = handler_progress(progress)
+            if self.on_progress is not None:
+                self.on_progress(checked)
         return self.cancelled
 
     def remaining_seconds(self) -> float:
@@ -179,8 +186,10 @@ class JobContext:
         return f"{self.run_id}:{effect}"
 
     def idempotent(self, effect: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run ``fn(*args, **kwargs)`` at most once for this run and ``effect`` (across attempts and
-        redeliveries) and return its result; later calls return the stored result."""
+        """Run ``fn(*args, **kwargs)`` for this run and ``effect`` and return its result; later calls
+        (other attempts, redeliveries) return the stored result without running it. Not at most once:
+        if an attempt dies inside ``fn`` (or its result cannot be saved after retries), a later attempt
+        runs it again once the dead attempt's deadline has passed (docs/semantics/runs.md)."""
         if self.effects is None:
             raise RuntimeError("idempotent effects need the idempotency table; none was configured")
         remaining_ms = int(self.remaining_seconds() * 1000)

@@ -1,7 +1,8 @@
 """Demo handlers used by the quickstart, the local mode and the tests.
 
 - ``demo.echo`` returns its payload.
-- ``demo.sleep`` sleeps ``payload.seconds`` (default 1), heartbeating with progress, and stops early
+- ``demo.sleep`` sleeps ``payload.seconds`` (default 1), heartbeating with progress (milliseconds slept
+  of the total, unit ``ms``), and stops early
   when the run is cancelled or times out.
 - ``demo.fail`` raises a retryable (default) or permanent error per ``payload.kind``.
 - ``demo.flaky`` fails (retryable) on its first ``payload.failures`` attempts, then succeeds.
@@ -29,8 +30,9 @@ def sleep(payload: dict, ctx: JobContext) -> dict:
     seconds = float(payload.get("seconds", 1))
     step = min(0.1, max(seconds / 10, 0.01))
     started = time.monotonic()
+    total_ms = round(seconds * 1000)
     while (elapsed := time.monotonic() - started) < seconds:
-        if ctx.heartbeat({"slept": round(elapsed, 3), "total": seconds}):
+        if ctx.heartbeat({"done": min(round(elapsed * 1000), total_ms), "total": total_ms, "unit": "ms"}):
             return {"slept": round(elapsed, 3), "cancelled": True}
         ctx.cancel_event.wait(min(step, seconds - elapsed))
     return {"slept": seconds, "cancelled": False}

@@ -27,7 +27,12 @@ from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunk_runner import ChunkRunner
 from jobsched.long_jobs.chunked import chunked_job, execution_name
 from jobsched.long_jobs.parent import PARENT_LEASE_SECONDS, sfn_owner
-from jobsched.runtime.observability import RUNS_CANCELLED, RUNS_DEAD_LETTERED, RUNS_SUCCEEDED
+from jobsched.runtime.observability import (
+    CHUNKED_RUNS_STARTED,
+    RUNS_CANCELLED,
+    RUNS_DEAD_LETTERED,
+    RUNS_SUCCEEDED,
+)
 from jobsched.runtime.wiring import Deliveries
 from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.targets.registry import unregister
@@ -253,7 +258,8 @@ def test_the_workflow_runs_every_chunk_and_the_run_succeeds_with_the_completion_
     assert stored.state is RunState.SUCCEEDED
     assert stored.output == {"total": sum(range(9)), "chunks": 3}
     assert stored.progress == {"done": 3, "total": 3}
-    assert env.kit.metrics.count(RUNS_SUCCEEDED) == 1
+    # And the run counts one start and one ending (usage: runs_started = succeeded + failed + cancelled)
+    assert env.kit.metrics.count(RUNS_SUCCEEDED) == 1 and env.kit.metrics.count(CHUNKED_RUNS_STARTED) == 1
     # And complete() got every chunk's output in index order
     (summary,) = [c[1] for c in CALLS if c[0] == "complete"]
     assert summary == {"chunks": 3, "outputs": [{"sum": 3}, {"sum": 12}, {"sum": 21}]}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import timedelta
 
 import jobsched.targets.demo  # noqa: F401
@@ -81,3 +83,45 @@ def test_the_estimate_prices_units_and_run_seconds():
     assert round(usage.estimated_usd(1024) * 1e6, 4) == round(
         10 * 0.625 + 8 * 0.125 + 5 * 0.4 + 2 * 13.3334, 4
     )
+
+
+def test_every_started_attempt_is_counted_once_as_succeeded_failed_or_cancelled(aws, clock):
+    """Given acme runs of demo.flaky (one planned failure, max_attempts 2), demo.fail (permanent) and a
+    handler that is cancelled while it runs, when the worker handles every delivery, then the day
+    (and a demo.echo run) counts 5 started = 2 succeeded + 2 failed (the retried attempt and the
+    dead-lettered one) + 1 cancelled, and the CloudWatch metrics agree: RunsFailed 2."""
+    from jobsched.runtime.observability import RUNS_CANCELLED, RUNS_FAILED, RUNS_SUCCEEDED, RecordingSink
+    from jobsched.targets.registry import job, unregister
+    from tests.aws.conftest_worker import sent_messages
+
+    @job("test.usage-cancelled")
+    def cancelled(payload, ctx):
+        store.request_cancel(store.get(ctx.run_id))
+        return "stopped" if ctx.cancel_event.wait(10) else "not cancelled"
+
+    metrics = RecordingSink()
+    deliveries = worker_from_settings(aws.settings, aws.clients, clock, "w1", metrics=metrics)
+    store = RunsStore(deliveries.worker.attempts.dynamo, aws.settings.runs_table)
+    at = clock.now()
+    try:
+        flaky = message(store, "job-flaky", "acme", at, {"handler": "demo.flaky"})
+        flaky = replace(flaky, payload={"failures": 1}, retry=RetrySpec(max_attempts=2, base_seconds=1))
+        assert deliveries.process(flaky.to_json(), clock.now()).status == "retrying"
+        [(retry, _)] = sent_messages(aws)
+        clock.advance(timedelta(seconds=2))
+        assert deliveries.process(json.dumps(retry), clock.now()).status == "succeeded"
+        failing = message(store, "job-fail", "acme", at, {"handler": "demo.fail"})
+        assert deliveries.process(failing.to_json(), clock.now()).status == "dead_lettered"
+        stopped = message(store, "job-cancel", "acme", at, {"handler": "test.usage-cancelled"})
+        assert deliveries.process(stopped.to_json(), clock.now()).status == "cancelled"
+        echo = message(store, "job-echo", "acme", at, {"handler": "demo.echo"})
+        assert deliveries.process(echo.to_json(), clock.now()).status == "succeeded"
+    finally:
+        unregister("test.usage-cancelled")
+    [day] = deliveries.usage.take()
+    counted = (day.runs_started, day.runs_succeeded, day.runs_failed, day.runs_cancelled)
+    assert counted == (5, 2, 2, 1) and day.runs_dead_lettered == 1
+    assert day.runs_started == day.runs_succeeded + day.runs_failed + day.runs_cancelled
+    assert day.unaccounted() == 0
+    cloudwatch = [metrics.count(n) for n in (RUNS_SUCCEEDED, RUNS_FAILED, RUNS_CANCELLED)]
+    assert cloudwatch == [2, 2, 1]

@@ -10,6 +10,7 @@ import pytest
 
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import RunState
+from jobsched.runtime.observability import RUN_DURATION, RUNS_DEAD_LETTERED, RUNS_FAILED, RUNS_SUCCEEDED
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit
 
@@ -64,6 +65,9 @@ def test_lease_expiry_lets_another_worker_take_over_and_rejects_the_old_workers_
     stored = kit.runs.get(run.id)
     assert stored.state is RunState.SUCCEEDED and stored.output == {"by": "b"} and stored.attempt == 2
     assert [(a.attempt, a.outcome) for a in stored.attempts] == [(1, "lost"), (2, "succeeded")]
+    # And each executed attempt is counted once by how it ended: A's lost attempt as failed
+    counted = [kit.metrics.count(n) for n in (RUN_DURATION, RUNS_SUCCEEDED, RUNS_FAILED)]
+    assert counted == [2, 1, 1]
 
 
 def test_stale_owner_cannot_write_any_outcome_after_a_takeover(kit, clock):
@@ -109,6 +113,8 @@ def test_an_expired_lease_with_no_attempts_left_is_dead_lettered(kit, clock):
     assert out.status == "dead_lettered"
     item = kit.attempts.get_item(run.id)
     assert item["state"] == "failed" and item["dl_reason"] == "lease_expired" and "dl_at" in item
+    # And only the dead letter is counted: the dead worker's attempt was never counted as executed
+    assert (kit.metrics.count(RUNS_DEAD_LETTERED), kit.metrics.count(RUNS_FAILED)) == (1, 0)
 
 
 def test_heartbeat_extends_the_lease_and_records_progress(kit, clock, handler_slot):
@@ -118,8 +124,13 @@ def test_heartbeat_extends_the_lease_and_records_progress(kit, clock, handler_sl
 
     def working(payload, ctx):
         clock.advance(seconds=30)
-        ctx.heartbeat({"step": 1})
-        assert wait_for(lambda: (kit.attempts.get_item(run.id) or {}).get("progress") == {"step": 1})
+        ctx.heartbeat({"done": 1, "total": 2})
+        assert wait_for(
+            lambda: (
+                (kit.attempts.get_item(run.id) or {}).get("progress")
+                == {"done": 1, "total": 2, "unit": "steps"}
+            )
+        )
         seen["item"] = kit.attempts.get_item(run.id)
         return "done"
 
@@ -151,6 +162,7 @@ def test_a_heartbeat_that_finds_the_run_taken_over_stops_a_cooperative_handler(k
     out = kit.worker("worker-a", heartbeat=0.01).process(msg.to_json(), clock.now())
     # Then A's handler saw `cancelled`, and A recorded nothing over B
     assert stopped.is_set() and out.status == "lease_lost"
+    assert (kit.metrics.count(RUN_DURATION), kit.metrics.count(RUNS_FAILED)) == (1, 1)
     stored = kit.runs.get(run.id)
     assert stored.state is RunState.RUNNING and stored.lease_owner == "worker-b" and stored.attempt == 2
     assert stored.lease_until <= clock.now() + timedelta(seconds=60)

@@ -226,12 +226,29 @@ class Embedded:
         return ApiClient(self.url, token=self.tokens[tenant])
 
 
+#: The routes the CLI's end-to-end tests drive; their absence is a regression, never a reason to skip.
+REQUIRED_ROUTES = ("/jobs", "/runs", "/dead-letters")
+
+
+def require_modules(names: tuple[str, ...] | list[str]) -> None:
+    """Fail (not skip) when a module the end-to-end tests need cannot be imported: these skips once
+    let the tests pass while the pipeline was landing, and would now turn a regression into a skip."""
+    missing = [name for name in names if importlib.util.find_spec(name) is None]
+    assert not missing, f"{', '.join(missing)} not importable: the end-to-end tests cannot run"
+
+
+def require_routes(document: dict[str, Any]) -> None:
+    """Fail (not skip) when the served OpenAPI document lacks a route the CLI tests drive."""
+    paths = document.get("paths", {})
+    missing = [path for path in REQUIRED_ROUTES if path not in paths]
+    assert not missing, f"the API serves no {', '.join(missing)} route: a regression, not a skip"
+
+
 @pytest.fixture(scope="session")
 def embedded() -> Iterator[Embedded]:
     """`jobsched dev` (what `make run` runs) on a free port, no demo jobs, three tenants: ``qs`` for
     the quickstart, ``alpha`` and ``beta`` for the other tests. Started once per session."""
-    if importlib.util.find_spec("functions.api") is None:
-        pytest.skip("the api function has not landed yet")
+    require_modules(["functions.api"])
     tokens = {name: f"{name}-{secrets.token_urlsafe(12)}" for name in ("qs", "alpha", "beta")}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JOBSCHED_", "AWS_"))}
     argv = [sys.executable, "-m", "jobsched.cli", "dev", "--port", "0", "--no-demo"]
@@ -246,10 +263,7 @@ def embedded() -> Iterator[Embedded]:
         # Keep reading its output (run events) so a full pipe never blocks it.
         threading.Thread(target=lambda: log.extend(iter(proc.stdout.readline, "")), daemon=True).start()
         _wait_for_health(url, timeout=30)
-        paths = ApiClient(url).request("GET", "/openapi.json").get("paths", {})
-        missing = [path for path in ("/jobs", "/runs", "/dead-letters") if path not in paths]
-        if missing:  # only while the API is landing; the tests must run once it has
-            pytest.skip(f"the API has no {', '.join(missing)} routes yet")
+        require_routes(ApiClient(url).request("GET", "/openapi.json"))
         yield Embedded(url, tokens, log)
     finally:
         proc.terminate()

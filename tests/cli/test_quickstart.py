@@ -8,7 +8,6 @@ substitutes its URL and a fresh token for the ones the page shows. The other blo
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shutil
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from jobsched.cli.client import ApiClient
-from tests.cli.conftest import Embedded
+from tests.cli.conftest import Embedded, require_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = ROOT / "docs" / "quickstart.md"
@@ -67,9 +66,7 @@ def run_quickstart(url: str, token: str, workdir: Path, timeout: float = 240) ->
 @pytest.mark.slow
 def test_every_quickstart_command_works_against_the_embedded_mode(embedded: Embedded, tmp_path: Path) -> None:
     # Given the embedded mode, started as `make run` starts it
-    missing = [name for name in PIPELINE if importlib.util.find_spec(name) is None]
-    if missing:  # only while the run pipeline is landing; the test must run once it has
-        pytest.skip(f"the embedded mode cannot run jobs yet: {', '.join(missing)} not there")
+    require_modules(PIPELINE)  # fails, never skips: a missing piece is a regression (issue 27 §6)
     url, token = embedded.url, embedded.tokens["qs"]
     # When every command of the quickstart runs, in order, in one shell
     result = run_quickstart(url, token, tmp_path)

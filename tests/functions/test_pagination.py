@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from decimal import Decimal
 
 import pytest
@@ -56,3 +57,32 @@ def test_garbage_cursors_are_refused(garbage):
 def test_empty_cursor_means_the_first_page():
     assert decode_cursor("", scope="runs:acme") is None
     assert decode_cursor(None, scope="runs:acme") is None
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        KEY,
+        {"job_id": "j", "run_key": "x"},
+        {"tenant": "t" * 64, "tenant_sort": "9" * 200, "n": Decimal("-1.5")},
+    ],
+)
+def test_every_issued_cursor_matches_the_documented_pattern(key):
+    """Given the pattern the OpenAPI document gives cursors (issue 27 §5: "any string" let a fuzzer send
+    '0000...' as a valid cursor), Then every cursor the API issues, for any key and scope, matches it."""
+    from jobsched.api.contract import CURSOR_PATTERN
+
+    for scope in ("runs:acme", "jobs:a-very-long-tenant-name", "dead-letters:acme:job1::"):
+        assert re.match(CURSOR_PATTERN, encode_cursor(key, scope=scope) or "")
+    assert re.match(CURSOR_PATTERN, "")  # the first page
+
+
+@pytest.mark.parametrize("forged", ["0" * 64, "9v9c", "suzzRz", "e30", "eyJ2IjoxfQ"])
+def test_strings_the_old_pattern_let_through_are_outside_the_new_one(forged):
+    """Given cursors a fuzzer drew from the old pattern (each refused by the API), Then the documented
+    pattern no longer calls them valid."""
+    from jobsched.api.contract import CURSOR_PATTERN
+
+    assert not re.match(CURSOR_PATTERN, forged)
+    with pytest.raises(BadRequestError):
+        decode_cursor(forged, scope="runs:acme")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from jobsched.core.ids import parse_run_id
 from tests.functions.events import ACME, body_of
 
@@ -198,9 +200,56 @@ def test_a_chunked_runs_progress_is_shown_as_integers(call, create_job, work_que
         UpdateExpression="SET progress = :p",
         ExpressionAttributeValues={":p": {"M": {"done": {"N": "2"}, "total": {"N": "5"}}}},
     )
-    # When it is read through the API / Then progress is {done, total} as plain numbers
+    # When it is read through the API / Then progress is {done, total} chunks as plain numbers
     body = body_of(call("GET", f"/runs/{run['id']}", headers=ACME))
-    assert body["progress"] == {"done": 2, "total": 5}
+    assert body["progress"] == {"done": 2, "total": 5, "unit": "chunks"}
+
+
+def _store_progress(aws, run_id: str, value: dict) -> None:
+    job_id, run_key = parse_run_id(run_id)
+    aws.clients.dynamodb.update_item(
+        TableName=aws.settings.runs_table,
+        Key={"job_id": {"S": job_id}, "run_key": {"S": run_key}},
+        UpdateExpression="SET progress = :p",
+        ExpressionAttributeValues={":p": value},
+    )
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        {"S": "half way"},
+        {"N": "5"},
+        {"L": [{"N": "1"}, {"N": "2"}]},
+        {"M": {"rows": {"N": "5"}}},
+        {"M": {"done": {"S": "three"}, "total": {"N": "5"}}},
+        {"M": {"done": {"N": "0.5"}, "total": {"N": "1"}}},
+    ],
+    ids=["string", "number", "list", "no-done", "done-a-string", "done-a-fraction"],
+)
+def test_a_stored_progress_that_is_not_a_count_reads_as_none_never_500(call, create_job, aws, stored):
+    """Given a run whose item carries what a plain handler's heartbeat could store before progress was
+    checked (a string, a number, a list, a dict without done), when the run and the listing are read,
+    then both answer 200 and the run's progress is null: not a 500, and not a made-up done 0."""
+    job = create_job(ACME, payload={"greeting": "hi"})
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    _store_progress(aws, run["id"], stored)
+    one = call("GET", f"/runs/{run['id']}", headers=ACME)
+    listing = call("GET", "/runs", query={"job_id": job["id"]}, headers=ACME)
+    assert (one["statusCode"], listing["statusCode"]) == (200, 200)
+    assert body_of(one)["progress"] is None
+    assert [r["progress"] for r in body_of(listing)["items"]] == [None]
+
+
+def test_a_plain_handlers_progress_is_shown_with_its_unit(call, create_job, aws):
+    """Given a running plain run whose handler reported {"done": 3, "total": 10, "unit": "rows"} (as the
+    worker stores it), when it is read, then progress is that, unit included."""
+    job = create_job(ACME, payload={"greeting": "hi"})
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    done = {"done": {"N": "3"}, "total": {"N": "10"}, "unit": {"S": "rows"}}
+    _store_progress(aws, run["id"], {"M": done})
+    body = body_of(call("GET", f"/runs/{run['id']}", headers=ACME))
+    assert body["progress"] == {"done": 3, "total": 10, "unit": "rows"}
 
 
 def test_a_plain_run_has_no_progress(call, create_job):

@@ -1,9 +1,12 @@
 """``make fuzz``: start the embedded mode (tenant ``fuzz``, an administrator) and run schemathesis
-against it (:mod:`tests.fuzz.run`); ``python -m tests.fuzz.embedded [--examples N] [--seed S]``."""
+against it (:mod:`tests.fuzz.run`); ``python -m tests.fuzz.embedded [--examples N] [--seed S]``.
+Without ``--seed`` (``make fuzz`` without ``SEED=``) a random seed is drawn and printed before the
+run starts, so a failing run can be replayed with ``make fuzz SEED=<it>``."""
 
 from __future__ import annotations
 
 import argparse
+import random
 import sys
 
 from tests.fuzz.run import run
@@ -17,10 +20,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=100)
     parser.add_argument("--seed", type=int, default=None)
     args = parser.parse_args(argv)
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(2**31)
+    print(f"schemathesis seed {seed} (replay: make fuzz SEED={seed})", flush=True)
     process = EmbeddedProcess({"fuzz": TOKEN}, admins=["fuzz"])
     try:
         url = process.wait_ready()
-        result = run(url, TOKEN, examples=args.examples, seed=args.seed)
+        result = run(url, TOKEN, examples=args.examples, seed=seed)
     finally:
         process.stop()
     sys.stdout.write(result.stdout)

@@ -104,7 +104,43 @@ def test_heartbeat_forwards_progress_and_reports_cancellation():
     assert ctx.heartbeat({"done": 1}) is False
     ctx.cancel_event.set()
     assert ctx.heartbeat() is True and ctx.cancelled
-    assert seen == [{"done": 1}]
+    assert seen == [{"done": 1, "total": None, "unit": "steps"}]
+
+
+@pytest.mark.parametrize(
+    ("progress", "field"),
+    [
+        ("half way", "progress"),
+        (5, "progress"),
+        ([1, 2], "progress"),
+        ({"rows": 5}, "progress"),
+        ({"done": -1}, "progress.done"),
+        ({"done": 1.5, "total": 3}, "progress.done"),
+        ({"done": True}, "progress.done"),
+        ({"done": 4, "total": 3}, "progress.total"),
+        ({"done": 1, "unit": "chunks"}, "progress.unit"),
+        ({"done": 1, "unit": "Rows!"}, "progress.unit"),
+    ],
+)
+def test_heartbeat_refuses_progress_that_is_not_a_count_and_says_why(progress, field):
+    """Given a plain handler's context, when it reports progress that is not {"done", "total"?,
+    "unit"?} with whole counts, then heartbeat raises ValidationError naming the field and the shape
+    allowed, and nothing is recorded."""
+    seen = []
+    ctx = make_ctx()
+    ctx.on_progress = seen.append
+    with pytest.raises(ValidationError) as raised:
+        ctx.heartbeat(progress)
+    assert raised.value.field == field and '{"done": int >= 0' in raised.value.message
+    assert seen == []
+
+
+def test_heartbeat_keeps_a_whole_progress_with_its_unit():
+    seen = []
+    ctx = make_ctx()
+    ctx.on_progress = seen.append
+    ctx.heartbeat({"done": 3, "total": 10, "unit": "rows"})
+    assert seen == [{"done": 3, "total": 10, "unit": "rows"}]
 
 
 def test_run_with_timeout_returns_the_result():
@@ -153,7 +189,8 @@ def test_demo_sleep_reports_progress():
     ctx.on_progress = progress.append
     out = execute_target({"handler": "demo.sleep"}, {"seconds": 0.05}, ctx, timeout_seconds=2)
     assert out == {"slept": 0.05, "cancelled": False}
-    assert progress and progress[0]["total"] == 0.05
+    assert progress and {(p["total"], p["unit"]) for p in progress} == {(50, "ms")}
+    assert all(0 <= p["done"] <= 50 for p in progress)
 
 
 def test_demo_echo_returns_its_payload():

@@ -167,3 +167,59 @@ def test_after_in_any_offset_means_the_same_instant():
     in_utc = next_fires(schedule, AFTER, 2)
     in_tokyo = next_fires(schedule, AFTER.astimezone(parse_schedule("@daily", "Asia/Tokyo").zone), 2)
     assert in_utc == in_tokyo
+
+
+# (expression, after (UTC), the next fires' weekdays): 'N/step' in day-of-week runs to Saturday, as in
+# croniter, robfig/cron and EventBridge ('MON/2'); 7 is only another way to write Sunday (issue 27 §3;
+# Vixie cron and cronsim 2.x read '6/1' as Saturday and Sunday: see docs/semantics/time.md)
+DOW_STEPS = [
+    ("* * * * 6/1", "2026-01-03T23:58:00", ["Sat", "Sat"]),
+    ("0 0 * * 1/2", "2026-01-04T12:00:00", ["Mon", "Wed", "Fri", "Mon"]),
+    ("cron(0 0 ? * MON/2 *)", "2026-01-04T12:00:00", ["Mon", "Wed", "Fri", "Mon"]),
+    ("0 0 * * 0/3", "2026-01-03T12:00:00", ["Sun", "Wed", "Sat", "Sun"]),
+    ("0 0 * * 7/1", "2026-01-03T12:00:00", ["Sun", "Sun", "Sun", "Sun"]),
+    ("0 0 * * 1-7/2", "2026-01-04T12:00:00", ["Mon", "Wed", "Fri", "Sun"]),
+    ("0 0 * * SUN-SAT/3", "2026-01-03T12:00:00", ["Sun", "Wed", "Sat", "Sun"]),
+]
+
+
+@pytest.mark.parametrize(("expression", "after", "days"), DOW_STEPS)
+def test_a_day_of_week_step_runs_to_saturday_and_7_is_only_sunday(expression, after, days):
+    # Given a day-of-week step / When its next fires after a Saturday or Sunday are computed
+    fires = next_fires(parse_schedule(expression), z(after), len(days))
+    # Then they fall on the days croniter and robfig/cron give (no extra Sunday from '7')
+    assert [f.at.strftime("%a") for f in fires] == days
+
+
+def test_six_slash_one_fires_on_saturday_only_as_in_the_issue():
+    # Given `jobsched preview '* * * * 6/1' --tz UTC --after 2026-01-03T23:58:00Z --count 2`
+    fires = next_fires(parse_schedule("* * * * 6/1"), z("2026-01-03T23:58:00"), 2)
+    # Then the second fire is the next Saturday's first minute, not Sunday 2026-01-04 00:00
+    assert [f.at for f in fires] == [z("2026-01-03T23:59:00"), z("2026-01-10T00:00:00")]
+
+
+def _before_last(year: int, month: int, n: int) -> int | None:
+    """The oracle for Quartz's 'L-n': the month's last day minus n, if that is a day of the month."""
+    import calendar
+
+    day = calendar.monthrange(year, month)[1] - n
+    return day if day >= 1 else None
+
+
+@pytest.mark.parametrize(
+    "expression", ["0 9 L-3 * *", "cron(0 9 L-3 * ? *)", "0 9 L-30 * *", "0 9 L-28 FEB *"]
+)
+def test_l_minus_n_fires_n_days_before_the_last_day_of_each_month_that_has_it(expression):
+    # Given Quartz's 'L-n' (n days before the month's last day) in UTC
+    n = int(expression.split()[2].removeprefix("cron(").split("-")[1])
+    months = [2] if "FEB" in expression else list(range(1, 13))
+    # When five years of fires are computed
+    fires = fires_between(parse_schedule(expression), z("2026-01-01T00:00:00"), z("2031-01-01T00:00:00"), 200)
+    # Then there is one fire per month that has the day, at 09:00 on it, and none in the others
+    expected = [
+        datetime(year, month, day, 9, tzinfo=UTC)
+        for year in range(2026, 2031)
+        for month in months
+        if (day := _before_last(year, month, n)) is not None
+    ]
+    assert [f.at for f in fires] == expected and expected

@@ -19,6 +19,7 @@ from jobsched.api.schemas import (
     DeadLetterOut,
     DeadLetterReason,
     DiscardedOut,
+    Instant,
     ReplayFilterIn,
     ReplayIn,
     ReplayResultOut,
@@ -50,8 +51,8 @@ def dead_letters_router(dead_letters: Any, clock: Clock) -> Router:
         job_id: Annotated[str | None, Query(max_length=64)] = None,
         reason: Annotated[DeadLetterReason | None, Query()] = None,
         error_contains: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
-        since: Annotated[datetime | None, Query(description="failed at or after (offset or Z)")] = None,
-        until: Annotated[datetime | None, Query(description="failed before (offset or Z)")] = None,
+        since: Annotated[Instant | None, Query(description="failed at or after (offset or Z)")] = None,
+        until: Annotated[Instant | None, Query(description="failed before (offset or Z)")] = None,
         limit: Limit = DEFAULT_LIMIT,
         cursor: Cursor = None,
     ) -> DeadLetterList:

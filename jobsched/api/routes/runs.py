@@ -15,7 +15,7 @@ from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, pag
 from jobsched.api.routes.jobs import job_id_of
 from jobsched.api.routes.listing import scope_of
 from jobsched.api.run_logs import RunLogs
-from jobsched.api.schemas import RetryRunIn, RunList, RunLogLines, RunLogsLink, RunOut, RunStateName
+from jobsched.api.schemas import Instant, RetryRunIn, RunList, RunLogLines, RunLogsLink, RunOut, RunStateName
 from jobsched.api.views import run_view
 from jobsched.aws.outputs import ObjectExpired
 from jobsched.aws.state_listing import StateListing
@@ -65,7 +65,7 @@ def runs_router(runs: Any, clock: Clock, logs: RunLogs | None = None) -> Router:
         tenant: Tenant,
         state: Annotated[RunStateName | None, Query()] = None,
         job_id: Annotated[str | None, Query(max_length=64)] = None,
-        since: Annotated[datetime | None, Query(description="scheduled at or after (offset or Z)")] = None,
+        since: Annotated[Instant | None, Query(description="scheduled at or after (offset or Z)")] = None,
         limit: Limit = DEFAULT_LIMIT,
         cursor: Cursor = None,
     ) -> RunList:

@@ -6,13 +6,12 @@ query, supplies "now" from the injected clock and maps the result.
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from jobsched.api.schemas import DstGap, DstOverlap, FireOut, PreviewOut
+from jobsched.api.schemas import DstGap, DstOverlap, FireOut, Instant, PreviewOut
 from jobsched.core.clock import Clock
 from jobsched.core.errors import ValidationError
 from jobsched.core.preview import preview
@@ -31,7 +30,7 @@ def schedules_router(clock: Clock) -> Router:
         dst_gap: Annotated[DstGap, Query()] = "shift",
         dst_overlap: Annotated[DstOverlap, Query()] = "first",
         after: Annotated[
-            datetime | None, Query(description="start after this instant (default: now), with an offset or Z")
+            Instant | None, Query(description="start after this instant (default: now), with an offset or Z")
         ] = None,
     ) -> PreviewOut:
         if after is not None and (after.tzinfo is None or after.utcoffset() is None):

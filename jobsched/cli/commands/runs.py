@@ -84,7 +84,8 @@ def _progress(run: dict) -> object:
     if not isinstance(progress, dict):
         return OMIT
     total = progress.get("total")
-    return f"{progress.get('done', 0)}/{total if total is not None else '?'} chunks"
+    unit = progress.get("unit") or "chunks"
+    return f"{progress.get('done', 0)}/{total if total is not None else '?'} {unit}"
 
 
 RUN_FIELDS = (

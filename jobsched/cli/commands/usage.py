@@ -19,6 +19,7 @@ USAGE_COLUMNS = (
     Column("STARTED", key("runs_started"), 8),
     Column("SUCCEEDED", key("runs_succeeded"), 9),
     Column("FAILED", key("runs_failed"), 6),
+    Column("CANCELLED", key("runs_cancelled"), 9),
     Column("DEAD", key("runs_dead_lettered"), 5),
     Column("RUN_SECONDS", key("run_seconds"), 11),
     Column("WAITS", key("throttled_waits"), 6),

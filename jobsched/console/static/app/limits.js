@@ -20,9 +20,9 @@ export async function loadLimits(now) {
     get("/usage" + query({ from: today, to: today })),
   ]);
   const workflowIds = new Set(jobs.items.filter((j) => j.target?.workflow).map((j) => j.id));
-  // A workflow run holds no slot while its nodes run, a chunked run (progress) none while its chunks
-  // run (docs/semantics/limits.md): neither is counted; a workflow run's running nodes are.
-  const plainRunning = running.items.filter((r) => !workflowIds.has(r.job_id) && !r.progress);
+  // A workflow run holds no slot while its nodes run, a chunked run (progress in chunks) none while its
+  // chunks run (docs/semantics/limits.md): neither is counted; a workflow run's running nodes are.
+  const plainRunning = running.items.filter((r) => !workflowIds.has(r.job_id) && r.progress?.unit !== "chunks");
   const workflowRuns = running.items.filter((r) => workflowIds.has(r.job_id));
   const read = await Promise.all(workflowRuns.slice(0, MAX_WORKFLOW_RUNS_READ)
     .map((r) => get(`/workflow-runs/${encodeURIComponent(r.id)}`).catch(() => null)));

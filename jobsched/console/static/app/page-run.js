@@ -49,9 +49,9 @@ export function RunDetail({ id }) {
         ${run.waits ? ` (waited ${run.waits} time${run.waits === 1 ? "" : "s"})` : ""}</dd>`}
       ${run.skip_reason && html`<dt>Skipped</dt><dd>${run.skip_reason}${run.skipped_count > 1 ? ` (${run.skipped_count} occurrences)` : ""}</dd>`}
       ${run.error && html`<dt>Error</dt><dd class="error-text">${run.error}</dd>`}
-      ${run.progress && html`<dt>Chunks</dt><dd>
-        <progress id="chunks" max=${run.progress.total || 1} value=${run.progress.done} aria-label="Chunks done"></progress>
-        ${" "}${run.progress.done} of ${run.progress.total ?? "?"} chunks done</dd>`}
+      ${run.progress && html`<dt>Progress</dt><dd>
+        <progress id="progress" max=${run.progress.total || 1} value=${run.progress.done} aria-label=${`${run.progress.unit} done`}></progress>
+        ${" "}${run.progress.done} of ${run.progress.total ?? "?"} ${run.progress.unit} done</dd>`}
       <dt>Record expires</dt><dd><${When} iso=${run.expires_at} /></dd>
     </dl>
     <h2>Attempts</h2>

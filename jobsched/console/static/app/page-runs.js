@@ -29,7 +29,7 @@ export function Runs({ params }) {
         <td><${When} iso=${run.scheduled_at} /></td><td><${When} iso=${run.started_at} /></td><td><${When} iso=${run.finished_at} /></td>
         <td>${run.trigger}</td>
         <td>${run.skip_reason ? `skipped: ${run.skip_reason}${run.skipped_count > 1 ? ` ×${run.skipped_count}` : ""}` : run.error || ""}
-          ${run.progress && html` ${run.progress.done}/${run.progress.total ?? "?"} chunks`}
+          ${run.progress && html` ${run.progress.done}/${run.progress.total ?? "?"} ${run.progress.unit}`}
           ${run.waiting_for && html` waiting for ${run.waiting_for}`}</td>
       </tr>`)}</tbody>
     </table>
