@@ -8,7 +8,8 @@ test, tests/infra/test_permissions_by_use.py, checks each against the function's
 """
 
 import os
-import tempfile
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -18,9 +19,11 @@ from jobsched.local.iam import recorder
 
 moto_fixes.apply()
 SESSION_RECORDING = recorder.install()
-os.environ[recorder.ENV_CALLS_DIR] = os.environ.get(recorder.ENV_CALLS_DIR) or tempfile.mkdtemp(
-    prefix="jobsched-iam-calls-"
-)
+if not os.environ.get(recorder.ENV_CALLS_DIR):  # `make iam-report` reads the last session's recording here
+    calls = Path(__file__).resolve().parent.parent / ".iam-calls" / "pytest"
+    shutil.rmtree(calls, ignore_errors=True)
+    calls.mkdir(parents=True)
+    os.environ[recorder.ENV_CALLS_DIR] = str(calls)
 LAST = "test_permissions_by_use.py"
 
 

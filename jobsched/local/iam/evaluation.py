@@ -76,6 +76,7 @@ class Evaluation:
     checked: list[Checked] = field(default_factory=list)
     unused: list[Grant] = field(default_factory=list)
     missing_roles: list[str] = field(default_factory=list)
+    used: set[tuple[str, str, str]] = field(default_factory=set)  # (function, action, resource) patterns
 
     @property
     def denied(self) -> list[Checked]:
@@ -116,6 +117,7 @@ def evaluate_recording(recording: Recording, roles: Roles) -> Evaluation:
             if decision is Decision.ALLOWED:
                 used.update(_grants_used(role, req_action, req_resource))
     result.checked = list(seen.values())
+    result.used = used
     result.unused = [
         g for g in grants(roles.roles.values()) if (g.function, g.action, g.resource) not in used
     ]

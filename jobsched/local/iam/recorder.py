@@ -101,11 +101,16 @@ class Recording:
         return out
 
     @classmethod
-    def load_dir(cls, directory: str | os.PathLike[str]) -> Recording:
-        """Every recording written into ``directory`` (one file per process), merged."""
+    def load_file(cls, path: str | os.PathLike[str]) -> Recording:
+        return cls.from_json(json.loads(Path(path).read_text()))
+
+    @classmethod
+    def load_dir(cls, *directories: str | os.PathLike[str]) -> Recording:
+        """Every recording written into ``directories`` (one file per process), merged."""
         out = cls()
-        for path in sorted(Path(directory).glob("*.json")):
-            out.merge(cls.from_json(json.loads(path.read_text())))
+        for directory in directories:
+            for path in sorted(Path(directory).glob("*.json")):
+                out.merge(cls.load_file(path))
         return out
 
 
@@ -171,10 +176,13 @@ def install(recording: Recording | None = None) -> Recording:
 
     if _state.recording is not None:
         return _state.recording
-    target = _state.recording = recording or Recording()
+    _state.recording = recording or Recording()
     original_call = BaseClient._make_api_call
 
     def recorded_call(client: Any, operation_name: str, api_params: Any) -> Any:
+        target = _state.recording
+        if target is None:
+            return original_call(client, operation_name, api_params)
         function = _function.get()
         service = client.meta.service_model.service_name
         if function is None:
@@ -203,7 +211,7 @@ def install(recording: Recording | None = None) -> Recording:
             thread.run = marked_run  # type: ignore[method-assign]
         original_start(thread)
 
-    threading.Thread.start = start  # type: ignore[method-assign]
+    threading.Thread.start = start  # type: ignore[method-assign,assignment]
     _state.undo.append(lambda: setattr(threading.Thread, "start", original_start))
 
     original_submit = ThreadPoolExecutor.submit
@@ -223,17 +231,37 @@ def install(recording: Recording | None = None) -> Recording:
 
         return original_submit(pool, marked, *args, **kwargs)
 
-    ThreadPoolExecutor.submit = submit  # type: ignore[method-assign]
+    ThreadPoolExecutor.submit = submit  # type: ignore[method-assign,assignment]
     _state.undo.append(lambda: setattr(ThreadPoolExecutor, "submit", original_submit))
 
     for module_name, name in HANDLER_MODULES.items():
         module = importlib.import_module(module_name)
-        original_handler = module.handler
+        original_handler = module.__dict__["handler"]
         if getattr(original_handler, "__iam_wrapped__", False):
             continue
-        module.handler = _wrap_handler(original_handler, name)
+        setattr(module, "handler", _wrap_handler(original_handler, name))  # noqa: B010
         _state.undo.append(functools.partial(setattr, module, "handler", original_handler))
-    return target
+    return _state.recording
+
+
+@contextmanager
+def capturing() -> Iterator[Recording]:
+    """Record into a fresh :class:`Recording` for the block only (tests of the recorder: their calls do
+    not land in a recording already installed, e.g. the test session's)."""
+    installed = _state.recording is not None
+    previous = _state.recording
+    fresh = Recording()
+    if installed:
+        _state.recording = fresh
+    else:
+        install(fresh)
+    try:
+        yield fresh
+    finally:
+        if installed:
+            _state.recording = previous
+        else:
+            uninstall()
 
 
 def uninstall() -> Recording | None:
@@ -272,5 +300,10 @@ def install_from_env(flush_seconds: float = 1.0) -> Recording | None:
             write(recording, directory)
 
     threading.Thread(target=flush, name="iam-calls-flush", daemon=True).start()
-    atexit.register(lambda: (stop.set(), write(recording, directory)))
+
+    def at_exit() -> None:
+        stop.set()
+        write(recording, directory)
+
+    atexit.register(at_exit)
     return recording

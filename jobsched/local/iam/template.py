@@ -155,6 +155,7 @@ class Roles:
 
     roles: dict[str, Role]
     keys: dict[str, str]  # resource ARN (symbolic) -> ARN of the customer-managed key encrypting it
+    consumed: set[tuple[str, str]] = field(default_factory=set)  # (function, queue ARN) it is mapped to
 
     def key_for(self, resource_arn: str) -> str | None:
         """The key that encrypts the resource ``resource_arn`` names (an index or object: its table or
@@ -270,4 +271,12 @@ def read_roles(template: Mapping[str, Any]) -> Roles:
         kind, name = resource["Type"], resolver.name_of(logical_id)
         arn = _attribute(kind, name, _ARN_ATTRIBUTE.get(kind, "Arn"))
         keys[arn] = _attribute("AWS::KMS::Key", resolver.name_of(key_id), "Arn")
-    return Roles(roles, keys)
+    by_id = {role.logical_id: name for name, role in roles.items()}
+    consumed: set[tuple[str, str]] = set()
+    for resource in resources.values():
+        if resource["Type"] == "AWS::Lambda::EventSourceMapping":
+            props = resource["Properties"]
+            mapped = by_id.get(_referenced_id(props.get("FunctionName")) or "")
+            if mapped is not None:
+                consumed.add((mapped, str(resolver.resolve(props["EventSourceArn"]))))
+    return Roles(roles, keys, consumed)
