@@ -11,7 +11,7 @@ DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-fast lint fmt bench bench-time bench-load fuzz chaos synth checkov clean clean-cache
+.PHONY: install run test test-fast lint fmt bench bench-time bench-load fuzz chaos synth checkov clean clean-cache iam-report
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -68,6 +68,25 @@ chaos: install
 
 synth: install
 	$(PY) app.py
+
+# Permissions proved by use (docs/deploy.md, decision 0038): the fault battery and a benchmark run with
+# every function's AWS calls recorded (the last `make test` left its own recording in .iam-calls/pytest),
+# both encryption variants are synthesized, and each call is checked against its function's role; the
+# report lists every grant no call used with its disposition. Exit 1 on a denied or unattributed call
+# or an unjustified grant.
+IAM_CALLS ?= .iam-calls
+IAM_BENCH_RUNS ?= 200
+IAM_CONTEXT := {"notify_topic_arns": "arn:aws:sns:us-east-1:123456789012:team-*"}
+iam-report: install
+	rm -rf $(IAM_CALLS)/runs $(IAM_CALLS)/cdk.out.aws $(IAM_CALLS)/cdk.out.cmk
+	-$(PY) -W ignore -m jobsched.local.iam.record $(IAM_CALLS)/runs jobsched.bench.chaos $(CHAOS_ARGS) 2>/dev/null | tail -3
+	-$(PY) -m jobsched.local.iam.record $(IAM_CALLS)/runs jobsched.cli bench --runs $(IAM_BENCH_RUNS) | tail -3
+	CDK_OUTDIR=$(IAM_CALLS)/cdk.out.aws CDK_CONTEXT_JSON='$(IAM_CONTEXT)' $(PY) app.py > /dev/null
+	CDK_OUTDIR=$(IAM_CALLS)/cdk.out.cmk CDK_CONTEXT_JSON='{"encryption": "cmk", $(patsubst {%,%,$(IAM_CONTEXT))' \
+	  $(PY) app.py > /dev/null
+	$(PY) -m jobsched.local.iam.report --calls $(IAM_CALLS)/pytest --calls $(IAM_CALLS)/runs \
+	  --template aws=$(IAM_CALLS)/cdk.out.aws/Jobsched.template.json \
+	  --template cmk=$(IAM_CALLS)/cdk.out.cmk/Jobsched.template.json
 
 # checkov over the template `make synth` writes, offline: no download from Prisma Cloud, no PyPI
 # version check (tests/infra/test_checkov.py runs it on both encryption variants in `make test`).

@@ -94,7 +94,10 @@ class Workers(Construct):
         }
         for function in (self.worker, self.high_worker):
             self._grant(function, tables=tables, queues=queues, payloads=payloads, config=config)
-            self._grant_state_machine(function, state_machine)
+            # Chunk tasks (task tokens) arrive on the long queue only, so only its consumer answers
+            # them and stops executions (decision 0038: WorkerHigh never made those calls).
+            chunks = self.consumers.get("long") is function
+            self._grant_state_machine(function, state_machine, chunks=chunks)
         self.mappings: dict[str, sources.SqsEventSource] = {}
         for kind in queues.kinds:
             source = sources.SqsEventSource(
@@ -147,11 +150,18 @@ class Workers(Construct):
             queues.grant_send(kind, function)
             queues.queue(kind).grant(function, "sqs:ChangeMessageVisibility")
 
-    def _grant_state_machine(self, function: lambda_.Function, state_machine: sfn.IStateMachine) -> None:
-        state_machine.grant_task_response(function)
+    def _grant_state_machine(
+        self, function: lambda_.Function, state_machine: sfn.IStateMachine, *, chunks: bool
+    ) -> None:
+        """Start a chunked run's execution and read it (either worker: a chunked job may have any
+        priority); with ``chunks`` (the long queue's consumer) also answer its task tokens and stop the
+        execution of a cancelled run."""
         state_machine.grant_start_execution(function)
-        # Chunked runs: read an execution's result, stop the execution of a cancelled run.
-        state_machine.grant_execution(function, "states:DescribeExecution", "states:StopExecution")
+        if chunks:
+            state_machine.grant_task_response(function)
+            state_machine.grant_execution(function, "states:DescribeExecution", "states:StopExecution")
+        else:
+            state_machine.grant_execution(function, "states:DescribeExecution")
         machine_id = cdk.Stack.of(self).resolve(state_machine.node.default_child.logical_id)  # type: ignore[union-attr]
         execution_name = '{"Fn::Select":[6,{"Fn::Split":[":",{"Ref":"' + machine_id + '"}]}]}'
         partition, region, account = (

@@ -19,6 +19,7 @@ DynamoDB deletes both; a replay moves the run's expiry to the replay's instant +
 
 from __future__ import annotations
 
+import contextvars
 import secrets
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -151,7 +152,9 @@ class RunsStore:
         if concurrency <= 1 or len(runs) <= 1:
             return [self.put_announced(run) for run in runs]
         with ThreadPoolExecutor(max_workers=min(concurrency, len(runs)), thread_name_prefix="put") as pool:
-            return list(pool.map(self.put_announced, runs))
+            # Each put in a copy of the caller's context (its log keys, its lane), as read_runs does.
+            futures = [pool.submit(contextvars.copy_context().run, self.put_announced, run) for run in runs]
+            return [future.result() for future in futures]
 
     def revive(self, record: Run, withdrawn: Run, reason: str = "paused") -> tuple[Run, bool]:
         """Put ``record`` (a queued run, or a skipped or summary record) in place of ``withdrawn``, the

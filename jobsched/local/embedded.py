@@ -40,6 +40,7 @@ from jobsched.local.events import RunEventWatcher
 from jobsched.local.fair_poller import FairQueuePoller
 from jobsched.local.housekeeping import Housekeeper
 from jobsched.local.http_bridge import HttpBridge
+from jobsched.local.iam import recorder as iam_recorder
 from jobsched.local.invoke import Function, Handler, load_handler
 from jobsched.local.pollers import QueuePoller
 from jobsched.local.provision import Provisioned, provision
@@ -228,6 +229,9 @@ class EmbeddedMode:
                 visibility_timeout_seconds=self.config.visibility_timeout_seconds,
             )
             self._set_env(self.provisioned.environment())
+            # With IAM_CALLS_DIR set, the functions' AWS calls are recorded there (decision 0038);
+            # installed before the handlers are loaded, so that the loaded ones are attributed.
+            iam_recorder.install_from_env()
             self.functions = self._load_functions()
             self._start_pollers()
             self._start_schedules()

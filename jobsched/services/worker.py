@@ -480,10 +480,12 @@ _RECORD_THREADS = KeptThreads("record")
 def _on_kept_threads(
     one: Callable[[Delivery], str | None], deliveries: Sequence[Delivery], threads: int
 ) -> list[str | None]:
-    """``one`` of every delivery, at most ``threads`` at once on kept threads, each in an empty context
-    (as a thread started for the record had: nothing a record before it on the same thread set — its
-    log keys, its lane — carries over); the results in delivery order. Something not an ``Exception``
-    raised by a record (an injected kill) is raised here, as from the pool it replaces."""
+    """``one`` of every delivery, at most ``threads`` at once on kept threads, each in a fresh copy of
+    the invocation's context as it was when the batch began (as a pool that copies the context gives:
+    what the invocation set carries over, nothing a record before it on the same thread set — its log
+    keys, its lane — does); the results in delivery order. Something not an ``Exception`` raised by a
+    record (an injected kill) is raised here, as from the pool it replaces."""
+    batch_context = contextvars.copy_context()
     results: list[str | None] = [None] * len(deliveries)
     escaped: list[BaseException] = []
     pending = iter(enumerate(deliveries))
@@ -499,7 +501,7 @@ def _on_kept_threads(
                 return
             index, delivery = nxt
             try:
-                results[index] = contextvars.Context().run(one, delivery)
+                results[index] = batch_context.copy().run(one, delivery)
             except BaseException as exc:  # not caught by ``one``: handed to the caller
                 with lock:
                     escaped.append(exc)

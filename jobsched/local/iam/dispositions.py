@@ -1,0 +1,173 @@
+"""Why a grant no recorded call used stays: each rule names the grants it covers and the reason.
+
+Kinds:
+
+* ``platform``: used by AWS on the function's behalf with its role, not by a call of the code
+  (Lambda writes the function's logs and X-Ray segments; the event source mapping polls, deletes and
+  re-times the messages of the queues the function consumes);
+* ``cdk-grant``: part of a CDK grant method whose other actions the function uses; dropping it would
+  mean replacing the construct library's grant with a hand-written copy;
+* ``key``: a KMS action on the stack's key that AWS performs with the caller's credentials when the
+  caller uses a resource encrypted with it (``encryption=cmk``), invisible to a recording on moto;
+* ``path``: used on a path the tests do not reach on moto (named in the reason).
+
+Patterns use the IAM wildcards (``*``, ``?``); a grant is covered by the first rule whose function,
+action and resource patterns all match it (:func:`disposition_of`). A grant covered by no rule is
+*unjustified*: the report and tests/infra/test_permissions_by_use.py fail on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from jobsched.local.iam.policy import action_matches, resource_matches
+
+if TYPE_CHECKING:
+    from jobsched.local.iam.evaluation import Grant
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a rule may ask about the deployment and the recording."""
+
+    used: frozenset[tuple[str, str]]  # (function, resource pattern) of the grants some call used
+    consumed: frozenset[tuple[str, str]]  # (function, queue ARN) of its event source mappings
+
+
+@dataclass(frozen=True)
+class Disposition:
+    functions: str
+    action: str
+    resource: str
+    kind: str
+    reason: str
+    #: "bundle": only where the function used another action of the grant on the same resource;
+    #: "table": only on the indexes of a table the function used; "mapping": only on a queue the
+    #: function consumes through an event source mapping.
+    only: str | None = None
+
+    def covers(self, grant: Grant, context: Context) -> bool:
+        if not (
+            action_matches(self.functions, grant.function)
+            and action_matches(self.action, grant.action)
+            and (self.resource == "*" or resource_matches(self.resource, grant.resource))
+        ):
+            return False
+        if self.only == "bundle":
+            return (grant.function, grant.resource) in context.used
+        if self.only == "table":
+            return (grant.function, grant.resource.split("/index/")[0]) in context.used
+        if self.only == "mapping":
+            return (grant.function, grant.resource) in context.consumed
+        return True
+
+
+ANY_TABLE = "arn:aws:dynamodb:*:*:table/*"
+ANY_QUEUE = "arn:aws:sqs:*:*:*"
+RULES: tuple[Disposition, ...] = (
+    Disposition(
+        "*",
+        "logs:*",
+        "arn:aws:logs:*",
+        "platform",
+        "Lambda writes the function's log lines to its log group with the execution role.",
+    ),
+    Disposition(
+        "*",
+        "xray:*",
+        "*",
+        "platform",
+        "Lambda's active tracing sends the function's trace segments with the execution role.",
+    ),
+    Disposition(
+        "*",
+        "sqs:ReceiveMessage",
+        ANY_QUEUE,
+        "platform",
+        "The event source mapping receives the consumed queue's messages with the function's role.",
+        only="mapping",
+    ),
+    Disposition(
+        "*",
+        "sqs:DeleteMessage",
+        ANY_QUEUE,
+        "platform",
+        "The event source mapping deletes a batch's handled messages with the function's role.",
+        only="mapping",
+    ),
+    Disposition(
+        "*",
+        "sqs:GetQueueAttributes",
+        ANY_QUEUE,
+        "platform",
+        "The event source mapping reads the consumed queue's attributes with the function's role "
+        "(CDK's grant_consume_messages includes it).",
+        only="mapping",
+    ),
+    Disposition(
+        "*",
+        "sqs:ChangeMessageVisibility",
+        ANY_QUEUE,
+        "platform",
+        "The event source mapping (ReportBatchItemFailures) re-times a failed record's message with "
+        "the function's role.",
+        only="mapping",
+    ),
+    Disposition(
+        "*",
+        "sqs:GetQueueUrl",
+        ANY_QUEUE,
+        "cdk-grant",
+        "Part of CDK's grant_send_messages / grant_consume_messages; the code is given queue URLs "
+        "and never looks one up.",
+        only="bundle",
+    ),
+    Disposition(
+        "*",
+        "dynamodb:GetRecords",
+        ANY_TABLE,
+        "cdk-grant",
+        "CDK's grant_read_write_data adds the stream actions; no table has a stream, so they allow nothing.",
+    ),
+    Disposition(
+        "*",
+        "dynamodb:GetShardIterator",
+        ANY_TABLE,
+        "cdk-grant",
+        "CDK's grant_read_write_data adds the stream actions; no table has a stream, so they allow nothing.",
+    ),
+    Disposition(
+        "*",
+        "dynamodb:*",
+        ANY_TABLE + "/index/*",
+        "cdk-grant",
+        "CDK's grant_read_write_data grants its actions on every index of a table the function uses; "
+        "this function reads the table by its key, not through an index.",
+        only="table",
+    ),
+    Disposition(
+        "*",
+        "dynamodb:*",
+        ANY_TABLE,
+        "cdk-grant",
+        "Part of CDK's grant_read_write_data (read and write data actions on the table and its indexes) "
+        "whose other actions the function uses on the same table.",
+        only="bundle",
+    ),
+    Disposition(
+        "*",
+        "kms:*",
+        "arn:aws:kms:*",
+        "key",
+        "Granted on the stack's one key by CDK's table grant (Decrypt, DescribeKey, Encrypt, ReEncrypt*, "
+        "GenerateDataKey*) or by the SQS/S3 grants' exact key actions; AWS calls KMS with the caller's "
+        "credentials, which a recording on moto cannot see.",
+        only="bundle",
+    ),
+)
+
+
+def disposition_of(grant: Grant, context: Context) -> Disposition | None:
+    """The first rule covering ``grant``, None when none does (an unjustified grant)."""
+    return next((rule for rule in RULES if rule.covers(grant, context)), None)

@@ -1,0 +1,123 @@
+"""A recording evaluated against a template: intrinsics resolved through the functions' environment,
+the key actions a call implies on a customer-managed key, unused grants and their dispositions. The
+template is a small hand-written CloudFormation document of the shape CDK synthesizes."""
+
+from __future__ import annotations
+
+import copy
+
+from jobsched.local.iam.policy import Decision
+from jobsched.local.iam.recorder import Recording
+from jobsched.local.iam.report import check
+from jobsched.local.iam.template import read_roles
+
+RUNS = "arn:aws:dynamodb:us-east-1:123456789012:table/<JOBSCHED_RUNS_TABLE>"
+QUEUE = "arn:aws:sqs:us-east-1:123456789012:<JOBSCHED_QUEUE_URL_DEFAULT>"
+KEY = "arn:aws:kms:us-east-1:123456789012:key/<Key1>"
+
+
+def _template(*, cmk: bool, key_actions: list[str]) -> dict:
+    table = {"Type": "AWS::DynamoDB::Table", "Properties": {}}
+    queue = {"Type": "AWS::SQS::Queue", "Properties": {}}
+    statements = [
+        {
+            "Effect": "Allow",
+            "Action": ["dynamodb:GetItem", "dynamodb:Query"],
+            "Resource": [
+                {"Fn::GetAtt": ["Runs1", "Arn"]},
+                {"Fn::Join": ["", [{"Fn::GetAtt": ["Runs1", "Arn"]}, "/index/*"]]},
+            ],
+        },
+        {"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": {"Fn::GetAtt": ["Queue1", "Arn"]}},
+    ]
+    resources = {"Runs1": table, "Queue1": queue}
+    if cmk:
+        table["Properties"]["SSESpecification"] = {"KMSMasterKeyId": {"Fn::GetAtt": ["Key1", "Arn"]}}
+        queue["Properties"]["KmsMasterKeyId"] = {"Fn::GetAtt": ["Key1", "Arn"]}
+        resources["Key1"] = {"Type": "AWS::KMS::Key", "Properties": {}}
+        if key_actions:
+            statements.append(
+                {"Effect": "Allow", "Action": key_actions, "Resource": {"Fn::GetAtt": ["Key1", "Arn"]}}
+            )
+    resources |= {
+        "Fn1": {
+            "Type": "AWS::Lambda::Function",
+            "Properties": {
+                "Handler": "functions.sweeper.handler",
+                "Role": {"Fn::GetAtt": ["Role1", "Arn"]},
+                "Environment": {
+                    "Variables": {
+                        "JOBSCHED_RUNS_TABLE": {"Ref": "Runs1"},
+                        "JOBSCHED_QUEUE_URL_DEFAULT": {"Ref": "Queue1"},
+                    }
+                },
+            },
+        },
+        "Role1": {"Type": "AWS::IAM::Role", "Properties": {}},
+        "Policy1": {
+            "Type": "AWS::IAM::Policy",
+            "Properties": {"Roles": [{"Ref": "Role1"}], "PolicyDocument": {"Statement": statements}},
+        },
+    }
+    return {"Resources": resources}
+
+
+def _recording() -> Recording:
+    recording = Recording()
+    recording.add("sweeper", "dynamodb:GetItem", [("dynamodb:GetItem", RUNS)])
+    recording.add("sweeper", "sqs:SendMessageBatch", [("sqs:SendMessage", QUEUE)])
+    return recording
+
+
+def test_intrinsics_resolve_to_the_names_the_calls_are_recorded_under() -> None:
+    roles = read_roles(_template(cmk=False, key_actions=[]))
+    resources = roles.roles["sweeper"].raw_statements[0]["Resource"]
+    assert resources == [RUNS, RUNS + "/index/*"]
+
+
+def test_calls_allowed_and_the_unused_grant_reported() -> None:
+    # Given a role granting GetItem and Query (table and indexes) and SendMessage, and a recording of
+    # a GetItem and a send, Then both are allowed and Query is reported unused.
+    report = check(_recording(), _template(cmk=False, key_actions=[]), "aws")
+    assert report.evaluation.denied == []
+    unused = {(g.action, g.resource) for g in report.evaluation.unused}
+    assert ("dynamodb:Query", RUNS) in unused and ("dynamodb:GetItem", RUNS) not in unused
+
+
+def test_a_call_the_role_does_not_grant_is_denied() -> None:
+    recording = _recording()
+    recording.add("sweeper", "dynamodb:PutItem", [("dynamodb:PutItem", RUNS)])
+    report = check(recording, _template(cmk=False, key_actions=[]), "aws")
+    assert [(c.action, c.decision) for c in report.evaluation.denied] == [
+        ("dynamodb:PutItem", Decision.IMPLICIT_DENY)
+    ]
+
+
+def test_with_a_customer_managed_key_the_implied_key_actions_are_checked_too() -> None:
+    # Given the table and queue under a key, and a role with only kms:Decrypt on it,
+    report = check(_recording(), _template(cmk=True, key_actions=["kms:Decrypt"]), "cmk")
+    # Then the send's kms:GenerateDataKey is denied (SQS needs it from a producer), implied by the send
+    denied = [(c.action, c.resource, c.implied_by) for c in report.evaluation.denied]
+    assert denied == [("kms:GenerateDataKey", KEY, f"sqs:SendMessage on {QUEUE}")]
+    # and with the producer's key actions granted, nothing is denied
+    granted = check(
+        _recording(), _template(cmk=True, key_actions=["kms:Decrypt", "kms:GenerateDataKey"]), "cmk"
+    )
+    assert granted.evaluation.denied == []
+
+
+def test_an_explicit_deny_in_the_template_wins() -> None:
+    template = _template(cmk=False, key_actions=[])
+    denied = copy.deepcopy(template)
+    statements = denied["Resources"]["Policy1"]["Properties"]["PolicyDocument"]["Statement"]
+    statements.append({"Effect": "Deny", "Action": "sqs:*", "Resource": "*"})
+    report = check(_recording(), denied, "aws")
+    assert [(c.action, c.decision) for c in report.evaluation.denied] == [
+        ("sqs:SendMessage", Decision.EXPLICIT_DENY)
+    ]
+
+
+def test_a_function_without_a_role_in_the_template_is_reported() -> None:
+    recording = _recording()
+    recording.add("api", "dynamodb:GetItem", [("dynamodb:GetItem", RUNS)])
+    assert check(recording, _template(cmk=False, key_actions=[]), "aws").evaluation.missing_roles == ["api"]
