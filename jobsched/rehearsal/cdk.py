@@ -84,12 +84,13 @@ class CdkCli:
         self.outdir = outdir
         self.steps: list[Step] = []
 
-    def run(self, *args: str) -> Step:
+    def run(self, *args: str, cwd: Path | None = None) -> Step:
+        """``cdk <args>`` in the project (or in ``cwd``: a directory without cdk.json runs no app)."""
         command = [str(self.cdk), *args, "--output", str(self.outdir), "--no-color", "--ci"]
         started = time.monotonic()
         done = subprocess.run(
             command,
-            cwd=self.root,
+            cwd=cwd or self.root,
             env=self.environ,
             capture_output=True,
             text=True,
@@ -103,8 +104,8 @@ class CdkCli:
         self.steps.append(step)
         return step
 
-    def must(self, *args: str) -> Step:
-        step = self.run(*args)
+    def must(self, *args: str, cwd: Path | None = None) -> Step:
+        step = self.run(*args, cwd=cwd)
         if not step.ok:
             tail = "\n".join(step.output.strip().splitlines()[-12:])
             raise RehearsalError(f"cdk {' '.join(args)} exited {step.returncode}:\n{tail}")

@@ -91,7 +91,7 @@ def read_deployment(cloudformation: Any, lambda_: Any, stack_name: str) -> Deplo
 def check_tables(report: Report, dynamodb: Any, env: Mapping[str, str]) -> None:
     for spec in resources.TABLES:
         label = f"table {spec.logical_name}"
-        name = env.get(spec.env_var)
+        name = env.get(spec.env_var, "")
         if not report.check(f"{label}: named by {spec.env_var}", bool(name)):
             continue
         table = dynamodb.describe_table(TableName=name)["Table"]
@@ -145,8 +145,10 @@ def check_queues(
     worker_batch = int(env.get(resources.ENV_WORKER_CONCURRENCY, resources.DEFAULT_WORKER_CONCURRENCY))
     for spec in resources.QUEUES:
         label = f"queue {spec.kind}"
-        url, dlq_url = env.get(spec.env_var), env.get(spec.dlq_env_var)
-        if not report.check(f"{label}: named by {spec.env_var} and {spec.dlq_env_var}", url and dlq_url):
+        url, dlq_url = env.get(spec.env_var, ""), env.get(spec.dlq_env_var, "")
+        if not report.check(
+            f"{label}: named by {spec.env_var} and {spec.dlq_env_var}", bool(url and dlq_url)
+        ):
             continue
         queue, dlq = _queue_attributes(sqs, url), _queue_attributes(sqs, dlq_url)
         redrive = json.loads(queue.get("RedrivePolicy") or "{}")

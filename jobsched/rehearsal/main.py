@@ -106,7 +106,8 @@ class Rehearsal:
         )
         stack = json.loads((self.root / "cdk.json").read_text())["context"].get("stack_name", "Jobsched")
         context = (f"handler_modules={CHUNKED_MODULE}", f"admin_principals={admin}")
-        self._step(cli, "bootstrap", f"aws://{account}/{REGION}")
+        # Bootstrapping needs no app: run outside the project, the CLI does not synthesize it first.
+        self._step(cli, "bootstrap", f"aws://{account}/{REGION}", cwd=self.workdir)
         self._step(cli, *deploy_args(context, outputs_file=self.workdir / "outputs.json"))
         check_deployment(self.report, clients, stack, self.root)
         self._count(clients, stack)
@@ -124,13 +125,15 @@ class Rehearsal:
             "POWERTOOLS_METRICS_DISABLED": "true",
         }
         started = time.monotonic()
-        run_scenario(self.report, existing, admin=admin, out=self.out)
+        with (self.workdir / "functions.log").open("w") as functions_log:
+            run_scenario(self.report, existing, admin=admin, log=functions_log)
         self.out(f"quickstart on the deployed stack: {time.monotonic() - started:.1f} s")
-        self._step(cli, "destroy", "--force", stack)
+        # The assembly the update deployed (the app is not synthesized a fourth time).
+        self._step(cli, "destroy", "--force", "--app", str(cli.outdir), stack)
         self.report.check("destroy: the stack is gone", _stack_gone(clients, stack))
 
-    def _step(self, cli: CdkCli, *args: str) -> None:
-        step = cli.must(*args)
+    def _step(self, cli: CdkCli, *args: str, cwd: Path | None = None) -> None:
+        step = cli.must(*args, cwd=cwd)
         self.out(f"cdk {args[0]}: exit 0 in {step.seconds:.1f} s")
 
     def _count(self, clients: dict[str, Any], stack: str) -> None:
