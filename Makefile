@@ -11,7 +11,7 @@ DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-fast lint fmt bench bench-time bench-load fuzz chaos synth checkov clean clean-cache iam-report
+.PHONY: install run test test-fast lint fmt bench bench-time bench-load fuzz chaos synth checkov deploy-rehearsal clean clean-cache iam-report
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,7 @@ fmt: install
 
 test: install lint
 	$(PY) -m pytest
+	$(MAKE) --no-print-directory deploy-rehearsal
 
 # The inner loop: the suite without the slow end-to-end, synthesis and benchmark tests.
 test-fast: install
@@ -94,8 +95,14 @@ checkov: synth
 	CKV_SKIP_PACKAGE_UPDATE_CHECK=TRUE $(VENV)/bin/checkov -f cdk.out/Jobsched.template.json \
 	  --framework cloudformation --skip-download --compact
 
+# The first-deploy checklist of docs/deploy.md with the real CDK CLI (pinned in package.json, `npm ci`
+# into ./node_modules) against an emulated account on loopback: bootstrap, deploy, checks of what was
+# deployed, an update, the quickstart on the deployed stack, destroy (docs/decisions/0037). Needs npm.
+deploy-rehearsal: install
+	$(PY) -m jobsched.rehearsal
+
 clean:
-	rm -rf $(VENV) cdk.out .pytest_cache .ruff_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .ruff_cache .mypy_cache .hypothesis
 
 # The Lambda bundle's cached dependencies (infra/bundling.py): the next synth installs them afresh.
 clean-cache:

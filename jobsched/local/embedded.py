@@ -27,7 +27,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from typing import Any
 
 import boto3
@@ -76,6 +76,8 @@ class MotoProcess(MotoServer):
     """moto's server in a child process on ``host:port`` (same interface as :class:`MotoServer`)."""
 
     START_TIMEOUT_SECONDS = 60.0
+    #: The program the child runs (``python -c``): moto's server with the embedded mode's fixes.
+    CHILD_PROGRAM = _MOTO_CHILD
 
     def __init__(self, port: int | None = None, *, host: str = "127.0.0.1"):
         super().__init__(port, host=host)
@@ -92,7 +94,7 @@ class MotoProcess(MotoServer):
         # The child's stderr, read only if it fails to start; closed by wait_started() or stop().
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115
         self._process = subprocess.Popen(
-            [sys.executable, "-c", _MOTO_CHILD, "-H", self.host, "-p", str(self.port)],
+            [sys.executable, "-c", self.CHILD_PROGRAM, "-H", self.host, "-p", str(self.port)],
             env=dict(environ),
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
@@ -159,8 +161,14 @@ class EmbeddedMode:
         handlers: dict[str, Handler | None] | None = None,
         environ: MutableMapping[str, str] | None = None,
         out: Callable[[str], None] = print,
+        existing: Mapping[str, str] | None = None,
     ):
         self.config = config
+        #: Resources that already exist (the deploy rehearsal's stack): the environment the functions
+        #: run with -- the deployed functions' variables, the endpoint and credentials. Given, no moto
+        #: server is started and nothing is provisioned; the functions, pollers, ticks and bridge run
+        #: on what those variables name (``Provisioned.from_environment``).
+        self.existing = dict(existing) if existing is not None else None
         self.overrides = dict(handlers or {})
         self.environ = os.environ if environ is None else environ
         self.out = out
@@ -208,27 +216,26 @@ class EmbeddedMode:
         try:
             if self.overrides.get("api", True) is not None:
                 self.bridge = HttpBridge(None, host=self.config.host, port=self.config.port)
-            self._set_env({"MOTO_PORT": str(self.server.port)})
-            # Both children import moto at the same time; queue URLs are built from MOTO_PORT, which
-            # is the main server's port in both environments.
-            self.dynamodb_server.spawn(dict(self.environ))
-            self.server.spawn(self.environ)
-            self.dynamodb_server.wait_started()
-            self.server.wait_started()
-            self._set_env(self._base_env())
+            if self.existing is None:
+                self._start_servers()
+            else:
+                self._set_env(self.existing)
             # Every DynamoDB request names its tenant, and the emulator handles a few of one tenant at
             # once (moto_fixes.lane_slots): one tenant's burst does not slow another's requests.
             set_lane_source(obs.current_lane)
             self.clients = self._make_clients()
-            self.provisioned = provision(
-                dynamodb=self.clients["dynamodb"],
-                sqs=self.clients["sqs"],
-                s3=self.clients["s3"],
-                stepfunctions=self.clients["stepfunctions"],
-                prefix=self.config.prefix,
-                visibility_timeout_seconds=self.config.visibility_timeout_seconds,
-            )
-            self._set_env(self.provisioned.environment())
+            if self.existing is None:
+                self.provisioned = provision(
+                    dynamodb=self.clients["dynamodb"],
+                    sqs=self.clients["sqs"],
+                    s3=self.clients["s3"],
+                    stepfunctions=self.clients["stepfunctions"],
+                    prefix=self.config.prefix,
+                    visibility_timeout_seconds=self.config.visibility_timeout_seconds,
+                )
+                self._set_env(self.provisioned.environment())
+            else:
+                self.provisioned = Provisioned.from_environment(self.environ, self.clients["sqs"])
             # With IAM_CALLS_DIR set, the functions' AWS calls are recorded there (decision 0038);
             # installed before the handlers are loaded, so that the loaded ones are attributed.
             iam_recorder.install_from_env()
@@ -271,6 +278,16 @@ class EmbeddedMode:
         self.stop_event.set()
 
     # --- pieces -----------------------------------------------------------------------------------
+
+    def _start_servers(self) -> None:
+        self._set_env({"MOTO_PORT": str(self.server.port)})
+        # Both children import moto at the same time; queue URLs are built from MOTO_PORT, which
+        # is the main server's port in both environments.
+        self.dynamodb_server.spawn(dict(self.environ))
+        self.server.spawn(self.environ)
+        self.dynamodb_server.wait_started()
+        self.server.wait_started()
+        self._set_env(self._base_env())
 
     def _base_env(self) -> dict[str, str]:
         env = {
@@ -327,7 +344,7 @@ class EmbeddedMode:
 
     def _make_clients(self) -> dict[str, Any]:
         # Built after AWS_ENDPOINT_URL is set: boto3 picks the endpoint up itself, as the functions do.
-        session = boto3.session.Session(region_name=REGION)
+        session = boto3.session.Session(region_name=self.environ.get("AWS_REGION", REGION))
         config = Config(max_pool_connections=64, retries={"max_attempts": 3, "mode": "standard"})
         return {
             name: session.client(name, config=config) for name in ("dynamodb", "sqs", "s3", "stepfunctions")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,24 @@ class Provisioned:
     queues: dict[str, QueueRef]  # queue kind -> queue
     bucket: str
     state_machine_arn: str | None = None
+
+    @classmethod
+    def from_environment(cls, env: Mapping[str, str], sqs: Any) -> Provisioned:
+        """What a deployment created, named by the functions' environment variables (the deploy
+        rehearsal runs the embedded mode on a deployed stack's resources this way); the queue ARNs are
+        asked of SQS. A variable that is missing raises KeyError naming it."""
+        queues = {}
+        for spec in resources.QUEUES:
+            url, dlq_url = env[spec.env_var], env[spec.dlq_env_var]
+            queues[spec.kind] = QueueRef(
+                spec.kind, url, _queue_arn(sqs, url), dlq_url, _queue_arn(sqs, dlq_url)
+            )
+        return cls(
+            tables={spec.env_var: env[spec.env_var] for spec in resources.TABLES},
+            queues=queues,
+            bucket=env[resources.ENV_BUCKET],
+            state_machine_arn=env.get(resources.ENV_STATE_MACHINE_ARN) or None,
+        )
 
     def environment(self) -> dict[str, str]:
         """The resource environment variables, named by :mod:`jobsched.runtime.resources`."""

@@ -1,0 +1,276 @@
+"""What the code relies on, read back from the deployed account's APIs (never from the template).
+
+:func:`read_deployment` finds the stack's functions and reads each one's configuration from Lambda;
+their environment variables name every resource the code uses. :func:`check_deployment` then asks
+DynamoDB, SQS, Lambda, Step Functions, S3 and SNS about each of those resources and compares what they
+answer with what the code expects: the table specs of :mod:`jobsched.runtime.resources`, the redrive
+and visibility rules of the queues, the event source mappings' batch size, partial batch responses
+and ``MaximumConcurrency``, a state machine definition with its substitutions resolved.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from jobsched.runtime import resources
+
+#: AWS's rule for a queue feeding a Lambda function: visibility timeout at least 6x its timeout.
+VISIBILITY_FACTOR = 6
+#: Records per invocation the long queue's mapping may hand over: a chunk runs for minutes.
+LONG_BATCH_SIZE = 1
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    """The results of every check, in order."""
+
+    results: list[Result] = field(default_factory=list)
+
+    def check(self, name: str, ok: bool, detail: str = "") -> bool:
+        self.results.append(Result(name, bool(ok), detail))
+        return bool(ok)
+
+    def equal(self, name: str, actual: Any, expected: Any) -> bool:
+        return self.check(name, actual == expected, f"expected {expected!r}, found {actual!r}")
+
+    @property
+    def passed(self) -> int:
+        return sum(result.ok for result in self.results)
+
+    @property
+    def failures(self) -> list[Result]:
+        return [result for result in self.results if not result.ok]
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """The deployed functions (logical id -> Lambda's configuration) and the stack's outputs."""
+
+    functions: dict[str, dict[str, Any]]
+    outputs: dict[str, str]
+
+    def environment(self) -> dict[str, str]:
+        """Every function's variables together (they agree on every resource name; the function
+        that sets a variable alone, e.g. the dispatcher's backpressure limits, contributes it)."""
+        merged: dict[str, str] = {}
+        for config in self.functions.values():
+            merged.update(config.get("Environment", {}).get("Variables", {}))
+        return merged
+
+    def disagreements(self) -> dict[str, set[str]]:
+        """Variables two functions set differently (only ``POWERTOOLS_SERVICE_NAME`` may)."""
+        seen: dict[str, set[str]] = {}
+        for config in self.functions.values():
+            for key, value in config.get("Environment", {}).get("Variables", {}).items():
+                seen.setdefault(key, set()).add(value)
+        return {key: values for key, values in seen.items() if len(values) > 1}
+
+
+def read_deployment(cloudformation: Any, lambda_: Any, stack_name: str) -> Deployment:
+    """The stack's functions as Lambda describes them, and its outputs."""
+    stack = cloudformation.describe_stacks(StackName=stack_name)["Stacks"][0]
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}
+    functions: dict[str, dict[str, Any]] = {}
+    for item in cloudformation.describe_stack_resources(StackName=stack_name)["StackResources"]:
+        if item.get("ResourceType") == "AWS::Lambda::Function":
+            name = item["PhysicalResourceId"]
+            functions[item["LogicalResourceId"]] = lambda_.get_function_configuration(FunctionName=name)
+    return Deployment(functions, outputs)
+
+
+def check_tables(report: Report, dynamodb: Any, env: Mapping[str, str]) -> None:
+    for spec in resources.TABLES:
+        label = f"table {spec.logical_name}"
+        name = env.get(spec.env_var, "")
+        if not report.check(f"{label}: named by {spec.env_var}", bool(name)):
+            continue
+        table = dynamodb.describe_table(TableName=name)["Table"]
+        expected = spec.create_table_kwargs(name)
+        report.equal(f"{label}: key schema", table["KeySchema"], expected["KeySchema"])
+        report.equal(
+            f"{label}: attribute types",
+            sorted((a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]),
+            sorted((a["AttributeName"], a["AttributeType"]) for a in expected["AttributeDefinitions"]),
+        )
+        report.equal(
+            f"{label}: indexes",
+            _indexes(table.get("GlobalSecondaryIndexes", [])),
+            _indexes(expected.get("GlobalSecondaryIndexes", [])),
+        )
+        ttl = dynamodb.describe_time_to_live(TableName=name)["TimeToLiveDescription"]
+        found = ttl.get("AttributeName") if ttl.get("TimeToLiveStatus") in ("ENABLED", "ENABLING") else None
+        report.equal(f"{label}: TTL attribute", found, spec.ttl_attribute)
+
+
+def _indexes(indexes: Iterable[Mapping[str, Any]]) -> list[tuple[Any, ...]]:
+    return sorted(
+        (
+            index["IndexName"],
+            json.dumps(index["KeySchema"]),
+            index["Projection"]["ProjectionType"],
+            tuple(sorted(index["Projection"].get("NonKeyAttributes", []))),
+        )
+        for index in indexes
+    )
+
+
+def _queue_attributes(sqs: Any, url: str) -> dict[str, str]:
+    return dict(sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["All"])["Attributes"])
+
+
+def check_queues(
+    report: Report,
+    sqs: Any,
+    lambda_: Any,
+    env: Mapping[str, str],
+    functions: Mapping[str, Mapping[str, Any]],
+    max_concurrency: Mapping[str, int],
+) -> None:
+    """Each queue and DLQ the variables name: redrive, visibility >= 6x its consumer's timeout, and its
+    event source mapping (batch size, ReportBatchItemFailures, MaximumConcurrency)."""
+    timeouts = {config["FunctionArn"]: config["Timeout"] for config in functions.values()}
+    mappings: dict[str, list[dict[str, Any]]] = {}
+    for mapping in _all_mappings(lambda_):
+        mappings.setdefault(mapping["EventSourceArn"], []).append(mapping)
+    worker_batch = int(env.get(resources.ENV_WORKER_CONCURRENCY, resources.DEFAULT_WORKER_CONCURRENCY))
+    for spec in resources.QUEUES:
+        label = f"queue {spec.kind}"
+        url, dlq_url = env.get(spec.env_var, ""), env.get(spec.dlq_env_var, "")
+        if not report.check(
+            f"{label}: named by {spec.env_var} and {spec.dlq_env_var}", bool(url and dlq_url)
+        ):
+            continue
+        queue, dlq = _queue_attributes(sqs, url), _queue_attributes(sqs, dlq_url)
+        redrive = json.loads(queue.get("RedrivePolicy") or "{}")
+        report.equal(
+            f"{label}: redrive to its DLQ after {spec.max_receive_count} receives",
+            (redrive.get("deadLetterTargetArn"), int(redrive.get("maxReceiveCount", 0))),
+            (dlq["QueueArn"], spec.max_receive_count),
+        )
+        batch = LONG_BATCH_SIZE if spec.kind == "long" else worker_batch
+        _check_consumer(report, label, queue, mappings, timeouts, batch, max_concurrency.get(spec.kind))
+        _check_consumer(report, f"{label} DLQ", dlq, mappings, timeouts, worker_batch, None)
+
+
+def _check_consumer(
+    report: Report,
+    label: str,
+    queue: Mapping[str, str],
+    mappings: Mapping[str, list[dict[str, Any]]],
+    timeouts: Mapping[str, int],
+    max_batch: int,
+    max_concurrency: int | None,
+) -> None:
+    found = mappings.get(queue["QueueArn"], [])
+    if not report.check(f"{label}: one event source mapping", len(found) == 1, f"found {len(found)}"):
+        return
+    mapping = found[0]
+    timeout = timeouts.get(mapping["FunctionArn"], 0)
+    visibility = int(queue["VisibilityTimeout"])
+    report.check(
+        f"{label}: visibility timeout >= {VISIBILITY_FACTOR}x its consumer's timeout",
+        timeout > 0 and visibility >= VISIBILITY_FACTOR * timeout,
+        f"visibility {visibility} s, consumer timeout {timeout} s",
+    )
+    report.check(
+        f"{label}: mapping batch size <= {max_batch}",
+        0 < mapping["BatchSize"] <= max_batch,
+        f"found {mapping['BatchSize']}",
+    )
+    report.check(
+        f"{label}: mapping reports batch item failures",
+        "ReportBatchItemFailures" in (mapping.get("FunctionResponseTypes") or []),
+        f"found {mapping.get('FunctionResponseTypes')}",
+    )
+    concurrency = (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency")
+    if max_concurrency is None:
+        report.check(f"{label}: mapping has a MaximumConcurrency", bool(concurrency), f"found {concurrency}")
+    else:
+        report.equal(f"{label}: mapping MaximumConcurrency", concurrency, max_concurrency)
+
+
+def _all_mappings(lambda_: Any) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for page in lambda_.get_paginator("list_event_source_mappings").paginate():
+        found.extend(page["EventSourceMappings"])
+    return found
+
+
+def check_state_machine(report: Report, stepfunctions: Any, env: Mapping[str, str], partition: str) -> None:
+    """The chunked-job state machine: substitutions resolved, every task sent to the long queue."""
+    arn = env.get(resources.ENV_STATE_MACHINE_ARN)
+    if not report.check(f"state machine: named by {resources.ENV_STATE_MACHINE_ARN}", bool(arn)):
+        return
+    described = stepfunctions.describe_state_machine(stateMachineArn=arn)
+    definition = described["definition"]
+    report.check("state machine: no unresolved ${...} left", "${" not in definition, _excerpt(definition))
+    urls = sorted(set(_values(json.loads(definition), "QueueUrl")))
+    report.equal("state machine: its tasks go to the long queue", urls, [env.get("JOBSCHED_QUEUE_URL_LONG")])
+    tasks = sorted(set(_values(json.loads(definition), "Resource")))
+    report.check(
+        f"state machine: task ARNs in partition {partition}",
+        bool(tasks) and all(task.startswith(f"arn:{partition}:") for task in tasks),
+        f"found {tasks}",
+    )
+    report.equal("state machine: a standard workflow", described.get("type"), "STANDARD")
+
+
+def _values(node: Any, key: str) -> Iterable[str]:
+    if isinstance(node, dict):
+        for name, value in node.items():
+            if name == key and isinstance(value, str):
+                yield value
+            else:
+                yield from _values(value, key)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _values(item, key)
+
+
+def _excerpt(text: str) -> str:
+    start = text.find("${")
+    return text[max(0, start - 40) : start + 40] if start >= 0 else ""
+
+
+def check_bucket_and_topic(
+    report: Report, s3: Any, sns: Any, env: Mapping[str, str], topic_arn: str | None
+) -> None:
+    bucket = env.get(resources.ENV_BUCKET)
+    if report.check(f"bucket: named by {resources.ENV_BUCKET}", bool(bucket)):
+        report.check("bucket: exists", _exists(lambda: s3.head_bucket(Bucket=bucket)), bucket or "")
+    if report.check("alert topic: named by the AlertTopicArn output", bool(topic_arn)):
+        report.check(
+            "alert topic: exists",
+            _exists(lambda: sns.get_topic_attributes(TopicArn=topic_arn)),
+            topic_arn or "",
+        )
+
+
+def _exists(call: Any) -> bool:
+    try:
+        call()
+    except Exception:  # any error answer means the resource is not usable
+        return False
+    return True
+
+
+def check_functions(report: Report, deployment: Deployment) -> None:
+    """Every function of runtime/resources deployed with its handler and timeout; their variables agree."""
+    deployed = {config["Handler"]: config for config in deployment.functions.values()}
+    for spec in resources.FUNCTIONS:
+        config = deployed.get(spec.handler)
+        if report.check(f"function {spec.name}: deployed with handler {spec.handler}", config is not None):
+            assert config is not None
+            report.equal(f"function {spec.name}: timeout", config["Timeout"], spec.timeout_seconds)
+    conflicts = {k: v for k, v in deployment.disagreements().items() if k != "POWERTOOLS_SERVICE_NAME"}
+    report.check("functions: their variables agree", not conflicts, f"differing: {sorted(conflicts)}")

@@ -1,0 +1,401 @@
+"""The emulated account's workarounds: patches to moto's CloudFormation, applied in its server process.
+
+moto 5.2 deploys most of the stack, but not all of it: each :class:`Gap` below is something its
+CloudFormation does differently from AWS, and :func:`apply` patches each one in the server process
+the rehearsal starts (``jobsched.rehearsal.server``), so that ``cdk deploy`` gets as far on the
+emulator as it would on AWS and the resources it creates are the ones AWS would create. The product
+is never changed for the emulator's sake. docs/deploy.md ("Emulator gaps") says the same in prose;
+docs/decisions/0037-deploy-rehearsal.md has a minimal reproduction of each upstream-worthy bug.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+#: Types moto's CloudFormation does not know (it skips them, so a ``Ref``/``GetAtt`` of one fails the
+#: create). Each becomes a placeholder that answers ``Ref`` and ``GetAtt`` and keeps its properties;
+#: the few whose effect the product relies on at run time are also applied to moto's own backend
+#: (:data:`APPLIED`).
+PLACEHOLDER_TYPES = (
+    "AWS::ApiGatewayV2::Api",
+    "AWS::ApiGatewayV2::Integration",
+    "AWS::ApiGatewayV2::Route",
+    "AWS::ApiGatewayV2::Stage",
+    "AWS::CloudWatch::Alarm",
+    "AWS::S3::BucketPolicy",
+    "AWS::SNS::TopicPolicy",
+    "AWS::SQS::QueuePolicy",
+    "AWS::Scheduler::Schedule",
+    "AWS::Scheduler::ScheduleGroup",
+)
+
+
+@dataclass(frozen=True)
+class Gap:
+    """One way moto's CloudFormation differs from AWS, and what the rehearsal does about it."""
+
+    key: str
+    emulator: str  # what moto does
+    workaround: str  # what the rehearsal does instead
+    upstream: bool = False  # a moto bug worth reporting (decision 0037 has a reproduction)
+
+
+GAPS = (
+    Gap(
+        "unsupported-types",
+        "no CloudFormation support for 10 resource types (45 of the stack's resources); a GetAtt of one "
+        "fails the create",
+        "a placeholder model per type answers Ref and GetAtt and keeps the resource's properties",
+    ),
+    Gap(
+        "sfn-definition-substitutions",
+        "AWS::StepFunctions::StateMachine ignores DefinitionSubstitutions: ${LongQueueUrl} stays in the "
+        "definition",
+        "the substitutions are resolved into the definition on create and update",
+        upstream=True,
+    ),
+    Gap(
+        "sfn-backend",
+        "with Step Functions execution switched on (the chunked jobs need it), the API serves another "
+        "backend than the one CloudFormation creates state machines in: the deployed one is invisible",
+        "CloudFormation creates, updates and deletes state machines in the backend the API serves",
+        upstream=True,
+    ),
+    Gap(
+        "dynamodb-ttl-pitr",
+        "AWS::DynamoDB::Table ignores TimeToLiveSpecification and PointInTimeRecoverySpecification",
+        "both are applied to the table moto creates",
+        upstream=True,
+    ),
+    Gap(
+        "kms-key-policy",
+        "AWS::KMS::Key stores KeyPolicy as the template's object, not JSON text: every call on the key "
+        "answers 500",
+        "the policy is stored as JSON text",
+        upstream=True,
+    ),
+    Gap(
+        "previous-default-parameter",
+        "an update that keeps a parameter's previous value (UsePreviousValue, as the CDK CLI sends for "
+        "BootstrapVersion) fails with a 500 when that value was the template's default",
+        "such a parameter keeps its default, as CloudFormation does",
+        upstream=True,
+    ),
+    Gap(
+        "update-drops-resource",
+        "an update that changes a resource of a type moto cannot update (a table's DeletionPolicy, say) "
+        "forgets the resource: every Ref to it then resolves to nothing, and the functions lose the "
+        "variables that name it",
+        "the resource is kept as it was (a property change moto cannot make is then caught by the checks)",
+        upstream=True,
+    ),
+    Gap(
+        "sqs-mapping-invokes",
+        "an SQS event source mapping invokes its function inside moto on every send (in Docker, which "
+        "is not here), and a failed invoke moves the messages towards the DLQ",
+        "mappings are created and readable but deliver nothing; the rehearsal's pollers deliver, as "
+        "`jobsched dev` does",
+    ),
+)
+
+#: Resource-type independent gaps the harness handles outside the server (counted in the summary).
+HARNESS_GAPS = (
+    Gap(
+        "template-url-host",
+        "a change set's TemplateURL is read path-style only when its host contains 'localhost'",
+        "AWS_ENDPOINT_URL_S3_FOR_CLOUDFORMATION names the server as localhost",
+        upstream=True,
+    ),
+    Gap(
+        "change-set-update",
+        "an update through a change set fails",
+        "deploys run with --method=direct (CreateStack/UpdateStack, what the CLI does without change sets)",
+        upstream=True,
+    ),
+    Gap(
+        "no-rollback",
+        "a failed create is not rolled back",
+        "the rehearsal deletes the stack itself after a failure",
+    ),
+)
+
+_SCHEDULER_ARN = "arn:{partition}:scheduler:{region}:{account}:{kind}/{name}"
+
+
+class Placeholder:
+    """Base of the placeholder models (one subclass per type, made by :func:`_placeholder_class`)."""
+
+    cfn_type = ""
+    properties: dict[str, Any]
+
+    def __init__(self, name: str, properties: dict[str, Any], account_id: str, region: str):
+        self.name = name
+        self.properties = properties
+        self.account_id = account_id
+        self.region = region
+
+    @property
+    def physical_resource_id(self) -> str:
+        return self.name
+
+    def get_cfn_attribute(self, attribute: str) -> str:
+        from moto.utilities.utils import get_partition
+
+        partition = get_partition(self.region)
+        service, kind = self.cfn_type.split("::")[1:]
+        if self.cfn_type == "AWS::ApiGatewayV2::Api":
+            if attribute == "ApiEndpoint":
+                return f"https://{self.name}.execute-api.{self.region}.amazonaws.com"
+            if attribute == "ApiId":
+                return self.name
+        if self.cfn_type == "AWS::Scheduler::ScheduleGroup" and attribute == "Arn":
+            return _SCHEDULER_ARN.format(
+                partition=partition,
+                region=self.region,
+                account=self.account_id,
+                kind="schedule-group",
+                name=self.name,
+            )
+        if attribute == "Arn":
+            where = f"{self.region}:{self.account_id}"
+            return f"arn:{partition}:{service.lower()}:{where}:{kind.lower()}:{self.name}"
+        return f"{self.name}-{attribute}"
+
+
+def _short_name(cfn_type: str, resource_name: str, properties: dict[str, Any]) -> str:
+    if cfn_type.startswith("AWS::Scheduler::") and properties.get("Name"):
+        return str(properties["Name"])
+    if cfn_type == "AWS::ApiGatewayV2::Api":  # an API id: 10 lower-case characters on AWS
+        return re.sub(r"[^a-z0-9]", "", resource_name.lower())[-10:]
+    return resource_name
+
+
+def _placeholder_class(cfn_type: str) -> type:
+    from moto.core.common_models import CloudFormationModel
+
+    def create(
+        cls: Any, resource_name: str, cloudformation_json: Any, account_id: str, region_name: str, **_: Any
+    ) -> Any:
+        properties = dict(cloudformation_json.get("Properties") or {})
+        return cls(_short_name(cfn_type, resource_name, properties), properties, account_id, region_name)
+
+    def update(
+        cls: Any, original_resource: Any, new_resource_name: str, cloudformation_json: Any, *_: Any
+    ) -> Any:
+        original_resource.properties = dict(cloudformation_json.get("Properties") or {})
+        return original_resource
+
+    def delete(cls: Any, *_: Any) -> None:
+        return None
+
+    return type(
+        "Placeholder" + cfn_type.replace("::", ""),
+        (Placeholder, CloudFormationModel),
+        {
+            "cfn_type": cfn_type,
+            "cloudformation_type": staticmethod(lambda: cfn_type),
+            "cloudformation_name_type": staticmethod(lambda: ""),
+            "has_cfn_attr": classmethod(lambda cls, attr: True),
+            "create_from_cloudformation_json": classmethod(create),
+            "update_from_cloudformation_json": classmethod(update),
+            "delete_from_cloudformation_json": classmethod(delete),
+            "is_created": lambda self: True,
+        },
+    )
+
+
+def _register_placeholders() -> None:
+    from moto.cloudformation import parsing
+
+    for cfn_type in PLACEHOLDER_TYPES:
+        if cfn_type not in parsing.get_model_map():
+            _placeholder_class(cfn_type)
+    for cached in (parsing.get_model_list, parsing.get_model_map, parsing.get_name_type_map):
+        cached.cache_clear()
+
+
+def substitute(definition: str, substitutions: dict[str, Any]) -> str:
+    """``${Name}`` in a Step Functions definition replaced as CloudFormation does
+    (``DefinitionSubstitutions``); other ``${...}`` text is left alone."""
+    for name, value in substitutions.items():
+        definition = definition.replace("${" + name + "}", str(value))
+    return definition
+
+
+def _resolved_definition(properties: dict[str, Any]) -> None:
+    if "Definition" in properties and "DefinitionString" not in properties:
+        properties["DefinitionString"] = json.dumps(properties.pop("Definition"))
+    substitutions = properties.get("DefinitionSubstitutions") or {}
+    if substitutions and "DefinitionString" in properties:
+        properties["DefinitionString"] = substitute(properties["DefinitionString"], substitutions)
+
+
+#: What :func:`apply` replaced: (owner, attribute, the original), for :func:`restore`.
+_REPLACED: list[tuple[Any, str, Any]] = []
+
+
+_INHERITED = object()
+
+
+def _replace(owner: Any, attribute: str, value: Any) -> None:
+    _REPLACED.append((owner, attribute, owner.__dict__.get(attribute, _INHERITED)))
+    setattr(owner, attribute, value)
+
+
+def _wrap(model: Any, method: str, *, before: Any = None, after: Any = None) -> None:
+    """Replace a CloudFormation classmethod of a moto model with one that calls ``before`` on the
+    resource's JSON first and ``after(resource, json, account, region)`` on what it made."""
+    original = getattr(model, method).__func__
+    if getattr(original, "__isabstractmethod__", False):
+        return  # moto does not update this type at all (nothing to wrap; it skips the resource)
+    signature = inspect.signature(original)
+
+    def wrapped(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        arguments = signature.bind(cls, *args, **kwargs).arguments
+        properties = arguments["cloudformation_json"].setdefault("Properties", {})
+        if before is not None:
+            before(properties)
+        made = original(cls, *args, **kwargs)
+        if after is not None:
+            # moto's update answers None when it changed the resource in place
+            resource = made if made is not None else arguments.get("original_resource")
+            after(resource, properties, arguments["account_id"], arguments["region_name"])
+        return made
+
+    _replace(model, method, classmethod(wrapped))
+
+
+def _patch_state_machine() -> None:
+    from moto.stepfunctions.models import StateMachine
+
+    for method in ("create_from_cloudformation_json", "update_from_cloudformation_json"):
+        _wrap(StateMachine, method, before=_resolved_definition)
+
+
+class _ServedBackends:
+    """``stepfunctions_backends[account][region]`` as the API answers it (moto's ``get_backend``)."""
+
+    def __getitem__(self, account_id: str) -> Any:
+        from moto.stepfunctions.responses import get_backend
+
+        class _Regions:
+            def __getitem__(self, region: str) -> Any:
+                return get_backend(account_id, region)
+
+        return _Regions()
+
+
+def _patch_state_machine_backend() -> None:
+    from moto.stepfunctions import models
+
+    _replace(models, "stepfunctions_backends", _ServedBackends())
+
+
+def _apply_table_settings(table: Any, properties: dict[str, Any], account_id: str, region: str) -> None:
+    from moto.dynamodb.models import dynamodb_backends
+
+    backend = dynamodb_backends[account_id][region]
+    ttl = properties.get("TimeToLiveSpecification")
+    if ttl:
+        backend.update_time_to_live(table.name, ttl)
+    pitr = properties.get("PointInTimeRecoverySpecification")
+    if pitr:
+        backend.update_continuous_backups(table.name, pitr)
+
+
+def _patch_tables() -> None:
+    from moto.dynamodb.models.table import Table
+
+    for method in ("create_from_cloudformation_json", "update_from_cloudformation_json"):
+        _wrap(Table, method, after=_apply_table_settings)
+
+
+def _text_policy(properties: dict[str, Any]) -> None:
+    if isinstance(properties.get("KeyPolicy"), dict):
+        properties["KeyPolicy"] = json.dumps(properties["KeyPolicy"])
+
+
+def _patch_kms_key() -> None:
+    from moto.kms.models import Key
+
+    _wrap(Key, "create_from_cloudformation_json", before=_text_policy)
+
+
+def _patch_mappings() -> None:
+    from moto.awslambda.models import LambdaBackend
+    from moto.sqs.models import sqs_backends
+
+    create = LambdaBackend.create_event_source_mapping
+
+    def create_quiet(self: Any, spec: dict[str, Any]) -> Any:
+        mapping = create(self, spec)
+        for queue in sqs_backends[self.account_id][self.region_name].queues.values():
+            if queue.lambda_event_source_mappings.get(mapping.function_arn) is mapping:
+                del queue.lambda_event_source_mappings[mapping.function_arn]
+        return mapping
+
+    _replace(LambdaBackend, "create_event_source_mapping", create_quiet)
+
+
+def _patch_previous_parameters() -> None:
+    from moto.cloudformation.models import CloudFormationBackend
+
+    resolve = CloudFormationBackend._resolve_update_parameters
+
+    def resolve_defaults(self: Any, instance: Any, incoming_params: list[dict[str, str]]) -> dict[str, str]:
+        known = [
+            p
+            for p in incoming_params
+            if not p.get("UsePreviousValue") or p["ParameterKey"] in instance.parameters
+        ]
+        return resolve(self, instance, known)
+
+    _replace(CloudFormationBackend, "_resolve_update_parameters", resolve_defaults)
+
+
+def _patch_kept_on_update() -> None:
+    from moto.cloudformation import parsing
+
+    update = parsing.parse_and_update_resource
+
+    def update_or_keep(logical_id: str, resource_json: Any, resources_map: Any, **kwargs: Any) -> Any:
+        updated = update(logical_id, resource_json, resources_map, **kwargs)
+        return updated if updated is not None else resources_map[logical_id]
+
+    _replace(parsing, "parse_and_update_resource", update_or_keep)
+
+
+_applied = False
+
+
+def apply() -> tuple[Gap, ...]:
+    """Patch every gap of :data:`GAPS` into this process's moto (idempotent); return them."""
+    global _applied
+    if not _applied:
+        _register_placeholders()
+        _patch_state_machine()
+        _patch_state_machine_backend()
+        _patch_tables()
+        _patch_kms_key()
+        _patch_mappings()
+        _patch_previous_parameters()
+        _patch_kept_on_update()
+        _applied = True
+    return GAPS
+
+
+def restore() -> None:
+    """Undo :func:`apply` (the tests apply the patches in their own process). The placeholder types
+    stay known to moto's CloudFormation: nothing else deploys those types."""
+    global _applied
+    while _REPLACED:
+        owner, attribute, original = _REPLACED.pop()
+        if original is _INHERITED:
+            delattr(owner, attribute)
+        else:
+            setattr(owner, attribute, original)
+    _applied = False

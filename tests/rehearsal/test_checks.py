@@ -1,0 +1,212 @@
+"""The checks of what a deployment created (jobsched/rehearsal/checks.py), on resources moto holds.
+
+Given a deployment made right -- tables from runtime/resources, queues with redrive and visibility
+6x their consumer's timeout, mappings as infra makes them, the chunked-job state machine -- every
+check passes; then each test makes one resource wrong and sees its check fail, by name.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from jobsched.local.provision import Provisioned, provision
+from jobsched.rehearsal import checks
+from jobsched.runtime import resources
+
+REGION = "us-east-1"
+MAX_CONCURRENCY = {"high": 20, "default": 20, "low": 5, "long": 5}
+
+
+@dataclass
+class Deployed:
+    clients: dict[str, Any]
+    provisioned: Provisioned
+    env: dict[str, str]
+    deployment: checks.Deployment
+    topic: str
+
+    def report(self) -> checks.Report:
+        report = checks.Report()
+        deployment = checks.Deployment(
+            {
+                name: self.clients["lambda"].get_function_configuration(FunctionName=config["FunctionName"])
+                for name, config in self.deployment.functions.items()
+            },
+            {},
+        )
+        checks.check_functions(report, deployment)
+        checks.check_tables(report, self.clients["dynamodb"], self.env)
+        checks.check_queues(
+            report,
+            self.clients["sqs"],
+            self.clients["lambda"],
+            self.env,
+            deployment.functions,
+            MAX_CONCURRENCY,
+        )
+        checks.check_state_machine(report, self.clients["stepfunctions"], self.env, "aws")
+        checks.check_bucket_and_topic(report, self.clients["s3"], self.clients["sns"], self.env, self.topic)
+        return report
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("functions/x.py", "def handler(event, context):\n    return None\n")
+    return buffer.getvalue()
+
+
+@pytest.fixture
+def deployed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployed]:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        names = ("dynamodb", "sqs", "s3", "stepfunctions", "lambda", "iam", "sns")
+        clients = {name: boto3.client(name, region_name=REGION) for name in names}
+        provisioned = provision(
+            dynamodb=clients["dynamodb"],
+            sqs=clients["sqs"],
+            s3=clients["s3"],
+            stepfunctions=clients["stepfunctions"],
+            prefix="t",
+            visibility_timeout_seconds=6 * 900,
+        )
+        env = provisioned.environment()
+        role = clients["iam"].create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+        functions = {}
+        for spec in resources.FUNCTIONS:
+            config = clients["lambda"].create_function(
+                FunctionName=spec.name,
+                Runtime="python3.12",
+                Role=role,
+                Handler=spec.handler,
+                Timeout=spec.timeout_seconds,
+                Code={"ZipFile": _zip()},
+                Environment={"Variables": env},
+            )
+            functions[spec.name] = config
+        for ref in provisioned.queues.values():
+            clients["sqs"].set_queue_attributes(QueueUrl=ref.dlq_url, Attributes={"VisibilityTimeout": "360"})
+            clients["lambda"].create_event_source_mapping(
+                EventSourceArn=ref.arn,
+                FunctionName="worker",
+                BatchSize=1 if ref.kind == "long" else 10,
+                FunctionResponseTypes=["ReportBatchItemFailures"],
+                ScalingConfig={"MaximumConcurrency": MAX_CONCURRENCY[ref.kind]},
+            )
+            clients["lambda"].create_event_source_mapping(
+                EventSourceArn=ref.dlq_arn,
+                FunctionName="dlq_consumer",
+                BatchSize=10,
+                FunctionResponseTypes=["ReportBatchItemFailures"],
+                ScalingConfig={"MaximumConcurrency": 2},
+            )
+        topic = clients["sns"].create_topic(Name="alerts")["TopicArn"]
+        yield Deployed(clients, provisioned, env, checks.Deployment(functions, {}), topic)
+
+
+def _failed(report: checks.Report) -> list[str]:
+    return [result.name for result in report.failures]
+
+
+def test_a_deployment_made_right_passes_every_check(deployed: Deployed) -> None:
+    report = deployed.report()
+    assert _failed(report) == []
+    assert report.passed == len(report.results) > 80
+
+
+def test_a_table_without_its_ttl_fails(deployed: Deployed) -> None:
+    # Given the Runs table without its TTL attribute (as moto's CloudFormation leaves it, unpatched)
+    deployed.clients["dynamodb"].update_time_to_live(
+        TableName=deployed.env[resources.ENV_RUNS_TABLE],
+        TimeToLiveSpecification={"Enabled": False, "AttributeName": "expires_at"},
+    )
+    assert _failed(deployed.report()) == ["table Runs: TTL attribute"]
+
+
+def test_a_table_missing_its_index_fails(deployed: Deployed) -> None:
+    dynamodb = deployed.clients["dynamodb"]
+    name = deployed.env[resources.ENV_JOBS_TABLE]
+    dynamodb.delete_table(TableName=name)
+    dynamodb.create_table(
+        TableName=name,
+        KeySchema=[
+            {"AttributeName": "tenant", "KeyType": "HASH"},
+            {"AttributeName": "job_id", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "tenant", "AttributeType": "S"},
+            {"AttributeName": "job_id", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    assert _failed(deployed.report()) == ["table Jobs: attribute types", "table Jobs: indexes"]
+
+
+def test_a_queue_that_hides_a_message_for_less_than_six_timeouts_fails(deployed: Deployed) -> None:
+    url = deployed.provisioned.queues["default"].url
+    deployed.clients["sqs"].set_queue_attributes(QueueUrl=url, Attributes={"VisibilityTimeout": "900"})
+    assert _failed(deployed.report()) == ["queue default: visibility timeout >= 6x its consumer's timeout"]
+
+
+def test_a_queue_without_redrive_fails(deployed: Deployed) -> None:
+    url = deployed.provisioned.queues["low"].url
+    deployed.clients["sqs"].set_queue_attributes(QueueUrl=url, Attributes={"RedrivePolicy": ""})
+    assert _failed(deployed.report()) == ["queue low: redrive to its DLQ after 5 receives"]
+
+
+def test_a_mapping_without_partial_batch_responses_or_its_concurrency_fails(deployed: Deployed) -> None:
+    lambda_ = deployed.clients["lambda"]
+    arn = deployed.provisioned.queues["high"].arn
+    (mapping,) = lambda_.list_event_source_mappings(EventSourceArn=arn)["EventSourceMappings"]
+    lambda_.update_event_source_mapping(
+        UUID=mapping["UUID"], FunctionResponseTypes=[], ScalingConfig={"MaximumConcurrency": 7}
+    )
+    assert _failed(deployed.report()) == [
+        "queue high: mapping reports batch item failures",
+        "queue high: mapping MaximumConcurrency",
+    ]
+
+
+def test_a_state_machine_with_an_unresolved_substitution_fails(deployed: Deployed) -> None:
+    # Given the definition as moto's CloudFormation leaves it, unpatched: ${LongQueueUrl} in place
+    sfn = deployed.clients["stepfunctions"]
+    arn = deployed.env[resources.ENV_STATE_MACHINE_ARN]
+    definition = sfn.describe_state_machine(stateMachineArn=arn)["definition"]
+    long_url = deployed.provisioned.queues["long"].url
+    sfn.update_state_machine(stateMachineArn=arn, definition=definition.replace(long_url, "${LongQueueUrl}"))
+    assert _failed(deployed.report()) == [
+        "state machine: no unresolved ${...} left",
+        "state machine: its tasks go to the long queue",
+    ]
+
+
+def test_a_missing_bucket_and_a_function_with_another_timeout_fail(deployed: Deployed) -> None:
+    deployed.clients["s3"].delete_bucket(Bucket=deployed.env[resources.ENV_BUCKET])
+    deployed.clients["lambda"].update_function_configuration(FunctionName="sweeper", Timeout=60)
+    assert _failed(deployed.report()) == ["function sweeper: timeout", "bucket: exists"]
+
+
+def test_functions_that_disagree_on_a_resource_fail() -> None:
+    # Given two functions naming different Runs tables (and, allowed, different service names)
+    def config(runs: str, service: str) -> dict[str, Any]:
+        variables = {resources.ENV_RUNS_TABLE: runs, "POWERTOOLS_SERVICE_NAME": service}
+        return {"Handler": "h", "Timeout": 1, "Environment": {"Variables": variables}}
+
+    deployment = checks.Deployment({"A": config("runs-1", "api"), "B": config("runs-2", "worker")}, {})
+    report = checks.Report()
+    checks.check_functions(report, deployment)
+    assert report.failures[-1].name == "functions: their variables agree"
+    assert "JOBSCHED_RUNS_TABLE" in report.failures[-1].detail
+    assert (
+        json.dumps(sorted(deployment.disagreements())) == '["JOBSCHED_RUNS_TABLE", "POWERTOOLS_SERVICE_NAME"]'
+    )
