@@ -56,6 +56,7 @@ def check_deployment(
     checks.check_bucket_and_topic(
         report, clients["s3"], clients["sns"], env, deployment.outputs.get("AlertTopicArn")
     )
+    checks.check_outputs(report, deployment.outputs, env)
     return deployment
 
 

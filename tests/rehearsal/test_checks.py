@@ -210,3 +210,19 @@ def test_functions_that_disagree_on_a_resource_fail() -> None:
     assert (
         json.dumps(sorted(deployment.disagreements())) == '["JOBSCHED_RUNS_TABLE", "POWERTOOLS_SERVICE_NAME"]'
     )
+
+
+def test_outputs_are_checked_against_the_functions_variables() -> None:
+    env = {resources.ENV_BUCKET: "data", resources.ENV_STATE_MACHINE_ARN: "arn:sm"}
+    outputs = {key: "x" for key in checks.OUTPUTS} | {"PayloadBucket": "data", "StateMachineArn": "arn:sm"}
+    report = checks.Report()
+    checks.check_outputs(report, outputs, env)
+    assert report.failures == []
+    del outputs["ApiUrl"]
+    outputs["PayloadBucket"] = "other"
+    report = checks.Report()
+    checks.check_outputs(report, outputs, env)
+    assert _failed(report) == [
+        "outputs: every documented output",
+        "outputs: PayloadBucket is the functions' bucket",
+    ]
