@@ -293,3 +293,11 @@ def check_outputs(report: Report, outputs: Mapping[str, str], env: Mapping[str, 
         outputs.get("StateMachineArn"),
         env.get(resources.ENV_STATE_MACHINE_ARN),
     )
+
+
+def check_log_group(report: Report, logs: Any, env: Mapping[str, str]) -> None:
+    """The worker's log group, which the api function queries for a run's log lines (Logs Insights)."""
+    name = env.get(resources.ENV_RUN_LOG_GROUP, "")
+    if report.check(f"log group: named by {resources.ENV_RUN_LOG_GROUP}", bool(name)):
+        found = logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+        report.check("log group: exists", any(group["logGroupName"] == name for group in found), name)
