@@ -19,6 +19,8 @@ from jobsched.runtime import resources
 
 #: AWS's rule for a queue feeding a Lambda function: visibility timeout at least 6x its timeout.
 VISIBILITY_FACTOR = 6
+#: The stack outputs docs/deploy.md ("Outputs") promises for the default settings.
+OUTPUTS = ("ApiUrl", "ConsoleUrl", "DashboardUrl", "AlertTopicArn", "PayloadBucket", "StateMachineArn")
 #: Records per invocation the long queue's mapping may hand over: a chunk runs for minutes.
 LONG_BATCH_SIZE = 1
 
@@ -274,3 +276,28 @@ def check_functions(report: Report, deployment: Deployment) -> None:
             report.equal(f"function {spec.name}: timeout", config["Timeout"], spec.timeout_seconds)
     conflicts = {k: v for k, v in deployment.disagreements().items() if k != "POWERTOOLS_SERVICE_NAME"}
     report.check("functions: their variables agree", not conflicts, f"differing: {sorted(conflicts)}")
+
+
+def check_outputs(report: Report, outputs: Mapping[str, str], env: Mapping[str, str]) -> None:
+    """The outputs docs/deploy.md lists, and the two that name a resource naming the same one as the
+    functions' variables."""
+    missing = [key for key in OUTPUTS if not outputs.get(key)]
+    report.check("outputs: every documented output", not missing, f"missing: {missing}")
+    report.equal(
+        "outputs: PayloadBucket is the functions' bucket",
+        outputs.get("PayloadBucket"),
+        env.get(resources.ENV_BUCKET),
+    )
+    report.equal(
+        "outputs: StateMachineArn is the functions' state machine",
+        outputs.get("StateMachineArn"),
+        env.get(resources.ENV_STATE_MACHINE_ARN),
+    )
+
+
+def check_log_group(report: Report, logs: Any, env: Mapping[str, str]) -> None:
+    """The worker's log group, which the api function queries for a run's log lines (Logs Insights)."""
+    name = env.get(resources.ENV_RUN_LOG_GROUP, "")
+    if report.check(f"log group: named by {resources.ENV_RUN_LOG_GROUP}", bool(name)):
+        found = logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"]
+        report.check("log group: exists", any(group["logGroupName"] == name for group in found), name)

@@ -36,7 +36,7 @@ def _clients(endpoint_url: str) -> dict[str, Any]:
     session = boto3.session.Session(
         aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
     )
-    names = ("cloudformation", "lambda", "dynamodb", "sqs", "s3", "sns", "stepfunctions", "sts")
+    names = ("cloudformation", "lambda", "dynamodb", "sqs", "s3", "sns", "stepfunctions", "sts", "logs")
     return {name: session.client(name, endpoint_url=endpoint_url) for name in names}
 
 
@@ -56,6 +56,8 @@ def check_deployment(
     checks.check_bucket_and_topic(
         report, clients["s3"], clients["sns"], env, deployment.outputs.get("AlertTopicArn")
     )
+    checks.check_outputs(report, deployment.outputs, env)
+    checks.check_log_group(report, clients["logs"], env)
     return deployment
 
 

@@ -21,6 +21,7 @@ import json
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import Mapping
 from typing import Any, TextIO
 
@@ -121,6 +122,8 @@ def run_scenario(
     mode = EmbeddedMode(
         scenario_config(existing), handlers=handlers, existing=existing, out=lambda _line: None
     )
+    # Powertools warns at each flush of a function that published no metric (they are off here).
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
     with contextlib.redirect_stdout(log or io.StringIO()), mode:
         as_admin, client = Client(mode.api_url, admin), Client(mode.api_url, user)
         as_admin.ok("PUT", "/admin/principals", {"principal": user, "tenant": TENANT})

@@ -55,6 +55,7 @@ class Deployed:
         )
         checks.check_state_machine(report, self.clients["stepfunctions"], self.env, "aws")
         checks.check_bucket_and_topic(report, self.clients["s3"], self.clients["sns"], self.env, self.topic)
+        checks.check_log_group(report, self.clients["logs"], self.env)
         return report
 
 
@@ -70,7 +71,7 @@ def deployed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployed]:
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
-        names = ("dynamodb", "sqs", "s3", "stepfunctions", "lambda", "iam", "sns")
+        names = ("dynamodb", "sqs", "s3", "stepfunctions", "lambda", "iam", "sns", "logs")
         clients = {name: boto3.client(name, region_name=REGION) for name in names}
         provisioned = provision(
             dynamodb=clients["dynamodb"],
@@ -80,7 +81,8 @@ def deployed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployed]:
             prefix="t",
             visibility_timeout_seconds=6 * 900,
         )
-        env = provisioned.environment()
+        env = provisioned.environment() | {resources.ENV_RUN_LOG_GROUP: "worker-logs"}
+        clients["logs"].create_log_group(logGroupName="worker-logs")
         role = clients["iam"].create_role(RoleName="fn", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
         functions = {}
         for spec in resources.FUNCTIONS:
@@ -190,10 +192,11 @@ def test_a_state_machine_with_an_unresolved_substitution_fails(deployed: Deploye
     ]
 
 
-def test_a_missing_bucket_and_a_function_with_another_timeout_fail(deployed: Deployed) -> None:
+def test_a_missing_bucket_and_log_group_and_a_function_with_another_timeout_fail(deployed: Deployed) -> None:
     deployed.clients["s3"].delete_bucket(Bucket=deployed.env[resources.ENV_BUCKET])
+    deployed.clients["logs"].delete_log_group(logGroupName="worker-logs")
     deployed.clients["lambda"].update_function_configuration(FunctionName="sweeper", Timeout=60)
-    assert _failed(deployed.report()) == ["function sweeper: timeout", "bucket: exists"]
+    assert _failed(deployed.report()) == ["function sweeper: timeout", "bucket: exists", "log group: exists"]
 
 
 def test_functions_that_disagree_on_a_resource_fail() -> None:
@@ -210,3 +213,19 @@ def test_functions_that_disagree_on_a_resource_fail() -> None:
     assert (
         json.dumps(sorted(deployment.disagreements())) == '["JOBSCHED_RUNS_TABLE", "POWERTOOLS_SERVICE_NAME"]'
     )
+
+
+def test_outputs_are_checked_against_the_functions_variables() -> None:
+    env = {resources.ENV_BUCKET: "data", resources.ENV_STATE_MACHINE_ARN: "arn:sm"}
+    outputs = {key: "x" for key in checks.OUTPUTS} | {"PayloadBucket": "data", "StateMachineArn": "arn:sm"}
+    report = checks.Report()
+    checks.check_outputs(report, outputs, env)
+    assert report.failures == []
+    del outputs["ApiUrl"]
+    outputs["PayloadBucket"] = "other"
+    report = checks.Report()
+    checks.check_outputs(report, outputs, env)
+    assert _failed(report) == [
+        "outputs: every documented output",
+        "outputs: PayloadBucket is the functions' bucket",
+    ]
