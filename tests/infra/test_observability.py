@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from jobsched.runtime.resources import FUNCTIONS, QUEUES
+from jobsched.runtime.resources import FUNCTIONS, PRIORITIES, QUEUES
 
 
 def _alarms(synth) -> list[dict]:
@@ -40,18 +40,41 @@ def test_every_alarm_notifies_the_alert_topic(synth):
 
 def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_stranded_runs_and_error_rates(synth):
     # Given 4 queues (+ the scheduler DLQ) and 6 functions (5 specs, the worker's twice: the high
-    # worker) / Then: a DLQ-not-empty alarm per DLQ, an oldest-message alarm per queue, one lag p99
-    # alarm, one dead-letter alarm, one on runs declared stranded and an error-rate alarm per function
+    # worker) / Then: a DLQ-not-empty alarm per DLQ, an oldest-run alarm per priority and one on the
+    # long queue's oldest message, one lag p99 alarm, one dead-letter alarm, one on runs declared
+    # stranded and an error-rate alarm per function
     names = set(synth.stack.observability.alarms)
     expected = (
         {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
         | {"DlqNotEmpty-schedule", "ScheduleLagP99", "DeadLetters", "RunsStranded"}
-        | {f"OldestMessage-{q.kind}" for q in QUEUES}
+        | {f"OldestRun-{p}" for p in PRIORITIES}
+        | {"OldestMessage-long"}
         | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
         | {"ErrorRate-worker_high"}
     )
     assert names == expected
     assert len(_alarms(synth)) == len(expected)
+
+
+def test_run_age_alarms_watch_the_sweepers_oldest_queued_run_not_the_delayed_messages(synth):
+    # Given runs queued up to 900 s ahead with DelaySeconds, which SQS's ApproximateAgeOfOldestMessage
+    # counts / Then the priority queues' age alarms watch the sweeper's age of the oldest due run, one
+    # sweep period at a time, at the configured threshold; only the long queue (chunk tasks, never
+    # delayed) keeps an alarm on the SQS metric, its threshold raised by the time a chunk may run
+    config = synth.stack.config
+    runs = {a["MetricName"]: a for a in _alarms(synth) if a.get("MetricName", "").startswith("OldestQueued")}
+    assert set(runs) == {f"OldestQueuedRunAge{p.title()}" for p in PRIORITIES}
+    for alarm in runs.values():
+        assert alarm["Namespace"] == "jobsched"
+        assert alarm["Dimensions"] == [{"Name": "service", "Value": "sweeper"}]
+        assert (alarm["Statistic"], alarm["Period"]) == ("Maximum", 60 * config.sweeper_rate_minutes)
+        assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (300, "GreaterThanThreshold")
+        assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (2, 1)
+    (sqs_age,) = [a for a in _alarms(synth) if a.get("MetricName") == "ApproximateAgeOfOldestMessage"]
+    long_queue = synth.logical_id(synth.stack.queues.queue("long"))
+    queue_name = {"Fn::GetAtt": [long_queue, "QueueName"]}
+    assert sqs_age["Dimensions"] == [{"Name": "QueueName", "Value": queue_name}]
+    assert sqs_age["Threshold"] == config.alarm_oldest_run_seconds + 900
 
 
 def test_stranded_alarm_fires_on_one_run_declared_stranded_by_the_sweeper(synth):
@@ -86,7 +109,10 @@ def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_d
         "RunsSucceeded",
         "RunsDeadLettered",
         "ApproximateNumberOfMessagesVisible",
-        "ApproximateAgeOfOldestMessage",
+        "OldestQueuedRunAgeHigh",
+        "OldestQueuedRunAgeDefault",
+        "OldestQueuedRunAgeLow",
+        "ApproximateAgeOfOldestMessage",  # the long queue's (chunk tasks, never delayed)
         "Errors",
         "Throttles",
         "ConcurrentExecutions",
