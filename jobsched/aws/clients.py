@@ -9,8 +9,8 @@ nothing and tests can enter ``mock_aws()`` before any client exists.
 calls at once) is handed out as a :class:`ClientOnFirstUse` that creates the boto3 client when its
 first attribute is read. A worker wires S3 (large outputs), Step Functions (chunked jobs) and SNS
 (dead-letter notifications) but most containers never call them; creating their clients, loading
-each service's model and endpoint rules, was a sixth of the worker's cold start (docs/performance.md,
-"Lambda asset and cold start").
+each service's model and endpoint rules, was about a tenth of a worker's time to its first call
+(docs/performance.md, "Lambda asset and cold start").
 """
 
 from __future__ import annotations

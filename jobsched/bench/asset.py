@@ -101,6 +101,8 @@ def function_environment() -> dict[str, str]:
 
 def tree_bytes(root: Path) -> int:
     """The unzipped size: the sum of the files' sizes (what Lambda's 250 MB limit counts)."""
+    if root.is_file():
+        return root.stat().st_size
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
