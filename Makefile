@@ -11,7 +11,7 @@ DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
-.PHONY: install run test test-fast lint fmt bench bench-time bench-load fuzz chaos synth checkov deploy-rehearsal clean clean-cache iam-report
+.PHONY: install run test test-fast lint fmt bench bench-time bench-load bench-asset fuzz chaos synth checkov deploy-rehearsal clean clean-cache iam-report
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ bench-time: install
 
 bench: install bench-time
 	$(VENV)/bin/jobsched bench --runs 1000
+
+# The Lambda asset's unzipped size and each function's cold-start import time, bundled boto3 against the
+# runtime's copy (docs/performance.md, "Lambda asset and cold start"); ASSET_ARGS="--baseline main" adds
+# the asset built from another commit.
+ASSET_ARGS ?= --runs 9
+bench-asset: install
+	$(PY) -m jobsched.bench.asset $(ASSET_ARGS)
 
 # A bounded locust load test of the embedded API on loopback (docs/performance.md, "API under load").
 LOAD_ARGS ?= --users 8 --tenants 4 --seconds 45 --requests 300

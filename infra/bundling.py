@@ -1,9 +1,13 @@
 """One Lambda code asset for every function, bundled locally with pip/uv (no Docker).
 
 The asset holds our runtime dependencies (``requirements.txt``, installed as manylinux wheels for the
-Lambda platform) plus the ``jobsched`` and ``functions`` packages. Every function shares it, so a
-synth bundles once. The asset hash is computed from the sources, the requirements and the target
-platform, so an unchanged tree reuses a staged asset and a changed one can never be deployed stale.
+Lambda platform) plus the ``jobsched`` and ``functions`` packages, without the parts of ``jobsched``
+that only development uses (:data:`DEV_ONLY`: the benchmarks, the embedded mode with its emulator
+patches, the CLI, the deploy rehearsal). No function imports them (import-linter's contract "The
+Lambda code never imports development-only code", tests/infra/test_asset.py). Every function shares
+the asset, so a synth bundles once. The asset hash is computed from the sources that go into it, the
+requirements and the target platform, so an unchanged tree reuses a staged asset and a changed one
+can never be deployed stale.
 
 The installed dependencies are cached between runs (a synth in every ``make test`` would otherwise
 download the Lambda platform's wheels each time): under ``$JOBSCHED_CACHE_DIR``, else
@@ -32,6 +36,10 @@ from aws_cdk import aws_lambda as lambda_
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("jobsched", "functions")
+#: Subpackages of ``jobsched`` that only development uses, left out of the asset (and of its hash, so
+#: editing a benchmark never redeploys the functions). Keep in step with the import-linter contract
+#: "The Lambda code never imports development-only code" in pyproject.toml.
+DEV_ONLY = ("jobsched.bench", "jobsched.local", "jobsched.cli", "jobsched.rehearsal")
 #: Your own job handlers: a package at the project root, bundled when it exists (see docs/deploy.md).
 OPTIONAL_PACKAGES = ("handlers",)
 REQUIREMENTS = "requirements.txt"
@@ -42,7 +50,9 @@ LAMBDA_PYTHON_VERSION = "3.14"
 LAMBDA_ARCHITECTURE = lambda_.Architecture.ARM_64
 LAMBDA_PLATFORM = "manylinux2014_aarch64"
 
-_SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", "*.pyo", ".pytest_cache")
+#: Never in the asset: bytecode (compiled for the build machine's Python, not Lambda's) and tool caches.
+_SKIP_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+_SKIP_SUFFIXES = (".pyc", ".pyo")
 
 ENV_CACHE_DIR = "JOBSCHED_CACHE_DIR"
 CACHE_SUBDIR = "bundle-deps"
@@ -131,6 +141,23 @@ def _prune(root: Path, *, keep: int) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def _dev_only_dirs(project_root: Path) -> set[Path]:
+    return {project_root.joinpath(*name.split(".")) for name in DEV_ONLY}
+
+
+def _asset_files(project_root: Path, package: str) -> list[Path]:
+    """The files of ``package`` that go into the asset: no bytecode, no development-only subpackage."""
+    excluded = _dev_only_dirs(project_root)
+    return sorted(
+        p
+        for p in (project_root / package).rglob("*")
+        if p.is_file()
+        and _SKIP_DIRS.isdisjoint(p.relative_to(project_root).parts)
+        and not p.name.endswith(_SKIP_SUFFIXES)
+        and not any(p.is_relative_to(d) for d in excluded)
+    )
+
+
 def bundled_packages(project_root: Path = PROJECT_ROOT) -> tuple[str, ...]:
     """Our packages plus the optional ones (the user's ``handlers/``) that exist in ``project_root``."""
     extra = tuple(p for p in OPTIONAL_PACKAGES if (project_root / p / "__init__.py").is_file())
@@ -158,7 +185,10 @@ def bundle_into(
     )
     shutil.copytree(dependencies, target, ignore=shutil.ignore_patterns(_COMPLETE), dirs_exist_ok=True)
     for package in bundled_packages(project_root):
-        shutil.copytree(project_root / package, target / package, ignore=_SKIP, dirs_exist_ok=True)
+        for path in _asset_files(project_root, package):
+            destination = target / path.relative_to(project_root)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, destination)
     return target
 
 
@@ -171,9 +201,7 @@ def source_hash(
     digest = hashlib.sha256(f"{python_version}|{platform}".encode())
     files = [project_root / REQUIREMENTS]
     for package in bundled_packages(project_root):
-        files += sorted(
-            p for p in (project_root / package).rglob("*") if p.is_file() and "__pycache__" not in p.parts
-        )
+        files += _asset_files(project_root, package)
     for path in files:
         digest.update(str(path.relative_to(project_root)).encode())
         digest.update(path.read_bytes())

@@ -84,7 +84,9 @@ class StackConfig:
     sweeper_rate_minutes: int = 5
     long_job_max_concurrency: int = 10
     long_job_heartbeat_seconds: int = 120
-    alarm_oldest_message_seconds: int = 300
+    # OldestRun-<priority> alarms: the oldest due run still queued has waited longer than this since
+    # its due instant (the sweeper measures it; docs/decisions/0040). At least the sweeper's grace.
+    alarm_oldest_run_seconds: int = 300
     alarm_lag_p99_seconds: int = 10
     alarm_error_rate_percent: int = 5
     alarm_dead_letters: int = 1  # dead letters in 5 minutes that raise the DeadLetters alarm
@@ -160,6 +162,11 @@ class StackConfig:
                 )
         if self.alarm_dead_letters < 1:
             raise ConfigError(f"alarm_dead_letters must be at least 1, got {self.alarm_dead_letters}")
+        if not MIN_BACKPRESSURE_AGE_SECONDS <= self.alarm_oldest_run_seconds <= MAX_BACKPRESSURE_AGE_SECONDS:
+            raise ConfigError(
+                f"alarm_oldest_run_seconds must be {MIN_BACKPRESSURE_AGE_SECONDS} (the sweeper reads no run "
+                f"due more recently) to {MAX_BACKPRESSURE_AGE_SECONDS}, got {self.alarm_oldest_run_seconds}"
+            )
         if not 0 <= self.tenant_max_running <= 1000:
             raise ConfigError(f"tenant_max_running must be 0 (none) to 1000, got {self.tenant_max_running}")
         if not 0 <= self.tenant_runs_per_second <= 1000:
@@ -225,6 +232,13 @@ class StackConfig:
         if get("payload_retention_days") not in (None, ""):
             raise ConfigError(
                 "payload_retention_days was renamed retention_days (it now also expires run records)"
+            )
+        if get("alarm_oldest_message_seconds") not in (None, ""):
+            raise ConfigError(
+                "alarm_oldest_message_seconds was renamed alarm_oldest_run_seconds: the OldestRun alarms "
+                "watch how long the oldest due run has waited since its due instant, no longer SQS's "
+                "ApproximateAgeOfOldestMessage, which counts the delay of runs queued ahead "
+                "(docs/decisions/0040); set alarm_oldest_run_seconds instead"
             )
         if get("low_backlog_limit") not in (None, ""):
             raise ConfigError(

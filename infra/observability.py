@@ -5,6 +5,16 @@ EMF metrics in namespace ``jobsched`` whose only dimension is ``service`` = the 
 name. Run outcomes come from several functions, so the dashboard sums them over every ``service``
 with a SEARCH expression; the lag alarm needs one concrete metric and watches the worker's, which is
 where the lag is measured. docs/operations.md says what each alarm means and what to do.
+
+How long runs wait is watched on the system's own figure, not SQS's: the dispatcher sends runs up to
+900 s ahead with ``DelaySeconds`` and the worker re-sends retries with a backoff delay, and SQS's
+``ApproximateAgeOfOldestMessage`` ("the approximate age of the oldest non-deleted message in the
+queue") counts those delays and the minutes a running run's message is in flight, so an alarm on it
+sat in ALARM on any queue with runs ahead. The ``OldestRun-<priority>`` alarms watch the sweeper's
+``OldestQueuedRunAge<Priority>`` instead: seconds since the due instant of the oldest run still
+``queued``. The ``long`` queue carries chunk tasks from Step Functions, never delayed, so it keeps
+the SQS metric, with the time a chunk may be in flight (the worker's timeout) added to the threshold
+(docs/decisions/0040).
 """
 
 from __future__ import annotations
@@ -25,8 +35,11 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER
 from jobsched.runtime import observability as obs
+from jobsched.runtime.resources import FUNCTIONS, PRIORITIES
 
 MINUTE = cdk.Duration.minutes(1)
+#: How long a message of the ``long`` queue may be in flight: a chunk task runs in one worker invocation.
+CHUNK_IN_FLIGHT_SECONDS = next(spec.timeout_seconds for spec in FUNCTIONS if spec.name == QUEUE_CONSUMER)
 #: The functions that dead-letter runs (the worker also for chunked runs), i.e. emit RunsDeadLettered.
 DEAD_LETTERING = (QUEUE_CONSUMER, DLQ_CONSUMER, "sweeper")
 RUN_OUTCOMES = (
@@ -103,7 +116,7 @@ class Observability(Construct):
         self.alarms: dict[str, cw.Alarm] = {}
         self._add_alarms(config, watched)
         self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=cdk.Duration.hours(3))
-        self._add_widgets(watched)
+        self._add_widgets(watched, cdk.Duration.minutes(config.sweeper_rate_minutes))
 
     def _alarm(self, name: str, alarm: cw.Alarm) -> None:
         alarm.add_alarm_action(actions.SnsAction(self.topic))
@@ -126,21 +139,42 @@ class Observability(Construct):
                     treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
                 ),
             )
-        for kind, queue in watched.queues.items():
-            metric = queue.metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum")
+        sweep_period = cdk.Duration.minutes(config.sweeper_rate_minutes)
+        for priority in PRIORITIES:
+            metric = app_metric(obs.oldest_queued_run_age(priority), "Maximum", "sweeper")
             self._alarm(
-                f"OldestMessage-{kind}",
-                metric.create_alarm(
+                f"OldestRun-{priority}",
+                metric.with_(period=sweep_period).create_alarm(
                     self,
-                    f"OldestMessage{kind.title()}",
-                    alarm_description=f"Runs wait on the {kind} queue longer than "
-                    f"{config.alarm_oldest_message_seconds} s (workers saturated or failing).",
-                    threshold=config.alarm_oldest_message_seconds,
-                    evaluation_periods=3,
+                    f"OldestRun{priority.title()}",
+                    alarm_description=f"A {priority} run has waited in its queue more than "
+                    f"{config.alarm_oldest_run_seconds} s since it was due (workers saturated, throttled "
+                    "or failing; the sweeper measures it at every sweep).",
+                    threshold=config.alarm_oldest_run_seconds,
+                    # a sweep every period: alarm on one late sweep of the last two, clear after two
+                    evaluation_periods=2,
+                    datapoints_to_alarm=1,
                     comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
                     treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
                 ),
             )
+        long_threshold = config.alarm_oldest_run_seconds + CHUNK_IN_FLIGHT_SECONDS
+        self._alarm(
+            "OldestMessage-long",
+            watched.queues["long"]
+            .metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum")
+            .create_alarm(
+                self,
+                "OldestMessageLong",
+                alarm_description=f"A chunk task has been on the long queue more than {long_threshold} s "
+                f"({config.alarm_oldest_run_seconds} s waiting beyond the {CHUNK_IN_FLIGHT_SECONDS} s a "
+                "chunk may run): workers saturated or failing.",
+                threshold=long_threshold,
+                evaluation_periods=3,
+                comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            ),
+        )
         self._alarm(
             "RunsStranded",
             app_metric(obs.RUNS_STRANDED, "Sum", "sweeper").create_alarm(
@@ -214,7 +248,7 @@ class Observability(Construct):
                 ),
             )
 
-    def _add_widgets(self, watched: Watched) -> None:
+    def _add_widgets(self, watched: Watched, sweep_period: cdk.Duration) -> None:
         d = self.dashboard
         d.add_widgets(
             cw.GraphWidget(
@@ -244,10 +278,17 @@ class Observability(Construct):
                 width=8,
             ),
             cw.GraphWidget(
-                title="Age of oldest message (s)",
+                title="Oldest due run still queued (s since due, per sweep); long queue: oldest message",
                 left=[
-                    q.metric_approximate_age_of_oldest_message(period=MINUTE, label=kind)
-                    for kind, q in watched.queues.items()
+                    app_metric(obs.oldest_queued_run_age(p), "Maximum", "sweeper").with_(
+                        period=sweep_period, label=p
+                    )
+                    for p in PRIORITIES
+                ],
+                right=[
+                    watched.queues["long"].metric_approximate_age_of_oldest_message(
+                        period=MINUTE, statistic="Maximum", label="long: oldest message (SQS, s)"
+                    )
                 ],
                 width=8,
             ),
@@ -263,9 +304,17 @@ class Observability(Construct):
         functions = watched.functions
         d.add_widgets(
             cw.GraphWidget(
+                title="Run duration (s, handler time per attempt)",
+                left=[
+                    app_metric(obs.RUN_DURATION, stat, QUEUE_CONSUMER).with_(label=f"run {stat}")
+                    for stat in ("p50", "p99", "Maximum")
+                ],
+                width=6,
+            ),
+            cw.GraphWidget(
                 title="Function errors",
                 left=[f.metric_errors(period=MINUTE, label=name) for name, f in functions.items()],
-                width=8,
+                width=6,
             ),
             cw.GraphWidget(
                 title="Throttles and concurrency",
@@ -282,7 +331,7 @@ class Observability(Construct):
                     )
                     for name, f in functions.items()
                 ],
-                width=8,
+                width=6,
             ),
             cw.GraphWidget(
                 title="Dispatcher duration (ms)",
@@ -290,7 +339,7 @@ class Observability(Construct):
                     functions["dispatcher"].metric_duration(period=MINUTE, statistic=stat, label=stat)
                     for stat in ("p50", "p99", "Maximum")
                 ],
-                width=8,
+                width=6,
             ),
         )
         d.add_widgets(

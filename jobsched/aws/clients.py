@@ -4,10 +4,18 @@ No endpoint is ever passed by hand: boto3 itself honours ``AWS_ENDPOINT_URL`` (a
 ``AWS_ENDPOINT_URL_<SERVICE>``), which is how the local mode points everything at the emulator. Clients
 are created on first use, never at import time, so a module import in a test or a cold start costs
 nothing and tests can enter ``mock_aws()`` before any client exists.
+
+"First use" is the first call, not the wiring: every client but DynamoDB's (which every function
+calls at once) is handed out as a :class:`ClientOnFirstUse` that creates the boto3 client when its
+first attribute is read. A worker wires S3 (large outputs), Step Functions (chunked jobs) and SNS
+(dead-letter notifications) but most containers never call them; creating their clients, loading
+each service's model and endpoint rules, was about a tenth of a worker's time to its first call
+(docs/performance.md, "Lambda asset and cold start").
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from functools import cached_property
 from typing import Any
@@ -43,6 +51,39 @@ def _tag_lane(request: Any, **_: Any) -> None:
         request.headers[LANE_HEADER] = source()
 
 
+class ClientOnFirstUse:
+    """Stands in for a boto3 client and creates it, once, when one of its attributes is first read
+    (an API call, ``.meta``, ``.exceptions``); from then on every attribute is the client's own."""
+
+    __slots__ = ("__weakref__", "_client", "_lock", "_make", "service")
+
+    def __init__(self, service: str, make: Callable[[], Any]):
+        self.service = service
+        self._make = make
+        self._client: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def created(self) -> bool:
+        """Whether the real client exists yet."""
+        return self._client is not None
+
+    def client(self) -> Any:
+        """The boto3 client (created now if it was not)."""
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    self._client = self._make()
+        return self._client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.client(), name)
+
+    def __repr__(self) -> str:
+        state = "created" if self.created else "not created yet"
+        return f"<{self.service} client, {state}>"
+
+
 class Clients:
     """The AWS clients one function needs, each created once on first access."""
 
@@ -71,22 +112,26 @@ class Clients:
         client.meta.events.register("before-sign.dynamodb", _tag_lane)
         return client
 
+    def on_first_use(self, service: str) -> ClientOnFirstUse:
+        """``service``'s client, created when first used (see the module docstring)."""
+        return ClientOnFirstUse(service, lambda: self.client(service))
+
     @cached_property
     def sqs(self) -> Any:
-        return self.client("sqs")
+        return self.on_first_use("sqs")
 
     @cached_property
     def s3(self) -> Any:
-        return self.client("s3")
+        return self.on_first_use("s3")
 
     @cached_property
     def stepfunctions(self) -> Any:
-        return self.client("stepfunctions")
+        return self.on_first_use("stepfunctions")
 
     @cached_property
     def sns(self) -> Any:
-        return self.client("sns")
+        return self.on_first_use("sns")
 
     @cached_property
     def cloudwatch(self) -> Any:
-        return self.client("cloudwatch")
+        return self.on_first_use("cloudwatch")

@@ -2,9 +2,10 @@
 
 Metrics are CloudWatch EMF through Powertools (:func:`make_metrics`, one per function); services
 emit through a small :class:`MetricSink` so they stay testable and the local mode can print or count them.
-Cardinality: metrics carry only the ``service`` default dimension (and ``priority`` where it says
-so: three values). Never a per-run, per-job or per-tenant dimension: each distinct dimension set is a
-separate billed metric. Per-run detail belongs in the structured log line (job/run/attempt/tenant keys).
+Cardinality: metrics carry only the ``service`` default dimension; a figure per priority is a metric
+per priority (:func:`oldest_queued_run_age`: three names). Never a per-run, per-job or per-tenant
+dimension: each distinct dimension set is a separate billed metric. Per-run detail belongs in the
+structured log line (job/run/attempt/tenant keys).
 
 Run keys in every line (:func:`run_log_keys`, :class:`RunKeysFilter`, :func:`configure_function_logging`):
 while a run is handled its keys sit in a context variable; the worker's own threads (the handler's,
@@ -33,6 +34,8 @@ from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
+from jobsched.runtime.resources import PRIORITIES
+
 NAMESPACE = "jobsched"
 
 SCHEDULE_LAG = "ScheduleLag"  # seconds between a run's due instant and its attempt's start
@@ -54,8 +57,21 @@ NOTIFICATIONS_FAILED = "NotificationsFailed"  # dead-letter notifications given 
 JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due jobs left for a later tick (backpressure)
 LIMIT_WAITS = "LimitWaits"  # worker: deliveries held back by a concurrency or rate limit (no attempt used)
 LIMIT_SLOTS_LOST = "LimitSlotsLost"  # worker: a running run's slot lease ended and the semaphore was full
+#: sweeper, once per sweep and priority: seconds since the due instant of the oldest run still
+#: ``queued`` (past due, not waiting for a limit), 0 when there is none. The name ends with the priority.
+OLDEST_QUEUED_RUN_AGE = "OldestQueuedRunAge"
 
-UNITS = {SCHEDULE_LAG: MetricUnit.Seconds, RUN_DURATION: MetricUnit.Seconds}
+
+def oldest_queued_run_age(priority: str) -> str:
+    """The metric of ``priority``'s oldest queued run: ``OldestQueuedRunAgeHigh``, ``...Default``..."""
+    return f"{OLDEST_QUEUED_RUN_AGE}{priority.title()}"
+
+
+UNITS = {
+    SCHEDULE_LAG: MetricUnit.Seconds,
+    RUN_DURATION: MetricUnit.Seconds,
+    **{oldest_queued_run_age(p): MetricUnit.Seconds for p in PRIORITIES},
+}
 
 
 class MetricSink(Protocol):

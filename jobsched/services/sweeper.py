@@ -42,6 +42,14 @@ handed to the notifier (:mod:`jobsched.services.notifications`), which claims it
 write, so a sweep racing the worker's own delivery sends nothing twice. A ledger item is kept while
 one of its runs owes a notification, so the run stays in reach until it is paid.
 
+**The age of the oldest queued run.** Of the runs it reads, the sweep notes per priority the earliest
+due instant of a run still ``queued`` (past due, not waiting for a limit: its message is in the
+queue, ready). It writes the ``default`` and ``low`` ones for the dispatcher's backpressure by age
+(:mod:`jobsched.aws.queue_ages`, decision 0028) and emits, for every priority, the seconds since
+then (0 when there is none) as the metric ``OldestQueuedRunAge<Priority>``: what the
+``OldestRun-<priority>`` alarms watch, since SQS's ``ApproximateAgeOfOldestMessage`` counts the
+time a message sent ahead with ``DelaySeconds`` waits for its due instant (decision 0040).
+
 Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
 items' size; the runs named, for every sweep that finds their item due and still in flight (usually
 one: the dispatcher's runs queued ahead are named by one item per two minutes of due instants,
@@ -79,7 +87,7 @@ from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_s
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.runtime import observability as obs
-from jobsched.runtime.resources import BACKPRESSURE_PRIORITIES
+from jobsched.runtime.resources import BACKPRESSURE_PRIORITIES, PRIORITIES
 from jobsched.services.notifications import DeadLetterNotifier
 from jobsched.services.runs import finish_replay
 
@@ -167,8 +175,12 @@ class Sweeper:
                     ripe, named = [], 0
         if ripe:
             self._sweep_items(ripe, sweep, summary)
+        for priority in PRIORITIES:  # the OldestRun-<priority> alarms (docs/decisions/0040)
+            self.metrics.add(obs.oldest_queued_run_age(priority), sweep.oldest_queued_age(priority))
         if self.ages is not None:
-            self.ages.record(sweep.oldest_queued, now)
+            self.ages.record(
+                {p: due for p, due in sweep.oldest_queued.items() if p in BACKPRESSURE_PRIORITIES}, now
+            )
         return summary
 
     # --- ledger items ----------------------------------------------------------------------------
@@ -416,7 +428,8 @@ class _Sweep:
         self.jobs: dict[str, Job | None] = {}
         self._backlogs: dict[str, bool] = {}
         #: priority -> the earliest due instant of a run found ``queued``, past due and not waiting
-        #: for a limit (its message is in the queue, ready): the age backpressure reads.
+        #: for a limit (its message is in the queue, ready): the age backpressure reads (default,
+        #: low) and the OldestRun alarms watch (every priority).
         self.oldest_queued: dict[str, datetime] = {}
 
     def note_queued(self, item: Mapping[str, Any]) -> None:
@@ -427,10 +440,15 @@ class _Sweep:
         if due > self.now:
             return
         priority = str(item.get("priority", "default"))
-        if priority not in BACKPRESSURE_PRIORITIES:
+        if priority not in PRIORITIES:
             return
         if priority not in self.oldest_queued or due < self.oldest_queued[priority]:
             self.oldest_queued[priority] = due
+
+    def oldest_queued_age(self, priority: str) -> float:
+        """Seconds the oldest queued, past-due run of ``priority`` has waited since due (0: none)."""
+        oldest = self.oldest_queued.get(priority)
+        return 0.0 if oldest is None else max(0.0, (self.now - oldest).total_seconds())
 
     def backlog(self, queues: RunQueues, priority: str) -> bool:
         """Whether the ``priority`` queue holds visible messages (read once per sweep; unreadable

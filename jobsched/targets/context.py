@@ -7,6 +7,11 @@ acknowledgement, and the run is then executed again. Handlers make their externa
 returns the stored result on later attempts (Powertools idempotency on the idempotency table) — not at
 most once: an attempt that dies inside ``fn``, or whose result cannot be saved, lets a later attempt
 run it again.
+
+Powertools' idempotency utility (with boto3's DynamoDB types and its persistence layers) is imported
+on a handler's first ``ctx.idempotent`` call, not when the worker starts: most runs never call it,
+and it was a third of the worker's cold-start import (docs/performance.md, "Lambda asset and cold
+start").
 """
 
 from __future__ import annotations
@@ -18,20 +23,13 @@ import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
-
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
-from aws_lambda_powertools.utilities.idempotency.exceptions import (
-    IdempotencyAlreadyInProgressError,
-    IdempotencyPersistenceLayerError,
-)
+from typing import TYPE_CHECKING, Any
 
 from jobsched.core.errors import RetryableError
 from jobsched.core.progress import handler_progress
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
 
 #: Idempotency records outlive every retry schedule we allow (max backoff x attempts stays far below).
 DEFAULT_EFFECT_TTL_SECONDS = 7 * 24 * 3600
@@ -65,6 +63,8 @@ _LAYERS_LOCK = threading.Lock()
 
 def persistence_layer(dynamodb_client: Any, table_name: str, ttl_seconds: int) -> DynamoDBPersistenceLayer:
     """The persistence layer of ``table_name`` on ``dynamodb_client`` (made once, then shared)."""
+    from aws_lambda_powertools.utilities.idempotency import DynamoDBPersistenceLayer
+
     with _LAYERS_LOCK:
         layers = _LAYERS.setdefault(dynamodb_client, {})
         layer = layers.get((table_name, ttl_seconds))
@@ -84,14 +84,27 @@ class IdempotentEffects:
     """
 
     def __init__(self, dynamodb_client: Any, table_name: str, ttl_seconds: int = DEFAULT_EFFECT_TTL_SECONDS):
-        self._persistence = persistence_layer(dynamodb_client, table_name, ttl_seconds)
+        self._client = dynamodb_client
+        self._table_name = table_name
         self._ttl_seconds = ttl_seconds
+
+    @property
+    def _persistence(self) -> DynamoDBPersistenceLayer:
+        """The shared persistence layer (built, with the Powertools import, on the first effect)."""
+        return persistence_layer(self._client, self._table_name, self._ttl_seconds)
 
     def run(self, key: str, fn: Callable[..., Any], *args: Any, remaining_ms: int, **kwargs: Any) -> Any:
         """Call ``fn(*args, **kwargs)`` unless an earlier call with ``key`` completed; return its result.
 
         An effect still in progress under another (live) attempt raises :class:`RetryableError`.
         """
+        from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
+        from aws_lambda_powertools.utilities.idempotency.exceptions import (
+            IdempotencyAlreadyInProgressError,
+            IdempotencyPersistenceLayerError,
+        )
+
+        persistence = self._persistence
         config = IdempotencyConfig(event_key_jmespath="key", expires_after_seconds=self._ttl_seconds)
         # Powertools reads only get_remaining_time_in_millis() of the context it is given.
         config.register_lambda_context(_Remaining(lambda: max(remaining_ms, 1000)))  # type: ignore[arg-type]
@@ -100,7 +113,7 @@ class IdempotentEffects:
 
         @idempotent_function(
             data_keyword_argument="effect",
-            persistence_store=self._persistence,
+            persistence_store=persistence,
             config=config,
             key_prefix=EFFECT_KEY_PREFIX,
         )

@@ -5,6 +5,10 @@ test machine cannot load. So the import check builds a second bundle with the *s
 for the host interpreter and imports every handler from it in an isolated interpreter (``-I -S``: no
 site-packages, no environment leaks), with the function's environment from the template. A handler
 that needs a library missing from requirements.txt fails here, not at its first cold start.
+
+Development-only code (``infra.bundling.DEV_ONLY``: benchmarks, the embedded mode and its emulator
+patches, the CLI, the deploy rehearsal) is not in the asset, and no module a function can import,
+at import time or later (a function-level import, a route loaded on first use), is dev-only.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from infra.bundling import LAMBDA_PYTHON_VERSION, PROJECT_ROOT, REQUIREMENTS, bundle_into
+from infra.bundling import DEV_ONLY, LAMBDA_PYTHON_VERSION, PROJECT_ROOT, REQUIREMENTS, bundle_into
 from jobsched.runtime.resources import FUNCTIONS, FunctionSpec
 
 
@@ -55,6 +59,42 @@ def test_asset_native_extensions_target_lambda_arm64(synth):
     assert extensions, "expected at least pydantic_core's extension"
     wrong = [p.name for p in extensions if tag not in p.name and ".abi3." not in p.name]
     assert wrong == []
+
+
+def _subpackages(root: Path) -> set[str]:
+    return {p.parent.name for p in (root / "jobsched").glob("*/__init__.py")}
+
+
+def test_asset_leaves_out_development_only_code(synth):
+    # Given the project's jobsched subpackages, the dev-only ones among them
+    in_project = _subpackages(PROJECT_ROOT)
+    dev_only = {name.split(".", 1)[1] for name in DEV_ONLY}
+    assert {"bench", "local", "cli"} <= in_project, "DEV_ONLY names packages this project no longer has"
+    # Then the asset holds every other subpackage and none of the dev-only ones (nor any of their files)
+    assert _subpackages(synth.asset_dir) == in_project - dev_only
+    leaked = [p for name in dev_only for p in (synth.asset_dir / "jobsched" / name).rglob("*")]
+    assert leaked == []
+
+
+def _modules_reachable_from(roots: list[str]) -> set[str]:
+    """Every module the given modules import, directly or not, at module level or inside a function."""
+    import grimp
+
+    graph = grimp.build_graph("jobsched", "functions", cache_dir=None)
+    reachable = set(roots)
+    for root in roots:
+        reachable |= graph.find_upstream_modules(root)
+    return reachable
+
+
+def test_no_function_can_import_development_only_code():
+    # Given every function's handler module / When we follow its imports (static: function-level
+    # imports and the routes the API loads on first use included) / Then none reaches a dev-only module
+    handlers = [spec.handler.rsplit(".", 1)[0] for spec in FUNCTIONS]
+    reachable = _modules_reachable_from(handlers)
+    assert "jobsched.services.worker" in reachable  # the walk does follow the imports
+    dev = [m for m in sorted(reachable) if any(m == d or m.startswith(d + ".") for d in DEV_ONLY)]
+    assert dev == []
 
 
 def test_asset_carries_our_packages_without_bytecode(synth):

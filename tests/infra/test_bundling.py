@@ -38,6 +38,34 @@ def test_bundle_holds_our_packages_without_bytecode_or_tool_files(project, tmp_p
     assert sorted(p.name for p in out.iterdir()) == ["functions", "jobsched"]
 
 
+def _add_dev_only_packages(root: Path) -> None:
+    for name in bundling.DEV_ONLY:
+        package = root.joinpath(*name.split("."))
+        package.mkdir(parents=True)
+        (package / "__init__.py").write_text("DEV = True\n")
+        (package / "tool.py").write_text("X = 1\n")
+    (root / "jobsched" / "locally.py").write_text("Y = 1\n")  # a module whose name merely starts alike
+
+
+def test_development_only_packages_stay_out_of_the_bundle(project, tmp_path):
+    # Given the project's jobsched package with every development-only subpackage in it
+    _add_dev_only_packages(project)
+    # When the asset is bundled
+    out = bundle_into(tmp_path / "out", project_root=project)
+    # Then none of them is in it, and the rest of jobsched is
+    assert sorted(p.name for p in (out / "jobsched").iterdir()) == ["__init__.py", "locally.py"]
+
+
+def test_editing_development_only_code_keeps_the_asset_hash(project):
+    _add_dev_only_packages(project)
+    before = source_hash(project_root=project)
+    for name in bundling.DEV_ONLY:
+        project.joinpath(*name.split("."), "tool.py").write_text("X = 2\n")
+    assert source_hash(project_root=project) == before  # no redeploy for a benchmark's edit
+    (project / "jobsched" / "locally.py").write_text("Y = 2\n")
+    assert source_hash(project_root=project) != before
+
+
 def test_an_uninstallable_requirement_fails_with_the_tools_message(project, tmp_path):
     (project / "requirements.txt").write_text("not a valid requirement !!!\n")
     with pytest.raises(BundlingError, match=r"requirements\.txt failed") as raised:

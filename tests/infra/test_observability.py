@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jobsched.runtime.resources import FUNCTIONS, QUEUES
+from jobsched.runtime.resources import FUNCTIONS, PRIORITIES, QUEUES
 
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 
@@ -40,6 +40,10 @@ def _named(metrics: list[Any], namespace: str, name: str) -> list[list[Any]]:
     return [m for m in metrics if isinstance(m[0], str) and m[:2] == [namespace, name]]
 
 
+def _named_prefix(metrics: list[Any], namespace: str, prefix: str) -> list[list[Any]]:
+    return [m for m in metrics if isinstance(m[0], str) and m[0] == namespace and m[1].startswith(prefix)]
+
+
 def test_alert_topic_is_encrypted_with_a_key_cloudwatch_may_use(synth):
     (topic,) = synth.resources("AWS::SNS::Topic").values()
     assert "KmsMasterKeyId" in topic["Properties"]
@@ -62,18 +66,41 @@ def test_every_alarm_notifies_the_alert_topic(synth):
 
 def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_stranded_runs_and_error_rates(synth):
     # Given 4 queues (+ the scheduler DLQ) and 6 functions (5 specs, the worker's twice: the high
-    # worker) / Then: a DLQ-not-empty alarm per DLQ, an oldest-message alarm per queue, one lag p99
-    # alarm, one dead-letter alarm, one on runs declared stranded and an error-rate alarm per function
+    # worker) / Then: a DLQ-not-empty alarm per DLQ, an oldest-run alarm per priority and one on the
+    # long queue's oldest message, one lag p99 alarm, one dead-letter alarm, one on runs declared
+    # stranded and an error-rate alarm per function
     names = set(synth.stack.observability.alarms)
     expected = (
         {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
         | {"DlqNotEmpty-schedule", "ScheduleLagP99", "DeadLetters", "RunsStranded"}
-        | {f"OldestMessage-{q.kind}" for q in QUEUES}
+        | {f"OldestRun-{p}" for p in PRIORITIES}
+        | {"OldestMessage-long"}
         | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
         | {"ErrorRate-worker_high"}
     )
     assert names == expected
     assert len(_alarms(synth)) == len(expected)
+
+
+def test_run_age_alarms_watch_the_sweepers_oldest_queued_run_not_the_delayed_messages(synth):
+    # Given runs queued up to 900 s ahead with DelaySeconds, which SQS's ApproximateAgeOfOldestMessage
+    # counts / Then the priority queues' age alarms watch the sweeper's age of the oldest due run, one
+    # sweep period at a time, at the configured threshold; only the long queue (chunk tasks, never
+    # delayed) keeps an alarm on the SQS metric, its threshold raised by the time a chunk may run
+    config = synth.stack.config
+    runs = {a["MetricName"]: a for a in _alarms(synth) if a.get("MetricName", "").startswith("OldestQueued")}
+    assert set(runs) == {f"OldestQueuedRunAge{p.title()}" for p in PRIORITIES}
+    for alarm in runs.values():
+        assert alarm["Namespace"] == "jobsched"
+        assert alarm["Dimensions"] == [{"Name": "service", "Value": "sweeper"}]
+        assert (alarm["Statistic"], alarm["Period"]) == ("Maximum", 60 * config.sweeper_rate_minutes)
+        assert (alarm["Threshold"], alarm["ComparisonOperator"]) == (300, "GreaterThanThreshold")
+        assert (alarm["EvaluationPeriods"], alarm["DatapointsToAlarm"]) == (2, 1)
+    (sqs_age,) = [a for a in _alarms(synth) if a.get("MetricName") == "ApproximateAgeOfOldestMessage"]
+    long_queue = synth.logical_id(synth.stack.queues.queue("long"))
+    queue_name = {"Fn::GetAtt": [long_queue, "QueueName"]}
+    assert sqs_age["Dimensions"] == [{"Name": "QueueName", "Value": queue_name}]
+    assert sqs_age["Threshold"] == config.alarm_oldest_run_seconds + 900
 
 
 def test_stranded_alarm_fires_on_one_run_declared_stranded_by_the_sweeper(synth):
@@ -111,8 +138,12 @@ def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_d
     depth, _ = widgets["Queue depth (visible messages); jobs held back"]
     assert len(_named(depth, "AWS/SQS", "ApproximateNumberOfMessagesVisible")) == len(QUEUES)
     assert any("JobsHeldBack" in m[0].get("expression", "") for m in depth if isinstance(m[0], dict))
-    age, _ = widgets["Age of oldest message (s)"]
-    assert len(_named(age, "AWS/SQS", "ApproximateAgeOfOldestMessage")) == len(QUEUES)
+    age, _ = widgets["Oldest due run still queued (s since due, per sweep); long queue: oldest message"]
+    assert {m[1] for m in _named_prefix(age, "jobsched", "OldestQueuedRunAge")} == {
+        f"OldestQueuedRunAge{p.title()}" for p in PRIORITIES
+    }
+    # SQS's own age only for the long queue (chunk tasks are never sent with a delay, decision 0040)
+    assert len(_named(age, "AWS/SQS", "ApproximateAgeOfOldestMessage")) == 1
     dlq, _ = widgets["Dead-letter queue depth"]
     assert len(_named(dlq, "AWS/SQS", "ApproximateNumberOfMessagesVisible")) == len(QUEUES) + 1
     errors, _ = widgets["Function errors"]
@@ -128,19 +159,20 @@ def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_d
     assert all(tokens[int(m[3].strip("_").removeprefix("TOKEN"))] == dispatcher for m in lambda_durations)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 27 §6: the dashboard has no widget of the handlers' RunDuration (the search for "
-    "'Duration' passed on the dispatcher's Lambda duration). The widget belongs in infra/observability.py, "
-    "under change by the CDK work; when it is added this test passes and strict xfail fails: remove it.",
-)
 def test_dashboard_graphs_the_handlers_run_duration(synth):
     """Given the dashboard, Then one widget graphs the jobsched RunDuration metric (seconds a handler
     ran, per attempt), not only the dispatcher's Lambda Duration."""
-    found = [
-        title for title, (metrics, _) in _widgets(synth).items() if _named(metrics, "jobsched", "RunDuration")
-    ]
-    assert found, "no dashboard widget graphs RunDuration"
+    found = {
+        title: _named(metrics, "jobsched", "RunDuration")
+        for title, (metrics, _) in _widgets(synth).items()
+        if _named(metrics, "jobsched", "RunDuration")
+    }
+    assert list(found) == ["Run duration (s, handler time per attempt)"], found
+    (durations,) = found.values()
+    # the worker emits it (both worker functions run as service "worker"), at p50, p99 and maximum
+    assert {(m[2], m[3], m[-1]["stat"]) for m in durations} == {
+        ("service", "worker", stat) for stat in ("p50", "p99", "Maximum")
+    }
 
 
 def test_deploy_md_prices_the_alarm_metrics_the_stack_builds(synth):
