@@ -8,6 +8,7 @@ import contextvars
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
@@ -115,3 +116,25 @@ def test_nothing_is_hooked_unless_installed_and_the_functions_never_import_the_r
     # Then botocore is untouched and jobsched.local is never imported; install and uninstall are exact.
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_cancel_boards_batched_reads_belong_to_the_invocation_that_made_it(sqs_and_table) -> None:
+    # Given a worker invocation whose cancel board reads the flags of its runs from its own thread
+    # (found by this recorder: that thread ran in an empty context, its reads unattributed),
+    from jobsched.targets.executor import CancelBoard
+
+    def read_flags(run_ids: list[str]) -> set[str]:
+        _get(sqs_and_table)
+        return set()
+
+    with recorder.capturing() as recording, recorder.invocation("worker"):
+        board = CancelBoard(read_flags, 0.01)
+        stop = threading.Event()
+        with board.watch("run-1", stop, lambda: None):
+            deadline = time.monotonic() + 10
+            while not recording.calls and time.monotonic() < deadline:
+                time.sleep(0.01)
+        stop.set()
+    # Then its reads are the worker's
+    assert recording.triples[("worker", "dynamodb:GetItem", TABLE_ARN)] >= 1
+    assert not recording.unattributed
