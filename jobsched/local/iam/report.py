@@ -40,9 +40,7 @@ def check(recording: Recording, template: dict, variant: str) -> VariantReport:
     """``recording`` against the roles of ``template``; the disposition of each unused grant."""
     roles = read_roles(template)
     evaluation = evaluate_recording(recording, roles)
-    context = Context(
-        used=frozenset((f, r) for f, _, r in evaluation.used), consumed=frozenset(roles.consumed)
-    )
+    context = Context(used=frozenset(evaluation.used), consumed=frozenset(roles.consumed))
     return VariantReport(variant, evaluation, {g: disposition_of(g, context) for g in evaluation.unused})
 
 
