@@ -5,10 +5,12 @@ calls outside invocations are not counted; nothing is hooked unless the recorder
 from __future__ import annotations
 
 import contextvars
+import os
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
@@ -22,12 +24,15 @@ TABLE_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/<JOBSCHED_RUNS_TABLE>
 
 @pytest.fixture
 def sqs_and_table(monkeypatch: pytest.MonkeyPatch):
+    # A table of its own per test: under a mock another fixture keeps active, moto's state outlives
+    # this test's ``mock_aws``.
+    name = f"runs-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("JOBSCHED_RUNS_TABLE", "runs")
+    monkeypatch.setenv("JOBSCHED_RUNS_TABLE", name)
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         dynamodb.create_table(
-            TableName="runs",
+            TableName=name,
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
@@ -36,7 +41,7 @@ def sqs_and_table(monkeypatch: pytest.MonkeyPatch):
 
 
 def _get(dynamodb) -> None:
-    dynamodb.get_item(TableName="runs", Key={"pk": {"S": "x"}})
+    dynamodb.get_item(TableName=os.environ["JOBSCHED_RUNS_TABLE"], Key={"pk": {"S": "x"}})
 
 
 def test_calls_in_an_invocation_are_attributed_and_others_not_counted(sqs_and_table) -> None:

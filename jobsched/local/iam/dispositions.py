@@ -55,7 +55,8 @@ class Disposition:
     #: grant on the same resource; "table": the function used the table whose indexes these are;
     #: "mapping": the function consumes the queue through an event source mapping; "sibling-queue":
     #: the function made the same call on another priority's queue; "as-worker": the shared worker
-    #: (same code) used the same grant.
+    #: (same code) used the same grant; "worker-bundle": for WorkerHigh, the shared worker used the
+    #: resource.
     only: tuple[str, ...] = ()
 
     def covers(self, grant: Grant, context: Context) -> bool:
@@ -84,6 +85,8 @@ class Disposition:
             )
         if condition == "as-worker":
             return ("worker", grant.action, grant.resource) in context.used
+        if condition == "worker-bundle":
+            return grant.function == "worker_high" and context.used_on("worker", grant.resource)
         raise ValueError(f"unknown condition {condition!r}")
 
 
@@ -176,8 +179,8 @@ RULES: tuple[Disposition, ...] = (
         ANY_TABLE,
         "cdk-grant",
         "Part of CDK's grant_read_write_data (read and write data actions on the table and its indexes) "
-        "whose other actions the function uses on the same table.",
-        only=("bundle",),
+        "whose other actions the function (for WorkerHigh: the worker, same code) uses on the same table.",
+        only=("bundle", "worker-bundle"),
     ),
     Disposition(
         "*",
@@ -207,6 +210,58 @@ RULES: tuple[Disposition, ...] = (
         "high-priority run may do whatever a run of another priority does (retry, outputs, effects, a "
         "chunked start, a DAG node's children); the shared worker's calls used this grant.",
         only=("as-worker",),
+    ),
+    Disposition(
+        "api",
+        "s3:GetObject",
+        "arn:aws:s3:::<JOBSCHED_BUCKET>/*",
+        "path",
+        "GET /runs/{id} reads a run's output from S3 when it was over the 4 KiB inline limit "
+        "(jobsched/aws/outputs.py); no recorded test reads such an output through the API function.",
+    ),
+    Disposition(
+        "worker*",
+        "s3:GetObject",
+        "arn:aws:s3:::<JOBSCHED_BUCKET>/*",
+        "path",
+        "A chunked job's completion reads the chunk outputs stored in S3 (over 4 KiB, "
+        "jobsched/long_jobs/chunk_runner.py); chunked jobs are tested through the services, not a function.",
+    ),
+    Disposition(
+        "*",
+        "sns:Publish",
+        "*",
+        "path",
+        "Dead-letter notifications to a team's SNS topic (the worker's, and the sweeper's for those still "
+        "owed): the end-to-end notification test uses a webhook; the SNS publish is tested through the "
+        "service (tests/aws/test_notifications.py), not a function.",
+    ),
+    Disposition(
+        "worker*",
+        "states:*",
+        "arn:aws:states:*",
+        "path",
+        "Chunked jobs (start, describe, task responses and heartbeats, stop on cancel) are tested through "
+        "the services against moto's Step Functions (tests/aws/test_chunked*.py); no recorded test runs "
+        "one through the worker function.",
+    ),
+    Disposition(
+        "*",
+        "sqs:GetQueueAttributes",
+        ANY_QUEUE,
+        "path",
+        "Read only when needed: the API's at-once dispatch and the dispatcher apply backpressure to "
+        "default/low when a limit is set for that priority; the sweeper checks the backlog before "
+        "declaring a run stranded (jobsched/services/backpressure.py, sweeper.py).",
+    ),
+    Disposition(
+        "worker*",
+        "sqs:*",
+        "arn:aws:sqs:*:*:<JOBSCHED_QUEUE_URL_*>",
+        "path",
+        "A retry re-sends the run to its own priority's queue, a DAG node's end sends its children to "
+        "theirs, a freed limit slot makes a waiter's message visible in whichever queue it waits "
+        "(infra/workers.py); which of these the tests reached on which queue is test data.",
     ),
 )
 
