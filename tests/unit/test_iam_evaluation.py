@@ -151,9 +151,7 @@ def test_a_send_to_another_priority_and_the_high_workers_copy_of_the_workers_gra
     sent_default = Context(used=frozenset({("dispatcher", "sqs:SendMessage", QUEUE)}), consumed=frozenset())
     assert disposition_of(send, sent_default).kind == "path"
     assert disposition_of(send, Context(used=frozenset(), consumed=frozenset())) is None
-    start = Grant(
-        "worker_high", "states:StartExecution", "arn:aws:states:us-east-1:123456789012:stateMachine:x"
-    )
-    by_worker = Context(used=frozenset({("worker", start.action, start.resource)}), consumed=frozenset())
-    assert disposition_of(start, by_worker).kind == "path"
-    assert disposition_of(start, Context(used=frozenset(), consumed=frozenset())) is None
+    put = Grant("worker_high", "s3:PutObject", "arn:aws:s3:::<JOBSCHED_BUCKET>/*")
+    by_worker = Context(used=frozenset({("worker", put.action, put.resource)}), consumed=frozenset())
+    assert disposition_of(put, by_worker).kind == "path"
+    assert disposition_of(put, Context(used=frozenset(), consumed=frozenset())) is None

@@ -256,7 +256,16 @@ RULES: tuple[Disposition, ...] = (
     ),
     Disposition(
         "worker*",
-        "sqs:*",
+        "sqs:SendMessage",
+        "arn:aws:sqs:*:*:<JOBSCHED_QUEUE_URL_*>",
+        "path",
+        "A retry re-sends the run to its own priority's queue, a DAG node's end sends its children to "
+        "theirs, a freed limit slot makes a waiter's message visible in whichever queue it waits "
+        "(infra/workers.py); which of these the tests reached on which queue is test data.",
+    ),
+    Disposition(
+        "worker*",
+        "sqs:ChangeMessageVisibility",
         "arn:aws:sqs:*:*:<JOBSCHED_QUEUE_URL_*>",
         "path",
         "A retry re-sends the run to its own priority's queue, a DAG node's end sends its children to "

@@ -60,7 +60,7 @@ def render(recording: Recording, reports: Sequence[VariantReport]) -> str:
             by_disposition[d.kind if d else "UNJUSTIFIED"] += 1
         lines.append(
             f"\n[encryption={report.variant}] requests checked: {len(ev.checked)} ({implied} implied key "
-            f"actions)  denied: {len(ev.denied)}  unused grants: {len(ev.unused)} "
+            f"actions)  denied: {len(ev.denied)}  grants: {ev.total_grants}, unused: {len(ev.unused)} "
             f"({', '.join(f'{k} {n}' for k, n in sorted(by_disposition.items()))})"
         )
         lines += [
