@@ -78,7 +78,7 @@ synth: install
 	$(PY) app.py
 
 # Permissions proved by use (docs/deploy.md, decision 0038): the fault battery and a benchmark run with
-# every function's AWS calls recorded (the last `make test` left its own recording in .iam-calls/pytest),
+# every function's AWS calls recorded (each `make test` leaves its recording in .iam-calls/pytest/<session>),
 # both encryption variants are synthesized, and each call is checked against its function's role; the
 # report lists every grant no call used with its disposition. Exit 1 on a denied or unattributed call
 # or an unjustified grant.
@@ -92,7 +92,8 @@ iam-report: install
 	CDK_OUTDIR=$(IAM_CALLS)/cdk.out.aws CDK_CONTEXT_JSON='$(IAM_CONTEXT)' $(PY) app.py > /dev/null
 	CDK_OUTDIR=$(IAM_CALLS)/cdk.out.cmk CDK_CONTEXT_JSON='{"encryption": "cmk", $(patsubst {%,%,$(IAM_CONTEXT))' \
 	  $(PY) app.py > /dev/null
-	$(PY) -m jobsched.local.iam.report --calls $(IAM_CALLS)/pytest --calls $(IAM_CALLS)/runs \
+	$(PY) -m jobsched.local.iam.report --calls "$$(ls -td $(IAM_CALLS)/pytest/*/ 2>/dev/null | head -1)" \
+	  --calls $(IAM_CALLS)/runs \
 	  --template aws=$(IAM_CALLS)/cdk.out.aws/Jobsched.template.json \
 	  --template cmk=$(IAM_CALLS)/cdk.out.cmk/Jobsched.template.json
 

@@ -33,6 +33,7 @@ from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, ENV_JWT_TENANT_CLAIM
 from jobsched.api.gate import PUBLIC_PATHS
 from jobsched.console import CONSOLE_PATH, ENV_CONSOLE_COGNITO_CLIENT_ID, ENV_CONSOLE_COGNITO_REGION
 from jobsched.runtime.resources import (
+    BACKPRESSURE_PRIORITIES,
     ENV_AUTH_MODE,
     ENV_RUN_LOG_GROUP,
     JOBS_TABLE,
@@ -103,6 +104,8 @@ class Api(Construct):
             tables.table(spec).grant_read_write_data(self.function)
         for kind in PRIORITIES:
             queues.grant_send(kind, self.function)  # run now, replay dead letters
+        for kind in BACKPRESSURE_PRIORITIES:  # a job run now is dispatched with the dispatcher's backpressure
+            queues.queue(kind).grant(self.function, "sqs:GetQueueAttributes")
         payloads.grant_objects(self.function, "s3:GetObject")  # run outputs stored in S3
 
         if console_pool is not None:

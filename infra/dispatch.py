@@ -78,8 +78,8 @@ class Dispatch(Construct):
             tables.table(spec).grant_read_write_data(self.dispatcher)
         for kind in PRIORITIES:
             queues.grant_send(kind, self.dispatcher)
-        for kind in BACKPRESSURE_PRIORITIES:  # backpressure reads their depth (CDK's send grant allows
-            queues.queue(kind).grant(self.dispatcher, "sqs:GetQueueAttributes")  # it too: said explicitly)
+        for kind in BACKPRESSURE_PRIORITIES:  # backpressure reads their depth
+            queues.queue(kind).grant(self.dispatcher, "sqs:GetQueueAttributes")
 
         self.sweeper = make_function(
             self, function_spec("sweeper"), code=code, config=config, environment=environment, key=key
@@ -88,6 +88,8 @@ class Dispatch(Construct):
             tables.table(spec).grant_read_write_data(self.sweeper)
         for kind in queues.kinds:
             queues.grant_send(kind, self.sweeper)
+        for kind in BACKPRESSURE_PRIORITIES:  # a run is declared stranded only if its queue has no backlog
+            queues.queue(kind).grant(self.sweeper, "sqs:GetQueueAttributes")
         grant_notify_publish(self.sweeper, config)  # it delivers the dead-letter notifications still owed
 
         self.schedule_dlq = encrypted_queue(

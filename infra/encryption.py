@@ -67,9 +67,12 @@ def grant_send(queue: sqs.IQueue, grantee: iam.IGrantable) -> None:
     """Let ``grantee`` send to ``queue``; with a KMS-encrypted queue, also exactly the key actions a
     producer needs (:data:`SQS_PRODUCER_KEY_ACTIONS`).
 
-    The SQS actions are those of CDK's ``grant_send_messages``, which would add ``kms:Encrypt``,
-    ``kms:ReEncrypt*`` and ``kms:GenerateDataKey*`` on the key as well; SQS needs none of them.
+    Only ``sqs:SendMessage`` (``SendMessageBatch`` is authorized as it): CDK's ``grant_send_messages``
+    adds ``sqs:GetQueueAttributes`` and ``sqs:GetQueueUrl`` too, which no sender calls (the functions get
+    queue URLs from their environment; the few that read a queue's depth are granted that on the queues
+    they read: decision 0038), and ``kms:Encrypt``, ``kms:ReEncrypt*``, ``kms:GenerateDataKey*`` on the
+    key, which SQS does not need.
     """
-    queue.grant(grantee, "sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl")
+    queue.grant(grantee, "sqs:SendMessage")
     if queue.encryption_master_key is not None:
         queue.encryption_master_key.grant(grantee, *SQS_PRODUCER_KEY_ACTIONS)

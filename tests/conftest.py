@@ -8,7 +8,7 @@ test, tests/infra/test_permissions_by_use.py, checks each against the function's
 """
 
 import os
-import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -19,9 +19,12 @@ from jobsched.local.iam import recorder
 
 moto_fixes.apply()
 SESSION_RECORDING = recorder.install()
-if not os.environ.get(recorder.ENV_CALLS_DIR):  # `make iam-report` reads the last session's recording here
-    calls = Path(__file__).resolve().parent.parent / ".iam-calls" / "pytest"
-    shutil.rmtree(calls, ignore_errors=True)
+if not os.environ.get(recorder.ENV_CALLS_DIR):
+    # A directory of this session's own (`make iam-report` reads the newest): a session running beside
+    # this one in the same checkout keeps its recordings.
+    calls = (
+        Path(__file__).resolve().parent.parent / ".iam-calls" / "pytest" / f"{time.time_ns()}-{os.getpid()}"
+    )
     calls.mkdir(parents=True)
     os.environ[recorder.ENV_CALLS_DIR] = str(calls)
 LAST = "test_permissions_by_use.py"

@@ -261,6 +261,9 @@ class CancelBoard:
         self._watches: dict[int, CancelWatch] = {}
         self._thread: threading.Thread | None = None
         self.requests = 0  # read_flags calls that answered
+        # The batched reads run in the context the board was made in (the worker's invocation: its
+        # calls are that invocation's, decision 0038), each run's share then in the run's own context.
+        self._context = contextvars.copy_context()
 
     def watch(self, run_id: str, cancel_event: threading.Event, on_cancel: Callable[[], None]) -> CancelWatch:
         """The watch of one run's target: a context manager, entered when the target starts."""
@@ -271,7 +274,12 @@ class CancelBoard:
             watch.due = self._clock() + self.interval
             self._watches[id(watch)] = watch
             if self._thread is None and self._threaded:
-                self._thread = threading.Thread(target=self._loop, name="jobsched-cancel-watch", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._context.copy().run,
+                    args=(self._loop,),
+                    name="jobsched-cancel-watch",
+                    daemon=True,
+                )
                 self._thread.start()
 
     def _remove(self, watch: CancelWatch) -> None:

@@ -94,11 +94,17 @@ def test_the_two_workers_may_do_the_same_but_consume_different_queues(synth):
 
 def test_dispatcher_may_read_queue_attributes_for_backpressure(synth):
     # Given backpressure reads the depth of default and low / Then the dispatcher may read their
-    # attributes (CDK's send grant adds GetQueueAttributes on every queue it sends to, high included),
-    # and sends to the three priority queues
+    # attributes (and only theirs: decision 0038), and sends to the three priority queues
     read = {str(r) for r in _resources_for(synth, "dispatcher", "sqs:GetQueueAttributes")}
-    assert {str(_arn_of(synth, synth.stack.queues.queue(kind))) for kind in ("default", "low")} <= read
+    assert {str(_arn_of(synth, synth.stack.queues.queue(kind))) for kind in ("default", "low")} == read
     assert "sqs:SendMessage" in _actions(synth, "dispatcher")
+
+
+@pytest.mark.parametrize("function_name", ["api", "dispatcher", "sweeper"])
+def test_no_sender_may_look_up_queue_urls(synth, function_name):
+    # The functions get queue URLs from their environment (decision 0038: no call ever looked one up;
+    # the workers keep it only through CDK's consume grant of their event source mappings)
+    assert "sqs:GetQueueUrl" not in _actions(synth, function_name)
 
 
 def test_dispatcher_cannot_send_to_the_long_queue(synth):

@@ -5,9 +5,12 @@ calls outside invocations are not counted; nothing is hooked unless the recorder
 from __future__ import annotations
 
 import contextvars
+import os
 import subprocess
 import sys
 import threading
+import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 
 import boto3
@@ -21,12 +24,15 @@ TABLE_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/<JOBSCHED_RUNS_TABLE>
 
 @pytest.fixture
 def sqs_and_table(monkeypatch: pytest.MonkeyPatch):
+    # A table of its own per test: under a mock another fixture keeps active, moto's state outlives
+    # this test's ``mock_aws``.
+    name = f"runs-{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("JOBSCHED_RUNS_TABLE", "runs")
+    monkeypatch.setenv("JOBSCHED_RUNS_TABLE", name)
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         dynamodb.create_table(
-            TableName="runs",
+            TableName=name,
             KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
             AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
             BillingMode="PAY_PER_REQUEST",
@@ -35,7 +41,7 @@ def sqs_and_table(monkeypatch: pytest.MonkeyPatch):
 
 
 def _get(dynamodb) -> None:
-    dynamodb.get_item(TableName="runs", Key={"pk": {"S": "x"}})
+    dynamodb.get_item(TableName=os.environ["JOBSCHED_RUNS_TABLE"], Key={"pk": {"S": "x"}})
 
 
 def test_calls_in_an_invocation_are_attributed_and_others_not_counted(sqs_and_table) -> None:
@@ -115,3 +121,25 @@ def test_nothing_is_hooked_unless_installed_and_the_functions_never_import_the_r
     # Then botocore is untouched and jobsched.local is never imported; install and uninstall are exact.
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_cancel_boards_batched_reads_belong_to_the_invocation_that_made_it(sqs_and_table) -> None:
+    # Given a worker invocation whose cancel board reads the flags of its runs from its own thread
+    # (found by this recorder: that thread ran in an empty context, its reads unattributed),
+    from jobsched.targets.executor import CancelBoard
+
+    def read_flags(run_ids: list[str]) -> set[str]:
+        _get(sqs_and_table)
+        return set()
+
+    with recorder.capturing() as recording, recorder.invocation("worker"):
+        board = CancelBoard(read_flags, 0.01)
+        stop = threading.Event()
+        with board.watch("run-1", stop, lambda: None):
+            deadline = time.monotonic() + 10
+            while not recording.calls and time.monotonic() < deadline:
+                time.sleep(0.01)
+        stop.set()
+    # Then its reads are the worker's
+    assert recording.triples[("worker", "dynamodb:GetItem", TABLE_ARN)] >= 1
+    assert not recording.unattributed

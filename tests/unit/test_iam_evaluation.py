@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 
+from jobsched.local.iam.dispositions import Context, disposition_of
+from jobsched.local.iam.evaluation import Grant
 from jobsched.local.iam.policy import Decision
 from jobsched.local.iam.recorder import Recording
 from jobsched.local.iam.report import check
@@ -121,3 +123,35 @@ def test_a_function_without_a_role_in_the_template_is_reported() -> None:
     recording = _recording()
     recording.add("api", "dynamodb:GetItem", [("dynamodb:GetItem", RUNS)])
     assert check(recording, _template(cmk=False, key_actions=[]), "aws").evaluation.missing_roles == ["api"]
+
+
+# --- dispositions: a rule justifies an unused grant only where its condition holds -----------------
+
+
+HIGH = "arn:aws:sqs:us-east-1:123456789012:<JOBSCHED_QUEUE_URL_HIGH>"
+
+
+def test_a_consume_grant_is_the_mappings_only_on_a_queue_the_function_consumes() -> None:
+    grant = Grant("worker", "sqs:ReceiveMessage", QUEUE)
+    consuming = Context(used=frozenset(), consumed=frozenset({("worker", QUEUE)}))
+    assert disposition_of(grant, consuming).kind == "platform"
+    assert disposition_of(grant, Context(used=frozenset(), consumed=frozenset())) is None
+
+
+def test_a_cdk_bundle_action_is_justified_only_where_the_function_used_the_resource() -> None:
+    grant = Grant("sweeper", "dynamodb:Scan", RUNS)
+    used = Context(used=frozenset({("sweeper", "dynamodb:GetItem", RUNS)}), consumed=frozenset())
+    assert disposition_of(grant, used).kind == "cdk-grant"
+    # a table the function never touched: its whole grant is unjustified (remove it)
+    assert disposition_of(grant, Context(used=frozenset(), consumed=frozenset())) is None
+
+
+def test_a_send_to_another_priority_and_the_high_workers_copy_of_the_workers_grants() -> None:
+    send = Grant("dispatcher", "sqs:SendMessage", HIGH)
+    sent_default = Context(used=frozenset({("dispatcher", "sqs:SendMessage", QUEUE)}), consumed=frozenset())
+    assert disposition_of(send, sent_default).kind == "path"
+    assert disposition_of(send, Context(used=frozenset(), consumed=frozenset())) is None
+    put = Grant("worker_high", "s3:PutObject", "arn:aws:s3:::<JOBSCHED_BUCKET>/*")
+    by_worker = Context(used=frozenset({("worker", put.action, put.resource)}), consumed=frozenset())
+    assert disposition_of(put, by_worker).kind == "path"
+    assert disposition_of(put, Context(used=frozenset(), consumed=frozenset())) is None

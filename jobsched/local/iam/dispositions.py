@@ -31,8 +31,17 @@ if TYPE_CHECKING:
 class Context:
     """What a rule may ask about the deployment and the recording."""
 
-    used: frozenset[tuple[str, str]]  # (function, resource pattern) of the grants some call used
+    used: frozenset[tuple[str, str, str]]  # (function, action pattern, resource pattern) some call used
     consumed: frozenset[tuple[str, str]]  # (function, queue ARN) of its event source mappings
+
+    def used_on(self, function: str, resource: str) -> bool:
+        return any(f == function and r == resource for f, _, r in self.used)
+
+
+def _queue_kind(resource: str) -> str | None:
+    """``DEFAULT`` for ``...:<JOBSCHED_QUEUE_URL_DEFAULT>``: a priority queue named by the environment."""
+    marker = ":<JOBSCHED_QUEUE_URL_"
+    return resource.split(marker, 1)[1].rstrip(">") if marker in resource else None
 
 
 @dataclass(frozen=True)
@@ -42,10 +51,13 @@ class Disposition:
     resource: str
     kind: str
     reason: str
-    #: "bundle": only where the function used another action of the grant on the same resource;
-    #: "table": only on the indexes of a table the function used; "mapping": only on a queue the
-    #: function consumes through an event source mapping.
-    only: str | None = None
+    #: Where the rule applies, beyond its patterns: "bundle": the function used another action of the
+    #: grant on the same resource; "table": the function used the table whose indexes these are;
+    #: "mapping": the function consumes the queue through an event source mapping; "sibling-queue":
+    #: the function made the same call on another priority's queue; "as-worker": the shared worker
+    #: (same code) used the same grant; "worker-bundle": for WorkerHigh, the shared worker used the
+    #: resource.
+    only: tuple[str, ...] = ()
 
     def covers(self, grant: Grant, context: Context) -> bool:
         if not (
@@ -54,13 +66,28 @@ class Disposition:
             and (self.resource == "*" or resource_matches(self.resource, grant.resource))
         ):
             return False
-        if self.only == "bundle":
-            return (grant.function, grant.resource) in context.used
-        if self.only == "table":
-            return (grant.function, grant.resource.split("/index/")[0]) in context.used
-        if self.only == "mapping":
+        return not self.only or any(self._holds(condition, grant, context) for condition in self.only)
+
+    @staticmethod
+    def _holds(condition: str, grant: Grant, context: Context) -> bool:
+        if condition == "bundle":
+            return context.used_on(grant.function, grant.resource)
+        if condition == "table":
+            return context.used_on(grant.function, grant.resource.split("/index/")[0])
+        if condition == "mapping":
             return (grant.function, grant.resource) in context.consumed
-        return True
+        if condition == "sibling-queue":
+            return _queue_kind(grant.resource) is not None and any(
+                f == grant.function
+                and a == grant.action
+                and _queue_kind(r) not in (None, _queue_kind(grant.resource))
+                for f, a, r in context.used
+            )
+        if condition == "as-worker":
+            return ("worker", grant.action, grant.resource) in context.used
+        if condition == "worker-bundle":
+            return grant.function == "worker_high" and context.used_on("worker", grant.resource)
+        raise ValueError(f"unknown condition {condition!r}")
 
 
 ANY_TABLE = "arn:aws:dynamodb:*:*:table/*"
@@ -86,7 +113,7 @@ RULES: tuple[Disposition, ...] = (
         ANY_QUEUE,
         "platform",
         "The event source mapping receives the consumed queue's messages with the function's role.",
-        only="mapping",
+        only=("mapping",),
     ),
     Disposition(
         "*",
@@ -94,7 +121,7 @@ RULES: tuple[Disposition, ...] = (
         ANY_QUEUE,
         "platform",
         "The event source mapping deletes a batch's handled messages with the function's role.",
-        only="mapping",
+        only=("mapping",),
     ),
     Disposition(
         "*",
@@ -103,7 +130,7 @@ RULES: tuple[Disposition, ...] = (
         "platform",
         "The event source mapping reads the consumed queue's attributes with the function's role "
         "(CDK's grant_consume_messages includes it).",
-        only="mapping",
+        only=("mapping",),
     ),
     Disposition(
         "*",
@@ -112,7 +139,7 @@ RULES: tuple[Disposition, ...] = (
         "platform",
         "The event source mapping (ReportBatchItemFailures) re-times a failed record's message with "
         "the function's role.",
-        only="mapping",
+        only=("mapping",),
     ),
     Disposition(
         "*",
@@ -121,7 +148,7 @@ RULES: tuple[Disposition, ...] = (
         "cdk-grant",
         "Part of CDK's grant_send_messages / grant_consume_messages; the code is given queue URLs "
         "and never looks one up.",
-        only="bundle",
+        only=("bundle", "mapping"),
     ),
     Disposition(
         "*",
@@ -144,7 +171,7 @@ RULES: tuple[Disposition, ...] = (
         "cdk-grant",
         "CDK's grant_read_write_data grants its actions on every index of a table the function uses; "
         "this function reads the table by its key, not through an index.",
-        only="table",
+        only=("table",),
     ),
     Disposition(
         "*",
@@ -152,8 +179,8 @@ RULES: tuple[Disposition, ...] = (
         ANY_TABLE,
         "cdk-grant",
         "Part of CDK's grant_read_write_data (read and write data actions on the table and its indexes) "
-        "whose other actions the function uses on the same table.",
-        only="bundle",
+        "whose other actions the function (for WorkerHigh: the worker, same code) uses on the same table.",
+        only=("bundle", "worker-bundle"),
     ),
     Disposition(
         "*",
@@ -163,7 +190,87 @@ RULES: tuple[Disposition, ...] = (
         "Granted on the stack's one key by CDK's table grant (Decrypt, DescribeKey, Encrypt, ReEncrypt*, "
         "GenerateDataKey*) or by the SQS/S3 grants' exact key actions; AWS calls KMS with the caller's "
         "credentials, which a recording on moto cannot see.",
-        only="bundle",
+        only=("bundle",),
+    ),
+    Disposition(
+        "*",
+        "sqs:*",
+        ANY_QUEUE,
+        "path",
+        "Runs go to the queue of their priority; the function made the same call on another priority's "
+        "queue (which priorities the tests' jobs have is test data, not code).",
+        only=("sibling-queue",),
+    ),
+    Disposition(
+        "worker_high",
+        "*",
+        "*",
+        "path",
+        "WorkerHigh runs the worker's code (functions.worker.handler) on the high queue's runs, and a "
+        "high-priority run may do whatever a run of another priority does (retry, outputs, effects, a "
+        "chunked start, a DAG node's children); the shared worker's calls used this grant.",
+        only=("as-worker",),
+    ),
+    Disposition(
+        "api",
+        "s3:GetObject",
+        "arn:aws:s3:::<JOBSCHED_BUCKET>/*",
+        "path",
+        "GET /runs/{id} reads a run's output from S3 when it was over the 4 KiB inline limit "
+        "(jobsched/aws/outputs.py); no recorded test reads such an output through the API function.",
+    ),
+    Disposition(
+        "worker*",
+        "s3:GetObject",
+        "arn:aws:s3:::<JOBSCHED_BUCKET>/*",
+        "path",
+        "A chunked job's completion reads the chunk outputs stored in S3 (over 4 KiB, "
+        "jobsched/long_jobs/chunk_runner.py); chunked jobs are tested through the services, not a function.",
+    ),
+    Disposition(
+        "*",
+        "sns:Publish",
+        "*",
+        "path",
+        "Dead-letter notifications to a team's SNS topic (the worker's, and the sweeper's for those still "
+        "owed): the end-to-end notification test uses a webhook; the SNS publish is tested through the "
+        "service (tests/aws/test_notifications.py), not a function.",
+    ),
+    Disposition(
+        "worker*",
+        "states:*",
+        "arn:aws:states:*",
+        "path",
+        "Chunked jobs (start, describe, task responses and heartbeats, stop on cancel) are tested through "
+        "the services against moto's Step Functions (tests/aws/test_chunked*.py); no recorded test runs "
+        "one through the worker function.",
+    ),
+    Disposition(
+        "*",
+        "sqs:GetQueueAttributes",
+        ANY_QUEUE,
+        "path",
+        "Read only when needed: the API's at-once dispatch and the dispatcher apply backpressure to "
+        "default/low when a limit is set for that priority; the sweeper checks the backlog before "
+        "declaring a run stranded (jobsched/services/backpressure.py, sweeper.py).",
+    ),
+    Disposition(
+        "worker*",
+        "sqs:SendMessage",
+        "arn:aws:sqs:*:*:<JOBSCHED_QUEUE_URL_*>",
+        "path",
+        "A retry re-sends the run to its own priority's queue, a DAG node's end sends its children to "
+        "theirs, a freed limit slot makes a waiter's message visible in whichever queue it waits "
+        "(infra/workers.py); which of these the tests reached on which queue is test data.",
+    ),
+    Disposition(
+        "worker*",
+        "sqs:ChangeMessageVisibility",
+        "arn:aws:sqs:*:*:<JOBSCHED_QUEUE_URL_*>",
+        "path",
+        "A retry re-sends the run to its own priority's queue, a DAG node's end sends its children to "
+        "theirs, a freed limit slot makes a waiter's message visible in whichever queue it waits "
+        "(infra/workers.py); which of these the tests reached on which queue is test data.",
     ),
 )
 

@@ -77,6 +77,7 @@ class Evaluation:
     unused: list[Grant] = field(default_factory=list)
     missing_roles: list[str] = field(default_factory=list)
     used: set[tuple[str, str, str]] = field(default_factory=set)  # (function, action, resource) patterns
+    total_grants: int = 0
 
     @property
     def denied(self) -> list[Checked]:
@@ -118,9 +119,9 @@ def evaluate_recording(recording: Recording, roles: Roles) -> Evaluation:
                 used.update(_grants_used(role, req_action, req_resource))
     result.checked = list(seen.values())
     result.used = used
-    result.unused = [
-        g for g in grants(roles.roles.values()) if (g.function, g.action, g.resource) not in used
-    ]
+    every = grants(roles.roles.values())
+    result.total_grants = len(every)
+    result.unused = [g for g in every if (g.function, g.action, g.resource) not in used]
     return result
 
 

@@ -40,9 +40,7 @@ def check(recording: Recording, template: dict, variant: str) -> VariantReport:
     """``recording`` against the roles of ``template``; the disposition of each unused grant."""
     roles = read_roles(template)
     evaluation = evaluate_recording(recording, roles)
-    context = Context(
-        used=frozenset((f, r) for f, _, r in evaluation.used), consumed=frozenset(roles.consumed)
-    )
+    context = Context(used=frozenset(evaluation.used), consumed=frozenset(roles.consumed))
     return VariantReport(variant, evaluation, {g: disposition_of(g, context) for g in evaluation.unused})
 
 
@@ -62,7 +60,7 @@ def render(recording: Recording, reports: Sequence[VariantReport]) -> str:
             by_disposition[d.kind if d else "UNJUSTIFIED"] += 1
         lines.append(
             f"\n[encryption={report.variant}] requests checked: {len(ev.checked)} ({implied} implied key "
-            f"actions)  denied: {len(ev.denied)}  unused grants: {len(ev.unused)} "
+            f"actions)  denied: {len(ev.denied)}  grants: {ev.total_grants}, unused: {len(ev.unused)} "
             f"({', '.join(f'{k} {n}' for k, n in sorted(by_disposition.items()))})"
         )
         lines += [
