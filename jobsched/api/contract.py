@@ -164,6 +164,11 @@ def _tighten_bodies(schemas: dict[str, Any], facts: DeploymentFacts) -> None:
             for variant in _string_variants(schema):
                 if variant.get("minLength", 0) >= 1 and not {"pattern", "enum", "format"} & set(variant):
                     variant["pattern"] = NON_BLANK_PATTERN
+            names = schema.get("propertyNames")
+            if prop != "payload" and isinstance(names, dict) and names.get("minLength", 0) >= 1:
+                # keys the model strips (an http target's header names): a key of white space only
+                # (" ", "\u0085") is empty once stripped and refused, so the document says so
+                names.setdefault("pattern", NON_BLANK_PATTERN)
             if prop == "payload":
                 variants = schema.get("anyOf")
                 if variants:

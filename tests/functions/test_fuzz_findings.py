@@ -128,6 +128,20 @@ def test_an_empty_webhook_header_name_is_refused(call):
     assert response["statusCode"] == 422, response["body"]
 
 
+@pytest.mark.parametrize("name", [" ", "\u0085", "\u00a0\t"])
+def test_a_header_name_of_white_space_only_is_refused_and_the_document_says_so(call, name):
+    """Given a webhook header name of white space only (schemathesis sent "\u0085", which the model
+    strips to an empty name: issue 27 §5, seed 16's stateful phase), Then it is a 422, and the
+    document's header names carry a pattern that refuses it, so a schema-valid name is accepted."""
+    import re
+
+    target = {"http": {"url": "https://hooks.example/", "headers": {name: "x"}}}
+    response = call("POST", "/jobs", body={**JOB, "target": target}, headers=ACME)
+    assert response["statusCode"] == 422, response["body"]
+    names = _document(call)["components"]["schemas"]["HttpTargetIn"]["properties"]["headers"]["propertyNames"]
+    assert not re.search(names["pattern"], name) and re.search(names["pattern"], "X-Trace")
+
+
 def test_a_retry_delay_dynamodb_cannot_store_is_422_not_500(call):
     """Given base_seconds 5e-324 (within 0..86400, below DynamoDB's 1e-130) / When posted / Then 422."""
     response = call("POST", "/jobs", body={**JOB, "retry": {"base_seconds": 5e-324}}, headers=ACME)
