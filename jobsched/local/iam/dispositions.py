@@ -221,6 +221,16 @@ RULES: tuple[Disposition, ...] = (
     ),
     Disposition(
         "worker*",
+        "s3:PutObject",
+        "arn:aws:s3:::<JOBSCHED_BUCKET>/*",
+        "path",
+        "A run's output over the 4 KiB inline limit, and a chunk's output, is written to S3 "
+        "(jobsched/aws/outputs.py); tested through the worker service (tests/aws/test_worker.py, "
+        "test_retention.py), while no handler driven through the worker function in the suite returns "
+        "one that large.",
+    ),
+    Disposition(
+        "worker*",
         "s3:GetObject",
         "arn:aws:s3:::<JOBSCHED_BUCKET>/*",
         "path",
