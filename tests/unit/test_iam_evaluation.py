@@ -151,7 +151,15 @@ def test_a_send_to_another_priority_and_the_high_workers_copy_of_the_workers_gra
     sent_default = Context(used=frozenset({("dispatcher", "sqs:SendMessage", QUEUE)}), consumed=frozenset())
     assert disposition_of(send, sent_default).kind == "path"
     assert disposition_of(send, Context(used=frozenset(), consumed=frozenset())) is None
-    put = Grant("worker_high", "s3:PutObject", "arn:aws:s3:::<JOBSCHED_BUCKET>/*")
+    # the high worker's copy of a grant is justified by the worker's use of it, and only then
+    put = Grant(
+        "worker_high",
+        "dynamodb:PutItem",
+        "arn:aws:dynamodb:us-east-1:123456789012:table/<JOBSCHED_LEASES_TABLE>",
+    )
     by_worker = Context(used=frozenset({("worker", put.action, put.resource)}), consumed=frozenset())
-    assert disposition_of(put, by_worker).kind == "path"
+    assert disposition_of(put, by_worker) is not None
     assert disposition_of(put, Context(used=frozenset(), consumed=frozenset())) is None
+    # outputs over the inline limit: a path grant of both workers whether or not the suite wrote one
+    big = Grant("worker_high", "s3:PutObject", "arn:aws:s3:::<JOBSCHED_BUCKET>/*")
+    assert disposition_of(big, Context(used=frozenset(), consumed=frozenset())).kind == "path"
