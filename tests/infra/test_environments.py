@@ -19,7 +19,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_lambda as lambda_
 
-from tests.infra.conftest import STACK, lint_errors
+from tests.infra.conftest import STACK, _synthesize, lint_errors
 
 ACCOUNT = "123456789012"
 
@@ -58,20 +58,14 @@ def _synth(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, account, region, con
         monkeypatch.setenv("CDK_DEFAULT_REGION", region)
     app = cdk.App(outdir=str(tmp_path), context=context)
     build_app(app, code=lambda_.Code.from_inline("def handler(event, context): pass"))
-    error = None
-    try:
-        app.synth()
-    except RuntimeError as exc:  # cdk-nag findings surface as a jsii ValidationFailed error
-        if "ValidationFailed" not in str(exc):
-            raise
-        error = str(exc)
+    synthesized = _synthesize(app, tmp_path)
     report = json.loads((tmp_path / "validation-report.json").read_text())
     (nag,) = [p for p in report["pluginReports"] if p["pluginName"] == "AwsSolutions"]
     return {
-        "error": error,
+        "error": synthesized.validation_error,
         "nag": nag,
         "text": (tmp_path / f"{STACK}.template.json").read_text(),
-        "template": json.loads((tmp_path / f"{STACK}.template.json").read_text()),
+        "template": synthesized.template,
     }
 
 

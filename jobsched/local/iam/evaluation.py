@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from jobsched.local.iam.policy import Decision, action_matches, evaluate, resource_matches
 from jobsched.local.iam.recorder import Recording
-from jobsched.local.iam.template import Role, Roles, placeholder
+from jobsched.local.iam.template import Role, Roles, env_token
 from jobsched.runtime import resources as r
 
 #: Key actions AWS performs with the caller's permissions when the caller's action reaches a resource
@@ -87,7 +87,7 @@ class Evaluation:
 def _requests(role: Role, action: str, resource: str, roles: Roles) -> list[tuple[str, str, str | None]]:
     """The requests IAM evaluates for one recorded (action, resource): the call itself (a topic of the
     allow-list once per pattern the deployment's environment gives the function) and its key actions."""
-    if resource == placeholder(r.ENV_NOTIFY_TOPIC_ARNS):
+    if resource == env_token(r.ENV_NOTIFY_TOPIC_ARNS):
         patterns = [p for p in role.environment.get(r.ENV_NOTIFY_TOPIC_ARNS, "").split(",") if p]
         targets = patterns or [resource]  # an empty allow-list: the call cannot be allowed
     else:

@@ -10,7 +10,7 @@ authorized per entry as the single operation (``SendMessageBatch`` -> ``sqs:Send
 DynamoDB, SQS and S3 API references (docs/decisions/0038-permissions-proved-by-use.md).
 
 Names: a resource the function's environment names (a table, queue, bucket or state machine in a
-``JOBSCHED_*`` variable) is written ``<VARIABLE>`` (:func:`jobsched.local.iam.template.placeholder`),
+``JOBSCHED_*`` variable) is written ``<VARIABLE>`` (:func:`jobsched.local.iam.template.env_token`),
 and partition, region and account are the canonical ones of :mod:`jobsched.local.iam.template`; a
 topic in the ``JOBSCHED_NOTIFY_TOPIC_ARNS`` allow-list is ``<JOBSCHED_NOTIFY_TOPIC_ARNS>``. Anything
 else keeps its literal name (and is then most likely denied: the roles name nothing else).
@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from jobsched.local.iam.policy import resource_matches
-from jobsched.local.iam.template import ACCOUNT, PARTITION, REGION, placeholder
+from jobsched.local.iam.template import ACCOUNT, PARTITION, REGION, env_token
 from jobsched.runtime import resources as r
 
 Request = tuple[str, str]  # (IAM action, resource ARN)
@@ -69,7 +69,7 @@ class Names:
         for var in _NAMED:
             value = env.get(var)
             if value:
-                self.by_value[value] = placeholder(var)
+                self.by_value[value] = env_token(var)
         machine = env.get(r.ENV_STATE_MACHINE_ARN, "")
         self.machine_name = machine.rsplit(":", 1)[-1] if machine.count(":") >= 6 else None
         self.topics = [p.strip() for p in env.get(r.ENV_NOTIFY_TOPIC_ARNS, "").split(",") if p.strip()]
@@ -92,12 +92,12 @@ class Names:
         """A state machine or execution ARN, its machine's name symbolic when it is the environment's."""
         parts = arn.split(":")
         if len(parts) >= 7 and self.machine_name is not None and parts[6] == self.machine_name:
-            parts[6] = placeholder(r.ENV_STATE_MACHINE_ARN)
+            parts[6] = env_token(r.ENV_STATE_MACHINE_ARN)
         return ":".join([parts[0], PARTITION, *parts[2:3], REGION, ACCOUNT, *parts[5:]])
 
     def topic(self, arn: str) -> str:
         if any(resource_matches(pattern, arn) for pattern in self.topics):
-            return placeholder(r.ENV_NOTIFY_TOPIC_ARNS)
+            return env_token(r.ENV_NOTIFY_TOPIC_ARNS)
         return arn
 
 

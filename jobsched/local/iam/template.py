@@ -37,7 +37,9 @@ class TemplateError(ValueError):
     """The template holds something this reader cannot resolve (an unknown intrinsic or attribute)."""
 
 
-def placeholder(name: str) -> str:
+def env_token(name: str) -> str:
+    """How a resource named by the environment variable ``name`` is written on both sides of the
+    evaluation (recorded calls and the template's policies): ``<JOBSCHED_RUNS_TABLE>``."""
     return f"<{name}>"
 
 
@@ -81,7 +83,7 @@ class Resolver:
     names: dict[str, str] = field(default_factory=dict)
 
     def name_of(self, logical_id: str) -> str:
-        return self.names.get(logical_id, placeholder(logical_id))
+        return self.names.get(logical_id, env_token(logical_id))
 
     def kind_of(self, logical_id: str) -> str:
         try:
@@ -241,7 +243,7 @@ def read_roles(template: Mapping[str, Any]) -> Roles:
         for var, value in variables.items():
             ref = _referenced_id(value)
             if ref is not None and ref not in PSEUDO:
-                names.setdefault(ref, placeholder(var))
+                names.setdefault(ref, env_token(var))
     resolver = Resolver(template, names)
     for function, logical_id in _function_ids(template).items():
         role_id = _referenced_id(resources[logical_id]["Properties"]["Role"])
