@@ -24,15 +24,14 @@ from jobsched.api.auth import Authenticator
 from jobsched.api.contract import DeploymentFacts, tighten
 from jobsched.api.deps import IDENTITY_CONTEXT_KEY
 from jobsched.api.errors import raw_error_response, register_error_handlers
-from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.openapi import polish
-from jobsched.api.quotas import JobQuota
 from jobsched.api.routes.health import health_router
 from jobsched.api.run_logs import RunLogs
-from jobsched.api.tenants import PrincipalStore, admin_router
+from jobsched.api.tenants import admin_router
 from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock
 from jobsched.core.errors import JobschedError
+from jobsched.ports.api import IdempotencyRecords, JobCounts, Principals
 from jobsched.runtime import observability as obs
 
 if TYPE_CHECKING:
@@ -60,9 +59,9 @@ class ApiServices:
     """Everything the routes call. ``None`` for a service leaves its routes out (framework tests)."""
 
     clock: Clock
-    principals: PrincipalStore | None = None
-    idempotency: IdempotencyStore | None = None
-    quota: JobQuota | None = None
+    principals: Principals | None = None
+    idempotency: IdempotencyRecords | None = None
+    quota: JobCounts | None = None
     jobs: JobService | None = None
     runs: RunService | None = None
     dead_letters: DeadLetterService | None = None

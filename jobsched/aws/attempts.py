@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -32,35 +31,12 @@ from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.sizing import read_units
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, to_iso
+from jobsched.ports.stores import Claim, ClaimStatus
 
 logger = logging.getLogger(__name__)
 
 #: Called with a dead-lettered run's item (as written) and the instant of the write.
 DeadLetterListener = Callable[[dict[str, Any], datetime], None]
-
-
-class ClaimStatus:
-    CLAIMED = "claimed"  # this worker now owns the attempt
-    FINISHED = "finished"  # the run already ended: acknowledge the delivery, do nothing
-    STALE = "stale"  # the delivery is for an attempt that is no longer current: acknowledge
-    BUSY = "busy"  # another worker holds a live lease: leave the message for later
-    MISSING = "missing"  # no such run item (deleted): acknowledge
-    EXHAUSTED = "exhausted"  # the previous owner's lease expired and no attempts are left
-
-
-@dataclass
-class Claim:
-    status: str
-    run: Run | None = None
-    item: dict[str, Any] | None = None
-    attempt: int = 0
-    took_over: bool = False
-    superseded: bool = False  # STALE because a newer message of the run was sent (send token)
-
-    @property
-    def index(self) -> int:
-        """Position of this attempt in the run's ``attempts`` list (for fenced in-place updates)."""
-        return len(self.run.attempts) - 1 if self.run else -1
 
 
 class AttemptStore:

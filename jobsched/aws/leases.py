@@ -15,37 +15,19 @@ older can exist for it). Either way the value is written once and kept.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.metering import ConditionFailed, Dynamo
-from jobsched.core.errors import ConflictError, LeaseLostError
+from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import from_iso, require_aware, to_iso
+from jobsched.ports.stores import Lease, LeaseHeldError
 
 DEFAULT_LEASE_SECONDS = 60
 
 
 def shard_lease_key(shard: int) -> str:
     return f"shard#{shard}"
-
-
-@dataclass(frozen=True)
-class Lease:
-    key: str
-    owner: str
-    token: int
-    until: datetime
-    legacy_until: datetime | None = None
-
-    def in_legacy_window(self, now: datetime) -> bool:
-        return self.legacy_until is not None and now < self.legacy_until
-
-
-class LeaseHeldError(ConflictError):
-    """Raised when a lease is held by another owner and has not expired yet."""
-
-    code = "lease_held"
 
 
 class _Absent(Exception):

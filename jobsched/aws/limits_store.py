@@ -31,12 +31,12 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.core.limits import RateSpec, book, expired_holders, oldest_waiter, slot_frees_in
+from jobsched.ports.stores import Refusal, Waiter
 
 logger = logging.getLogger(__name__)
 
@@ -56,24 +56,6 @@ def semaphore_key(tenant: str, key: str | None) -> str:
 
 def bucket_key(tenant: str, key: str | None) -> str:
     return f"bucket#{tenant}" if key is None else f"bucket#{tenant}#{key}"
-
-
-@dataclass(frozen=True)
-class Refusal:
-    """The semaphore is full: a slot frees within ``frees_in`` seconds at the latest (a lease end);
-    ``registered``: the run is a waiter and a release will wake it sooner."""
-
-    frees_in: float
-    registered: bool
-
-
-@dataclass(frozen=True)
-class Waiter:
-    """A waiting run's message, to be made visible: its queue and receipt handle."""
-
-    run_id: str
-    queue_url: str
-    receipt_handle: str
 
 
 class Semaphores:

@@ -30,8 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
-
+from jobsched.aws.errors import AwsRefused, aws_call, refused
 from jobsched.aws.sizing import (  # noqa: F401  (re-exported: callers import them from here)
     Meter,
     deserialize,
@@ -41,15 +40,10 @@ from jobsched.aws.sizing import (  # noqa: F401  (re-exported: callers import th
     to_dynamo_value,
     write_units,
 )
+from jobsched.ports.tables import ConditionFailed, Table
 from jobsched.runtime.resources import TableSpec
 
-
-class ConditionFailed(Exception):
-    """A conditional write was refused; ``existing`` is the item as stored (when DynamoDB returned it)."""
-
-    def __init__(self, existing: dict[str, Any] | None):
-        super().__init__("conditional check failed")
-        self.existing = existing
+__all__ = ["ConditionFailed", "Dynamo", "Meter", "dynamo_for", "table_specs", "unprocessed_error"]
 
 
 _NAME_TOKEN = re.compile(r"#?[A-Za-z_][A-Za-z0-9_]*")
@@ -64,8 +58,16 @@ def _expression_names(expression: str, names: Mapping[str, str] | None) -> set[s
 
 
 class Dynamo:
-    """A metered DynamoDB client for plain-Python items. ``specs`` maps physical table names to their
-    :class:`TableSpec` so index writes can be estimated."""
+    """A metered DynamoDB client for plain-Python items: the real :class:`jobsched.ports.tables.Table`.
+    ``specs`` maps physical table names to their :class:`TableSpec` so index writes can be estimated."""
+
+    @classmethod
+    def of(cls, client_or_table: Any) -> Any:
+        """``client_or_table`` itself when it is a :class:`~jobsched.ports.tables.Table` (this adapter
+        or a fake), else an unmetered-by-anyone adapter (its own meter) over that boto3 client."""
+        if isinstance(client_or_table, Table):
+            return client_or_table
+        return cls(client_or_table, {})
 
     def __init__(self, client: Any, specs: Mapping[str, TableSpec], meter: Meter | None = None):
         self.client = client
@@ -116,9 +118,9 @@ class Dynamo:
         kwargs: dict[str, Any] = {"TableName": table, "Item": wire, "ReturnConsumedCapacity": "TOTAL"}
         _add_expressions(kwargs, condition, names, values, return_old_on_failure=True)
         try:
-            response = self.client.put_item(**kwargs)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            response = aws_call(self.client.put_item, **kwargs)
+        except AwsRefused as exc:
+            if exc.code != "ConditionalCheckFailedException":
                 raise
             self.meter.record_dynamodb("PutItem", table=table, wcu=write_units(size), response=exc.response)
             old = exc.response.get("Item")
@@ -147,9 +149,9 @@ class Dynamo:
         }
         _add_expressions(kwargs, condition, names, values, return_old_on_failure=True)
         try:
-            response = self.client.update_item(**kwargs)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            response = aws_call(self.client.update_item, **kwargs)
+        except AwsRefused as exc:
+            if exc.code != "ConditionalCheckFailedException":
                 raise
             old = exc.response.get("Item")
             self.meter.record_dynamodb(
@@ -204,9 +206,9 @@ class Dynamo:
         }
         _add_expressions(kwargs, condition, names, values)
         try:
-            response = self.client.delete_item(**kwargs)
-        except ClientError as exc:
-            if exc.response["Error"]["Code"] != "ConditionalCheckFailedException":
+            response = aws_call(self.client.delete_item, **kwargs)
+        except AwsRefused as exc:
+            if exc.code != "ConditionalCheckFailedException":
                 raise
             self.meter.record_dynamodb("DeleteItem", table=table, wcu=1, response=exc.response)
             raise ConditionFailed(None) from None
@@ -239,7 +241,7 @@ class Dynamo:
         }
         if attributes:
             kwargs.update(_projection(attributes))
-        response = self.client.get_item(**kwargs)
+        response = aws_call(self.client.get_item, **kwargs)
         wire = response.get("Item")
         self.meter.record_dynamodb(
             "GetItem",
@@ -282,7 +284,7 @@ class Dynamo:
             kwargs["ExclusiveStartKey"] = serialize(start_key)
         if filter_expression:
             kwargs["FilterExpression"] = filter_expression
-        response = self.client.query(**kwargs)
+        response = aws_call(self.client.query, **kwargs)
         wires = response.get("Items", [])
         # A filter does not reduce the read cost: DynamoDB bills what it read; we only see what it kept.
         self.meter.record_dynamodb(
@@ -306,14 +308,26 @@ class Dynamo:
             if start is None:
                 return out
 
-    def scan_all(self, table: str, *, projection: str | None = None) -> list[dict[str, Any]]:
-        """Every item of a table, page after page (eventually consistent Scan, metered per page)."""
+    def scan_all(
+        self,
+        table: str,
+        *,
+        projection: str | None = None,
+        filter_expression: str | None = None,
+        values: Mapping[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Every item of a table, page after page (eventually consistent Scan, metered per page); with
+        ``filter_expression``, only the items it keeps (a filter does not reduce what is read)."""
         kwargs: dict[str, Any] = {"TableName": table}
         if projection:
             kwargs["ProjectionExpression"] = projection
+        if filter_expression:
+            kwargs["FilterExpression"] = filter_expression
+        if values:
+            kwargs["ExpressionAttributeValues"] = serialize(values)
         out: list[dict[str, Any]] = []
         while True:
-            response = self.client.scan(ReturnConsumedCapacity="TOTAL", **kwargs)
+            response = aws_call(self.client.scan, ReturnConsumedCapacity="TOTAL", **kwargs)
             wires = response.get("Items", [])
             size = sum(item_size(w) for w in wires)
             self.meter.record_dynamodb("Scan", rcu=read_units(size, False), response=response)
@@ -333,7 +347,9 @@ class Dynamo:
             for attempt in range(8):
                 if attempt:  # a backoff between tries, none after the last
                     self.sleep(min(1.0, 0.05 * 2 ** (attempt - 1)))
-                response = self.client.batch_write_item(RequestItems=pending, ReturnConsumedCapacity="TOTAL")
+                response = aws_call(
+                    self.client.batch_write_item, RequestItems=pending, ReturnConsumedCapacity="TOTAL"
+                )
                 left = (response.get("UnprocessedItems") or {}).get(table, [])
                 done = [r["PutRequest"]["Item"] for r in pending[table] if r not in left]
                 wcu = sum(self._put_units(table, w) for w in done)
@@ -369,7 +385,9 @@ class Dynamo:
                 request.update(_projection(attributes))
             pending: dict[str, Any] = {table: request}
             for _ in range(8):
-                response = self.client.batch_get_item(RequestItems=pending, ReturnConsumedCapacity="TOTAL")
+                response = aws_call(
+                    self.client.batch_get_item, RequestItems=pending, ReturnConsumedCapacity="TOTAL"
+                )
                 wires = response.get("Responses", {}).get(table, [])
                 if metered:
                     rcu = sum(read_units(item_size(w), consistent) for w in wires)
@@ -390,12 +408,13 @@ def _projection(attributes: Sequence[str]) -> dict[str, Any]:
     return {"ProjectionExpression": ", ".join(placeholders), "ExpressionAttributeNames": placeholders}
 
 
-def unprocessed_error(operation: str, table: str, what: str) -> ClientError:
-    """A batch call that kept leaving work unprocessed (DynamoDB under throttling): raised as a
-    ``ClientError`` so every caller treats it like the throttling it is (e.g. the API's immediate
+def unprocessed_error(operation: str, table: str, what: str) -> AwsRefused:
+    """A batch call that kept leaving work unprocessed (DynamoDB under throttling): raised as an
+    :class:`~jobsched.aws.errors.AwsRefused` (a ``ClientError`` too) so every caller treats it like the
+    throttling it is (e.g. the API's immediate
     dispatch leaves the stored job to the next tick instead of failing the request)."""
     message = f"{operation} on {table} left {what} unprocessed after 8 tries"
-    return ClientError({"Error": {"Code": "UnprocessedItems", "Message": message}}, operation)
+    return refused("UnprocessedItems", message, operation)
 
 
 def table_specs(settings: Any) -> dict[str, TableSpec]:
@@ -411,8 +430,11 @@ def table_specs(settings: Any) -> dict[str, TableSpec]:
     return {name: spec for name, spec in pairs if name}
 
 
-def dynamo_for(settings: Any, client: Any, meter: Meter | None = None) -> Dynamo:
-    """A metered :class:`Dynamo` over ``client`` that knows the deployment's tables."""
+def dynamo_for(settings: Any, client: Any, meter: Meter | None = None) -> Any:
+    """A metered :class:`Dynamo` over ``client`` that knows the deployment's tables; a ``client`` that
+    is a :class:`~jobsched.ports.tables.Table` already (an in-memory fake) is returned as it is."""
+    if isinstance(client, Table):
+        return client
     return Dynamo(client, table_specs(settings), meter)
 
 

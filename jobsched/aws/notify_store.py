@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.attempts import NOTIFIED, NOTIFY_LEASE, NOTIFY_PENDING, NOTIFY_TRIES
+from jobsched.aws.errors import aws_call
 from jobsched.aws.metering import ConditionFailed, Dynamo, Meter
 from jobsched.core.models import to_iso
 
@@ -156,7 +157,7 @@ class Publisher:
             kwargs["MessageGroupId"] = str(body.get("tenant") or "jobsched")
             kwargs["MessageDeduplicationId"] = hashlib.sha256(str(body["id"]).encode()).hexdigest()
         try:
-            response = self.sns.publish(**kwargs)
+            response = aws_call(self.sns.publish, **kwargs)
         finally:
             if self.meter is not None:
                 self.meter.record_request("sns", "Publish")

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from botocore.exceptions import ClientError
-
+from jobsched.aws.errors import AwsRefused, aws_call
 from jobsched.core.errors import PermanentError, RetryableError
 from jobsched.core.models import parse_run_id
 
@@ -72,9 +71,9 @@ class OutputStore:
         if not self._bucket:
             raise RetryableError(f"no bucket configured to read {key}")
         try:
-            body = self._s3.get_object(Bucket=self._bucket, Key=key)["Body"].read()
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in _GONE:
+            body = aws_call(self._s3.get_object, Bucket=self._bucket, Key=key)["Body"].read()
+        except AwsRefused as exc:
+            if exc.code in _GONE:
                 raise ObjectExpired(f"{key} is no longer in the bucket (expired)") from None
             raise
         return json.loads(body)
@@ -82,4 +81,4 @@ class OutputStore:
     def _put(self, key: str, body: bytes) -> None:
         if not self._bucket:
             raise RetryableError(f"no bucket configured for {key} ({len(body)} bytes)")
-        self._s3.put_object(Bucket=self._bucket, Key=key, Body=body, ContentType="application/json")
+        aws_call(self._s3.put_object, Bucket=self._bucket, Key=key, Body=body, ContentType="application/json")

@@ -18,8 +18,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from jobsched.aws.errors import AwsError
 from jobsched.aws.metering import Dynamo
 from jobsched.core.instants import from_iso
 from jobsched.core.models import to_iso
@@ -48,7 +47,7 @@ class QueueAges:
         """``{priority: oldest queued due instant}`` of the last sweep (empty: none, or no sweep yet)."""
         try:
             item = self.dynamo.get(self.table, {"lease_key": KEY})
-        except (ClientError, BotoCoreError) as exc:
+        except AwsError as exc:
             raise QueueAgesUnreadable(f"{type(exc).__name__}: {exc}") from exc
         if not item:
             return {}

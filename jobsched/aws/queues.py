@@ -13,16 +13,23 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from jobsched.aws.errors import AwsError, aws_call
 from jobsched.aws.metering import Meter
 from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
+from jobsched.ports.stores import SendReport
 
-__all__ = ["Outgoing", "QueueReadError", "RunQueues", "SendReport", "queue_url_for_arn", "send_run_message"]
+__all__ = [
+    "Outgoing",
+    "QueueReadError",
+    "RunQueues",
+    "SendReport",
+    "change_visibility",
+    "queue_url_for_arn",
+    "send_run_message",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,8 +52,12 @@ def send_run_message(
     body = msg.to_json()
     delay = delay_seconds(msg.due_at, now)
     try:
-        response = sqs.send_message(
-            QueueUrl=queue_url, MessageBody=body, DelaySeconds=delay, MessageGroupId=msg.tenant
+        response = aws_call(
+            sqs.send_message,
+            QueueUrl=queue_url,
+            MessageBody=body,
+            DelaySeconds=delay,
+            MessageGroupId=msg.tenant,
         )
         logger.info(
             "run message sent",
@@ -61,6 +72,17 @@ def send_run_message(
             meter.record_sqs("SendMessage", [len(body.encode())])
 
 
+def change_visibility(sqs: Any, queue_url: str, receipt_handle: str, seconds: int) -> None:
+    """Hide a received message for ``seconds`` more (0: visible now; capped at 12 h), not metered;
+    :class:`~jobsched.aws.errors.AwsRefused` when SQS refused (the message may be gone)."""
+    aws_call(
+        sqs.change_message_visibility,
+        QueueUrl=queue_url,
+        ReceiptHandle=receipt_handle,
+        VisibilityTimeout=max(0, min(int(seconds), MAX_VISIBILITY_SECONDS)),
+    )
+
+
 def queue_url_for_arn(queue_urls: Mapping[str, str], arn: str) -> str | None:
     """The URL of the queue an event source ARN names (``arn:aws:sqs:<region>:<account>:<name>``)."""
     name = arn.rsplit(":", 1)[-1]
@@ -68,12 +90,6 @@ def queue_url_for_arn(queue_urls: Mapping[str, str], arn: str) -> str | None:
         if url.rstrip("/").rsplit("/", 1)[-1] == name:
             return url
     return None
-
-
-@dataclass
-class SendReport:
-    sent: list[str] = field(default_factory=list)  # Outgoing.key of each message SQS accepted
-    failed: dict[str, str] = field(default_factory=dict)  # Outgoing.key -> error
 
 
 class RunQueues:
@@ -92,7 +108,12 @@ class RunQueues:
         """Send a message that is not a run's (a backfill's: :mod:`jobsched.services.backfills`) to the
         ``queue`` kind, the tenant as its group; SQS errors propagate."""
         try:
-            self.sqs.send_message(QueueUrl=self.queue_urls[queue], MessageBody=body, MessageGroupId=tenant)
+            aws_call(
+                self.sqs.send_message,
+                QueueUrl=self.queue_urls[queue],
+                MessageBody=body,
+                MessageGroupId=tenant,
+            )
         finally:
             self.meter.record_sqs("SendMessage", [len(body.encode())])
 
@@ -100,13 +121,14 @@ class RunQueues:
         """Hide a received message for ``seconds`` more (0: visible now; capped at 12 h). False (logged)
         if SQS refused: the message may be gone already, and the run's lease is what fences."""
         try:
-            self.sqs.change_message_visibility(
+            aws_call(
+                self.sqs.change_message_visibility,
                 QueueUrl=queue_url,
                 ReceiptHandle=receipt_handle,
                 VisibilityTimeout=max(0, min(int(seconds), MAX_VISIBILITY_SECONDS)),
             )
             return True
-        except (ClientError, BotoCoreError):
+        except AwsError:
             logger.warning("could not change the visibility of a message", exc_info=True)
             return False
         finally:
@@ -117,11 +139,11 @@ class RunQueues:
         :class:`QueueReadError` if it cannot be read."""
         attribute = "ApproximateNumberOfMessages"
         try:
-            response = self.sqs.get_queue_attributes(
-                QueueUrl=self.queue_urls[queue], AttributeNames=[attribute]
+            response = aws_call(
+                self.sqs.get_queue_attributes, QueueUrl=self.queue_urls[queue], AttributeNames=[attribute]
             )
             return int(response["Attributes"][attribute])
-        except (ClientError, BotoCoreError, KeyError, ValueError) as exc:
+        except (AwsError, KeyError, ValueError) as exc:
             raise QueueReadError(f"{type(exc).__name__}: {exc}") from exc
         finally:
             self.meter.record_sqs("GetQueueAttributes", [])
@@ -158,8 +180,8 @@ class RunQueues:
             for i, (o, body) in enumerate(zip(batch, bodies, strict=True))
         ]
         try:
-            response = self.sqs.send_message_batch(QueueUrl=url, Entries=entries)
-        except (ClientError, BotoCoreError) as exc:
+            response = aws_call(self.sqs.send_message_batch, QueueUrl=url, Entries=entries)
+        except AwsError as exc:
             self.meter.record_sqs("SendMessageBatch", [len(b.encode()) for b in bodies])
             return {o.key: str(exc) for o in batch}
         self.meter.record_sqs("SendMessageBatch", [len(b.encode()) for b in bodies])

@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from jobsched.aws.attempts import AttemptStore, Claim
+from jobsched.aws.errors import AwsRefused
 from jobsched.aws.outputs import OutputStore, encode
+from jobsched.aws.queues import change_visibility
+from jobsched.aws.step_functions import StepFunctions
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, PermanentError
 from jobsched.core.messages import RunMessage
@@ -112,14 +113,14 @@ class ChunkRunner:
         self.outputs = outputs
         self.chunks = chunks
         self.sqs = sqs
-        self.sfn = stepfunctions
+        self.sfn = StepFunctions.of(stepfunctions)
         self.state_machine_arn = state_machine_arn
         self.clock = clock
         self.owner = owner
         self.heartbeat_seconds = heartbeat_seconds
         self.safety_margin_seconds = safety_margin_seconds
         self.metrics = metrics or obs.NullSink()
-        self.starter = ExecutionStarter(self.parents, stepfunctions, state_machine_arn, owner, self.metrics)
+        self.starter = ExecutionStarter(self.parents, self.sfn, state_machine_arn, owner, self.metrics)
 
     # --- starting --------------------------------------------------------------------------------
 
@@ -288,9 +289,9 @@ class ChunkRunner:
         cause = error.get("Cause") or parent.item.get("error") or "no cause given"
         text = f"{error.get('Error', 'error')}: {cause}"
         try:
-            message = json.loads(self.sfn.describe_execution(executionArn=arn)["input"])["message"]
+            message = json.loads(self.sfn.describe_execution(arn)["input"])["message"]
             replayable = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
-        except (ClientError, KeyError, ValueError):
+        except (AwsRefused, KeyError, ValueError):
             logger.warning("could not read the input of %s; the dead letter replays from the job", arn)
             replayable = None
         try:
@@ -350,9 +351,7 @@ class ChunkRunner:
         return Outcome("cancelled", parent.run.id, parent.run.attempt, detail={"execution": name})
 
     def _stop(self, arn: str, error: str, cause: str) -> None:
-        try:
-            self.sfn.stop_execution(executionArn=arn, error=error, cause=cause)
-        except ClientError:  # already closed or unknown: nothing left to stop
+        if not self.sfn.stop_execution(arn, error, cause):  # already closed or unknown: nothing to stop
             logger.info("execution %s could not be stopped (already closed?)", arn)
 
     def _payload(self, message: dict) -> Any:
@@ -374,8 +373,6 @@ def _index(data: dict) -> dict:
 def _set_visibility(sqs: Any, queue_url: str | None, receipt: str | None, seconds: int) -> None:
     if queue_url and receipt:
         try:
-            sqs.change_message_visibility(
-                QueueUrl=queue_url, ReceiptHandle=receipt, VisibilityTimeout=max(0, min(int(seconds), 43_200))
-            )
-        except ClientError:  # the message may be gone; the run's lease is what fences
+            change_visibility(sqs, queue_url, receipt, seconds)
+        except AwsRefused:  # the message may be gone; the run's lease is what fences
             logger.warning("could not change the visibility of a chunk message", exc_info=True)

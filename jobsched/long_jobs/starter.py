@@ -17,9 +17,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from jobsched.aws.attempts import Claim
+from jobsched.aws.step_functions import StepFunctions
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.messages import RunMessage
 from jobsched.long_jobs.chunked import ChunkedJob, execution_name
@@ -35,7 +34,7 @@ class ExecutionStarter:
         self, parents: ParentStore, stepfunctions: Any, state_machine_arn: str, owner: str, metrics: Any
     ):
         self.parents = parents
-        self.sfn = stepfunctions
+        self.sfn = StepFunctions.of(stepfunctions)
         self.state_machine_arn = state_machine_arn
         self.owner = owner
         self.metrics = metrics
@@ -55,21 +54,15 @@ class ExecutionStarter:
             "tenant": run.tenant,
             "message": snapshot.to_dict(),
         }
-        started = True
-        try:
-            self.sfn.start_execution(
-                stateMachineArn=self.state_machine_arn,
-                name=name,
-                input=json.dumps(execution_input, sort_keys=True, separators=(",", ":")),
-            )
-        except ClientError as exc:
-            if _code(exc) != "ExecutionAlreadyExists":
-                raise  # the delivery fails and comes back; the next one takes the run over
-            started = False
+        # Another error than "already exists" propagates: the delivery fails and comes back; the next
+        # one takes the run over.
+        started = self.sfn.start_execution(
+            self.state_machine_arn, name, json.dumps(execution_input, sort_keys=True, separators=(",", ":"))
+        )
         if started:  # counted once per execution, as an executed attempt is (usage: runs_started)
             self.metrics.add(obs.CHUNKED_RUNS_STARTED)
         if not started:
-            described = self.sfn.describe_execution(executionArn=self.execution_arn(name))
+            described = self.sfn.describe_execution(self.execution_arn(name))
             if described["status"] != "RUNNING":
                 return self._settle_closed(claim, name, described, snapshot, now)
         try:
@@ -109,7 +102,3 @@ def _snapshot(msg: RunMessage, override: dict | None) -> RunMessage:
     if override is not None:
         snapshot = replace(snapshot, payload=override)
     return snapshot
-
-
-def _code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))

@@ -9,23 +9,19 @@ would be refused anyway, and the workflow retries the task on its own.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
 from jobsched.core.errors import LeaseLostError
 from jobsched.long_jobs.asl import PERMANENT_ERROR, RETRYABLE_ERROR
+from jobsched.ports.state_machine import StateMachine, TaskGone
 from jobsched.targets.executor import Heartbeat, error_info, is_retryable, run_with_timeout
 
 logger = logging.getLogger(__name__)
 
-#: Step Functions' answers for a token it no longer waits on.
-GONE_CODES = frozenset({"TaskDoesNotExist", "TaskTimedOut", "InvalidToken"})
 MAX_CAUSE_CHARS = 32_768
 
 
@@ -40,7 +36,7 @@ class StepResult:
 def run_step(
     fn: Callable[[], Any],
     *,
-    sfn: Any,
+    sfn: StateMachine,
     task_token: str,
     renew: Callable[[], None],
     interval_seconds: float,
@@ -52,11 +48,9 @@ def run_step(
 
     def beat() -> None:
         try:
-            sfn.send_task_heartbeat(taskToken=task_token)
-        except ClientError as exc:
-            if exc.response.get("Error", {}).get("Code") in GONE_CODES:
-                raise LeaseLostError("Step Functions no longer waits for this task") from exc
-            raise
+            sfn.send_task_heartbeat(task_token)
+        except TaskGone as exc:
+            raise LeaseLostError("Step Functions no longer waits for this task") from exc
         renew()
 
     result = StepResult()
@@ -71,29 +65,15 @@ def run_step(
     return result
 
 
-def answer_success(sfn: Any, task_token: str, output: Any) -> bool:
+def answer_success(sfn: StateMachine, task_token: str, output: Any) -> bool:
     """``SendTaskSuccess``; False when the task is gone (answered before, or timed out)."""
-    try:
-        sfn.send_task_success(taskToken=task_token, output=json.dumps(output, separators=(",", ":")))
-    except ClientError as exc:
-        return _gone(exc)
-    return True
+    return sfn.send_task_success(task_token, output)
 
 
-def answer_failure(sfn: Any, task_token: str, error: BaseException) -> str:
+def answer_failure(sfn: StateMachine, task_token: str, error: BaseException) -> str:
     """``SendTaskFailure`` classified for the ASL's Retry; returns the error name sent."""
     code = RETRYABLE_ERROR if is_retryable(error) else PERMANENT_ERROR
     info = error_info(error)
     cause = f"{info['type']}: {info['message']}"[:MAX_CAUSE_CHARS]
-    try:
-        sfn.send_task_failure(taskToken=task_token, error=code, cause=cause)
-    except ClientError as exc:
-        _gone(exc)
+    sfn.send_task_failure(task_token, code, cause)
     return code
-
-
-def _gone(exc: ClientError) -> bool:
-    if exc.response.get("Error", {}).get("Code") in GONE_CODES:
-        logger.info("task token no longer valid: %s", exc.response["Error"].get("Message"))
-        return False
-    raise exc

@@ -17,8 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
+from jobsched.aws.errors import AwsError
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.dispatch_plan import first_fire_after, schedule_of
@@ -387,7 +386,7 @@ class JobService:
             return job
         try:
             self.dispatcher.dispatch_jobs([job], now)
-        except (ClientError, BotoCoreError) as exc:
+        except AwsError as exc:
             # The job is stored; the shard's next tick dispatches it (at most one tick late).
             logger.warning("immediate dispatch of job %s failed, left to the next tick: %s", job.id, exc)
             return job

@@ -30,9 +30,8 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from jobsched.aws.attempts import NOTIFIED, NOTIFY_PENDING, NOTIFY_TRIES
+from jobsched.aws.errors import AwsRefused, AwsUnreachable
 from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsStore
 from jobsched.core.errors import PermanentError, ValidationError
 from jobsched.core.models import to_iso
@@ -216,8 +215,8 @@ class DeadLetterNotifier:
 
 
 def _permanent(exc: BaseException) -> bool:
-    if isinstance(exc, ClientError):
-        return exc.response.get("Error", {}).get("Code") in PERMANENT_SNS_CODES
-    if isinstance(exc, BotoCoreError):
+    if isinstance(exc, AwsRefused):
+        return exc.code in PERMANENT_SNS_CODES
+    if isinstance(exc, AwsUnreachable):
         return False
     return classify_error(exc) == PERMANENT

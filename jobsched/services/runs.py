@@ -39,9 +39,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from jobsched.aws.attempts import NOTIFY_PENDING, NOTIFY_STATE, REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
+from jobsched.aws.errors import AwsError
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
 from jobsched.aws.outputs import OutputStore
@@ -223,7 +222,7 @@ class RunService:
             raise RetryableError(f"could not enqueue the replay of {run_id}: {exc}") from exc
         try:
             finished = finish_replay(self.runs.dynamo, self.runs.table, key, since, dl_at)
-        except (ClientError, BotoCoreError) as exc:  # the message is on its way: the sweeper cleans up
+        except AwsError as exc:  # the message is on its way: the sweeper cleans up
             logger.warning("replay of run %s sent; its pending marker stays for the sweeper: %s", run_id, exc)
             finished = None
         if finished is None:  # no longer a dead letter either way: answer without the index keys

@@ -16,14 +16,14 @@ from jobsched.api.deps import current_tenant
 from jobsched.api.errors import BadRequestError, PreconditionRequiredError, error_body
 from jobsched.api.idempotency import (
     Claim,
-    IdempotencyStore,
+    IdempotencyRecords,
     IdempotentJobDeletedError,
     StoredResponse,
     check_key,
     fingerprint,
 )
 from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
-from jobsched.api.quotas import JobQuota
+from jobsched.api.quotas import JobCounts
 from jobsched.api.schemas import (
     BackfillIn,
     BackfillOut,
@@ -114,8 +114,8 @@ def _replay(stored: StoredResponse) -> Response:
 def jobs_router(
     jobs: Any,
     clock: Clock,
-    idempotency: IdempotencyStore | None,
-    quota: JobQuota | None = None,
+    idempotency: IdempotencyRecords | None,
+    quota: JobCounts | None = None,
     *,
     backfills: Any = None,
 ) -> Router:

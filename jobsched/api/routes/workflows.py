@@ -17,7 +17,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 from jobsched.api.deps import current_tenant
 from jobsched.api.idempotency import check_key
 from jobsched.api.pagination import DEFAULT_LIMIT, MAX_LIMIT, decode_cursor, page
-from jobsched.api.quotas import JobQuota
+from jobsched.api.quotas import JobCounts
 from jobsched.api.routes.jobs import job_id_of, version_of
 from jobsched.api.routes.runs import run_id_of
 from jobsched.api.schemas import BackfillIn, DeletedOut, PauseIn, ResumeIn
@@ -57,7 +57,7 @@ def _with_etag(workflow: WorkflowOut, status: int = 200, location: str | None = 
     return _json(workflow.model_dump(mode="json"), status, headers)
 
 
-def workflows_router(workflows: Any, clock: Clock, quota: JobQuota | None = None) -> Router:
+def workflows_router(workflows: Any, clock: Clock, quota: JobCounts | None = None) -> Router:
     """``workflows`` is a :class:`jobsched.services.workflow_service.WorkflowService`."""
     router = Router()
 

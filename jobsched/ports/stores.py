@@ -1,0 +1,318 @@
+"""The stores the services use, by what they do: jobs, runs and attempts, leases, semaphores and
+buckets, outputs, notifications, usage, and the run queues.
+
+Each Protocol lists the operations services, long jobs and the API call; the DynamoDB/SQS/S3 classes of
+:mod:`jobsched.aws` implement them (``JobsStore``, ``RunsStore``, ``AttemptStore``, ``Leases``,
+``Semaphores``, ``Buckets``, ``OutputStore``, ``NotifyOutbox``, ``UsageStore``, ``RunQueues``), written
+on the lower ports (:class:`~jobsched.ports.tables.Table`, :class:`~jobsched.ports.queues.SqsApi`,
+:class:`~jobsched.ports.objects.ObjectApi`). The fakes of :mod:`jobsched.testing` replace the lower
+ports, so every conditional write of these stores keeps its exact condition in tests.
+
+The values the stores answer with live here, so the ports depend on the core only.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import Any, Protocol
+
+from jobsched.core.errors import ConflictError
+from jobsched.core.limits import RateSpec
+from jobsched.core.messages import Outgoing, RunMessage
+from jobsched.core.models import Job, Run, RunState
+from jobsched.core.usage import DayUsage
+
+# --- values ----------------------------------------------------------------------------------------
+
+
+class ClaimStatus:
+    CLAIMED = "claimed"  # this worker now owns the attempt
+    FINISHED = "finished"  # the run already ended: acknowledge the delivery, do nothing
+    STALE = "stale"  # the delivery is for an attempt that is no longer current: acknowledge
+    BUSY = "busy"  # another worker holds a live lease: leave the message for later
+    MISSING = "missing"  # no such run item (deleted): acknowledge
+    EXHAUSTED = "exhausted"  # the previous owner's lease expired and no attempts are left
+
+
+@dataclass
+class Claim:
+    """What a worker's claim of an attempt found: ``status`` (a :class:`ClaimStatus`), the run."""
+
+    status: str
+    run: Run | None = None
+    item: dict[str, Any] | None = None
+    attempt: int = 0
+    took_over: bool = False
+    superseded: bool = False  # STALE because a newer message of the run was sent (send token)
+
+    @property
+    def index(self) -> int:
+        """Position of this attempt in the run's ``attempts`` list (for fenced in-place updates)."""
+        return len(self.run.attempts) - 1 if self.run else -1
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A shard lease held by ``owner`` until ``until``; ``token`` (the fencing token) increases with
+    every acquisition."""
+
+    key: str
+    owner: str
+    token: int
+    until: datetime
+    legacy_until: datetime | None = None
+
+    def in_legacy_window(self, now: datetime) -> bool:
+        return self.legacy_until is not None and now < self.legacy_until
+
+
+class LeaseHeldError(ConflictError):
+    """Raised when a lease is held by another owner and has not expired yet."""
+
+    code = "lease_held"
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """The semaphore is full: a slot frees within ``frees_in`` seconds at the latest (a lease end);
+    ``registered``: the run is a waiter and a release will wake it sooner."""
+
+    frees_in: float
+    registered: bool
+
+
+@dataclass(frozen=True)
+class Waiter:
+    """A waiting run's message, to be made visible: its queue and receipt handle."""
+
+    run_id: str
+    queue_url: str
+    receipt_handle: str
+
+
+@dataclass
+class SendReport:
+    sent: list[str] = field(default_factory=list)  # Outgoing.key of each message SQS accepted
+    failed: dict[str, str] = field(default_factory=dict)  # Outgoing.key -> error
+
+
+# --- stores ----------------------------------------------------------------------------------------
+
+
+class JobRecords(Protocol):
+    """Job definitions and the due index (every write conditional on the job's version)."""
+
+    def create(self, job: Job) -> Job: ...
+
+    def get(self, tenant: str, job_id: str, *, consistent: bool = True) -> Job: ...
+
+    def list(
+        self, tenant: str, *, limit: int = 50, start_after: str | None = None
+    ) -> tuple[builtins.list[Job], str | None]: ...
+
+    def replace(self, job: Job, expected_version: int, read: Job | None = None) -> Job: ...
+
+    def delete(self, tenant: str, job_id: str, expected_version: int | None = None) -> None: ...
+
+    def due_keys(
+        self, key: str, until: datetime, *, limit: int = 100, start_key: dict[str, Any] | None = None
+    ) -> tuple[builtins.list[tuple[str, str]], dict[str, Any] | None]: ...
+
+    def get_many(self, keys: builtins.list[tuple[str, str]]) -> builtins.list[Job]: ...
+
+    def advance(self, read: Job, updated: Job, fence: int | None, fence_lease: str | None = None) -> None: ...
+
+
+class RunRecords(Protocol):
+    """Runs: created once per occurrence (a conditional put), moved through the state machine by
+    conditional updates."""
+
+    def create(self, run: Run) -> tuple[Run, bool]: ...
+
+    def announce(self, runs: Iterable[Run], *, feed: bool = True, at: datetime | None = None) -> int: ...
+
+    def put_announced(self, run: Run) -> tuple[Run, bool]: ...
+
+    def put_announced_many(self, runs: list[Run], *, concurrency: int = 1) -> list[tuple[Run, bool]]: ...
+
+    def get(self, run_id: str, tenant: str | None = None, *, consistent: bool = True) -> Run: ...
+
+    def find(self, run_id: str) -> Run | None: ...
+
+    def transition(
+        self, run: Run, new_state: RunState, now: datetime, *, reason: str | None = None
+    ) -> Run | None: ...
+
+    def request_cancel(self, run: Run) -> Run | None: ...
+
+    def queued_ahead(self, job_id: str, now: datetime, jitter_seconds: int = 0) -> list[Run]: ...
+
+    def expiry_after(self, instant: datetime) -> int | None: ...
+
+
+class AttemptRecords(Protocol):
+    """A run's attempts: claimed under a lease, every later write fenced by the attempt number."""
+
+    def get(self, run_id: str) -> Run: ...
+
+    def get_item(self, run_id: str) -> dict[str, Any] | None: ...
+
+    def claim(
+        self,
+        run_id: str,
+        attempt: int,
+        owner: str,
+        now: datetime,
+        lease_seconds: float,
+        token: str | None = None,
+    ) -> Claim: ...
+
+    def heartbeat(
+        self, run_id: str, attempt: int, owner: str, now: datetime, lease_seconds: float, progress: Any = None
+    ) -> bool: ...
+
+    def succeed(
+        self, claim: Claim, owner: str, now: datetime, output: Any = None, output_ref: str | None = None
+    ) -> Run: ...
+
+    def retrying(
+        self,
+        claim: Claim,
+        owner: str,
+        now: datetime,
+        retry_at: datetime,
+        error: str,
+        token: str | None = None,
+    ) -> Run: ...
+
+    def dead_letter(
+        self, claim: Claim, owner: str, now: datetime, error: str, reason: str, message: str | None
+    ) -> Run: ...
+
+    def cancelled(self, claim: Claim, owner: str, now: datetime) -> Run: ...
+
+    def fail_unclaimed(
+        self, run: Run, now: datetime, error: str, reason: str, message: str | None
+    ) -> Run: ...
+
+
+class ShardLeases(Protocol):
+    """Leases with fencing tokens (one per dispatcher shard)."""
+
+    def acquire(
+        self,
+        key: str,
+        owner: str,
+        now: datetime,
+        ttl: timedelta | None = None,
+        *,
+        legacy_window: timedelta | None = None,
+    ) -> Lease: ...
+
+    def check(self, lease: Lease, now: datetime) -> None: ...
+
+    def release(self, lease: Lease, now: datetime) -> bool: ...
+
+
+class ConcurrencySlots(Protocol):
+    """Counting semaphores (per tenant, per job type) with leased slots and registered waiters."""
+
+    def acquire(
+        self,
+        key: str,
+        holder: str,
+        limit: int,
+        now: datetime,
+        lease_seconds: float,
+        *,
+        waiter: tuple[str, str, str] | None = None,
+    ) -> Refusal | None: ...
+
+    def renew(self, key: str, holder: str, limit: int, now: datetime, lease_seconds: float) -> bool: ...
+
+    def release(self, key: str, holder: str, now: datetime) -> Waiter | None: ...
+
+    def holders(self, key: str) -> dict[str, int]: ...
+
+
+class RateBuckets(Protocol):
+    """Token buckets: ``take`` answers None (taken) or the seconds until a token is there."""
+
+    def take(self, key: str, spec: RateSpec, now: datetime) -> float | None: ...
+
+
+class Outputs(Protocol):
+    """Run outputs and payloads too large to keep inline."""
+
+    def place_output(self, tenant: str, run_id: str, attempt: int, output: Any) -> tuple[Any, str | None]: ...
+
+    def put_payload(self, tenant: str, run_id: str, payload: Any, label: str) -> str: ...
+
+    def get_json(self, key: str) -> Any: ...
+
+
+class NotificationOutbox(Protocol):
+    """Dead-letter notifications waiting on a run item, claimed under a lease and settled once."""
+
+    def claim(
+        self, item: Mapping[str, Any], now: datetime, lease_seconds: float
+    ) -> dict[str, Any] | None: ...
+
+    def settle(self, item: Mapping[str, Any], outcome: Mapping[str, Any]) -> bool: ...
+
+    def release(self, item: Mapping[str, Any], outcome: Mapping[str, Any]) -> None: ...
+
+
+class NotificationPublisher(Protocol):
+    """Publishes one notification to a topic; returns the message id."""
+
+    def publish(self, topic_arn: str, body: Mapping[str, Any], subject: str) -> str: ...
+
+
+class UsageRecords(Protocol):
+    """Per-tenant daily usage counters."""
+
+    def add(self, usage: DayUsage) -> None: ...
+
+    def tenant_days(self, tenant: str, first: date, last: date) -> list[DayUsage]: ...
+
+    def all_days(self, first: date, last: date) -> list[DayUsage]: ...
+
+
+class RunQueue(Protocol):
+    """The priority queues: run messages sent with their delay and the tenant as message group."""
+
+    def send(self, outgoing: list[Outgoing]) -> SendReport: ...
+
+    def send_one(self, msg: RunMessage, now: datetime) -> None: ...
+
+    def send_body(self, queue: str, body: str, tenant: str) -> None: ...
+
+    def set_visibility(self, queue_url: str, receipt_handle: str, seconds: int) -> bool: ...
+
+    def visible_messages(self, queue: str) -> int: ...
+
+
+__all__ = [
+    "AttemptRecords",
+    "Claim",
+    "ClaimStatus",
+    "ConcurrencySlots",
+    "JobRecords",
+    "Lease",
+    "LeaseHeldError",
+    "NotificationOutbox",
+    "NotificationPublisher",
+    "Outputs",
+    "RateBuckets",
+    "Refusal",
+    "RunQueue",
+    "RunRecords",
+    "SendReport",
+    "ShardLeases",
+    "UsageRecords",
+    "Waiter",
+]
