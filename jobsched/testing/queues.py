@@ -50,6 +50,7 @@ class _Message:
     first_receive_ms: int | None = None
     receipts: set[str] = field(default_factory=set)
     receipt: str | None = None  # the latest handle
+    delay_seconds: int = 0  # as sent
 
 
 @dataclass
@@ -150,6 +151,7 @@ class InMemoryQueues:
             visible_ms=now + delay * 1000,
             group=group,
             attributes=dict(attrs or {}),
+            delay_seconds=delay,
         )
         queue.messages.append(message)
         return message
@@ -355,6 +357,21 @@ class InMemoryQueues:
             return {}
 
     # --- for tests ---------------------------------------------------------------------------------
+
+    def peek(self, url: str) -> list[dict[str, Any]]:
+        """Every message on the queue at ``url`` (delayed, visible or in flight, oldest first) as
+        ``{"body", "group", "delay", "receives"}``, without receiving it: ``delay`` is the seconds it
+        was sent with."""
+        with self._lock:
+            return [
+                {
+                    "body": m.body,
+                    "group": m.group,
+                    "delay": m.delay_seconds,
+                    "receives": m.receives,
+                }
+                for m in self._queue(url, "ReceiveMessage").messages
+            ]
 
     def bodies(self, url: str) -> list[str]:
         """Every message body on the queue at ``url``, delayed, visible or in flight, oldest first."""

@@ -109,6 +109,10 @@ class Kit:
 def sent_messages(aws: Any, kind: str = "default") -> list[tuple[dict, int]]:
     """(body, DelaySeconds) of every message in a queue, delayed or in flight included, read from moto's
     backend: moto keeps delayed messages invisible for real seconds, and the tests move a fake clock."""
+    if hasattr(aws.clients.sqs, "peek"):  # the in-memory fakes (tests/aws/memory.py)
+        return [
+            (json.loads(m["body"]), m["delay"]) for m in aws.clients.sqs.peek(aws.settings.queue_urls[kind])
+        ]
     from moto.core import DEFAULT_ACCOUNT_ID
     from moto.sqs.models import sqs_backends
 

@@ -1,4 +1,5 @@
-"""Shard leases with fencing tokens, against moto."""
+"""Shard leases with fencing tokens, on the in-memory fakes (the Leases table's contract with DynamoDB
+is in tests/contract)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from jobsched.aws.leases import LeaseHeldError, Leases
 from jobsched.aws.metering import dynamo_for
 from jobsched.core.errors import LeaseLostError
 from tests.aws.conftest import T0
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 
 @pytest.fixture
