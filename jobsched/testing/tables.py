@@ -228,7 +228,7 @@ class InMemoryTables:
             names += [k.name for k in (index.partition, index.sort) if k]
         return {name: copy.deepcopy(item[name]) for name in dict.fromkeys(names)}
 
-    def query(
+    def _query(
         self,
         table: str,
         key_condition: str,
@@ -297,7 +297,7 @@ class InMemoryTables:
         out: list[dict[str, Any]] = []
         start: dict[str, Any] | None = None
         while True:
-            page, start = self.query(table, key_condition, values, start_key=start, **kwargs)
+            page, start = self._query(table, key_condition, values, start_key=start, **kwargs)
             out.extend(page)
             if start is None:
                 return out
@@ -363,6 +363,85 @@ class InMemoryTables:
                 out.extend(self._project(copy.deepcopy(stored[k]), attributes) for k in wanted if k in stored)
         return out
 
+    # --- boto3-shaped calls, for tests that read and write tables as a DynamoDB client -------------
+
+    def get_item(
+        self,
+        TableName: str,
+        Key: Mapping[str, Any],
+        ConsistentRead: bool = False,
+        **_: Any,
+    ) -> dict[str, Any]:
+        found = self.get(TableName, deserialize(Key), consistent=ConsistentRead)
+        return {"Item": serialize(found)} if found is not None else {}
+
+    def put_item(self, TableName: str, Item: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
+        condition, names, values = _expressions(kwargs)
+        try:
+            self.put(TableName, deserialize(Item), condition=condition, names=names, values=values)
+        except ConditionFailed as failed:
+            raise _check_failed(failed, "PutItem") from None
+        return {}
+
+    def update_item(
+        self,
+        TableName: str,
+        Key: Mapping[str, Any],
+        UpdateExpression: str,
+        ReturnValues: str = "NONE",
+        **kwargs: Any,
+    ) -> dict[str, Any]:
+        condition, names, values = _expressions(kwargs)
+        try:
+            new = self.update(
+                TableName, deserialize(Key), UpdateExpression, condition=condition, names=names, values=values
+            )
+        except ConditionFailed as failed:
+            raise _check_failed(failed, "UpdateItem") from None
+        return {"Attributes": serialize(new)} if ReturnValues == "ALL_NEW" else {}
+
+    def scan(
+        self,
+        TableName: str,
+        Select: str | None = None,
+        FilterExpression: str | None = None,
+        ProjectionExpression: str | None = None,
+        ExpressionAttributeValues: Mapping[str, Any] | None = None,
+        **_: Any,
+    ) -> dict[str, Any]:
+        values = deserialize(ExpressionAttributeValues or {})
+        found = self.scan_all(
+            TableName, projection=ProjectionExpression, filter_expression=FilterExpression, values=values
+        )
+        answer: dict[str, Any] = {"Count": len(found), "ScannedCount": len(found)}
+        if Select != "COUNT":
+            answer["Items"] = [serialize(i) for i in found]
+        return answer
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        """The :class:`~jobsched.ports.tables.Table` query (``table, key_condition, values``), or
+        boto3's shape when called with ``TableName=``."""
+        if "TableName" not in kwargs:
+            return self._query(*args, **kwargs)
+        _, names, values = _expressions(kwargs)
+        start = kwargs.get("ExclusiveStartKey")
+        items, last = self._query(
+            kwargs["TableName"],
+            kwargs["KeyConditionExpression"],
+            values or {},
+            names=names,
+            index=kwargs.get("IndexName"),
+            limit=kwargs.get("Limit"),
+            forward=kwargs.get("ScanIndexForward", True),
+            start_key=deserialize(start) if start else None,
+            filter_expression=kwargs.get("FilterExpression"),
+            consistent=kwargs.get("ConsistentRead", False),
+        )
+        answer: dict[str, Any] = {"Items": [serialize(i) for i in items], "Count": len(items)}
+        if last is not None:
+            answer["LastEvaluatedKey"] = serialize(last)
+        return answer
+
     # --- for tests ---------------------------------------------------------------------------------
 
     def sweep_ttl(self, now: datetime | None = None) -> int:
@@ -389,6 +468,30 @@ class InMemoryTables:
         """Every item of ``table`` (copies, in no particular order) -- for assertions."""
         with self._lock:
             return [copy.deepcopy(i) for i in self._items[table].values()]
+
+
+def _expressions(
+    kwargs: Mapping[str, Any],
+) -> tuple[str | None, dict[str, str] | None, dict[str, Any] | None]:
+    values = kwargs.get("ExpressionAttributeValues")
+    return (
+        kwargs.get("ConditionExpression"),
+        kwargs.get("ExpressionAttributeNames"),
+        deserialize(values) if values else None,
+    )
+
+
+def _check_failed(failed: ConditionFailed, operation: str) -> Exception:
+    error: dict[str, Any] = {
+        "Code": "ConditionalCheckFailedException",
+        "Message": "The conditional request failed",
+    }
+    response: dict[str, Any] = {"Error": error}
+    if failed.existing is not None:
+        response["Item"] = serialize(failed.existing)
+    from jobsched.aws.errors import AwsRefused
+
+    return AwsRefused(response, operation)
 
 
 def _expired(value: Any, epoch: Decimal) -> bool:

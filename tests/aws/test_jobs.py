@@ -17,6 +17,7 @@ from jobsched.core.errors import (
 )
 from jobsched.core.models import JobState, RunState, Trigger, make_run_id, partition_for, partition_key
 from tests.aws.conftest import T0
+from tests.aws.memory import memory_aws, memory_pipeline  # noqa: F401  (this file runs on the in-memory fakes)
 
 T1 = T0 + timedelta(minutes=1)  # just after an hourly occurrence: nothing due within the look-ahead
 HOURLY = {"name": "report", "schedule": "0 * * * *", "target": {"handler": "echo"}, "payload": {"a": 1}}
