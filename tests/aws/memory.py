@@ -18,7 +18,8 @@ import pytest
 
 from jobsched.core.clock import FakeClock
 from jobsched.testing import in_memory_aws, memory_settings
-from tests.aws.conftest import PREFIX, AwsEnv, Pipeline, build_pipeline
+from tests.aws.conftest import PREFIX, AwsEnv, Pipeline
+from tests.aws.conftest import build_pipeline as build_moto_pipeline
 
 
 def memory_env(clock: FakeClock, **settings: object) -> AwsEnv:
@@ -41,7 +42,12 @@ def memory_aws(clock: FakeClock) -> AwsEnv:
     return memory_env(clock)
 
 
+def build_pipeline(env: AwsEnv, owner: str = "test-dispatcher") -> Pipeline:
+    """conftest's ``build_pipeline`` over the fakes (its ``messages`` read the fake queue)."""
+    built = build_moto_pipeline(env, owner)
+    return MemoryPipeline(env=built.env, jobs=built.jobs, dispatcher=built.dispatcher, meter=built.meter)
+
+
 @pytest.fixture(name="pipeline")
 def memory_pipeline(aws: AwsEnv) -> Pipeline:
-    built = build_pipeline(aws)
-    return MemoryPipeline(env=built.env, jobs=built.jobs, dispatcher=built.dispatcher, meter=built.meter)
+    return build_pipeline(aws)

@@ -12,6 +12,7 @@ from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.models import RunState
 from jobsched.services.dead_letters import DeadLetterFilter, DeadLetterService
 from tests.aws.conftest_worker import Kit, fail_permanently, run_service, sent_messages
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 
 @pytest.fixture

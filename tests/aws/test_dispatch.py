@@ -1,4 +1,4 @@
-"""Dispatcher guarantees against moto: one run per occurrence, crash safety, fencing, policies, DST."""
+"""Dispatcher guarantees (on the in-memory fakes): one run per occurrence, crash safety, fencing, policies, DST."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from jobsched.aws.queues import RunQueues
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import RunState, Trigger, make_run_id
 from jobsched.services.dispatcher import Dispatcher
-from tests.aws.conftest import T0, Pipeline, build_pipeline
+from tests.aws.conftest import T0, Pipeline
+from tests.aws.memory import build_pipeline, memory_aws, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
 EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}}
 

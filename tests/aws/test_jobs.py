@@ -1,4 +1,4 @@
-"""Job service against moto: validation writes nothing, tenants are isolated, versions are checked,
+"""Job service (on the in-memory fakes): validation writes nothing, tenants are isolated, versions are checked,
 lifecycle transitions are guarded, manual and backfill runs are idempotent."""
 
 from __future__ import annotations

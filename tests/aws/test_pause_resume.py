@@ -1,4 +1,4 @@
-"""Pause and resume against moto: the schedule goes on after a resume, withdrawn occurrences are
+"""Pause and resume (on the in-memory fakes): the schedule goes on after a resume, withdrawn occurrences are
 revived (never created twice), and the misfire policy decides what was missed while paused — whether
 or not a run had been queued ahead for it (issue 10, items 1 and 2).
 
@@ -14,6 +14,7 @@ import pytest
 
 from jobsched.core.models import RunState, Trigger, make_run_id
 from tests.aws.conftest import T0, Pipeline
+from tests.aws.memory import memory_aws, memory_pipeline  # noqa: F401  (this file runs on the in-memory fakes)
 
 S = timedelta(seconds=1)
 EVERY_SECOND = {"name": "s", "schedule": "* * * * * *", "target": {"handler": "echo"}}

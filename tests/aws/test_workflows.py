@@ -1,4 +1,4 @@
-"""DAG workflows end to end over moto: a workflow is a job, its runs go through the dispatcher's
+"""DAG workflows end to end (on the in-memory fakes): a workflow is a job, its runs go through the dispatcher's
 queues and the real worker, each node is a run (docs/semantics/workflows.md)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from jobsched.core.dag import node_run_id
 from jobsched.core.errors import ConflictError, NotFoundError, ValidationError
 from jobsched.core.models import RunState
 from tests.aws.conftest_worker import sent_messages
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 from tests.aws.workflow_kit import EXECUTIONS, WorkflowKit, node
 
 
