@@ -1,4 +1,5 @@
-"""Dispatcher guarantees (on the in-memory fakes): one run per occurrence, crash safety, fencing, policies, DST."""
+"""Dispatcher guarantees (on the in-memory fakes): one run per occurrence, crash safety, fencing,
+policies, DST."""
 
 from __future__ import annotations
 

@@ -13,6 +13,7 @@ from jobsched.runtime.observability import POISON_MESSAGES
 from jobsched.services.dead_letters import DeadLetterService
 from jobsched.services.dlq_consumer import DlqConsumer
 from tests.aws.conftest_worker import Kit, run_service
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""Job service (on the in-memory fakes): validation writes nothing, tenants are isolated, versions are checked,
-lifecycle transitions are guarded, manual and backfill runs are idempotent."""
+"""Job service (on the in-memory fakes): validation writes nothing, tenants are isolated, versions are
+checked, lifecycle transitions are guarded, manual and backfill runs are idempotent."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ from jobsched.runtime.observability import RUNS_DEAD_LETTERED, RUNS_RETRIED
 from jobsched.services.worker import retry_delay
 from tests.aws.conftest import T0
 from tests.aws.conftest_worker import Kit, sent_messages
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""DAG workflows end to end (on the in-memory fakes): a workflow is a job, its runs go through the dispatcher's
-queues and the real worker, each node is a run (docs/semantics/workflows.md)."""
+"""DAG workflows end to end (on the in-memory fakes): a workflow is a job, its runs go through the
+dispatcher's queues and the real worker, each node is a run (docs/semantics/workflows.md)."""
 
 from __future__ import annotations
 
