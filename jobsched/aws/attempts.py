@@ -179,12 +179,21 @@ class AttemptStore:
     def _take_over(self, run: Run, old: dict, owner: str, now: datetime, lease_until: str) -> Claim:
         new_attempt = run.attempt + 1
         last = len(run.attempts) - 1
-        lost = f", attempts[{last}].outcome = :lost, attempts[{last}].finished_at = :now" if last >= 0 else ""
+        # The new entry is SET at the index after the last (SET past a list's end appends): DynamoDB
+        # refuses `attempts = list_append(...)` beside `attempts[i].outcome` in one update ("Two
+        # document paths overlap"), which moto lets through (decision 0043).
+        if last >= 0:
+            append = (
+                f"attempts[{last + 1}] = :one, "
+                f"attempts[{last}].outcome = :lost, attempts[{last}].finished_at = :now"
+            )
+        else:
+            append = "attempts = list_append(attempts, :entry)"
+        entry = {"attempt": new_attempt, "started_at": to_iso(now)}
         try:
             item = self._update(
                 run.id,
-                "SET attempt = :a, lease_until = :lu, lease_owner = :o, "
-                f"attempts = list_append(attempts, :entry){lost}",
+                f"SET attempt = :a, lease_until = :lu, lease_owner = :o, {append}",
                 "#state = :running AND attempt = :cur AND lease_until = :old_lease AND lease_until < :now",
                 {
                     ":running": "running",
@@ -194,8 +203,7 @@ class AttemptStore:
                     ":lu": lease_until,
                     ":o": owner,
                     ":now": to_iso(now),
-                    ":entry": [{"attempt": new_attempt, "started_at": to_iso(now)}],
-                    **({":lost": "lost"} if lost else {}),
+                    **({":one": entry, ":lost": "lost"} if last >= 0 else {":entry": [entry]}),
                 },
             )
         except _Rejected as rejected:  # someone else moved first: classify what they left

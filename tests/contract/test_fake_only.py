@@ -39,3 +39,27 @@ def test_a_task_token_is_answered_once_and_then_gone():
     sfn.finish(execution, "SUCCEEDED", output={"result": {}})
     assert sfn.start_execution(arn, "run-1", '{"a": 1}') is False
     assert sfn.describe_execution(execution)["status"] == "SUCCEEDED"
+
+
+def test_an_update_with_overlapping_paths_is_refused_as_dynamodb_refuses_it():
+    """DynamoDB refuses an update whose actions touch overlapping document paths ("Two document paths
+    overlap with each other"), a list replaced beside one of its elements included
+    (amzn/smoke-dynamodb#102: `SET l[0].x = ..., l = list_append(l, ...)` fails validation on
+    DynamoDB). moto 5.2 refuses `SET m = :x, m.b = :y` but lets the list case through, so this is not
+    in the contract suite; the fake refuses both, and SET past a list's end appends, as DynamoDB does."""
+    from jobsched.aws.errors import AwsRefused
+
+    aws = in_memory_aws(clock=FakeClock(T0))
+    leases = aws.settings.leases_table
+    aws.tables.put(leases, {"lease_key": "k", "l": [{"a": 1}], "m": {"b": 1}})
+    for expression, values in [
+        ("SET l = list_append(l, :e), l[0].x = :v", {":e": [{"a": 2}], ":v": 1}),
+        ("SET m = :x, m.b = :v", {":x": {}, ":v": 1}),
+    ]:
+        with pytest.raises(AwsRefused) as error:
+            aws.tables.update(leases, {"lease_key": "k"}, expression, values=values)
+        assert error.value.code == "ValidationException"
+    new = aws.tables.update(
+        leases, {"lease_key": "k"}, "SET l[1] = :e, l[0].x = :v", values={":e": {"a": 2}, ":v": 1}
+    )
+    assert new["l"] == [{"a": 1, "x": 1}, {"a": 2}]
