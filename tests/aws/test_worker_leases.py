@@ -13,6 +13,7 @@ from jobsched.core.models import RunState
 from jobsched.runtime.observability import RUN_DURATION, RUNS_DEAD_LETTERED, RUNS_FAILED, RUNS_SUCCEEDED
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 
 @pytest.fixture
