@@ -15,7 +15,7 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.metering import Dynamo, table_specs
 from jobsched.core.clock import FakeClock
 from jobsched.runtime.settings import Settings
-from jobsched.testing import InMemoryQueues, InMemoryTables
+from jobsched.testing import InMemoryObjects, InMemoryQueues, InMemoryTables
 from tests.aws.conftest import REGION, T0, _fake_credentials, provision
 
 
@@ -26,6 +26,7 @@ class Backend:
     table: Any  # a jobsched.ports.tables.Table
     sqs: Any  # a jobsched.ports.queues.SqsApi
     clock: FakeClock
+    s3: Any = None  # a jobsched.ports.objects.ObjectApi
 
 
 @pytest.fixture(params=["memory", "moto"])
@@ -36,7 +37,8 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 
         settings = memory_settings()
         queues = InMemoryQueues.for_settings(settings, clock=clock)
-        yield Backend("memory", settings, InMemoryTables(table_specs(settings), clock=clock), queues, clock)
+        tables = InMemoryTables(table_specs(settings), clock=clock)
+        yield Backend("memory", settings, tables, queues, clock, InMemoryObjects(settings.bucket))
         return
     _fake_credentials(monkeypatch)
     # moto's SQS reads the time through these two functions: they follow the test's clock here, so a
@@ -51,4 +53,5 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     with mock_aws():
         clients = Clients(region_name=REGION)
         settings = provision(clients)
-        yield Backend("moto", settings, Dynamo(clients.dynamodb, table_specs(settings)), clients.sqs, clock)
+        table = Dynamo(clients.dynamodb, table_specs(settings))
+        yield Backend("moto", settings, table, clients.sqs, clock, clients.s3)

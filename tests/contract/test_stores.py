@@ -1,0 +1,85 @@
+"""The stores the guarantees rest on, over each backend's Table (the fake and DynamoDB on moto): the
+same calls give the same answers. Runs are created once per occurrence, attempts are fenced, shard
+leases carry increasing fencing tokens, semaphores and token buckets keep their limits."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from jobsched.aws.attempts import AttemptStore, ClaimStatus
+from jobsched.aws.leases import LeaseHeldError, Leases
+from jobsched.aws.limits_store import Buckets, Semaphores, bucket_key, semaphore_key
+from jobsched.aws.runs_store import RunsStore
+from jobsched.core.errors import LeaseLostError
+from jobsched.core.limits import RateSpec
+from jobsched.core.models import Run, RunState, make_run_id
+from tests.aws.conftest import T0
+
+
+def new_run(at=T0) -> Run:
+    return Run(
+        id=make_run_id("job1", at),
+        job_id="job1",
+        tenant="acme",
+        scheduled_at=at,
+        due_at=at,
+        max_attempts=3,
+        created_at=at - timedelta(seconds=30),
+    )
+
+
+def test_a_run_is_created_once_per_occurrence(backend):
+    runs = RunsStore(backend.table, backend.settings.runs_table)
+    first, created = runs.create(new_run())
+    again, created_again = runs.create(new_run())
+    assert created is True and created_again is False
+    assert again.id == first.id and again.state is RunState.QUEUED
+
+
+def test_an_attempt_is_claimed_once_and_a_stale_owner_cannot_finish_it(backend):
+    runs = RunsStore(backend.table, backend.settings.runs_table)
+    attempts = AttemptStore(backend.table, backend.settings.runs_table)
+    run, _ = runs.create(new_run())
+    claim = attempts.claim(run.id, 1, "worker-a", T0, 60)
+    assert claim.status == ClaimStatus.CLAIMED
+    assert attempts.claim(run.id, 1, "worker-b", T0 + timedelta(seconds=10), 60).status == ClaimStatus.BUSY
+    # the lease lapses: worker-b takes the run over as attempt 2, worker-a's late result is refused
+    taken = attempts.claim(run.id, 1, "worker-b", T0 + timedelta(seconds=90), 60)
+    assert (taken.status, taken.attempt, taken.took_over) == (ClaimStatus.CLAIMED, 2, True)
+    with pytest.raises(LeaseLostError):
+        attempts.succeed(claim, "worker-a", T0 + timedelta(seconds=91), output={"by": "a"})
+    done = attempts.succeed(taken, "worker-b", T0 + timedelta(seconds=92), output={"by": "b"})
+    assert done.state is RunState.SUCCEEDED and done.output == {"by": "b"}
+    assert [(a.attempt, a.outcome) for a in done.attempts] == [(1, "lost"), (2, "succeeded")]
+
+
+def test_shard_leases_fence_with_increasing_tokens(backend):
+    leases = Leases(backend.table, backend.settings.leases_table)
+    first = leases.acquire("shard#0", "a", T0)
+    with pytest.raises(LeaseHeldError):
+        leases.acquire("shard#0", "b", T0 + timedelta(seconds=30))
+    second = leases.acquire("shard#0", "b", T0 + timedelta(seconds=61))
+    assert (first.token, second.token) == (1, 2)
+    with pytest.raises(LeaseLostError):
+        leases.check(first, T0 + timedelta(seconds=62))
+
+
+def test_a_semaphore_admits_up_to_its_limit(backend):
+    semaphores = Semaphores(backend.table, backend.settings.leases_table)
+    key = semaphore_key("acme", "stripe")
+    assert semaphores.acquire(key, "r1@w", 2, T0, 60) is None
+    assert semaphores.acquire(key, "r2@w", 2, T0, 60) is None
+    refusal = semaphores.acquire(key, "r3@w", 2, T0, 60)
+    assert refusal is not None and refusal.frees_in == pytest.approx(60)
+    semaphores.release(key, "r1@w", T0 + timedelta(seconds=1))
+    assert semaphores.acquire(key, "r3@w", 2, T0 + timedelta(seconds=2), 60) is None
+    assert sorted(semaphores.holders(key)) == ["r2@w", "r3@w"]
+
+
+def test_a_token_bucket_books_its_burst_at_once_then_one_start_per_interval(backend):
+    buckets = Buckets(backend.table, backend.settings.leases_table)
+    spec = RateSpec(key=bucket_key("acme", "api"), per_second=2.0, burst=2)
+    booked = [buckets.take(spec.key, spec, T0) for _ in range(5)]
+    assert booked == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.5])
