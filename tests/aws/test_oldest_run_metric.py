@@ -1,6 +1,7 @@
-"""The sweeper's ``OldestQueuedRunAge<Priority>`` metrics, against moto: what the ``OldestRun-<priority>``
-alarms watch instead of SQS's ``ApproximateAgeOfOldestMessage``, which also counts the time a message
-sent ahead with ``DelaySeconds`` waits for its due instant (docs/decisions/0040)."""
+"""The sweeper's ``OldestQueuedRunAge<Priority>`` metrics (on the in-memory fakes): what the
+``OldestRun-<priority>`` alarms watch instead of SQS's ``ApproximateAgeOfOldestMessage``, which also
+counts the time a message sent ahead with ``DelaySeconds`` waits for its due instant
+(docs/decisions/0040)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import PRIORITIES
 from jobsched.runtime.wiring import sweeper_from_settings
 from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline
+from tests.aws.memory import memory_aws, memory_pipeline  # noqa: F401  (this file runs on the in-memory fakes)
 from tests.aws.test_backpressure_age import _job, _run
 
 AGES = {p: obs.oldest_queued_run_age(p) for p in PRIORITIES}

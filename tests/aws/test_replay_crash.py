@@ -20,6 +20,7 @@ from jobsched.services.dead_letters import DeadLetterService
 from jobsched.services.runs import finish_replay
 from jobsched.services.sweeper import DEFAULT_GRACE
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 REPLAY_ATTRIBUTES = ("dl_tenant", "dl_at", "dl_reason", "dl_message", "replay_pending_at", "replay_message")
 

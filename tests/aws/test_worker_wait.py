@@ -14,6 +14,7 @@ import pytest
 
 from jobsched.core.models import RunState
 from tests.aws.conftest_worker import Kit
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 
 @pytest.fixture

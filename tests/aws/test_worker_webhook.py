@@ -10,6 +10,7 @@ import pytest
 
 from jobsched.core.models import RunState
 from tests.aws.conftest_worker import Kit, sent_messages
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 
 class _Hook(BaseHTTPRequestHandler):
