@@ -432,9 +432,11 @@ def table_specs(settings: Any) -> dict[str, TableSpec]:
 
 def dynamo_for(settings: Any, client: Any, meter: Meter | None = None) -> Any:
     """A metered :class:`Dynamo` over ``client`` that knows the deployment's tables; a ``client`` that
-    is a :class:`~jobsched.ports.tables.Table` already (an in-memory fake) is returned as it is."""
+    is a :class:`~jobsched.ports.tables.Table` already (an in-memory fake) is returned as it is, counting
+    on ``meter`` when it can (``metered``)."""
     if isinstance(client, Table):
-        return client
+        metered = getattr(client, "metered", None)
+        return metered(meter) if meter is not None and metered is not None else client
     return Dynamo(client, table_specs(settings), meter)
 
 

@@ -17,7 +17,7 @@ TTL is by a clock: as on DynamoDB an expired item is still read until the TTL sw
 :meth:`InMemoryTables.sweep_ttl` is that sweep, run at the clock's instant (DynamoDB runs it within a
 few days of expiry, so no code may rely on it running sooner).
 
-Not modelled: the 1 MB page, throttling, transactions, streams, capacity (the meter counts requests).
+Not modelled: the 1 MB page, throttling, transactions, streams, capacity (the meter counts requests, not units).
 """
 
 from __future__ import annotations
@@ -71,10 +71,13 @@ class InMemoryTables:
 
     # --- helpers -----------------------------------------------------------------------------------
 
-    def _table(self, table: str, operation: str) -> tuple[TableSpec, dict[tuple[Any, ...], dict[str, Any]]]:
+    def _table(
+        self, table: str, operation: str, *, metered: bool = True
+    ) -> tuple[TableSpec, dict[tuple[Any, ...], dict[str, Any]]]:
         if table not in self.specs:
             raise refused("ResourceNotFoundException", f"Requested resource not found: {table}", operation)
-        self.meter.record_request("dynamodb", operation)
+        if metered:  # the request is counted; capacity units are not estimated (the adapter's meter does)
+            self.meter.record_dynamodb(operation, table=table)
         return self.specs[table], self._items[table]
 
     @staticmethod
@@ -350,7 +353,7 @@ class InMemoryTables:
         out: list[dict[str, Any]] = []
         for start in range(0, len(keys), 100):
             with self._lock:
-                spec, stored = self._table(table, "BatchGetItem")
+                spec, stored = self._table(table, "BatchGetItem", metered=metered)
                 wanted = [
                     self._key_of(spec, _normalize(k), "BatchGetItem") for k in keys[start : start + 100]
                 ]
@@ -443,6 +446,13 @@ class InMemoryTables:
         return answer
 
     # --- for tests ---------------------------------------------------------------------------------
+
+    def metered(self, meter: Meter) -> InMemoryTables:
+        """The same tables (same items, same lock), counting requests on ``meter`` (what
+        :func:`jobsched.aws.metering.dynamo_for` asks for when it is given a meter)."""
+        view = copy.copy(self)
+        view.meter = meter
+        return view
 
     def sweep_ttl(self, now: datetime | None = None) -> int:
         """Remove the items whose TTL attribute (epoch seconds) is before ``now`` (default: the

@@ -13,6 +13,7 @@ from jobsched.core.models import RunState, make_run_id
 from jobsched.services.jobs import JobService
 from tests.aws.conftest import T0
 from tests.aws.conftest_worker import Kit, sent_messages
+from tests.aws.memory import memory_aws, memory_pipeline  # noqa: F401  (this file runs on the in-memory fakes)
 
 S = timedelta(seconds=1)
 EVERY_SECOND = {"name": "s", "schedule": "* * * * * *", "target": {"handler": "demo.echo"}}

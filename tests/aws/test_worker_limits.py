@@ -1,4 +1,4 @@
-"""The worker with limits (moto): a run over a concurrency or rate limit waits (no attempt used,
+"""The worker with limits (on the in-memory fakes): a run over a concurrency or rate limit waits (no attempt used,
 ``waiting_for`` on the run), starts as soon as a slot frees, and costs a bounded number of requests
 per wait."""
 
@@ -17,6 +17,7 @@ from jobsched.aws.tenant_limits import TenantLimits
 from jobsched.core.messages import RunMessage
 from jobsched.services.limits import LimitGate
 from tests.aws.conftest_worker import Kit, run_service, sent_messages
+from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
 STRIPE = {"key": "stripe", "limit": 1}
 
