@@ -17,7 +17,8 @@ TTL is by a clock: as on DynamoDB an expired item is still read until the TTL sw
 :meth:`InMemoryTables.sweep_ttl` is that sweep, run at the clock's instant (DynamoDB runs it within a
 few days of expiry, so no code may rely on it running sooner).
 
-Not modelled: the 1 MB page, throttling, transactions, streams, capacity (the meter counts requests, not units).
+Not modelled: the 1 MB page, throttling, transactions, streams, capacity (the meter counts requests,
+not units).
 """
 
 from __future__ import annotations

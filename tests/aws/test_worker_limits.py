@@ -1,6 +1,6 @@
-"""The worker with limits (on the in-memory fakes): a run over a concurrency or rate limit waits (no attempt used,
-``waiting_for`` on the run), starts as soon as a slot frees, and costs a bounded number of requests
-per wait."""
+"""The worker with limits (on the in-memory fakes): a run over a concurrency or rate limit waits (no
+attempt used, ``waiting_for`` on the run), starts as soon as a slot frees, and costs a bounded number
+of requests per wait."""
 
 from __future__ import annotations
 
