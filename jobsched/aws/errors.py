@@ -61,6 +61,16 @@ class AwsUnreachable(AwsError, BotoCoreError):
         return AwsUnreachable, (str(self),)
 
 
+def is_sdk_client(obj: Any) -> bool:
+    """Whether ``obj`` is a boto3 client (or a :class:`jobsched.aws.clients.ClientOnFirstUse` standing
+    in for one), told without reading an attribute of it: reading one would create a lazy client."""
+    from botocore.client import BaseClient
+
+    from jobsched.aws.clients import ClientOnFirstUse
+
+    return isinstance(obj, BaseClient | ClientOnFirstUse)
+
+
 def refused(code: str, message: str, operation: str) -> AwsRefused:
     """An :class:`AwsRefused` made by an adapter itself (e.g. a batch left unprocessed 8 times)."""
     return AwsRefused({"Error": {"Code": code, "Message": message}}, operation)

@@ -30,7 +30,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from jobsched.aws.errors import AwsRefused, aws_call, refused
+from jobsched.aws.errors import AwsRefused, aws_call, is_sdk_client, refused
 from jobsched.aws.sizing import (  # noqa: F401  (re-exported: callers import them from here)
     Meter,
     deserialize,
@@ -65,7 +65,7 @@ class Dynamo:
     def of(cls, client_or_table: Any) -> Any:
         """``client_or_table`` itself when it is a :class:`~jobsched.ports.tables.Table` (this adapter
         or a fake), else an unmetered-by-anyone adapter (its own meter) over that boto3 client."""
-        if isinstance(client_or_table, Table):
+        if not is_sdk_client(client_or_table) and isinstance(client_or_table, Table):
             return client_or_table
         return cls(client_or_table, {})
 
@@ -434,7 +434,7 @@ def dynamo_for(settings: Any, client: Any, meter: Meter | None = None) -> Any:
     """A metered :class:`Dynamo` over ``client`` that knows the deployment's tables; a ``client`` that
     is a :class:`~jobsched.ports.tables.Table` already (an in-memory fake) is returned as it is, counting
     on ``meter`` when it can (``metered``)."""
-    if isinstance(client, Table):
+    if not is_sdk_client(client) and isinstance(client, Table):
         metered = getattr(client, "metered", None)
         return metered(meter) if meter is not None and metered is not None else client
     return Dynamo(client, table_specs(settings), meter)

@@ -13,7 +13,7 @@ import json
 import logging
 from typing import Any
 
-from jobsched.aws.errors import AwsRefused, aws_call
+from jobsched.aws.errors import AwsRefused, aws_call, is_sdk_client
 from jobsched.aws.sizing import Meter
 from jobsched.ports.state_machine import StateMachine, TaskGone
 
@@ -37,9 +37,7 @@ class StepFunctions:
     def of(cls, client_or_adapter: Any) -> StateMachine:
         """``client_or_adapter`` itself when it is an adapter (or a fake of the port), else the adapter
         over that boto3 client."""
-        if isinstance(client_or_adapter, cls) or not hasattr(client_or_adapter, "meta"):
-            return client_or_adapter
-        return cls(client_or_adapter)
+        return cls(client_or_adapter) if is_sdk_client(client_or_adapter) else client_or_adapter
 
     def _call(self, operation: str, fn: Any, **kwargs: Any) -> Any:
         try:
