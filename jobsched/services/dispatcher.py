@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
 from jobsched.aws.jobs_store import JobsStore, StaleJobError
-from jobsched.aws.leases import Lease, Leases, shard_lease_key
+from jobsched.aws.leases import shard_lease_key
 from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.clock import Clock
@@ -46,6 +46,7 @@ from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shar
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.core.send_timing import DEFAULT_ALIGN_BUDGET_SECONDS, DEFAULT_LATE_MARGIN_SECONDS
+from jobsched.ports.stores import Lease, ShardLeases
 from jobsched.services.backpressure import Backpressure, TickGate
 from jobsched.services.edits import replan_ahead
 from jobsched.services.send_alignment import AlignedSends
@@ -135,7 +136,7 @@ class Dispatcher:
         self,
         jobs: JobsStore,
         runs: RunsStore,
-        leases: Leases,
+        leases: ShardLeases,
         queues: RunQueues,
         *,
         lookahead: timedelta,

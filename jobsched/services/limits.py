@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from jobsched.aws.attempts import AttemptStore
-from jobsched.aws.limits_store import Buckets, Refusal, Semaphores, bucket_key, semaphore_key
+from jobsched.aws.limits_store import bucket_key, semaphore_key
 from jobsched.aws.queues import RunQueues
 from jobsched.core.limits import (
     ConcurrencySpec,
@@ -38,6 +38,7 @@ from jobsched.core.limits import (
     wait_seconds,
 )
 from jobsched.core.messages import RunMessage
+from jobsched.ports.stores import ConcurrencySlots, RateBuckets, Refusal
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import QUEUES_MAX_RECEIVE_COUNT
 from jobsched.services.outcome import Outcome, OutcomeStatus
@@ -95,8 +96,8 @@ class LimitGate:
     def __init__(
         self,
         *,
-        semaphores: Semaphores,
-        buckets: Buckets,
+        semaphores: ConcurrencySlots,
+        buckets: RateBuckets,
         tenants: TenantLimitSource,
         attempts: AttemptStore,
         queues: RunQueues,

@@ -32,7 +32,7 @@ from urllib.parse import urlsplit
 
 from jobsched.aws.attempts import NOTIFIED, NOTIFY_PENDING, NOTIFY_TRIES
 from jobsched.aws.errors import AwsRefused, AwsUnreachable
-from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsStore
+from jobsched.aws.notify_store import TenantSettingsStore
 from jobsched.core.errors import PermanentError, ValidationError
 from jobsched.core.models import to_iso
 from jobsched.core.notify import (
@@ -43,6 +43,7 @@ from jobsched.core.notify import (
     validate_notify,
 )
 from jobsched.core.retry import PERMANENT, classify_error
+from jobsched.ports.stores import NotificationOutbox, NotificationPublisher
 from jobsched.runtime import observability as obs
 from jobsched.targets.ssrf import Resolver, forbidden_reason
 from jobsched.targets.webhook import WebhookTarget, call_webhook
@@ -127,9 +128,9 @@ class DeadLetterNotifier:
     def __init__(
         self,
         *,
-        outbox: NotifyOutbox,
+        outbox: NotificationOutbox,
         settings: TenantSettingsStore,
-        publisher: Publisher,
+        publisher: NotificationPublisher,
         policy: NotifyPolicy,
         metrics: obs.MetricSink | None = None,
         claim_seconds: float = CLAIM_SECONDS,

@@ -43,13 +43,13 @@ from jobsched.aws.attempts import NOTIFY_PENDING, NOTIFY_STATE, REPLAY_MESSAGE, 
 from jobsched.aws.errors import AwsError
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import ConditionFailed, Dynamo
-from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queues import send_run_message
 from jobsched.aws.runs_store import RunsStore, new_send_token
 from jobsched.core.errors import ConflictError, NotFoundError, PayloadTooLargeError, RetryableError
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, RunMessage, payload_size
 from jobsched.core.models import Run, RunState, to_iso
 from jobsched.core.run_records import outgoing_for
+from jobsched.ports.stores import Outputs
 
 logger = logging.getLogger(__name__)
 
@@ -89,7 +89,7 @@ class RunService:
         runs: RunsStore,
         attempts: AttemptStore,
         jobs: JobsStore,
-        outputs: OutputStore,
+        outputs: Outputs,
         sqs: Any,
         queue_urls: dict[str, str] | Any,
     ):

@@ -25,9 +25,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jobsched.aws.metering import Meter
-from jobsched.aws.usage_store import UsageStore
 from jobsched.core.clock import Clock
 from jobsched.core.usage import DayUsage, day_of
+from jobsched.ports.stores import UsageRecords
 from jobsched.runtime import observability as obs
 
 logger = logging.getLogger(__name__)
@@ -122,7 +122,7 @@ class UsageRecorder:
             taken, self._days = list(self._days.values()), {}
         return [u for u in taken if not u.is_empty()]
 
-    def flush(self, store: UsageStore) -> int:
+    def flush(self, store: UsageRecords) -> int:
         """Add what was counted to the usage items; the number of items written. A failed write is
         logged and dropped (usage is an estimate; the run's own records are what is exact)."""
         written = 0

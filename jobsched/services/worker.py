@@ -38,13 +38,13 @@ from typing import Any, Protocol
 
 from jobsched.aws.attempts import AttemptStore, Claim, ClaimStatus
 from jobsched.aws.metering import Meter
-from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import new_send_token
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, RetryableError
 from jobsched.core.messages import RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
+from jobsched.ports.stores import Outputs
 from jobsched.runtime import observability as obs
 from jobsched.services.limits import Admission, LimitGate, unlimited
 from jobsched.services.outcome import Outcome, OutcomeStatus
@@ -121,7 +121,7 @@ class Worker:
         self,
         *,
         attempts: AttemptStore,
-        outputs: OutputStore,
+        outputs: Outputs,
         sqs: Any,
         queue_urls: Mapping[str, str],
         clock: Clock,
