@@ -27,11 +27,12 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.sizing import read_units
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, to_iso
 from jobsched.ports.stores import Claim, ClaimStatus
+from jobsched.ports.tables import Table
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ DeadLetterListener = Callable[[dict[str, Any], datetime], None]
 class AttemptStore:
     """Conditional attempt writes on the Runs table (client and table name injected)."""
 
-    def __init__(self, dynamo: Dynamo, table: str, on_dead_letter: DeadLetterListener | None = None):
+    def __init__(self, dynamo: Table, table: str, on_dead_letter: DeadLetterListener | None = None):
         self.dynamo = dynamo
         self.table = table
         #: Told of every dead letter this store writes (the notifier's immediate delivery).

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.core.backfills import PARTITION_PREFIX, SNAPSHOT_SUFFIX, Backfill, BackfillState
 from jobsched.core.errors import NotFoundError
 from jobsched.core.models import Job
+from jobsched.ports.tables import Table
 
 
 def _key(job_id: str, backfill_id: str) -> dict[str, str]:
@@ -22,7 +23,7 @@ def _key(job_id: str, backfill_id: str) -> dict[str, str]:
 
 
 class BackfillStore:
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
 

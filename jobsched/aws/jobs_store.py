@@ -16,10 +16,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError, PreconditionFailedError
 from jobsched.core.messages import payload_size
 from jobsched.core.models import Job, JobState, partition_for, partition_key, to_epoch_ms, to_iso
+from jobsched.ports.tables import Table
 
 DUE_INDEX = "due_index"
 #: Payloads up to this size (compact JSON) stay in the job item; larger ones get an item of their own,
@@ -70,7 +71,7 @@ class JobExistsError(ConflictError):
 
 
 class JobsStore:
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
 

@@ -18,10 +18,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import from_iso, require_aware, to_iso
 from jobsched.ports.stores import Lease, LeaseHeldError
+from jobsched.ports.tables import Table
 
 DEFAULT_LEASE_SECONDS = 60
 
@@ -37,7 +38,7 @@ class _Absent(Exception):
 class Leases:
     """Acquire, check and release leases in the Leases table."""
 
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
 

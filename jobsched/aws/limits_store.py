@@ -34,9 +34,10 @@ import math
 from datetime import datetime
 from typing import Any
 
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.core.limits import RateSpec, book, expired_holders, oldest_waiter, slot_frees_in
 from jobsched.ports.stores import Refusal, Waiter
+from jobsched.ports.tables import Table
 
 logger = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ def bucket_key(tenant: str, key: str | None) -> str:
 class Semaphores:
     """Acquire, renew and release slots of counting semaphores (metered client, Leases table)."""
 
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
 
@@ -247,7 +248,7 @@ class Semaphores:
 class Buckets:
     """Token buckets (GCRA) over the Leases table: one conditional write per token taken."""
 
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
         #: The last ``tat`` this container saw per bucket: the guess the first write is conditioned on.

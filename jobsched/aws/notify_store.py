@@ -19,8 +19,9 @@ from typing import Any
 
 from jobsched.aws.attempts import NOTIFIED, NOTIFY_LEASE, NOTIFY_PENDING, NOTIFY_TRIES
 from jobsched.aws.errors import aws_call
-from jobsched.aws.metering import ConditionFailed, Dynamo, Meter
+from jobsched.aws.metering import ConditionFailed, Meter
 from jobsched.core.models import to_iso
+from jobsched.ports.tables import Table
 
 #: Leases-table key prefix of a tenant's settings item (``tenant-settings#<tenant>``).
 SETTINGS_PREFIX = "tenant-settings#"
@@ -29,7 +30,7 @@ SETTINGS_PREFIX = "tenant-settings#"
 class TenantSettingsStore:
     """A tenant's settings (today: its default ``notify``), one item in the Leases table."""
 
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
 
@@ -64,7 +65,7 @@ class TenantSettingsStore:
 class NotifyOutbox:
     """The conditional claim and settle writes on a dead-lettered run item (Runs table)."""
 
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
 

@@ -19,9 +19,9 @@ from datetime import datetime
 from typing import Any
 
 from jobsched.aws.errors import AwsError
-from jobsched.aws.metering import Dynamo
 from jobsched.core.instants import from_iso
 from jobsched.core.models import to_iso
+from jobsched.ports.tables import Table
 
 KEY = "backpressure#queue-ages"
 MEASURED_AT = "measured_at"
@@ -38,7 +38,7 @@ class QueueAgesUnreadable(Exception):
 class QueueAges:
     """Reads and writes the per-priority oldest queued due instants in the Leases table."""
 
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
         self._written: dict[str, str] | None = None  # what this process last wrote (its content)

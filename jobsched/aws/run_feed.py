@@ -12,7 +12,6 @@ import secrets
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from jobsched.aws.metering import Dynamo
 from jobsched.core.feed import (
     FeedEntry,
     bucket_of,
@@ -22,6 +21,7 @@ from jobsched.core.feed import (
     merge_bucket,
 )
 from jobsched.core.models import Run, tenant_sort_for
+from jobsched.ports.tables import Table
 
 #: Feed items per Query page (a page also stops at 1 MB): bounds one read, not the listing.
 QUERY_PAGE = 100
@@ -35,7 +35,7 @@ class RunFeed:
     """Feed items of the Runs table (metered client and table name injected)."""
 
     def __init__(
-        self, dynamo: Dynamo, table: str, *, nonce: Callable[[], str] = lambda: secrets.token_urlsafe(8)
+        self, dynamo: Table, table: str, *, nonce: Callable[[], str] = lambda: secrets.token_urlsafe(8)
     ):
         self.dynamo = dynamo
         self.table = table

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from jobsched.aws.metering import Dynamo
+from jobsched.ports.tables import Table
 
 #: The jobs whose runs one read queries at once (one Query each): thousands of jobs are read in
 #: seconds, not one request after another.
@@ -37,7 +37,7 @@ RunKey = tuple[str, str]  # (job_id, run_key)
 
 
 def read_runs(
-    dynamo: Dynamo,
+    dynamo: Table,
     table: str,
     keys: Iterable[Mapping[str, str]],
     *,
@@ -75,7 +75,7 @@ def read_runs(
 
 
 def _query_range(
-    dynamo: Dynamo, table: str, job_id: str, wanted: list[str], consistent: bool
+    dynamo: Table, table: str, job_id: str, wanted: list[str], consistent: bool
 ) -> tuple[dict[RunKey, dict[str, Any]], list[str]]:
     """Read ``wanted`` (sorted run keys of ``job_id``, two or more) by Query pages: the items found,
     and the keys left to read by key."""

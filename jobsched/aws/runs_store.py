@@ -27,7 +27,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.run_feed import RunFeed, feed_entry
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.feed import entry_key, feed_items
@@ -41,6 +41,7 @@ from jobsched.core.models import (
     tenant_sort_for,
     to_iso,
 )
+from jobsched.ports.tables import Table
 
 DEAD_LETTER_INDEX = "dead_letter_index"
 #: Sorts after every suffix a run key of the same instant may carry (``.m…``, ``.b…``, ``.r…``).
@@ -66,7 +67,7 @@ def is_withdrawn(run: Run, reason: str = "paused") -> bool:
 class RunsStore:
     def __init__(
         self,
-        dynamo: Dynamo,
+        dynamo: Table,
         table: str,
         *,
         feed: RunFeed | None = None,

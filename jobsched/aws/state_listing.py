@@ -22,12 +22,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from jobsched.aws.metering import Dynamo
 from jobsched.aws.run_reads import read_runs
 from jobsched.core.feed import entry_key
 from jobsched.core.inflight import listed_entries, partitions
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, run_key_for, tenant_sort_for
 from jobsched.core.paging import MAX_EXAMINED, filtered_page
+from jobsched.ports.tables import Table
 
 DEAD_LETTER_INDEX = "dead_letter_index"
 #: Runs read per round of an in-flight listing (a BatchGetItem's own limit is 100).
@@ -37,7 +37,7 @@ _CHUNK = 100
 class StateListing:
     """Pages of a tenant's runs in one state (metered client and Runs table name injected)."""
 
-    def __init__(self, dynamo: Dynamo, table: str, *, budget: int = MAX_EXAMINED):
+    def __init__(self, dynamo: Table, table: str, *, budget: int = MAX_EXAMINED):
         self.dynamo = dynamo
         self.table = table
         self.budget = budget

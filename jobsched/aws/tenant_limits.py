@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.core.errors import NotFoundError
 from jobsched.core.limits import RateSpec
 from jobsched.core.models import to_iso
+from jobsched.ports.tables import Table
 
 PREFIX = "limits#"
 #: The key of a tenant's own semaphore and bucket (:func:`jobsched.aws.limits_store.semaphore_key`).
@@ -88,7 +89,7 @@ class TenantLimits:
 
     def __init__(
         self,
-        dynamo: Dynamo,
+        dynamo: Table,
         table: str,
         *,
         default_max_running: int = 0,

@@ -13,8 +13,8 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-from jobsched.aws.metering import Dynamo
 from jobsched.core.usage import COUNTERS, DayUsage
+from jobsched.ports.tables import Table
 
 PREFIX = "usage#"
 MAX_DAYS = 31
@@ -31,7 +31,7 @@ def days_between(first: date, last: date) -> list[str]:
 class UsageStore:
     """Adds to and reads the usage items (metered client, Leases table)."""
 
-    def __init__(self, dynamo: Dynamo, table: str, retention_days: int = 30):
+    def __init__(self, dynamo: Table, table: str, retention_days: int = 30):
         self.dynamo = dynamo
         self.table = table
         self.retention_days = retention_days

@@ -15,8 +15,9 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.core.models import to_iso
+from jobsched.ports.tables import Table
 
 #: Chunk records outlive any execution (the ASL's task timeout is 6 h, retries add minutes).
 CHUNK_RECORD_TTL = timedelta(days=7)
@@ -30,7 +31,7 @@ def chunk_key(execution: str, index: int) -> dict[str, str]:
 class ChunkStore:
     """Reads and writes chunk records (metered client and table name injected)."""
 
-    def __init__(self, dynamo: Dynamo, table: str):
+    def __init__(self, dynamo: Table, table: str):
         self.dynamo = dynamo
         self.table = table
 

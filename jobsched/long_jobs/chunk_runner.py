@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from jobsched.aws.attempts import AttemptStore, Claim
+from jobsched.aws.attempts import Claim
 from jobsched.aws.errors import AwsRefused
 from jobsched.aws.outputs import OutputStore, encode
 from jobsched.aws.queues import change_visibility
@@ -52,6 +52,7 @@ from jobsched.long_jobs.chunked import (
 from jobsched.long_jobs.parent import Parent, ParentStore
 from jobsched.long_jobs.starter import ExecutionStarter
 from jobsched.long_jobs.steps import StepResult, answer_failure, answer_success, run_step
+from jobsched.ports.stores import AttemptRecords
 from jobsched.runtime import observability as obs
 from jobsched.services.outcome import Outcome
 from jobsched.targets.executor import error_info
@@ -97,7 +98,7 @@ class ChunkRunner:
     def __init__(
         self,
         *,
-        attempts: AttemptStore,
+        attempts: AttemptRecords,
         outputs: OutputStore,
         chunks: ChunkStore,
         sqs: Any,

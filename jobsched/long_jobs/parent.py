@@ -19,10 +19,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobsched.aws.attempts import AttemptStore, Claim, ClaimStatus
+from jobsched.aws.attempts import Claim, ClaimStatus
 from jobsched.aws.metering import ConditionFailed
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import Run, RunState, to_iso
+from jobsched.ports.stores import AttemptRecords
 
 #: How long a chunked run stays owned without news from any step. Each step's start and heartbeat
 #: renews it; it must outlast a retry backoff (at most 300 s in the ASL) plus a queue backlog, else
@@ -79,7 +80,7 @@ class Parent:
 class ParentStore:
     """Writes on parent runs through the AttemptStore's table and meter."""
 
-    def __init__(self, attempts: AttemptStore, lease_seconds: float = PARENT_LEASE_SECONDS):
+    def __init__(self, attempts: AttemptRecords, lease_seconds: float = PARENT_LEASE_SECONDS):
         self.attempts = attempts
         self.lease_seconds = lease_seconds
 

@@ -14,7 +14,7 @@ The values the stores answer with live here, so the ports depend on the core onl
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import Any, Protocol
@@ -24,6 +24,7 @@ from jobsched.core.limits import RateSpec
 from jobsched.core.messages import Outgoing, RunMessage
 from jobsched.core.models import Job, Run, RunState
 from jobsched.core.usage import DayUsage
+from jobsched.ports.tables import Table
 
 # --- values ----------------------------------------------------------------------------------------
 
@@ -105,6 +106,11 @@ class SendReport:
 class JobRecords(Protocol):
     """Job definitions and the due index (every write conditional on the job's version)."""
 
+    @property
+    def dynamo(self) -> Table: ...  # the item store it writes on (services write some updates through it)
+
+    table: str
+
     def create(self, job: Job) -> Job: ...
 
     def get(self, tenant: str, job_id: str, *, consistent: bool = True) -> Job: ...
@@ -123,12 +129,19 @@ class JobRecords(Protocol):
 
     def get_many(self, keys: builtins.list[tuple[str, str]]) -> builtins.list[Job]: ...
 
+    def rekey_legacy(self, key: str) -> int: ...
+
     def advance(self, read: Job, updated: Job, fence: int | None, fence_lease: str | None = None) -> None: ...
 
 
 class RunRecords(Protocol):
     """Runs: created once per occurrence (a conditional put), moved through the state machine by
     conditional updates."""
+
+    @property
+    def dynamo(self) -> Table: ...
+
+    table: str
 
     def create(self, run: Run) -> tuple[Run, bool]: ...
 
@@ -152,9 +165,46 @@ class RunRecords(Protocol):
 
     def expiry_after(self, instant: datetime) -> int | None: ...
 
+    def revive(self, record: Run, withdrawn: Run, reason: str = "paused") -> tuple[Run, bool]: ...
+
+    def refresh(self, run: Run, updated: Run, version: int) -> Run | None: ...
+
+    def reschedule(self, run: Run, version: int, now: datetime, reason: str) -> Run | None: ...
+
+    def withdrawn_after(
+        self, job_id: str, now: datetime, jitter_seconds: int = 0, reason: str = "paused"
+    ) -> list[Run]: ...
+
+    def relabel_skipped(self, run: Run, old_reason: str, new_reason: str) -> Run | None: ...
+
+    def list_for_job(
+        self,
+        job_id: str,
+        *,
+        limit: int = 50,
+        newest_first: bool = True,
+        start_after: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        after: datetime | None = None,
+    ) -> tuple[list[Run], str | None]: ...
+
+    def list_for_tenant(
+        self, tenant: str, *, limit: int = 50, start_after: str | None = None
+    ) -> tuple[list[Run], str | None]: ...
+
+    def list_dead_letters(
+        self, tenant: str, *, limit: int = 50, start_key: dict[str, Any] | None = None
+    ) -> tuple[list[Run], dict[str, Any] | None]: ...
+
 
 class AttemptRecords(Protocol):
     """A run's attempts: claimed under a lease, every later write fenced by the attempt number."""
+
+    @property
+    def dynamo(self) -> Table: ...
+
+    table: str
 
     def get(self, run_id: str) -> Run: ...
 
@@ -193,6 +243,12 @@ class AttemptRecords(Protocol):
     ) -> Run: ...
 
     def cancelled(self, claim: Claim, owner: str, now: datetime) -> Run: ...
+
+    def mark_waiting(self, run_id: str, attempt: int, reason: str, now: datetime, until: datetime) -> str: ...
+
+    def cancel_flags(self, run_ids: Sequence[str]) -> set[str]: ...
+
+    def record_flag_read(self, *, request: bool) -> None: ...
 
     def fail_unclaimed(
         self, run: Run, now: datetime, error: str, reason: str, message: str | None

@@ -23,7 +23,7 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.leases import Leases
 from jobsched.aws.limits_store import Buckets, Semaphores
-from jobsched.aws.metering import Dynamo, Meter, dynamo_for
+from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsStore
 from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queue_ages import QueueAges
@@ -35,6 +35,7 @@ from jobsched.core.clock import Clock
 from jobsched.core.job_specs import KnownHandlers
 from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunk_runner import ChunkRunner
+from jobsched.ports.tables import Table
 from jobsched.runtime import observability as obs
 from jobsched.runtime.settings import Settings
 from jobsched.services.backfills import BackfillService
@@ -112,7 +113,7 @@ def job_service_from_settings(
 
 
 def backfill_service_from_settings(
-    settings: Settings, clients: Clients, *, meter: Meter | None = None, dynamo: Dynamo | None = None
+    settings: Settings, clients: Clients, *, meter: Meter | None = None, dynamo: Table | None = None
 ) -> BackfillService:
     """Asynchronous backfills over the Runs table and the priority queues (the API starts them, the
     worker decides their slices)."""
@@ -132,7 +133,7 @@ def notify_policy_from_settings(settings: Settings) -> NotifyPolicy:
 def notifier_from_settings(
     settings: Settings,
     clients: Clients,
-    dynamo: Dynamo,
+    dynamo: Table,
     *,
     metrics: obs.MetricSink | None = None,
 ) -> DeadLetterNotifier:
@@ -148,7 +149,7 @@ def notifier_from_settings(
 
 
 def notifying_attempts(
-    settings: Settings, clients: Clients, dynamo: Dynamo, *, metrics: obs.MetricSink | None = None
+    settings: Settings, clients: Clients, dynamo: Table, *, metrics: obs.MetricSink | None = None
 ) -> AttemptStore:
     """An attempt store whose dead letters are notified at once (the notifier is its listener)."""
     notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
@@ -158,7 +159,7 @@ def notifying_attempts(
 def chunk_runner_from_settings(
     settings: Settings,
     clients: Clients,
-    dynamo: Dynamo,
+    dynamo: Table,
     clock: Clock,
     owner: str,
     *,
@@ -184,7 +185,7 @@ def chunk_runner_from_settings(
 
 
 def workflow_engine_from_settings(
-    settings: Settings, clients: Clients, dynamo: Dynamo, *, replay: Any = None
+    settings: Settings, clients: Clients, dynamo: Table, *, replay: Any = None
 ) -> WorkflowEngine:
     """The DAG workflow engine over the Runs table and the queues (``replay``: the run service's, for
     retries; only the API's engine needs it)."""
@@ -308,7 +309,7 @@ def worker_from_settings(
 
 
 def tenant_limits_from_settings(
-    settings: Settings, dynamo: Dynamo, cache: LimitsCache | None = None
+    settings: Settings, dynamo: Table, cache: LimitsCache | None = None
 ) -> TenantLimits:
     """The operator's per-tenant limits over the Leases table, with the deployment's defaults; reads
     kept in ``cache`` (default: this object's own)."""
@@ -325,7 +326,7 @@ def tenant_limits_from_settings(
 def limit_gate_from_settings(
     settings: Settings,
     clients: Clients,
-    dynamo: Dynamo,
+    dynamo: Table,
     attempts: AttemptStore,
     lease_seconds: float,
     *,

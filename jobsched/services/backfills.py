@@ -27,7 +27,6 @@ from datetime import datetime, timedelta
 
 from jobsched.aws.backfill_store import BackfillStore
 from jobsched.aws.queues import RunQueues
-from jobsched.aws.runs_store import RunsStore
 from jobsched.core.backfills import (
     SLICE_BUDGET_SECONDS,
     Backfill,
@@ -41,6 +40,7 @@ from jobsched.core.instants import to_iso
 from jobsched.core.models import Job, RunState, Trigger
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
+from jobsched.ports.stores import RunRecords
 from jobsched.runtime import observability as obs
 from jobsched.services.outcome import Outcome
 
@@ -68,7 +68,7 @@ class BackfillService:
     def __init__(
         self,
         store: BackfillStore,
-        runs: RunsStore,
+        runs: RunRecords,
         queues: RunQueues,
         *,
         budget_seconds: float = SLICE_BUDGET_SECONDS,

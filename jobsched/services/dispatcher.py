@@ -34,10 +34,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
-from jobsched.aws.jobs_store import JobsStore, StaleJobError
+from jobsched.aws.jobs_store import StaleJobError
 from jobsched.aws.leases import shard_lease_key
 from jobsched.aws.queues import Outgoing, RunQueues
-from jobsched.aws.runs_store import RunsStore
 from jobsched.core.clock import Clock
 from jobsched.core.dispatch_plan import DEFAULT_BATCH, SKIP_REASON_REPLACED, JobPlan, plan_job
 from jobsched.core.edits import refreshed, touches_runs
@@ -46,7 +45,7 @@ from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shar
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.core.send_timing import DEFAULT_ALIGN_BUDGET_SECONDS, DEFAULT_LATE_MARGIN_SECONDS
-from jobsched.ports.stores import Lease, ShardLeases
+from jobsched.ports.stores import JobRecords, Lease, RunRecords, ShardLeases
 from jobsched.services.backpressure import Backpressure, TickGate
 from jobsched.services.edits import replan_ahead
 from jobsched.services.send_alignment import AlignedSends
@@ -134,8 +133,8 @@ class Dispatcher:
 
     def __init__(
         self,
-        jobs: JobsStore,
-        runs: RunsStore,
+        jobs: JobRecords,
+        runs: RunRecords,
         leases: ShardLeases,
         queues: RunQueues,
         *,

@@ -12,10 +12,10 @@ import json
 import logging
 from datetime import datetime
 
-from jobsched.aws.attempts import AttemptStore
 from jobsched.core.errors import ConflictError, ValidationError
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id
+from jobsched.ports.stores import AttemptRecords
 from jobsched.runtime import observability as obs
 from jobsched.services.outcome import Outcome
 
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 class DlqConsumer:
     """Records poison run messages as failed runs (stores and metrics injected)."""
 
-    def __init__(self, attempts: AttemptStore, metrics: obs.MetricSink | None = None):
+    def __init__(self, attempts: AttemptRecords, metrics: obs.MetricSink | None = None):
         self.attempts = attempts
         self.metrics = metrics or obs.NullSink()
 

@@ -18,8 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.errors import AwsError
-from jobsched.aws.jobs_store import JobsStore, StaleJobError
-from jobsched.aws.runs_store import RunsStore
+from jobsched.aws.jobs_store import StaleJobError
 from jobsched.core.dispatch_plan import first_fire_after, schedule_of
 from jobsched.core.edits import SKIP_REASON_RESCHEDULED, TIMING_FIELDS, touches_runs
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
@@ -28,6 +27,7 @@ from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger,
 from jobsched.core.policies import MISFIRE_POLICIES
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
+from jobsched.ports.stores import JobRecords, RunRecords
 from jobsched.services.dispatcher import SKIP_REASON_DELETED, SKIP_REASON_PAUSED, Dispatcher
 from jobsched.services.edits import replan_ahead
 from jobsched.services.notifications import NotifyPolicy
@@ -56,8 +56,8 @@ class PauseResult:
 class JobService:
     def __init__(
         self,
-        jobs: JobsStore,
-        runs: RunsStore,
+        jobs: JobRecords,
+        runs: RunRecords,
         dispatcher: Dispatcher,
         *,
         known_handlers: KnownHandlers | None = None,

@@ -26,7 +26,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.limits_store import bucket_key, semaphore_key
 from jobsched.aws.queues import RunQueues
 from jobsched.core.limits import (
@@ -38,7 +37,7 @@ from jobsched.core.limits import (
     wait_seconds,
 )
 from jobsched.core.messages import RunMessage
-from jobsched.ports.stores import ConcurrencySlots, RateBuckets, Refusal
+from jobsched.ports.stores import AttemptRecords, ConcurrencySlots, RateBuckets, Refusal
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import QUEUES_MAX_RECEIVE_COUNT
 from jobsched.services.outcome import Outcome, OutcomeStatus
@@ -99,7 +98,7 @@ class LimitGate:
         semaphores: ConcurrencySlots,
         buckets: RateBuckets,
         tenants: TenantLimitSource,
-        attempts: AttemptStore,
+        attempts: AttemptRecords,
         queues: RunQueues,
         lease_seconds: float,
         rng: random.Random | None = None,

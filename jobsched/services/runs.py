@@ -39,17 +39,17 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from jobsched.aws.attempts import NOTIFY_PENDING, NOTIFY_STATE, REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
+from jobsched.aws.attempts import NOTIFY_PENDING, NOTIFY_STATE, REPLAY_MESSAGE, REPLAY_PENDING
 from jobsched.aws.errors import AwsError
-from jobsched.aws.jobs_store import JobsStore
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.queues import send_run_message
-from jobsched.aws.runs_store import RunsStore, new_send_token
+from jobsched.aws.runs_store import new_send_token
 from jobsched.core.errors import ConflictError, NotFoundError, PayloadTooLargeError, RetryableError
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, RunMessage, payload_size
 from jobsched.core.models import Run, RunState, to_iso
 from jobsched.core.run_records import outgoing_for
-from jobsched.ports.stores import Outputs
+from jobsched.ports.stores import AttemptRecords, JobRecords, Outputs, RunRecords
+from jobsched.ports.tables import Table
 
 logger = logging.getLogger(__name__)
 
@@ -86,9 +86,9 @@ class RunService:
     def __init__(
         self,
         *,
-        runs: RunsStore,
-        attempts: AttemptStore,
-        jobs: JobsStore,
+        runs: RunRecords,
+        attempts: AttemptRecords,
+        jobs: JobRecords,
         outputs: Outputs,
         sqs: Any,
         queue_urls: dict[str, str] | Any,
@@ -263,7 +263,7 @@ class RunService:
 
 
 def finish_replay(
-    dynamo: Dynamo, table: str, key: dict[str, Any], since: str, dl_at: str
+    dynamo: Table, table: str, key: dict[str, Any], since: str, dl_at: str
 ) -> dict[str, Any] | None:
     """Step 3 of a replay: take the run out of the dead-letter index and drop the pending marker,
     whatever its state now, conditional on the marker (``since``) and the ``dl_at`` step 1 kept, so a

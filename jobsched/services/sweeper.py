@@ -72,9 +72,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from jobsched.aws.attempts import NOTIFY_PENDING, REPLAY_MESSAGE, REPLAY_PENDING, AttemptStore
-from jobsched.aws.jobs_store import JobsStore
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.attempts import NOTIFY_PENDING, REPLAY_MESSAGE, REPLAY_PENDING
+from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.queue_ages import QueueAges
 from jobsched.aws.queues import QueueReadError, RunQueues
 from jobsched.aws.run_reads import read_runs
@@ -86,6 +85,8 @@ from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
+from jobsched.ports.stores import AttemptRecords, JobRecords
+from jobsched.ports.tables import Table
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import BACKPRESSURE_PRIORITIES, PRIORITIES
 from jobsched.services.notifications import DeadLetterNotifier
@@ -127,10 +128,10 @@ class Sweeper:
     def __init__(
         self,
         *,
-        dynamo: Dynamo,
+        dynamo: Table,
         runs_table: str,
-        jobs: JobsStore,
-        attempts: AttemptStore,
+        jobs: JobRecords,
+        attempts: AttemptRecords,
         sqs: Any,
         queue_urls: dict[str, str] | Any,
         metrics: obs.MetricSink | None = None,

@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
-from jobsched.aws.attempts import AttemptStore, Claim, ClaimStatus
+from jobsched.aws.attempts import Claim, ClaimStatus
 from jobsched.aws.metering import Meter
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import new_send_token
@@ -44,7 +44,7 @@ from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, RetryableError
 from jobsched.core.messages import RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
-from jobsched.ports.stores import Outputs
+from jobsched.ports.stores import AttemptRecords, Outputs
 from jobsched.runtime import observability as obs
 from jobsched.services.limits import Admission, LimitGate, unlimited
 from jobsched.services.outcome import Outcome, OutcomeStatus
@@ -120,7 +120,7 @@ class Worker:
     def __init__(
         self,
         *,
-        attempts: AttemptStore,
+        attempts: AttemptRecords,
         outputs: Outputs,
         sqs: Any,
         queue_urls: Mapping[str, str],

@@ -38,9 +38,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.aws.attempts import Claim
-from jobsched.aws.metering import ConditionFailed, Dynamo
+from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.queues import Outgoing, RunQueues
-from jobsched.aws.runs_store import RunsStore
 from jobsched.core.dag import (
     FINAL_NODE_STATES,
     Decision,
@@ -61,6 +60,8 @@ from jobsched.core.dag import (
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.messages import RunMessage, delay_seconds
 from jobsched.core.models import Run, RunState, parse_run_id, to_iso
+from jobsched.ports.stores import RunRecords
+from jobsched.ports.tables import Table
 from jobsched.services.outcome import Outcome, OutcomeStatus
 
 logger = logging.getLogger(__name__)
@@ -109,8 +110,8 @@ class WorkflowEngine:
     def __init__(
         self,
         *,
-        dynamo: Dynamo,
-        runs: RunsStore,
+        dynamo: Table,
+        runs: RunRecords,
         queues: RunQueues,
         replay: Any = None,
     ):
