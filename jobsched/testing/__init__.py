@@ -1,7 +1,8 @@
 """In-memory fakes of jobsched's ports, shipped for our tests and for yours (docs/testing.md).
 
-Each fake keeps the semantics the guarantees rest on, and is held to the same contract suite as the
-AWS adapter it stands in for (``tests/contract``: every test runs on the fake and on moto):
+Each fake keeps the semantics the guarantees rest on; the tables, queues and bucket are held to the
+same contract suite as the AWS adapters they stand in for (``tests/contract``: every test runs on the
+fake and on moto; where moto is laxer than AWS the fake follows AWS, ``test_fake_only.py``):
 
 * :class:`InMemoryTables` -- the :class:`~jobsched.ports.tables.Table` every store is written on:
   conditional put, fenced update, the stored item returned on a refused condition, key-ordered
