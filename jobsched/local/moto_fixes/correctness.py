@@ -1,5 +1,7 @@
 """Where moto does not do what AWS documents, and a guarantee of ours (DESIGN §2) or a figure of the
-embedded mode rests on it. Each is a moto bug.
+embedded mode rests on it. Each is a moto bug: docs/decisions/0042-emulator-boundary.md has an
+upstream-ready reproduction of each, and ``tests/local/test_moto_bugs.py`` runs those against moto as
+it is, so that the release which fixes one fails there and says which patch to drop.
 
 **A message sent while another is deleted could vanish.** moto's ``Queue.delete_message`` rebuilds
 the queue's message list without the lock that ``Queue.add_message`` appends under: it copies every
@@ -25,7 +27,9 @@ iteration`` (an HTTP 500 from the server, which the SDK retries; in-process, as 
 caller sees the error: a workflow's advance after a node failed so, and the run waited for the
 sweeper). The fix runs every DynamoDB operation of the emulator that reads or writes items
 (:data:`DYNAMODB_WRITES`, :data:`DYNAMODB_READS`) under one lock of its process (:data:`WRITE_LOCK`).
-moto's handlers hold the interpreter lock anyway, so little concurrency is lost.
+moto's handlers hold the interpreter lock anyway, so little concurrency is lost. (A ``GetItem``'s
+answer is still written out from the live item after the lock is released, so it can show an item
+half-updated: decision 0042, "Left open".)
 
 **A long poll saw a message that became visible only up to a second late.** Between two scans,
 moto's ``receive_message`` waits with ``Queue.wait_for_messages(1)``, a ``Condition.wait_for`` on the
