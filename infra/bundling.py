@@ -15,7 +15,7 @@ Bytecode is specific to a Python minor version, so it can only be compiled by an
 Lambda runtime's version: ``$JOBSCHED_BUNDLE_PYTHON`` when set (refused if it is another version), else
 ``python3.14`` (:data:`LAMBDA_PYTHON_VERSION`) on ``PATH``. With one, every module of the asset gets a
 ``__pycache__/*.cpython-314.pyc`` compiled with ``--invalidation-mode unchecked-hash`` (used without
-comparing timestamps: the asset's zip does not keep them, and the code cannot change under it); the
+comparing timestamps, which a zip need not keep, and the code cannot change under it); the
 dependencies are compiled once in their cached tree. Without one the asset ships sources only, as
 before, and the stack warns at synth (:func:`bytecode_warning`). Whether bytecode is in goes into the
 asset hash.

@@ -177,7 +177,7 @@ def test_with_an_interpreter_every_module_ships_unchecked_hash_bytecode(project,
     out = bundle_into(tmp_path / "out", project_root=project, python_version=HOST_VERSION,
                       bytecode=sys.executable)  # fmt: skip
     # Then every module has its bytecode for that version, hash-based and never checked against the
-    # source (the zip keeps no timestamps), and the tree's stale .pyc was not copied
+    # source (a zip need not keep timestamps), and the tree's stale .pyc was not copied
     tag = sys.implementation.cache_tag
     for source in out.rglob("*.py"):
         pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
