@@ -3,11 +3,22 @@
 The asset holds our runtime dependencies (``requirements.txt``, installed as manylinux wheels for the
 Lambda platform) plus the ``jobsched`` and ``functions`` packages, without the parts of ``jobsched``
 that only development uses (:data:`DEV_ONLY`: the benchmarks, the embedded mode with its emulator
-patches, the CLI, the deploy rehearsal). No function imports them (import-linter's contract "The
-Lambda code never imports development-only code", tests/infra/test_asset.py). Every function shares
-the asset, so a synth bundles once. The asset hash is computed from the sources that go into it, the
-requirements and the target platform, so an unchanged tree reuses a staged asset and a changed one
-can never be deployed stale.
+patches, the CLI and its API client, the deploy rehearsal). No function imports them (import-linter's
+contract "The Lambda code never imports development-only code", tests/infra/test_asset.py). Every
+function shares the asset, so a synth bundles once. The asset hash is computed from the sources that
+go into it, the requirements and the target platform, so an unchanged tree reuses a staged asset and a
+changed one can never be deployed stale.
+
+**Bytecode.** Lambda's code directory is read-only, so a module without its ``.pyc`` in the asset is
+compiled from source at every cold start (three times the worker's import CPU, docs/performance.md).
+Bytecode is specific to a Python minor version, so it can only be compiled by an interpreter of the
+Lambda runtime's version: ``$JOBSCHED_BUNDLE_PYTHON`` when set (refused if it is another version), else
+``python3.14`` (:data:`LAMBDA_PYTHON_VERSION`) on ``PATH``. With one, every module of the asset gets a
+``__pycache__/*.cpython-314.pyc`` compiled with ``--invalidation-mode unchecked-hash`` (used without
+comparing timestamps, which a zip need not keep, and the code cannot change under it); the
+dependencies are compiled once in their cached tree. Without one the asset ships sources only, as
+before, and the stack warns at synth (:func:`bytecode_warning`). Whether bytecode is in goes into the
+asset hash.
 
 The installed dependencies are cached between runs (a synth in every ``make test`` would otherwise
 download the Lambda platform's wheels each time): under ``$JOBSCHED_CACHE_DIR``, else
@@ -21,6 +32,7 @@ file changes; delete the directory (``make clean-cache``) to pick up newer relea
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import shutil
@@ -39,7 +51,7 @@ PACKAGES = ("jobsched", "functions")
 #: Subpackages of ``jobsched`` that only development uses, left out of the asset (and of its hash, so
 #: editing a benchmark never redeploys the functions). Keep in step with the import-linter contract
 #: "The Lambda code never imports development-only code" in pyproject.toml.
-DEV_ONLY = ("jobsched.bench", "jobsched.local", "jobsched.cli", "jobsched.rehearsal")
+DEV_ONLY = ("jobsched.bench", "jobsched.local", "jobsched.cli", "jobsched.client", "jobsched.rehearsal")
 #: Your own job handlers: a package at the project root, bundled when it exists (see docs/deploy.md).
 OPTIONAL_PACKAGES = ("handlers",)
 REQUIREMENTS = "requirements.txt"
@@ -50,11 +62,15 @@ LAMBDA_PYTHON_VERSION = "3.14"
 LAMBDA_ARCHITECTURE = lambda_.Architecture.ARM_64
 LAMBDA_PLATFORM = "manylinux2014_aarch64"
 
-#: Never in the asset: bytecode (compiled for the build machine's Python, not Lambda's) and tool caches.
+#: Never copied from the tree: bytecode (compiled for the developer's Python; the asset's own, when it
+#: has any, is compiled by an interpreter of Lambda's version) and tool caches.
 _SKIP_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 _SKIP_SUFFIXES = (".pyc", ".pyo")
 
 ENV_CACHE_DIR = "JOBSCHED_CACHE_DIR"
+#: The interpreter that compiles the asset's bytecode; it must be of the Lambda runtime's version.
+ENV_BUNDLE_PYTHON = "JOBSCHED_BUNDLE_PYTHON"
+_COMPILED = ".compiled-unchecked-hash"  # written into a cached tree once its bytecode is compiled
 CACHE_SUBDIR = "bundle-deps"
 #: Cached dependency trees kept (the most recently used); the asset and the tests' host bundle use two.
 KEEP_CACHED = 4
@@ -83,6 +99,63 @@ def _installer(python_version: str, platform: str, target: Path, requirements: P
         "--target", str(target), "--platform", platform, "--implementation", "cp",
         "--python-version", python_version, "--only-binary=:all:", "-r", str(requirements),
     ]  # fmt: skip
+
+
+@functools.lru_cache(maxsize=16)
+def _version_of(python: str) -> str | None:
+    """``"3.14"`` for an interpreter of Python 3.14; None if it cannot be run."""
+    try:
+        result = subprocess.run(
+            [python, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True, text=True, check=False, timeout=30,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def bytecode_interpreter(python_version: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """The interpreter that compiles the asset's bytecode for ``python_version``, or None (sources only).
+
+    ``$JOBSCHED_BUNDLE_PYTHON`` when set — a :class:`BundlingError` if it is not that version, since
+    bytecode of another version would be ignored by Lambda and silently cost every cold start — else
+    ``python<version>`` on ``PATH`` when it is that version."""
+    env = os.environ if environ is None else environ
+    chosen = env.get(ENV_BUNDLE_PYTHON)
+    if chosen:
+        found = _version_of(chosen)
+        if found != python_version:
+            raise BundlingError(
+                f"{ENV_BUNDLE_PYTHON}={chosen} is Python {found or '(not runnable)'}, but the Lambda "
+                f"runtime is Python {python_version}: point it at a python{python_version}, or unset it"
+            )
+        return chosen
+    candidate = shutil.which(f"python{python_version}", path=env.get("PATH"))
+    return candidate if candidate and _version_of(candidate) == python_version else None
+
+
+def bytecode_warning(python_version: str = LAMBDA_PYTHON_VERSION) -> str:
+    """What the stack says at synth when no interpreter can compile the asset's bytecode."""
+    return (
+        f"No Python {python_version} found to compile the Lambda asset's bytecode (python{python_version} "
+        f"on PATH, or {ENV_BUNDLE_PYTHON}): the functions ship sources only, and every cold start "
+        "compiles what it imports (about 3x the worker's import CPU; docs/performance.md, "
+        "'Lambda asset and cold start'). Install it and synthesize again to ship bytecode."
+    )
+
+
+def compile_bytecode(python: str, tree: Path) -> None:
+    """Compile every module under ``tree`` in place with ``python`` (hash-based, unchecked).
+
+    A module that does not compile (some wheels carry files for other Python versions, such as
+    templates or test data named ``.py``) keeps its source only, as without bytecode."""
+    command = [
+        python, "-m", "compileall", "-q", "-q", "-j", "0",
+        "--invalidation-mode", "unchecked-hash", str(tree),
+    ]  # fmt: skip
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode not in (0, 1):  # 1: some file did not compile (kept as source)
+        raise BundlingError(f"compiling the asset's bytecode failed ({python}):\n{result.stderr}")
 
 
 def cache_root(environ: Mapping[str, str] | None = None) -> Path:
@@ -134,6 +207,15 @@ def cached_dependencies(requirements: Path, python_version: str, platform: str, 
     return final
 
 
+def compiled_dependencies(tree: Path, python: str) -> Path:
+    """``tree`` (a cached dependency tree) with its bytecode compiled, once."""
+    marker = tree / _COMPILED
+    if not marker.is_file():
+        compile_bytecode(python, tree)  # each .pyc is written atomically: concurrent runs are safe
+        marker.write_text(f"{python}\n")
+    return tree
+
+
 def _prune(root: Path, *, keep: int) -> None:
     trees = [p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")]
     trees.sort(key=lambda p: p.stat().st_mtime, reverse=True)
@@ -171,24 +253,34 @@ def bundle_into(
     platform: str = LAMBDA_PLATFORM,
     project_root: Path = PROJECT_ROOT,
     cache_dir: Path | None = None,
+    bytecode: str | None = None,
 ) -> Path:
     """Copy the runtime dependencies (from the cache, installed there first if needed) and our
     packages into ``output_dir``; return it.
 
     ``python_version``/``platform`` default to the Lambda target; tests pass the host's to import the
     handlers from a bundle built the same way. ``cache_dir`` defaults to :func:`cache_root`.
+    ``bytecode``: the interpreter (of ``python_version``) that compiles every module, or None for
+    sources only (:func:`bytecode_interpreter` finds one).
     """
     target = Path(output_dir)
     target.mkdir(parents=True, exist_ok=True)
     dependencies = cached_dependencies(
         project_root / REQUIREMENTS, python_version, platform, cache_dir or cache_root()
     )
-    shutil.copytree(dependencies, target, ignore=shutil.ignore_patterns(_COMPLETE), dirs_exist_ok=True)
+    skipped = [_COMPLETE, _COMPILED]
+    if bytecode:
+        compiled_dependencies(dependencies, bytecode)
+    else:
+        skipped += ["__pycache__"]
+    shutil.copytree(dependencies, target, ignore=shutil.ignore_patterns(*skipped), dirs_exist_ok=True)
     for package in bundled_packages(project_root):
         for path in _asset_files(project_root, package):
             destination = target / path.relative_to(project_root)
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, destination)
+        if bytecode:
+            compile_bytecode(bytecode, target / package)
     return target
 
 
@@ -196,9 +288,12 @@ def source_hash(
     python_version: str = LAMBDA_PYTHON_VERSION,
     platform: str = LAMBDA_PLATFORM,
     project_root: Path = PROJECT_ROOT,
+    bytecode: bool = False,
 ) -> str:
-    """A digest of everything that goes into the asset: our sources, the requirements, the target."""
-    digest = hashlib.sha256(f"{python_version}|{platform}".encode())
+    """A digest of everything that goes into the asset: our sources, the requirements, the target,
+    and whether it carries bytecode."""
+    compiled = "|bytecode" if bytecode else ""
+    digest = hashlib.sha256(f"{python_version}|{platform}{compiled}".encode())
     files = [project_root / REQUIREMENTS]
     for package in bundled_packages(project_root):
         files += _asset_files(project_root, package)
@@ -212,10 +307,13 @@ def source_hash(
 class LocalPipBundling:
     """CDK local bundling: runs :func:`bundle_into` on this machine instead of in a Docker image."""
 
-    def __init__(self, python_version: str, platform: str, project_root: Path) -> None:
+    def __init__(
+        self, python_version: str, platform: str, project_root: Path, bytecode: str | None = None
+    ) -> None:
         self._python_version = python_version
         self._platform = platform
         self._project_root = project_root
+        self._bytecode = bytecode
 
     def try_bundle(self, output_dir: str, *_options: object, **_kw_options: object) -> bool:
         """Bundle into ``output_dir``; jsii passes the bundling options, which we do not need."""
@@ -224,6 +322,7 @@ class LocalPipBundling:
             python_version=self._python_version,
             platform=self._platform,
             project_root=self._project_root,
+            bytecode=self._bytecode,
         )
         return True
 
@@ -233,14 +332,18 @@ def code_asset(
     python_version: str = LAMBDA_PYTHON_VERSION,
     platform: str = LAMBDA_PLATFORM,
     project_root: Path = PROJECT_ROOT,
+    bytecode: str | bool = True,
 ) -> lambda_.Code:
-    """The shared code asset. Create it once per stack and pass it to every function."""
+    """The shared code asset. Create it once per stack and pass it to every function. ``bytecode``:
+    True (default) compiles it with :func:`bytecode_interpreter`'s interpreter when there is one, a
+    path compiles it with that interpreter, False ships sources only."""
+    compiler = bytecode_interpreter(python_version) if bytecode is True else (bytecode or None)
     return lambda_.Code.from_asset(
         str(project_root / "functions"),  # a small source dir: bundling reads from project_root itself
         asset_hash_type=cdk.AssetHashType.CUSTOM,
-        asset_hash=source_hash(python_version, platform, project_root),
+        asset_hash=source_hash(python_version, platform, project_root, bytecode=compiler is not None),
         bundling=cdk.BundlingOptions(
             image=cdk.DockerImage.from_registry("unused-local-bundling-only"),
-            local=LocalPipBundling(python_version, platform, project_root),
+            local=LocalPipBundling(python_version, platform, project_root, compiler),
         ),
     )

@@ -13,7 +13,7 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.api import Api
-from infra.bundling import code_asset
+from infra.bundling import LAMBDA_PYTHON_VERSION, bytecode_interpreter, bytecode_warning, code_asset
 from infra.config import StackConfig
 from infra.console import ConsoleUserPool
 from infra.dispatch import Dispatch
@@ -62,7 +62,10 @@ class JobschedStack(cdk.Stack):
         super().__init__(scope, construct_id, **kwargs)
         self.config = config
         destroy = config.removal_policy_destroy
-        code = code or code_asset()  # one asset, bundled once, shared by every function
+        if code is None:
+            code = code_asset()  # one asset, bundled once, shared by every function
+            if bytecode_interpreter(LAMBDA_PYTHON_VERSION) is None:
+                cdk.Annotations.of(self).add_warning_v2("jobsched:asset-without-bytecode", bytecode_warning())
 
         # encryption=cmk: one customer-managed key for every store (infra/encryption.py); None = AWS keys.
         self.key = stack_key(self, "Key", destroy=destroy) if config.encryption == "cmk" else None

@@ -1,4 +1,4 @@
-"""Suite-wide: moto's thread-safety fixes (jobsched/local/moto_fixes.py) in every test process, as
+"""Suite-wide: moto's fixes (jobsched/local/moto_fixes/, decision 0042) in every test process, as
 in the embedded mode and the benchmarks: the dispatcher and the worker write from threads. And each
 test starts with an empty worker-container cache of tenant limits, as a new container does.
 

@@ -1,8 +1,10 @@
 """The resolver: routes split by resource, errors mapped in one place, the gate in front.
 
 ``build_app(services, authenticator)`` returns a :class:`JobschedResolver` ready to
-``resolve(event, context)`` API Gateway HTTP API (payload v2) events. Services are injected, so the
-Lambda entry point, the local mode and the tests build the same app with different clients.
+``resolve(event, context)`` API Gateway HTTP API (payload v2) events. The routes are module-level
+functions on each ``jobsched.api.routes`` module's ``Router``; the services reach them through
+Powertools' ``Depends`` (:mod:`jobsched.api.deps`), from the request context the resolver fills. So
+the Lambda entry point, the local mode and the tests build the same app with different clients.
 """
 
 from __future__ import annotations
@@ -10,9 +12,8 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import unquote
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response, content_types
@@ -22,27 +23,30 @@ from jobsched import __version__
 from jobsched.api import gate
 from jobsched.api.auth import Authenticator
 from jobsched.api.contract import DeploymentFacts, tighten
-from jobsched.api.deps import IDENTITY_CONTEXT_KEY
+from jobsched.api.deps import (
+    AUTHENTICATOR_CONTEXT_KEY,
+    IDENTITY_CONTEXT_KEY,
+    SERVICES_CONTEXT_KEY,
+    ApiServices,
+)
 from jobsched.api.errors import raw_error_response, register_error_handlers
 from jobsched.api.openapi import polish
-from jobsched.api.routes.health import health_router
-from jobsched.api.run_logs import RunLogs
-from jobsched.api.tenants import admin_router
-from jobsched.console import ConsoleConfig
-from jobsched.core.clock import Clock
+from jobsched.api.routes import (
+    admin,
+    console,
+    dead_letters,
+    health,
+    jobs,
+    limits,
+    runs,
+    schedules,
+    settings,
+    workflows,
+)
 from jobsched.core.errors import JobschedError
-from jobsched.ports.api import IdempotencyRecords, JobCounts, Principals
 from jobsched.runtime import observability as obs
 
-if TYPE_CHECKING:
-    from jobsched.aws.tenant_limits import TenantLimits
-    from jobsched.aws.usage_store import UsageStore
-    from jobsched.services.backfills import BackfillService
-    from jobsched.services.dead_letters import DeadLetterService
-    from jobsched.services.jobs import JobService
-    from jobsched.services.notifications import TenantNotifySettings
-    from jobsched.services.runs import RunService
-    from jobsched.services.workflow_service import WorkflowService
+__all__ = ["ApiServices", "JobschedResolver", "ResolverPool", "build_app"]
 
 TITLE = "jobsched"
 #: Where ``GET /`` sends a browser (the operator console is at ``/ui``).
@@ -54,27 +58,6 @@ DESCRIPTION = (
 )
 
 
-@dataclass
-class ApiServices:
-    """Everything the routes call. ``None`` for a service leaves its routes out (framework tests)."""
-
-    clock: Clock
-    principals: Principals | None = None
-    idempotency: IdempotencyRecords | None = None
-    quota: JobCounts | None = None
-    jobs: JobService | None = None
-    runs: RunService | None = None
-    dead_letters: DeadLetterService | None = None
-    notify_settings: TenantNotifySettings | None = None
-    run_logs: RunLogs = field(default_factory=RunLogs)
-    console: ConsoleConfig = field(default_factory=ConsoleConfig)
-    tenant_limits: TenantLimits | None = None
-    usage: UsageStore | None = None
-    worker_memory_mb: int = 1024
-    workflows: WorkflowService | None = None
-    backfills: BackfillService | None = None  # backfills over the synchronous size answer 202 with it
-
-
 class JobschedResolver(APIGatewayHttpResolver):
     """An ``APIGatewayHttpResolver`` that authenticates and checks the body before routing."""
 
@@ -82,13 +65,20 @@ class JobschedResolver(APIGatewayHttpResolver):
     #: routing context on the resolver); concurrent requests in one process (the embedded mode's
     #: threaded HTTP bridge) each take a resolver of their own from :class:`ResolverPool`. This lock
     #: only guards a resolver used directly by two threads at once: it makes them take turns.
-    def __init__(self, authenticator: Authenticator, facts: Callable[[], DeploymentFacts] | None = None):
+    def __init__(
+        self,
+        authenticator: Authenticator,
+        facts: Callable[[], DeploymentFacts] | None = None,
+        services: ApiServices | None = None,
+    ):
         super().__init__(
             enable_validation=True,
             json_body_deserializer=gate.parse_json,
             serializer=partial(json.dumps, separators=(",", ":"), default=str),
         )
         self.authenticator = authenticator
+        #: What the routes' ``Depends`` providers hand out (:mod:`jobsched.api.deps`), per request.
+        self.services = services
         self._serving = threading.Lock()
         self.facts = facts or DeploymentFacts
         #: Builds another resolver of the same services (set by :func:`build_app`).
@@ -96,8 +86,8 @@ class JobschedResolver(APIGatewayHttpResolver):
 
     # Powertools assigns the request's event and context to the ``BaseRouter`` *class*, shared by
     # every resolver of the process; these properties keep them on this resolver instead, so two
-    # resolvers serving at once each see their own request (the routers included here ask this
-    # resolver, ``Router.api_resolver``).
+    # resolvers serving at once each see their own request. (The routes' own routers are shared by
+    # every resolver, so no route reads ``router.current_event``: what a route needs is a ``Depends``.)
     @property
     def current_event(self) -> Any:
         return self.__dict__["_request_event"]
@@ -138,6 +128,13 @@ class JobschedResolver(APIGatewayHttpResolver):
                 identity = gate.admit(event, self.authenticator)
             except JobschedError as error:
                 return raw_error_response(error)
+            # Each request starts from an empty context: ``include_router`` copies a shared router's
+            # context, which is the context of the last resolver that included it (another
+            # resolver, maybe serving a request right then).
+            self.clear_context()
+            self.append_context(
+                **{SERVICES_CONTEXT_KEY: self.services, AUTHENTICATOR_CONTEXT_KEY: self.authenticator}
+            )
             if identity is not None:
                 self.append_context(**{IDENTITY_CONTEXT_KEY: identity})
             with obs.request_lane(identity.tenant if identity is not None else None):
@@ -205,16 +202,14 @@ def _openapi_kwargs(mode: str) -> dict[str, Any]:
 
 def build_app(services: ApiServices, authenticator: Authenticator) -> JobschedResolver:
     """The whole API: every router included, error handlers installed, OpenAPI and Swagger UI served."""
-    app = JobschedResolver(authenticator, partial(_deployment_facts, services))
+    app = JobschedResolver(authenticator, partial(_deployment_facts, services), services)
     app.sibling = partial(build_app, services, authenticator)
     register_error_handlers(app)
-    app.include_router(health_router(services.clock))
+    app.include_router(health.router)
     if services.principals is not None:
-        app.include_router(admin_router(services.principals, services.clock))
+        app.include_router(admin.router)
     _include_optional_routers(app, services)
-    from jobsched.api.routes.console import console_router
-
-    app.include_router(console_router(services.console, authenticator.config.mode))
+    app.include_router(console.router)
 
     openapi = _openapi_kwargs(authenticator.config.mode)
     # Swagger UI with its JavaScript and CSS inlined by Powertools (no CDN needed, works offline).
@@ -250,43 +245,22 @@ def _deployment_facts(services: ApiServices) -> DeploymentFacts:
 
 
 def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> None:
-    """Routers whose services may be absent; imported here so a missing service costs nothing."""
-    from jobsched.api.routes import schedules
-
-    app.include_router(schedules.schedules_router(services.clock))
+    """The routers whose services may be absent (a framework test builds the API without them)."""
+    app.include_router(schedules.router)
     if services.jobs is not None:
-        from jobsched.api.routes.jobs import jobs_router
-
-        app.include_router(
-            jobs_router(
-                services.jobs,
-                services.clock,
-                services.idempotency,
-                services.quota,
-                backfills=services.backfills,
-            )
-        )
+        app.include_router(jobs.router)
+        if services.backfills is not None:
+            app.include_router(jobs.backfill_router)
+        app.include_router(jobs.history_router)
     if services.runs is not None:
-        from jobsched.api.routes.runs import runs_router
-
-        app.include_router(runs_router(services.runs, services.clock, services.run_logs))
+        app.include_router(runs.router)
     if services.workflows is not None:
-        from jobsched.api.routes.workflows import workflows_router
-
-        app.include_router(workflows_router(services.workflows, services.clock, services.quota))
+        app.include_router(workflows.router)
     if services.dead_letters is not None:
-        from jobsched.api.routes.dead_letters import dead_letters_router
-
-        app.include_router(dead_letters_router(services.dead_letters, services.clock))
+        app.include_router(dead_letters.router)
     if services.notify_settings is not None:
-        from jobsched.api.routes.settings import settings_router
-
-        app.include_router(settings_router(services.notify_settings, services.clock))
+        app.include_router(settings.router)
     if services.tenant_limits is not None:
-        from jobsched.api.routes.limits import limits_router
-
-        app.include_router(limits_router(services.tenant_limits, services.clock))
+        app.include_router(limits.router)
     if services.usage is not None:
-        from jobsched.api.routes.limits import usage_router
-
-        app.include_router(usage_router(services.usage, services.clock, services.worker_memory_mb))
+        app.include_router(limits.usage_router)

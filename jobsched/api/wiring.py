@@ -13,8 +13,9 @@ import secrets
 from collections.abc import Mapping
 from datetime import datetime
 
-from jobsched.api.app import ApiServices, JobschedResolver, build_app
+from jobsched.api.app import JobschedResolver, build_app
 from jobsched.api.auth import AuthConfig, Authenticator
+from jobsched.api.deps import ApiServices
 from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.quotas import DEFAULT_MAX_JOBS_PER_TENANT, ENV_MAX_JOBS_PER_TENANT, JobQuota
 from jobsched.api.tenants import PrincipalStore

@@ -23,6 +23,8 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
+from jobsched.runtime.resources import LANE_HEADER  # only when a lane source is set
+
 #: Short timeouts and standard retries: a Lambda should fail over to its own retry rather than hang.
 DEFAULT_CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 4},
@@ -32,15 +34,14 @@ DEFAULT_CONFIG = Config(
 )
 
 
-#: The header naming the tenant a DynamoDB request is made for (only when a lane source is set).
-LANE_HEADER = "x-jobsched-lane"
 _lane_source: Callable[[], str] | None = None
 
 
 def set_lane_source(source: Callable[[], str] | None) -> None:
     """Tag every DynamoDB request of this process with ``LANE_HEADER`` = ``source()`` (the tenant it is
     made for). The embedded mode sets it, so that its emulated DynamoDB handles only a few requests of
-    one tenant at once (:mod:`jobsched.local.moto_fixes`); on AWS nothing sets it and no header is added."""
+    one tenant at once (:mod:`jobsched.local.moto_fixes.lanes`); on AWS nothing sets it and no header
+    is added."""
     global _lane_source
     _lane_source = source
 

@@ -10,16 +10,18 @@ Run from the project root (it bundles with :mod:`infra.bundling`, as ``cdk synth
 - the same bundle for this machine's interpreter and platform, and imports each function's handler
   module from it in a fresh interpreter, ``--runs`` times: ``python -S -X importtime -c "import
   functions.worker"`` with the bundle as the working directory (``/var/task`` on Lambda: first on
-  ``sys.path``), no site-packages, no bytecode written (Lambda's code directory is read-only and the
-  asset ships no ``.pyc``, so each cold start compiles what it imports). *import* is the module's
+  ``sys.path``), no site-packages, no bytecode written (Lambda's code directory is read-only: an
+  asset without ``.pyc`` compiles what it imports at each cold start). *import* is the module's
   cumulative time as ``-X importtime`` reports it; *ready* adds building the container's services on
   the first event (the ``@lazy`` builder each handler calls: settings, wiring, boto3 clients created,
   no request sent), i.e. the cold start up to the first AWS call;
 - the *runtime-copy* variant (decision 0039): the same bundle without :data:`RUNTIME_PROVIDED`, which
   are put in a second directory after it on ``sys.path`` with their bytecode compiled, as the Lambda
   runtime's own copy of boto3 sits in the runtime's site-packages;
-- the *bundled-bytecode* variant: the bundle with every module compiled, to tell what bytecode alone
-  is worth from where boto3 sits.
+- the *bundled-bytecode* variant: the bundle as :mod:`infra.bundling` builds it when it has an
+  interpreter of the target's version (here this one) — every module compiled, hash-based
+  ``unchecked-hash`` bytecode — which is what the Lambda asset carries when the deploying machine has
+  Python 3.14 (``infra.bundling.bytecode_interpreter``). Its extra size is reported too.
 
 On a shared machine the wall clock mostly measures the other processes: the CPU time of the process
 (``time.process_time``) is reported beside it, and is what to compare.
@@ -195,12 +197,6 @@ def measure(variants: list[Variant], modules: list[str], runs: int) -> dict[str,
     return {name: {m: f.summary() for m, f in per.items()} for name, per in figures.items()}
 
 
-def with_bytecode(bundle: Path) -> Path:
-    """Compile every module of ``bundle`` in place (this interpreter's bytecode), and return it."""
-    compileall.compile_dir(str(bundle), quiet=1, workers=1)
-    return bundle
-
-
 _BUNDLE_WITH_ITS_OWN_BUNDLER = """
 import sys
 sys.path.insert(0, sys.argv[1])
@@ -238,9 +234,10 @@ def run(runs: int, modules: list[str], baseline: str | None = None) -> dict[str,
         work = Path(tmp)
         python_version, host_platform = _host_target()
 
-        def host_bundle(name: str, project_root: Path | None = None) -> Path:
-            roots = {} if project_root is None else {"project_root": project_root}
-            return bundle_into(work / name, python_version=python_version, platform=host_platform, **roots)
+        def host_bundle(name: str, bytecode: str | None = None) -> Path:
+            return bundle_into(
+                work / name, python_version=python_version, platform=host_platform, bytecode=bytecode
+            )
 
         figures: dict[str, Any] = {"python": f"{python_version} ({host_platform})"}
         sizes = size_breakdown(bundle_into(work / "lambda"))
@@ -248,10 +245,12 @@ def run(runs: int, modules: list[str], baseline: str | None = None) -> dict[str,
         figures["asset_bytes_without_boto3"] = sizes["total"] - sizes["boto3_and_dependencies"]
         split = host_bundle("split")
         split_runtime_copy(split, work / "runtime")
+        host, compiled = host_bundle("host"), host_bundle("compiled", bytecode=sys.executable)
+        figures["bytecode_bytes"] = tree_bytes(compiled) - tree_bytes(host)
         variants = [
-            Variant("bundled", host_bundle("host")),
+            Variant("bundled", host),
             Variant("runtime_copy", split, work / "runtime"),
-            Variant("bundled_bytecode", with_bytecode(host_bundle("compiled"))),
+            Variant("bundled_bytecode", compiled),
         ]
         if baseline:
             tree = export_tree(baseline, work / "baseline-tree")
@@ -272,7 +271,8 @@ def report(figures: dict[str, Any]) -> str:
     lines = [
         f"Lambda asset, unzipped: {_mb(sizes['total'])} (ours {_mb(sizes['ours'])}, boto3 and its "
         f"dependencies {_mb(sizes['boto3_and_dependencies'])}, other dependencies {_mb(sizes['other'])}); "
-        f"without boto3 and its dependencies: {_mb(figures['asset_bytes_without_boto3'])}",
+        f"without boto3 and its dependencies: {_mb(figures['asset_bytes_without_boto3'])}; bytecode adds "
+        f"{_mb(figures['bytecode_bytes'])} (the host bundle's, compiled as the bundler compiles the asset)",
     ]
     if "baseline" in figures:
         base = figures["baseline"]["asset_bytes"]

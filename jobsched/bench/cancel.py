@@ -40,7 +40,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jobsched.bench.pricing import MILLION, US_EAST_1
-from jobsched.cli.client import ApiClient
+from jobsched.client import ApiClient
 from jobsched.targets.context import JobContext
 from jobsched.targets.registry import is_registered, job
 

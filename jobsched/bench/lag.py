@@ -22,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from jobsched.aws.metering import deserialize
-from jobsched.cli.client import ApiClient
+from jobsched.client import ApiClient
 from jobsched.core.ids import run_key_for
 from jobsched.core.models import from_iso, to_iso
 from jobsched.local.config import LocalConfig

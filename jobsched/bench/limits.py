@@ -175,7 +175,7 @@ def run_rate(per_second: float = 5.0, backlog: int = 450, window_seconds: float 
 
 
 def _rate_once(per_second: float, backlog: int, window_seconds: float) -> dict[str, Any]:
-    from jobsched.cli.client import ApiClient
+    from jobsched.client import ApiClient
     from jobsched.local.config import LocalConfig
     from jobsched.local.embedded import EmbeddedMode
 

@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jobsched.cli.client import ApiClient
+from jobsched.client import ApiClient
 from jobsched.local.server import free_port
 
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")

@@ -39,7 +39,7 @@ from typing import Any
 
 from jobsched.aws.clients import Clients
 from jobsched.bench.lag import percentile
-from jobsched.cli.client import ApiClient
+from jobsched.client import ApiClient
 from jobsched.core.models import from_iso
 from jobsched.local.config import LocalConfig
 from jobsched.local.embedded import EmbeddedMode

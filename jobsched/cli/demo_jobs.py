@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from jobsched.cli.client import ApiClient
+from jobsched.client import ApiClient
 
 DEMO_JOBS: tuple[dict[str, Any], ...] = (
     {

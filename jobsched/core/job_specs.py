@@ -8,8 +8,11 @@ handler or an HTTP call), the payload size. Each error names the field and what 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
+from jobsched.core.dispatch_plan import first_fire_after
 from jobsched.core.errors import PayloadTooLargeError, ValidationError
 from jobsched.core.limits import concurrency_from, rate_from
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, payload_size
@@ -24,6 +27,34 @@ HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 SPEC_FIELDS = frozenset(JobSpec.__dataclass_fields__)
 
 KnownHandlers = Callable[[str], bool]
+_EPSILON = timedelta(milliseconds=1)
+
+
+@dataclass(frozen=True)
+class CheckedSpec:
+    """A job definition validated in full (:func:`check_spec`): its spec, its parsed schedule and, once
+    asked for an instant (:meth:`due_from`), its first occurrence from then.
+
+    A definition is validated once on its way in: the API checks it before it counts the job in the
+    tenant's limit, and :meth:`jobsched.services.jobs.JobService.create` stores what was checked
+    without checking it again."""
+
+    spec: JobSpec
+    schedule: Schedule
+    checked_at: datetime | None = None
+    first_due: datetime | None = None
+
+    def due_from(self, now: datetime) -> CheckedSpec:
+        """This definition with its first occurrence at or after ``now`` (:class:`ValidationError`
+        when its schedule has none); asked again for the same instant, the answer already found."""
+        if self.checked_at == now and self.first_due is not None:
+            return self
+        first = first_fire_after(self.schedule, now - _EPSILON)
+        if first is None:
+            raise ValidationError(
+                f"schedule {self.spec.schedule!r} has no occurrence after {now.isoformat()}", field="schedule"
+            )
+        return replace(self, checked_at=now, first_due=first)
 
 
 def spec_from_dict(data: Mapping[str, Any]) -> JobSpec:
@@ -45,6 +76,13 @@ def spec_from_dict(data: Mapping[str, Any]) -> JobSpec:
     values["concurrency"] = normalize_limit(values.get("concurrency"), "concurrency")
     values["rate_limit"] = normalize_limit(values.get("rate_limit"), "rate_limit")
     return JobSpec(**values)
+
+
+def check_spec(data: JobSpec | Mapping[str, Any], known_handlers: KnownHandlers | None = None) -> CheckedSpec:
+    """Validate a job definition (:func:`spec_from_dict`, then :func:`validate_spec`) into a
+    :class:`CheckedSpec`."""
+    spec = data if isinstance(data, JobSpec) else spec_from_dict(data)
+    return CheckedSpec(spec, validate_spec(spec, known_handlers))
 
 
 def normalize_limit(data: Any, field: str) -> dict[str, Any]:

@@ -24,8 +24,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from croniter import CroniterBadDateError, croniter
-
 from jobsched.core.errors import ValidationError
 
 DST_GAP_POLICIES = ("shift", "skip")
@@ -306,7 +304,12 @@ def _finish_cron(
 
 
 def _ever_fires(cron: str, day_or: bool, seconds: bool, years: tuple[int, ...] | None) -> bool:
-    """Whether the expression matches at least one date (in one of ``years`` when given)."""
+    """Whether the expression matches at least one date (in one of ``years`` when given).
+
+    croniter is imported here, not with the module: only parsing a cron expression needs it, and the
+    worker, which imports this module but parses none, would pay for it at every cold start."""
+    from croniter import CroniterBadDateError, croniter
+
     for year in years or (2000,):
         try:
             start = datetime(year, 1, 1) - timedelta(seconds=1)  # so that Jan 1 00:00:00 counts

@@ -31,8 +31,6 @@ from itertools import islice
 from typing import Literal
 from zoneinfo import ZoneInfo
 
-from croniter import CroniterBadDateError, croniter
-
 from jobsched.core.errors import ValidationError
 from jobsched.core.schedules import Schedule
 
@@ -147,7 +145,12 @@ def nearest_weekday(year: int, month: int, day: int | Literal["L"]) -> int | Non
 
 def _cron_walls(schedule: Schedule, start: datetime) -> Iterator[datetime]:
     """Matching naive wall times after ``start``, honouring the year field of ``cron(...)`` and, for
-    ``nW``/``LW``, keeping only the nearest weekday of each month (croniter matches every day then)."""
+    ``nW``/``LW``, keeping only the nearest weekday of each month (croniter matches every day then).
+
+    croniter is imported on the first call, not with the module: the worker imports this module but
+    enumerates no occurrences, and importing croniter was part of every cold start."""
+    from croniter import CroniterBadDateError, croniter
+
     years = schedule.years
     one_day = schedule.nearest_weekday is not None or schedule.before_last_day is not None
     while True:

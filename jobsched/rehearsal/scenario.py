@@ -135,19 +135,20 @@ def run_scenario(
         _chunked_job_completes(report, client, existing, timeout)
 
 
-def _runs_succeed(report: Report, client: Client, timeout: float) -> None:
-    job = client.ok(
-        "POST",
-        "/jobs",
-        {
-            "name": "hello",
-            "schedule": "*/2 * * * * *",
-            "target": {"handler": "demo.echo"},
-            "payload": {"message": "hello from the rehearsal"},
-        },
-    )
+def _trigger_new_job(
+    client: Client, name: str, schedule: str, handler: str, payload: dict[str, Any], timeout: float
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Create a job, trigger it, wait for that run to end: the job, the run as triggered, as ended."""
+    body = {"name": name, "schedule": schedule, "target": {"handler": handler}, "payload": payload}
+    job = client.ok("POST", "/jobs", body)
     run = client.ok("POST", f"/jobs/{job['id']}/trigger")
-    done = client.wait_run(run["id"], {"succeeded", "failed"}, timeout)
+    return job, run, client.wait_run(run["id"], {"succeeded", "failed"}, timeout)
+
+
+def _runs_succeed(report: Report, client: Client, timeout: float) -> None:
+    job, _run, done = _trigger_new_job(
+        client, "hello", "*/2 * * * * *", "demo.echo", {"message": "hello from the rehearsal"}, timeout
+    )
     report.equal("scenario: a triggered run succeeds", done["state"], "succeeded")
     deadline, succeeded = time.monotonic() + timeout, list[dict[str, Any]]()
     while time.monotonic() < deadline and len(succeeded) < 3:
@@ -163,18 +164,9 @@ def _runs_succeed(report: Report, client: Client, timeout: float) -> None:
 
 
 def _dead_letter_replayed(report: Report, client: Client, timeout: float) -> None:
-    job = client.ok(
-        "POST",
-        "/jobs",
-        {
-            "name": "always-fails",
-            "schedule": "@daily",
-            "target": {"handler": "demo.fail"},
-            "payload": {"kind": "permanent"},
-        },
+    job, run, failed = _trigger_new_job(
+        client, "always-fails", "@daily", "demo.fail", {"kind": "permanent"}, timeout
     )
-    run = client.ok("POST", f"/jobs/{job['id']}/trigger")
-    failed = client.wait_run(run["id"], {"succeeded", "failed"}, timeout)
     report.equal("scenario: a permanent failure fails the run", failed["state"], "failed")
     letters = client.ok("GET", f"/dead-letters?job_id={job['id']}")["items"]
     report.check(

@@ -67,6 +67,12 @@ ENV_TENANT_MAX_RUNNING = "JOBSCHED_TENANT_MAX_RUNNING"
 ENV_TENANT_RUNS_PER_SECOND = "JOBSCHED_TENANT_RUNS_PER_SECOND"
 ENV_TENANT_BURST = "JOBSCHED_TENANT_BURST"
 
+# --- the embedded mode's fairness lanes -------------------------------------------------------------
+#: The HTTP header naming the tenant a DynamoDB request is made for (the lane it waits in): added by
+#: the embedded mode's clients (jobsched.aws.clients.set_lane_source), read by its emulated DynamoDB
+#: (jobsched.local.moto_fixes.lanes, decision 0033). Never sent on AWS: nothing sets a lane source there.
+LANE_HEADER = "x-jobsched-lane"
+
 PRIORITIES = ("high", "default", "low")
 QUEUE_KINDS = (*PRIORITIES, "long")
 #: The priorities backpressure may hold back: never ``high`` (docs/decisions/0028).

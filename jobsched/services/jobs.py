@@ -22,7 +22,14 @@ from jobsched.aws.jobs_store import StaleJobError
 from jobsched.core.dispatch_plan import first_fire_after, schedule_of
 from jobsched.core.edits import SKIP_REASON_RESCHEDULED, TIMING_FIELDS, touches_runs
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
-from jobsched.core.job_specs import KnownHandlers, spec_from_dict, validate_payload, validate_spec
+from jobsched.core.job_specs import (
+    CheckedSpec,
+    KnownHandlers,
+    check_spec,
+    spec_from_dict,
+    validate_payload,
+    validate_spec,
+)
 from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware
 from jobsched.core.policies import MISFIRE_POLICIES
 from jobsched.core.run_records import new_run, outgoing_for
@@ -77,10 +84,26 @@ class JobService:
 
     # --- definitions ----------------------------------------------------------------------------
 
+    def check(self, definition: JobSpec | Mapping[str, Any], now: datetime | None = None) -> CheckedSpec:
+        """Validate a new job's definition without writing anything; with ``now``, also that its
+        schedule has an occurrence from then. :meth:`create` takes the result and does not validate
+        it again (the API checks a definition before it counts the job in the tenant's limit)."""
+        checked = check_spec(definition, self.known_handlers)
+        if now is None:
+            return checked
+        require_aware(now, "now")
+        return checked.due_from(now)
+
     def create(
-        self, tenant: str, spec: JobSpec | Mapping[str, Any], now: datetime, *, job_id: str | None = None
+        self,
+        tenant: str,
+        spec: CheckedSpec | JobSpec | Mapping[str, Any],
+        now: datetime,
+        *,
+        job_id: str | None = None,
     ) -> Job:
-        """Validate and store a new job; dispatch it at once if it is due within the look-ahead.
+        """Validate (unless ``spec`` was checked by :meth:`check`) and store a new job; dispatch it at
+        once if it is due within the look-ahead.
 
         ``job_id`` (from :meth:`new_id`) is the id an ``Idempotency-Key`` claim fixed for this create;
         without it a new id is drawn. If a job with that id is already stored, the store's
@@ -88,22 +111,17 @@ class JobService:
         the caller answers with :meth:`finish_create`.
         """
         require_aware(now, "now")
-        spec = spec if isinstance(spec, JobSpec) else spec_from_dict(spec)
-        schedule = validate_spec(spec, self.known_handlers)
-        self.notify_policy.check(spec.notify)
-        next_due = first_fire_after(schedule, now - _EPSILON)
-        if next_due is None:
-            raise ValidationError(
-                f"schedule {spec.schedule!r} has no occurrence after {now.isoformat()}", field="schedule"
-            )
+        checked = spec if isinstance(spec, CheckedSpec) else self.check(spec)
+        self.notify_policy.check(checked.spec.notify)
+        checked = checked.due_from(now)
         job_id = job_id or self.id_factory()
         job = Job(
-            **spec.spec_fields(),
+            **checked.spec.spec_fields(),
             id=job_id,
             tenant=tenant,
             created_at=now,
             updated_at=now,
-            next_due_at=next_due,
+            next_due_at=checked.first_due,
         )
         self.jobs.create(job)
         return self._dispatch_if_due(job, now)

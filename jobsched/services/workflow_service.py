@@ -16,6 +16,7 @@ from typing import Any
 
 from jobsched.core.dag import WORKFLOW_TARGET, is_workflow_target, workflow_of
 from jobsched.core.errors import NotFoundError, ValidationError
+from jobsched.core.job_specs import CheckedSpec
 from jobsched.core.models import Job, Run
 from jobsched.services.jobs import JobService, PauseResult
 from jobsched.services.workflows import WorkflowEngine, WorkflowRunView
@@ -56,10 +57,21 @@ class WorkflowService:
 
     # --- definitions -----------------------------------------------------------------------------
 
+    def check(self, definition: Mapping[str, Any]) -> CheckedSpec:
+        """Validate a new workflow's definition (as the job it is stored as) without writing anything;
+        :meth:`create` takes the result and does not validate it again."""
+        return self.jobs.check(job_definition(definition))
+
     def create(
-        self, tenant: str, definition: Mapping[str, Any], now: datetime, *, workflow_id: str | None = None
+        self,
+        tenant: str,
+        definition: CheckedSpec | Mapping[str, Any],
+        now: datetime,
+        *,
+        workflow_id: str | None = None,
     ) -> Job:
-        return self.jobs.create(tenant, job_definition(definition), now, job_id=workflow_id)
+        checked = definition if isinstance(definition, CheckedSpec) else self.check(definition)
+        return self.jobs.create(tenant, checked, now, job_id=workflow_id)
 
     def get(self, tenant: str, workflow_id: str) -> Job:
         """The workflow; a job that is not a workflow is not found here (nor another tenant's)."""

@@ -10,7 +10,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
-from jobsched.cli.client import ApiClient, ApiError, build_client, region_from_host
+from jobsched.client import ApiClient, ApiError, build_client, region_from_host
 from tests.cli.conftest import TOKEN, ContractServer, job_body
 
 FAKE_KEY_ID = "AKIAIOSFODNN7EXAMPLE"
@@ -222,3 +222,13 @@ def test_sigv4_without_credentials_says_how_to_provide_them(
         client.health()
     assert raised.value.code == "no_credentials"
     assert api.requests == []
+
+
+def test_the_former_module_name_still_imports_the_same_client() -> None:
+    # Given scripts written against the client's name before it had a package of its own (docs/cli.md)
+    import jobsched.cli.client as former
+    import jobsched.client as client
+
+    # Then every public name there is the client package's own object
+    assert former.__all__ == client.__all__
+    assert all(getattr(former, name) is getattr(client, name) for name in client.__all__)

@@ -97,9 +97,24 @@ def test_no_function_can_import_development_only_code():
     assert dev == []
 
 
-def test_asset_carries_our_packages_without_bytecode(synth):
+def test_asset_carries_bytecode_exactly_when_python_3_14_is_here_and_warns_when_not(synth):
+    # Given this machine, with or without an interpreter of the Lambda runtime's version
+    from aws_cdk.assertions import Annotations, Match
+
+    from infra.bundling import LAMBDA_PYTHON_VERSION, bytecode_interpreter
+
+    compiler = bytecode_interpreter(LAMBDA_PYTHON_VERSION)
+    # Then the synthesized asset carries our sources, with Lambda's bytecode beside them only if
+    # there is one, and the stack warns at synth exactly when there is not
     assert (synth.asset_dir / "jobsched" / "runtime" / "resources.py").is_file()
-    assert not list(synth.asset_dir.rglob("__pycache__"))
+    pycs = list(synth.asset_dir.rglob("*.pyc"))
+    tag = f"cpython-{LAMBDA_PYTHON_VERSION.replace('.', '')}"
+    assert all(p.name.endswith(f".{tag}.pyc") for p in pycs)  # never the build machine's own
+    assert bool(pycs) == (compiler is not None)
+    warnings = Annotations.from_stack(synth.stack).find_warning(
+        "*", Match.string_like_regexp("compile the Lambda asset's bytecode")
+    )
+    assert len(warnings) == (0 if compiler else 1)
 
 
 @pytest.fixture(scope="session")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,3 +159,100 @@ def test_the_cache_is_the_env_variable_then_the_user_cache():
     assert cache_root({"JOBSCHED_CACHE_DIR": "/c", "XDG_CACHE_HOME": "/x"}) == Path("/c")
     assert cache_root({"XDG_CACHE_HOME": "/x"}) == Path("/x/jobsched")
     assert cache_root({}) == Path.home() / ".cache" / "jobsched"
+
+
+# --- bytecode (docs/performance.md, "Lambda asset and cold start"; decision 0039) ------------------
+
+HOST_VERSION = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _pyc_flags(pyc: Path) -> int:
+    """The flags word of a .pyc header (PEP 552): 0b01 = hash-based, 0b10 = check the source."""
+    return int.from_bytes(pyc.read_bytes()[4:8], "little")
+
+
+def test_with_an_interpreter_every_module_ships_unchecked_hash_bytecode(project, tmp_path):
+    # Given an interpreter of the target's version (here: this one, for a bundle of this version)
+    # When the asset is bundled with it
+    out = bundle_into(tmp_path / "out", project_root=project, python_version=HOST_VERSION,
+                      bytecode=sys.executable)  # fmt: skip
+    # Then every module has its bytecode for that version, hash-based and never checked against the
+    # source (a zip need not keep timestamps), and the tree's stale .pyc was not copied
+    tag = sys.implementation.cache_tag
+    for source in out.rglob("*.py"):
+        pyc = source.parent / "__pycache__" / f"{source.stem}.{tag}.pyc"
+        assert pyc.is_file(), f"{source} has no bytecode"
+        assert _pyc_flags(pyc) == 0b01
+    assert not (out / "jobsched" / "__pycache__" / "stale.cpython-311.pyc").exists()
+
+
+def test_the_shipped_bytecode_is_what_runs_even_if_the_source_beside_it_differs(project, tmp_path):
+    # Given a bundle with bytecode, whose source is then edited (as if the sources' timestamps or
+    # contents changed on the way to /var/task)
+    out = bundle_into(tmp_path / "out", project_root=project, python_version=HOST_VERSION,
+                      bytecode=sys.executable)  # fmt: skip
+    (out / "jobsched" / "__init__.py").write_text("VERSION = 2\n")
+    # When a fresh interpreter that writes no bytecode imports it from the bundle
+    result = subprocess.run(
+        [sys.executable, "-E", "-s", "-S", "-B", "-c", "import jobsched; print(jobsched.VERSION)"],
+        cwd=out, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    # Then the bytecode ran, not a compile of the source
+    assert result.stdout.strip() == "1"
+
+
+def test_without_an_interpreter_the_bundle_ships_sources_only(project, tmp_path, _private_cache):
+    # Given a dependency tree in the cache already compiled by an earlier bundle with bytecode
+    bundle_into(tmp_path / "compiled", project_root=project, python_version=HOST_VERSION,
+                bytecode=sys.executable)  # fmt: skip
+    # When the same target is bundled without an interpreter
+    out = bundle_into(tmp_path / "out", project_root=project, python_version=HOST_VERSION)
+    # Then no bytecode and no cache marker reaches it
+    assert list(out.rglob("__pycache__")) == []
+    assert sorted(p.name for p in out.iterdir()) == ["functions", "jobsched"]
+
+
+def test_the_cached_dependencies_are_compiled_once(project, tmp_path, _private_cache, monkeypatch):
+    # Given a cached dependency tree holding a module (as an installed wheel leaves it)
+    tree = bundling.cached_dependencies(
+        project / "requirements.txt", HOST_VERSION, "manylinux2014_x86_64", _private_cache
+    )
+    (tree / "dep.py").write_text("D = 1\n")
+    calls = _count_installs(monkeypatch)
+    # When two bundles with bytecode are made from it
+    one = bundle_into(tmp_path / "one", project_root=project, python_version=HOST_VERSION,
+                      platform="manylinux2014_x86_64", bytecode=sys.executable)  # fmt: skip
+    bundle_into(tmp_path / "two", project_root=project, python_version=HOST_VERSION,
+                platform="manylinux2014_x86_64",
+                bytecode=sys.executable)  # fmt: skip
+    # Then the dependency's bytecode ships, compiled by the first only (our packages by each)
+    assert (one / "__pycache__" / f"dep.{sys.implementation.cache_tag}.pyc").is_file()
+    compiled_trees = [c[-1] for c in calls if "compileall" in c]
+    assert compiled_trees.count(str(tree)) == 1
+    assert not (one / ".compiled-unchecked-hash").exists()
+
+
+def test_bytecode_changes_the_asset_hash(project):
+    assert source_hash(project_root=project, bytecode=True) != source_hash(project_root=project)
+
+
+def test_the_interpreter_is_the_env_variable_if_it_is_the_runtime_s_version():
+    env = {bundling.ENV_BUNDLE_PYTHON: sys.executable, "PATH": ""}
+    assert bundling.bytecode_interpreter(HOST_VERSION, env) == sys.executable
+    with pytest.raises(
+        BundlingError, match=rf"is Python {HOST_VERSION}, but the Lambda runtime is Python 3\.1"
+    ):
+        bundling.bytecode_interpreter("3.10" if HOST_VERSION != "3.10" else "3.12", env)
+
+
+def test_the_interpreter_is_found_on_path_by_its_version_s_name(tmp_path):
+    # Given a directory on PATH with python<this version> in it
+    (tmp_path / f"python{HOST_VERSION}").symlink_to(sys.executable)
+    # Then it is the one for this version, and none is found for a version nothing on PATH is
+    assert bundling.bytecode_interpreter(HOST_VERSION, {"PATH": str(tmp_path)}) == str(
+        tmp_path / f"python{HOST_VERSION}"
+    )
+    assert bundling.bytecode_interpreter("3.99", {"PATH": str(tmp_path)}) is None
+    # And a python3.99 that is really another version is not taken for one
+    (tmp_path / "python3.99").symlink_to(sys.executable)
+    assert bundling.bytecode_interpreter("3.99", {"PATH": str(tmp_path)}) is None

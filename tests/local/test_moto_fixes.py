@@ -4,6 +4,7 @@ while another is being deleted must stay in the queue."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import threading
 import time
 import urllib.request
@@ -26,10 +27,11 @@ def in_process_moto(monkeypatch):
 
 @pytest.fixture
 def unpatched_delete():
-    """moto's own ``Queue.delete_message`` during the test (unwrapped if the fix was applied before),
-    and the method as it was afterwards (the fix patches the class)."""
+    """moto's own ``Queue.delete_message`` during the test (unwrapped if the fixes were applied before:
+    the correctness fix's lock and, around it, the speed fix's bounded handles), and the method as it
+    was afterwards (the fixes patch the class)."""
     original = Queue.delete_message
-    Queue.delete_message = getattr(original, "__wrapped__", original)  # type: ignore[method-assign]
+    Queue.delete_message = inspect.unwrap(original)  # type: ignore[method-assign]
     yield
     Queue.delete_message = original  # type: ignore[method-assign]
 
@@ -134,7 +136,7 @@ def test_with_the_fix_a_message_sent_during_a_delete_stays(unpatched_delete):
 def test_deleted_receipt_handles_are_kept_bounded(monkeypatch):
     # Given the fix, with a queue that remembers at most 5 deleted receipt handles
     moto_fixes.apply()
-    monkeypatch.setattr(moto_fixes, "KEEP_DELETED_HANDLES", 5)
+    monkeypatch.setattr(moto_fixes.speed, "KEEP_DELETED_HANDLES", 5)
     with mock_aws():
         sqs = boto3.client("sqs", region_name="us-east-1")
         url = sqs.create_queue(QueueName="bounded")["QueueUrl"]
@@ -614,13 +616,13 @@ def test_a_request_of_the_embedded_clients_names_its_tenant_to_moto(monkeypatch,
     from jobsched.runtime import observability as obs
 
     lanes: list[str] = []
-    original = moto_fixes.lane_slots
+    original = moto_fixes.lanes.lane_slots
 
     def recording(lane: str):
         lanes.append(lane)
         return original(lane)
 
-    monkeypatch.setattr(moto_fixes, "lane_slots", recording)
+    monkeypatch.setattr(moto_fixes.lanes, "lane_slots", recording)
     ddb = _served_dynamodb(served_moto)
     with obs.request_lane("acme"):
         _table(ddb)
@@ -887,9 +889,11 @@ def test_item_operations_answer_the_same_without_the_shape_walk():
 def test_an_answer_holding_what_json_cannot_write_goes_through_moto_s_serializer():
     from datetime import UTC, datetime
 
-    assert moto_fixes._plain({"a": [b"\x00", {"b": None, "c": 1.5}]}) == {"a": ["AA==", {"c": 1.5}]}
-    with pytest.raises(moto_fixes._NotPlain):
-        moto_fixes._plain({"when": datetime(2026, 12, 2, tzinfo=UTC)})
+    assert moto_fixes.speed_dynamodb._plain({"a": [b"\x00", {"b": None, "c": 1.5}]}) == {
+        "a": ["AA==", {"c": 1.5}]
+    }
+    with pytest.raises(moto_fixes.speed_dynamodb._NotPlain):
+        moto_fixes.speed_dynamodb._plain({"when": datetime(2026, 12, 2, tzinfo=UTC)})
 
 
 # --- update expressions parsed and checked once; items sorted by plain key values -------------------

@@ -5,30 +5,24 @@ The tenant is the authenticated caller's (never a path or body field). ``PUT`` r
 method.
 """
 
-from __future__ import annotations
+from typing import Annotated
 
-from typing import Annotated, Any
-
-from aws_lambda_powertools.event_handler import Depends
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Body
 
-from jobsched.api.deps import current_tenant
+from jobsched.api.deps import ClockDep, NotifySettingsDep, Tenant
 from jobsched.api.schemas import NotifyIn, NotifySettingsOut
-from jobsched.core.clock import Clock
 
-Tenant = Annotated[str, Depends(current_tenant)]
+router = Router()
 
 
-def settings_router(notify_settings: Any, clock: Clock) -> Router:
-    router = Router()
+@router.get("/settings/notify", tags=["settings"], summary="The tenant's default dead-letter recipients")
+def get_notify(tenant: Tenant, notify_settings: NotifySettingsDep) -> NotifySettingsOut:
+    return NotifySettingsOut(notify=notify_settings.get(tenant))
 
-    @router.get("/settings/notify", tags=["settings"], summary="The tenant's default dead-letter recipients")
-    def get_notify(tenant: Tenant) -> NotifySettingsOut:
-        return NotifySettingsOut(notify=notify_settings.get(tenant))
 
-    @router.put("/settings/notify", tags=["settings"], summary="Replace the tenant's default recipients")
-    def put_notify(body: Annotated[NotifyIn, Body()], tenant: Tenant) -> NotifySettingsOut:
-        return NotifySettingsOut(notify=notify_settings.put(tenant, body.to_domain(), clock.now()))
-
-    return router
+@router.put("/settings/notify", tags=["settings"], summary="Replace the tenant's default recipients")
+def put_notify(
+    body: Annotated[NotifyIn, Body()], tenant: Tenant, notify_settings: NotifySettingsDep, clock: ClockDep
+) -> NotifySettingsOut:
+    return NotifySettingsOut(notify=notify_settings.put(tenant, body.to_domain(), clock.now()))

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from jobsched.cli.client import ENV_TOKEN, ENV_URL, ApiClient, ApiError, build_client
+from jobsched.client import ENV_TOKEN, ENV_URL, ApiClient, ApiError, build_client
 from jobsched.core.errors import ValidationError
 
 EXIT_OK = 0

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 
-from jobsched.cli.client import ApiClient
 from jobsched.cli.commands._api_args import EXIT_OK, UsageError, api_options, command
 from jobsched.cli.commands._output import Column, print_json, print_page, render_fields, short_time
 from jobsched.cli.commands._output import field as key
+from jobsched.client import ApiClient
 
 PRINCIPAL_COLUMNS = (
     Column("PRINCIPAL", key("principal"), 90),

@@ -24,7 +24,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from jobsched.cli.client import ENV_TOKEN
+from jobsched.client import ENV_TOKEN
 from jobsched.core.errors import ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
 from jobsched.local.config import LocalConfig, resolve_tenants

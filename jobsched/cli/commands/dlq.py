@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 
-from jobsched.cli.client import ApiClient
 from jobsched.cli.commands._api_args import EXIT_OK, UsageError, api_options, command, load_json_arg
 from jobsched.cli.commands._output import Column, print_json, print_page, short_time
 from jobsched.cli.commands._output import field as key
+from jobsched.client import ApiClient
 
 
 def _count(name: str):

@@ -14,7 +14,6 @@ import argparse
 import sys
 from typing import Any
 
-from jobsched.cli.client import ApiClient, ApiError, is_backfill
 from jobsched.cli.commands._api_args import UsageError, api_options, command, load_json_arg
 from jobsched.cli.commands._output import (
     OMIT,
@@ -26,6 +25,7 @@ from jobsched.cli.commands._output import (
     render_table,
     short_time,
 )
+from jobsched.client import ApiClient, ApiError, is_backfill
 
 PRIORITIES = ("high", "default", "low")
 MISFIRE_POLICIES = ("run_once", "run_all", "skip")

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from jobsched.cli.client import ApiClient
 from jobsched.cli.commands._api_args import EXIT_OK, api_options, command
 from jobsched.cli.commands.admin import _show_limits
+from jobsched.client import ApiClient
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

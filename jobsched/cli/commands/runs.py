@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import TextIO
 
-from jobsched.cli.client import ApiClient, ApiError
 from jobsched.cli.commands._api_args import (
     EXIT_API_ERROR,
     EXIT_OK,
@@ -46,6 +45,7 @@ from jobsched.cli.commands._output import (
     short_time,
 )
 from jobsched.cli.commands._output import field as key
+from jobsched.client import ApiClient, ApiError
 
 RUN_STATES = ("queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped")
 TERMINAL_STATES = frozenset({"succeeded", "failed", "cancelled", "skipped"})

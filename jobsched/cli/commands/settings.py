@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 
-from jobsched.cli.client import ApiClient
 from jobsched.cli.commands._api_args import EXIT_OK, UsageError, api_options, command
 from jobsched.cli.commands._output import print_json
+from jobsched.client import ApiClient
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

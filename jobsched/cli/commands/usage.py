@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 
-from jobsched.cli.client import ApiClient
 from jobsched.cli.commands._api_args import EXIT_OK, api_options, command
 from jobsched.cli.commands._output import Column, print_page
 from jobsched.cli.commands._output import field as key
+from jobsched.client import ApiClient
 
 USAGE_COLUMNS = (
     Column("DAY", key("day"), 10),

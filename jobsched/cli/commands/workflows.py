@@ -15,7 +15,6 @@ import argparse
 import time
 from typing import Any
 
-from jobsched.cli.client import ApiClient
 from jobsched.cli.commands._api_args import UsageError, api_options, command, load_json_arg
 from jobsched.cli.commands._output import (
     OMIT,
@@ -27,6 +26,7 @@ from jobsched.cli.commands._output import (
     render_table,
     short_time,
 )
+from jobsched.client import ApiClient
 from jobsched.core.dag import draw, parse_workflow
 
 WORKFLOW_COLUMNS = (

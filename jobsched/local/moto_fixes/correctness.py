@@ -1,0 +1,115 @@
+"""Where moto does not do what AWS documents, and a guarantee of ours (DESIGN §2) or a figure of the
+embedded mode rests on it. Each is a moto bug: docs/decisions/0042-emulator-boundary.md has an
+upstream-ready reproduction of each, and ``tests/local/test_moto_bugs.py`` runs those against moto as
+it is, so that the release which fixes one fails there and says which patch to drop.
+
+**A message sent while another is deleted could vanish.** moto's ``Queue.delete_message`` rebuilds
+the queue's message list without the lock that ``Queue.add_message`` appends under: it copies every
+message but the deleted one into a new list, then assigns that list back. A message a concurrent
+``SendMessage``/``SendMessageBatch`` appended in between (to the old list, or to the list another
+delete assigned meanwhile) is dropped without a trace: the send answered with a ``MessageId``, no
+queue (not the DLQ either) holds the message, and its run stays ``queued`` at attempt 0. The embedded
+mode hits this whenever the API or the dispatcher sends while the pollers delete what the workers
+finished: a 1000-run backfill lost one or two runs' messages in a few thousand (issue 10 §4). SQS
+stores a message before it acknowledges the send; the sweeper still covers a lost message on AWS
+(docs/semantics/runs.md). The fix holds the queue's own lock (``Queue._messages_lock``, a
+``Condition`` over an ``RLock``) across the scan and the reassignment, so a send either lands before
+the scan (and stays) or after the reassignment.
+
+**Conditional writes were not atomic, and reads raced writes.** moto's DynamoDB evaluates a write's
+condition and then applies the write without a lock, so two threads of its server writing the same
+item can both pass a condition only one of them should (both see a bucket's old ``tat``, or no
+holder in a semaphore's slot). DynamoDB applies each write, condition included, atomically;
+everything that must happen once relies on that (claims, run creation, the rate limits' token
+buckets). And a read copies the item it answers while a write may be changing it in place: the read
+answers an item half-updated, or fails with ``RuntimeError: dictionary changed size during
+iteration`` (an HTTP 500 from the server, which the SDK retries; in-process, as in the benchmarks, the
+caller sees the error: a workflow's advance after a node failed so, and the run waited for the
+sweeper). The fix runs every DynamoDB operation of the emulator that reads or writes items
+(:data:`DYNAMODB_WRITES`, :data:`DYNAMODB_READS`) under one lock of its process (:data:`WRITE_LOCK`).
+moto's handlers hold the interpreter lock anyway, so little concurrency is lost. (A ``GetItem``'s
+answer is still written out from the live item after the lock is released, so it can show an item
+half-updated: decision 0042, "Left open".)
+
+**A long poll saw a message that became visible only up to a second late.** Between two scans,
+moto's ``receive_message`` waits with ``Queue.wait_for_messages(1)``, a ``Condition.wait_for`` on the
+queue's *visible* messages: a send notifies it at once, but a delayed message reaching its instant (or
+a received one whose visibility timeout ends) notifies nothing, so a long poll in flight noticed it
+only when the second ran out. SQS's long poll returns a message as soon as it is available; the
+embedded mode's runs start within a second of their instant only if it does. The fix waits at most
+:data:`LONG_POLL_RESCAN_SECONDS` between scans, so a long poll sees such a message within that time,
+and the pollers long-poll every queue (``jobsched.local.pollers``).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Any
+
+_APPLIED = "_jobsched_correctness"  # on a patched method: this module's patch is in place
+
+#: How long a long poll in moto waits between two scans of its queue when no message is sent meanwhile:
+#: the most a delayed message that became visible waits for a poll already in flight.
+LONG_POLL_RESCAN_SECONDS = 0.2
+#: The DynamoDB item operations of the emulator, one at a time (each is atomic on DynamoDB).
+WRITE_LOCK = threading.RLock()
+DYNAMODB_WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items")
+DYNAMODB_READS = ("get_item", "query", "scan", "batch_get_item", "transact_get_items")
+
+
+def apply() -> None:
+    """Patch moto's DynamoDB item operations to run one at a time, its SQS ``Queue.delete_message`` to
+    run under the queue's message lock, and its long polls to look again every
+    :data:`LONG_POLL_RESCAN_SECONDS` rather than every second (once)."""
+    _atomic_dynamodb_items()
+    _sqs_delete_under_lock()
+    _sqs_long_poll_rescans_sooner()
+
+
+def _atomic_dynamodb_items() -> None:
+    from moto.dynamodb.models import DynamoDBBackend
+
+    for name in DYNAMODB_WRITES + DYNAMODB_READS:
+        original = getattr(DynamoDBBackend, name)
+        if getattr(original, _APPLIED, False):
+            continue
+
+        def locked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+            with WRITE_LOCK:
+                return _original(*args, **kwargs)
+
+        functools.update_wrapper(locked, original)
+        setattr(locked, _APPLIED, True)
+        setattr(DynamoDBBackend, name, locked)
+
+
+def _sqs_delete_under_lock() -> None:
+    from moto.sqs.models import Queue
+
+    original = Queue.delete_message
+    if getattr(original, _APPLIED, False):
+        return
+
+    @functools.wraps(original)
+    def delete_message(self: Any, receipt_handle: str) -> None:
+        with self._messages_lock:
+            original(self, receipt_handle)
+
+    setattr(delete_message, _APPLIED, True)
+    Queue.delete_message = delete_message  # type: ignore[method-assign]
+
+
+def _sqs_long_poll_rescans_sooner() -> None:
+    from moto.sqs.models import Queue
+
+    original = Queue.wait_for_messages
+    if getattr(original, _APPLIED, False):
+        return
+
+    @functools.wraps(original)
+    def wait_for_messages(self: Any, timeout: int) -> None:
+        original(self, min(timeout, LONG_POLL_RESCAN_SECONDS))  # type: ignore[arg-type]  # a float works: it is a Condition timeout
+
+    setattr(wait_for_messages, _APPLIED, True)
+    Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
