@@ -3,11 +3,11 @@
 The asset holds our runtime dependencies (``requirements.txt``, installed as manylinux wheels for the
 Lambda platform) plus the ``jobsched`` and ``functions`` packages, without the parts of ``jobsched``
 that only development uses (:data:`DEV_ONLY`: the benchmarks, the embedded mode with its emulator
-patches, the CLI and its API client, the deploy rehearsal). No function imports them (import-linter's
-contract "The Lambda code never imports development-only code", tests/infra/test_asset.py). Every
-function shares the asset, so a synth bundles once. The asset hash is computed from the sources that
-go into it, the requirements and the target platform, so an unchanged tree reuses a staged asset and a
-changed one can never be deployed stale.
+patches, the CLI and its API client, the deploy rehearsal, the in-memory fakes for tests). No function
+imports them (import-linter's contract "The Lambda code never imports development-only code",
+tests/infra/test_asset.py). Every function shares the asset, so a synth bundles once. The asset hash
+is computed from the sources that go into it, the requirements and the target platform, so an
+unchanged tree reuses a staged asset and a changed one can never be deployed stale.
 
 **Bytecode.** Lambda's code directory is read-only, so a module without its ``.pyc`` in the asset is
 compiled from source at every cold start (three times the worker's import CPU, docs/performance.md).
@@ -51,7 +51,14 @@ PACKAGES = ("jobsched", "functions")
 #: Subpackages of ``jobsched`` that only development uses, left out of the asset (and of its hash, so
 #: editing a benchmark never redeploys the functions). Keep in step with the import-linter contract
 #: "The Lambda code never imports development-only code" in pyproject.toml.
-DEV_ONLY = ("jobsched.bench", "jobsched.local", "jobsched.cli", "jobsched.client", "jobsched.rehearsal")
+DEV_ONLY = (
+    "jobsched.bench",
+    "jobsched.local",
+    "jobsched.cli",
+    "jobsched.client",
+    "jobsched.rehearsal",
+    "jobsched.testing",
+)
 #: Your own job handlers: a package at the project root, bundled when it exists (see docs/deploy.md).
 OPTIONAL_PACKAGES = ("handlers",)
 REQUIREMENTS = "requirements.txt"
