@@ -35,13 +35,20 @@ fmt: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
+# The suite on TEST_WORKERS pytest-xdist workers (decision 0044): tests that share a fixture wider than
+# a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py). The
+# permissions check judges every call the run recorded, so it runs after it, on the same IAM_CALLS_DIR.
+TEST_WORKERS ?= 3
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: install lint
-	$(PY) -m pytest
+	export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$" && \
+	  $(PY) -m pytest $(PYTEST_PARALLEL) && \
+	  $(PY) -m pytest -q tests/infra/test_permissions_by_use.py
 	$(MAKE) --no-print-directory deploy-rehearsal
 
 # The inner loop: the suite without the slow end-to-end, synthesis and benchmark tests.
 test-fast: install
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow" -q
 
 bench-time: install
 	$(PY) -m jobsched.bench.time_core
