@@ -45,6 +45,9 @@ SERIAL = frozenset(
     {
         "tests/local/test_e2e_pause.py",
         "tests/local/test_e2e_resume.py",
+        "tests/local/test_e2e_priority.py",  # a high run on time while low and default are flooded
+        "tests/local/test_dev_command.py",  # jobsched dev's banner within 30 s
+        "tests/infra/test_asl_moto.py",  # moto's real-time Step Functions interpreter and heartbeats
         "tests/bench/test_pipeline.py",
         f"tests/infra/{LAST}",
     }
@@ -132,19 +135,26 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = [item for item in items if item.path.name != LAST]
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            group = _xdist_group(item)
-            if group is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
+    groups = {item: _xdist_group(item) for item in items if item.get_closest_marker("xdist_group") is None}
+    # A file's other tests go with its group too: they ran beside that fixture in one process, and may
+    # depend on it unawares (tests/local/test_runner.py's own embedded modes build their clients from
+    # the process environment, which the package's running machinery had set).
+    by_file: dict[Path, str] = {}
+    for item, group in groups.items():
+        if group is not None:
+            by_file.setdefault(item.path, group)
+    for item, group in groups.items():
+        group = group or by_file.get(item.path)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
     if getattr(config.option, "numprocesses", None) and not _is_xdist_worker(config):
         terminalreporter.write_line(
-            f"{LAST} is not run on xdist workers: it judges the whole run, so it runs after it "
-            f"(make test: {recorder.ENV_CALLS_DIR}={os.environ[recorder.ENV_CALLS_DIR]} "
-            f"python -m pytest tests/infra/{LAST})"
+            f"{LAST} is not run on xdist workers: it judges the whole run, so it runs after it, as "
+            f"make test does: {recorder.ENV_CALLS_DIR}={os.environ[recorder.ENV_CALLS_DIR]} "
+            f"python -m pytest -m serial"
         )
 
 
