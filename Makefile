@@ -47,9 +47,11 @@ test: install lint
 	  $(PY) -m pytest -m serial
 	$(MAKE) --no-print-directory deploy-rehearsal
 
-# The inner loop: the suite without the slow end-to-end, synthesis and benchmark tests.
+# The inner loop: the suite without the slow end-to-end, synthesis and benchmark tests (the serial ones
+# after the parallel run, as in make test).
 test-fast: install
-	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow" -q
+	$(PY) -m pytest $(PYTEST_PARALLEL) -m "not slow and not serial" -q && \
+	  $(PY) -m pytest -m "serial and not slow" -q
 
 bench-time: install
 	$(PY) -m jobsched.bench.time_core
