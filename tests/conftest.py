@@ -49,6 +49,9 @@ SERIAL = frozenset(
         "tests/local/test_dev_command.py",  # jobsched dev's banner within 30 s
         "tests/infra/test_asl_moto.py",  # moto's real-time Step Functions interpreter and heartbeats
         "tests/bench/test_pipeline.py",
+        # Unmetered calls (goal_met false, requests equal) on a worker that had run other tests before:
+        # it counts every call in its process; suspected a thread an earlier test left running.
+        "tests/bench/test_idle.py",
         f"tests/infra/{LAST}",
     }
 )
