@@ -25,6 +25,7 @@ from aws_cdk import assertions
 STACK = "Jobsched"
 SYNTHESIZING = {"synth", "cmk_synth", "each_synth", "variant"}  # fixtures that synthesize an app
 NOTIFY_TOPIC_ARNS = "arn:aws:sns:us-east-1:123456789012:team-*"
+SYNTH_GROUP = "tests/infra"  # the xdist group of every test that reads a synthesized app
 
 
 @dataclass(frozen=True)
@@ -119,9 +120,12 @@ def lint_errors(template_text: str, region: str = "us-east-1") -> list[Any]:
     return [m for m in lint(text, regions=[region]) if m.rule.id.startswith("E")]
 
 
+@pytest.hookimpl(tryfirst=True)  # before tests/conftest.py gives each test its xdist group
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests that synthesize an app as ``slow`` (``-m "not slow"`` skips them)."""
+    """Mark the tests that synthesize an app as ``slow`` (``-m "not slow"`` skips them), and put them
+    in one xdist group: the session's two synthesized apps are then built once, on one worker."""
     here = Path(__file__).parent
     for item in items:
         if item.path.is_relative_to(here) and SYNTHESIZING & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group(SYNTH_GROUP))

@@ -6,6 +6,8 @@ invocation without being attributed to it; and, when the session ran the whole s
 call used has a disposition (jobsched/local/iam/dispositions.py).
 
 This module runs after every other test (tests/conftest.py orders it last): it judges what they did.
+A parallel run leaves it out; ``make test`` runs it after the parallel run, on the directory every
+worker recorded into (decision 0044).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import pytest
 
 from jobsched.local.iam import recorder
 from jobsched.local.iam.report import check, render
+from tests.conftest import collected_paths
 
 FUNCTIONS = {"api", "dispatcher", "worker", "worker_high", "dlq_consumer", "sweeper"}
 #: The suites whose calls make the recording complete enough to judge unused grants.
@@ -38,7 +41,10 @@ def recording(request: pytest.FixtureRequest) -> recorder.Recording:
 
 
 def _whole_suite(request: pytest.FixtureRequest) -> bool:
+    """Whether the sessions that recorded (this one, or the xdist workers of the parallel run this
+    check follows in ``make test``) collected every covering suite."""
     ran = {str(item.path) for item in request.session.items}
+    ran |= collected_paths(os.environ[recorder.ENV_CALLS_DIR])
     root = str(request.config.rootpath)
     return all(any(p.startswith(os.path.join(root, suite)) for p in ran) for suite in COVERING)
 
