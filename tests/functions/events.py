@@ -87,3 +87,31 @@ def body_of(response: dict[str, Any]) -> Any:
     if response.get("isBase64Encoded"):
         text = base64.b64decode(text).decode()
     return json.loads(text) if text else None
+
+
+def hold_a_job_listing(pool: Any, monkeypatch: Any, headers: dict[str, str]) -> tuple[Any, Any, dict]:
+    """Start ``GET /jobs`` (as ``headers``' caller) on ``pool`` in a thread, held inside the job
+    service's listing until the returned ``release`` is set; return once it is inside, with the
+    thread and the dict its answer goes to (key ``"held"``)."""
+    import threading
+
+    from jobsched.services.jobs import JobService
+
+    entered, release = threading.Event(), threading.Event()
+    real = JobService.list
+
+    def slow(self: Any, *args: Any, **kwargs: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(JobService, "list", slow)
+    answers: dict[str, Any] = {}
+    held = threading.Thread(
+        target=lambda: answers.setdefault(
+            "held", pool.resolve(http_event("GET", "/jobs", headers=headers), None)
+        )
+    )
+    held.start()
+    assert entered.wait(10), "the held listing never reached the job service"
+    return held, release, answers

@@ -2,35 +2,15 @@
 
 from __future__ import annotations
 
-import threading
-
 from jobsched.api.app import ResolverPool
-from tests.functions.events import ACME, body_of, http_event
+from tests.functions.events import ACME, body_of, hold_a_job_listing, http_event
 
 
 def test_a_request_answers_while_another_is_held_inside_its_route(app, monkeypatch):
     # Given a pool seeded with the app, and a listing of jobs that blocks inside the service until
     # released (a slow request)
     pool = ResolverPool(app)
-    entered, release = threading.Event(), threading.Event()
-    from jobsched.services.jobs import JobService
-
-    real = JobService.list
-
-    def slow(self, *args, **kwargs):
-        entered.set()
-        release.wait(10)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(JobService, "list", slow)
-    answers: dict[str, dict] = {}
-    held = threading.Thread(
-        target=lambda: answers.setdefault(
-            "jobs", pool.resolve(http_event("GET", "/jobs", headers=ACME), None)
-        )
-    )
-    held.start()
-    assert entered.wait(10)
+    held, release, answers = hold_a_job_listing(pool, monkeypatch, ACME)
     # When another request arrives while the first is held
     health = pool.resolve(http_event("GET", "/health"), None)
     preview = pool.resolve(
@@ -39,8 +19,8 @@ def test_a_request_answers_while_another_is_held_inside_its_route(app, monkeypat
     # Then it is answered at once, by a second resolver, with its own request's answer
     assert health["statusCode"] == 200 and body_of(health)["status"] == "ok"
     assert body_of(preview)["schedule"] == "0 9 * * *"
-    assert pool.built == 1 and "jobs" not in answers
+    assert pool.built == 1 and "held" not in answers
     release.set()
     held.join(10)
     # And the held request gets its own answer too
-    assert answers["jobs"]["statusCode"] == 200 and body_of(answers["jobs"])["items"] == []
+    assert answers["held"]["statusCode"] == 200 and body_of(answers["held"])["items"] == []

@@ -4,7 +4,6 @@ validated once on its way in (issue 28 §6)."""
 
 from __future__ import annotations
 
-import threading
 from datetime import UTC, datetime
 
 import pytest
@@ -14,7 +13,7 @@ from jobsched.api.app import ResolverPool
 from jobsched.core import job_specs
 from jobsched.core.clock import FakeClock
 from tests.functions.conftest import JOB
-from tests.functions.events import ACME, GLOBEX, body_of, http_event
+from tests.functions.events import ACME, GLOBEX, body_of, hold_a_job_listing, http_event
 from tests.functions.test_workflows_api import WORKFLOW
 
 
@@ -77,25 +76,7 @@ def test_a_dependency_override_swaps_a_service_for_one_app(app, make_app):
 def test_a_resolver_built_while_another_serves_answers_its_own_caller(app, monkeypatch):
     # Given a pool whose only resolver is held inside acme's listing of jobs
     pool = ResolverPool(app)
-    entered, release = threading.Event(), threading.Event()
-    from jobsched.services.jobs import JobService
-
-    real = JobService.list
-
-    def slow(self, *args, **kwargs):
-        entered.set()
-        release.wait(10)
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(JobService, "list", slow)
-    answers: dict[str, dict] = {}
-    held = threading.Thread(
-        target=lambda: answers.setdefault(
-            "acme", pool.resolve(http_event("GET", "/jobs", headers=ACME), None)
-        )
-    )
-    held.start()
-    assert entered.wait(10)
+    held, release, answers = hold_a_job_listing(pool, monkeypatch, ACME)
     # When globex creates a job meanwhile (on a resolver built now, from the same shared routers)
     created = pool.resolve(http_event("POST", "/jobs", body=JOB, headers=GLOBEX), None)
     release.set()
@@ -105,4 +86,4 @@ def test_a_resolver_built_while_another_serves_answers_its_own_caller(app, monke
     job_id = body_of(created)["id"]
     assert pool.resolve(http_event("GET", f"/jobs/{job_id}", headers=GLOBEX), None)["statusCode"] == 200
     assert pool.resolve(http_event("GET", f"/jobs/{job_id}", headers=ACME), None)["statusCode"] == 404
-    assert body_of(answers["acme"])["items"] == []
+    assert body_of(answers["held"])["items"] == []
