@@ -52,6 +52,9 @@ SERIAL = frozenset(
         # Unmetered calls (goal_met false, requests equal) on a worker that had run other tests before:
         # it counts every call in its process; suspected a thread an earlier test left running.
         "tests/bench/test_idle.py",
+        # The same, seen once on a clean clone (2026-12-05): 2 unmetered sqs.SendMessage each for the
+        # dispatcher and the worker, on a worker that had run other tests; it passed on the run before.
+        "tests/bench/test_burst.py",
         f"tests/infra/{LAST}",
     }
 )
