@@ -16,7 +16,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.logging import correlation_paths
 
 from jobsched.api.app import ResolverPool
-from jobsched.api.wiring import app_from_env
+from jobsched.compose.api import app_from_env
 from jobsched.runtime import observability as obs
 from jobsched.runtime.lazy import lazy
 

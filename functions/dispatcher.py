@@ -23,6 +23,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from jobsched.aws.clients import Clients
 from jobsched.aws.leases import LeaseHeldError
+from jobsched.compose.pipeline import dispatcher_from_settings
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, ValidationError
 from jobsched.core.ids import validate_shard_count
@@ -31,7 +32,6 @@ from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.lazy import lazy
 from jobsched.runtime.observability import JOBS_HELD_BACK
 from jobsched.runtime.settings import Settings
-from jobsched.runtime.wiring import dispatcher_from_settings
 from jobsched.services.dispatcher import Dispatcher, DispatchSummary
 
 logger = Logger(service="jobsched-dispatcher")

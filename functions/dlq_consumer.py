@@ -14,12 +14,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from jobsched.aws.clients import Clients
+from jobsched.compose.pipeline import dlq_consumer_from_settings
 from jobsched.core.clock import Clock
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.lazy import lazy
 from jobsched.runtime.settings import Settings
-from jobsched.runtime.wiring import dlq_consumer_from_settings
 from jobsched.services.dlq_consumer import DlqConsumer
 
 logger = Logger(service="jobsched-dlq-consumer")

@@ -7,12 +7,12 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from jobsched.aws.clients import Clients
+from jobsched.compose.pipeline import sweeper_from_settings
 from jobsched.core.clock import Clock
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.lazy import lazy
 from jobsched.runtime.settings import Settings
-from jobsched.runtime.wiring import sweeper_from_settings
 from jobsched.services.sweeper import Sweeper
 
 logger = Logger(service="jobsched-sweeper")

@@ -33,13 +33,13 @@ import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.aws.clients import Clients
 from jobsched.aws.queues import queue_url_for_arn
 from jobsched.aws.tenant_limits import CONTAINER_CACHE
+from jobsched.compose.pipeline import Deliveries, worker_from_settings
 from jobsched.core.clock import Clock
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.lazy import lazy
 from jobsched.runtime.resources import DEFAULT_WORKER_CONCURRENCY, ENV_WORKER_CONCURRENCY
 from jobsched.runtime.settings import Settings, worker_concurrency_from
-from jobsched.runtime.wiring import Deliveries, worker_from_settings
 from jobsched.services.outcome import Outcome
 from jobsched.services.worker import Delivery, process_batch
 

@@ -10,7 +10,7 @@ in USD per million runs:
 * ``lambda_duration_calls``: each function's AWS calls per run (measured) × a stated latency per call
   (:class:`Latency`) ÷ the calls that run at once (:func:`call_duration`), × memory;
 * ``early_arrival``: :func:`simulate_ticks` runs the real dispatcher
-  (:func:`jobsched.runtime.wiring.dispatcher_from_settings`) against moto on a fake clock: per-minute
+  (:func:`jobsched.compose.pipeline.dispatcher_from_settings`) against moto on a fake clock: per-minute
   cron jobs, every minute one tick per shard, each tick at an offset into the minute drawn from a
   seeded RNG; every AWS call moves the clock by its stated latency, and the tick's alignment sleep
   moves it too. Each ``SendMessageBatch`` entry is recorded with the clock at the call and the
@@ -42,13 +42,13 @@ from jobsched.bench.bindings import BENCH_TENANT
 from jobsched.bench.environment import REGION, bench_environment
 from jobsched.bench.evidence import register_bench_handler
 from jobsched.bench.pricing import MILLION, US_EAST_1, Prices
+from jobsched.compose.pipeline import dispatcher_from_settings, job_service_from_settings
 from jobsched.core.clock import FakeClock
 from jobsched.core.inflight import PARTITIONS
 from jobsched.core.models import from_iso
 from jobsched.core.send_timing import early_seconds, late_seconds, surfaces_at
 from jobsched.runtime import resources
 from jobsched.runtime.settings import Settings
-from jobsched.runtime.wiring import dispatcher_from_settings, job_service_from_settings
 
 GOAL_USD_PER_MILLION = 2.60
 #: A fixed, aware start of the simulated time (never the wall clock).

@@ -25,9 +25,9 @@ from unittest import mock
 
 from jobsched.aws.clients import Clients
 from jobsched.aws.metering import Meter
+from jobsched.compose.pipeline import job_service_from_settings
 from jobsched.core.clock import Clock
 from jobsched.runtime.settings import Settings
-from jobsched.runtime.wiring import job_service_from_settings
 
 Handler = Callable[[dict[str, Any], Any], Any]
 BENCH_TENANT = "bench"

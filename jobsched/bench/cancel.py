@@ -14,7 +14,7 @@ the handler's own record, monotonic clock) and ``api_cancelled`` = when a ``GET`
 
 **Cost per minute of running time, metered** (:func:`run_cost`): in-process moto with every
 resource provisioned (the cost benchmark's environment), the worker built by
-:func:`jobsched.runtime.wiring.worker_from_settings` with a :class:`Meter`, runs one ``demo.sleep``
+:func:`jobsched.compose.pipeline.worker_from_settings` with a :class:`Meter`, runs one ``demo.sleep``
 of ``cost_seconds`` real seconds with the deployed lease (60 s: a heartbeat every 20 s) and cancel
 poll (1 s), and counts every DynamoDB request and unit; the figures are scaled to one minute and
 priced at us-east-1 list prices (:mod:`jobsched.bench.pricing`). The message has no receipt handle
@@ -186,12 +186,12 @@ def run_cost(seconds: float = 60.0) -> dict[str, Any]:
     from jobsched.aws.metering import Meter, dynamo_for
     from jobsched.aws.runs_store import RunsStore
     from jobsched.bench.environment import bench_environment
+    from jobsched.compose.pipeline import DEFAULT_LEASE_SECONDS, worker_from_settings
     from jobsched.core.messages import RunMessage
     from jobsched.core.models import RetrySpec, Run, make_run_id
     from jobsched.runtime import resources
     from jobsched.runtime.clock import SystemClock
     from jobsched.runtime.settings import Settings
-    from jobsched.runtime.wiring import DEFAULT_LEASE_SECONDS, worker_from_settings
     from jobsched.services.worker import CANCEL_POLL_SECONDS
 
     clock = SystemClock()

@@ -50,13 +50,13 @@ from jobsched.bench.environment import REGION, bench_environment
 from jobsched.bench.evidence import ApiCalls
 from jobsched.bench.faults import FaultPlan, Killed, Kind, Rule, injected
 from jobsched.bench.harness import Harness, run_states
+from jobsched.compose.pipeline import dispatcher_from_settings, job_service_from_settings
 from jobsched.core.clock import Clock, FakeClock
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import make_run_id
 from jobsched.local.pollers import MAX_BATCH, failed_ids, to_lambda_record
 from jobsched.runtime import resources
 from jobsched.runtime.settings import Settings
-from jobsched.runtime.wiring import dispatcher_from_settings, job_service_from_settings
 from jobsched.targets.context import JobContext
 from jobsched.targets.registry import is_registered, job
 

@@ -2,7 +2,7 @@
 and how closely a rate limit holds its rate over a minute.
 
 * **cost** (in-process moto, simulated clock; :func:`run_cost`): ``runs`` runs of ``demo.echo``
-  processed by the worker as deployed (:func:`jobsched.runtime.wiring.worker_from_settings`), once
+  processed by the worker as deployed (:func:`jobsched.compose.pipeline.worker_from_settings`), once
   without limits and once with a concurrency limit and a rate limit that never make a run wait
   (``limit`` 1000, 1000/s with a burst of 1000): the difference is the price of being limited.
   Then one **wait**: a run whose key's only slot is held by another run, delivered from the queue
@@ -91,8 +91,8 @@ def run_cost(runs: int = 200) -> dict[str, Any]:
     """Per-run cost without and with limits, and the cost of one wait and its wake-up (moto)."""
     import jobsched.targets.demo  # noqa: F401  (registers demo.echo)
     from jobsched.bench.environment import bench_environment
+    from jobsched.compose.pipeline import worker_from_settings
     from jobsched.runtime.settings import Settings
-    from jobsched.runtime.wiring import worker_from_settings
 
     clock = FakeClock(START)
     with bench_environment(1, clock):
@@ -119,7 +119,7 @@ def run_cost(runs: int = 200) -> dict[str, Any]:
 
 
 def _one_wait(settings: Any, clients: Clients, clock: FakeClock) -> dict[str, Any]:
-    from jobsched.runtime.wiring import worker_from_settings
+    from jobsched.compose.pipeline import worker_from_settings
 
     meter = Meter()
     deliveries = worker_from_settings(settings, clients, clock, "bench-wait", meter=meter)

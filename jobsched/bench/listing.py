@@ -52,9 +52,9 @@ def run_listing(config: ListingConfig = ListingConfig()) -> dict[str, Any]:
     import jobsched.targets.demo  # noqa: F401 - registers demo.echo
     from jobsched.api.app import build_app
     from jobsched.api.auth import AuthConfig, Authenticator
-    from jobsched.api.wiring import build_services
     from jobsched.aws.clients import Clients
     from jobsched.bench.environment import bench_environment
+    from jobsched.compose.api import build_services
     from jobsched.core.clock import FakeClock
     from jobsched.core.models import RunState, Trigger
     from jobsched.core.run_records import new_run
@@ -118,7 +118,7 @@ def run_listing(config: ListingConfig = ListingConfig()) -> dict[str, Any]:
             }
 
         fresh = listings()
-        from jobsched.runtime.wiring import sweeper_from_settings
+        from jobsched.compose.pipeline import sweeper_from_settings
 
         clock.advance(minutes=3)
         sweep = sweeper_from_settings(Settings.from_env(), Clients()).sweep(clock.now()).to_dict()

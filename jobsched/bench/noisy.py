@@ -40,12 +40,12 @@ from typing import Any
 from jobsched.aws.clients import Clients
 from jobsched.bench.lag import percentile
 from jobsched.client import ApiClient
+from jobsched.compose.pipeline import job_service_from_settings
 from jobsched.core.models import from_iso
 from jobsched.local.config import LocalConfig
 from jobsched.local.embedded import EmbeddedMode
 from jobsched.runtime import observability as obs
 from jobsched.runtime.settings import Settings
-from jobsched.runtime.wiring import job_service_from_settings
 
 GOAL_P99_SECONDS = 3.0
 BURST_CHUNK = 500  # runs per backfill, the backfills made at once (the job service's limit is 1000)

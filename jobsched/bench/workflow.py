@@ -45,12 +45,12 @@ from jobsched.bench.pipeline import (
     run_pipeline,
 )
 from jobsched.bench.pricing import Usage, billed_gb_seconds, cost_per_million_runs
+from jobsched.compose.pipeline import job_service_from_settings
 from jobsched.core.clock import FakeClock
 from jobsched.core.dag import node_run_id
 from jobsched.core.models import make_run_id
 from jobsched.runtime import resources
 from jobsched.runtime.settings import Settings
-from jobsched.runtime.wiring import job_service_from_settings
 
 DEFAULT_START = datetime(2026, 3, 2, 12, 0, tzinfo=UTC)
 SCHEDULE = "* * * * *"

@@ -1,3 +1,3 @@
-"""What a running process needs around the services: settings from the environment, the resource names
-and specs (shared with ``infra/``), logging and metrics, the wall clock, and the wiring that builds each
-service from settings."""
+"""The ground floor of a running process: settings from the environment, the resource names and specs
+(shared with ``infra/``), logging and metrics, and the wall clock. What builds the services from them
+is the composition room, :mod:`jobsched.compose`."""

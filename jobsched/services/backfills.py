@@ -4,7 +4,7 @@ at a time (docs/decisions/0029-async-backfill.md).
 :meth:`BackfillService.start` (the API, for more than
 :data:`~jobsched.core.backfills.SYNC_MAX_OCCURRENCES` occurrences) stores the record and the job's
 snapshot and sends one backfill message to the job's priority queue. :meth:`BackfillService.handle`
-(the worker, through :class:`jobsched.runtime.wiring.Deliveries`) takes the record's next slices:
+(the worker, through :class:`jobsched.compose.pipeline.Deliveries`) takes the record's next slices:
 for each, the runs are announced in the feed and ledger (one batch), put each with a condition on
 its id's absence (eight in flight), their messages sent, and only then the slice's progress recorded,
 conditionally on the record's ``done`` still being the slice's start. A delivery stops after

@@ -92,7 +92,7 @@ class ChunkRunner(Protocol):
 
     ``job_for`` names the chunked job a run's target is (None for any other target); ``start`` hands a
     claimed run to its Step Functions execution. The workflow's own ``chunk.*`` messages never reach
-    the worker: :class:`jobsched.runtime.wiring.Deliveries` routes them to the runner's ``handle``.
+    the worker: :class:`jobsched.compose.pipeline.Deliveries` routes them to the runner's ``handle``.
     """
 
     def job_for(self, target: dict[str, Any]) -> Any | None: ...

@@ -13,7 +13,7 @@ fake and on moto; where moto is laxer than AWS the fake follows AWS, ``test_fake
 * :class:`InMemoryTopics` -- SNS for dead-letter notifications.
 
 :func:`in_memory_aws` builds all of them for one deployment, with :class:`~jobsched.runtime.settings.Settings`
-naming them and a ``clients`` bundle the wiring factories (:mod:`jobsched.runtime.wiring`) accept in place
+naming them and a ``clients`` bundle the wiring factories (:mod:`jobsched.compose.pipeline`) accept in place
 of boto3's, so the real stores and services run on the fakes.
 """
 

@@ -170,7 +170,7 @@ def sqs_messages(env: AwsEnv, kind: str) -> list[dict]:
 
 def build_pipeline(env: AwsEnv, owner: str = "test-dispatcher") -> Pipeline:
     from jobsched.aws.metering import Meter
-    from jobsched.runtime.wiring import dispatcher_from_settings
+    from jobsched.compose.pipeline import dispatcher_from_settings
     from jobsched.services.jobs import JobService
 
     meter = Meter()

@@ -10,9 +10,9 @@ from datetime import timedelta
 
 from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.queue_ages import KEY, QueueAges
+from jobsched.compose.pipeline import sweeper_from_settings
 from jobsched.core.backpressure import QueueLimit
 from jobsched.core.models import RunState, make_run_id, to_iso
-from jobsched.runtime.wiring import sweeper_from_settings
 from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline
 
 EVERY_MINUTE = {"schedule": "* * * * *", "target": {"handler": "echo"}}

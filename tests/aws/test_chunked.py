@@ -20,6 +20,7 @@ import pytest
 from moto import mock_aws
 
 from jobsched.aws.clients import Clients
+from jobsched.compose.pipeline import Deliveries
 from jobsched.core.errors import PermanentError, RetryableError
 from jobsched.core.models import RunState
 from jobsched.long_jobs.asl import KIND_RUN, chunked_job_definition
@@ -33,7 +34,6 @@ from jobsched.runtime.observability import (
     RUNS_DEAD_LETTERED,
     RUNS_SUCCEEDED,
 )
-from jobsched.runtime.wiring import Deliveries
 from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.targets.registry import unregister
 from tests.aws.conftest import REGION, AwsEnv, _fake_credentials, provision

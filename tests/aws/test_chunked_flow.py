@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
+from jobsched.compose.pipeline import worker_from_settings
 from jobsched.core.clock import FakeClock
 from jobsched.core.models import RunState
 from jobsched.long_jobs.asl import chunked_job_definition
 from jobsched.long_jobs.chunked import chunked_job, execution_name
 from jobsched.long_jobs.parent import PARENT_LEASE_SECONDS
-from jobsched.runtime.wiring import worker_from_settings
 from jobsched.targets.registry import unregister
 from tests.aws.conftest import T0, _fake_credentials
 from tests.aws.test_chunked import (

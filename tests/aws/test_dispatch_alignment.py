@@ -221,7 +221,7 @@ def test_once_the_budget_is_spent_batches_go_out_at_once_rounded_per_message(aws
 
 def test_a_dispatcher_without_a_sleep_does_not_align(aws):
     # Given the API's dispatcher (no clock, no sleep: the immediate dispatch of a created job)
-    from jobsched.runtime.wiring import dispatcher_from_settings
+    from jobsched.compose.pipeline import dispatcher_from_settings
 
     dispatcher = dispatcher_from_settings(aws.settings, aws.clients, owner="api")
     # Then it sends with the delays rounded down from its ``now``, as before

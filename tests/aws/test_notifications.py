@@ -15,8 +15,8 @@ import pytest
 from jobsched.aws.attempts import NOTIFY_PENDING, AttemptStore
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.notify_store import TenantSettingsStore
+from jobsched.compose.pipeline import notifier_from_settings
 from jobsched.runtime import observability as obs
-from jobsched.runtime.wiring import notifier_from_settings
 from jobsched.services.dead_letters import DeadLetterService
 from jobsched.services.dlq_consumer import DlqConsumer
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for

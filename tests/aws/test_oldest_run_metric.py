@@ -9,9 +9,9 @@ from dataclasses import replace
 from datetime import timedelta
 
 from jobsched.aws.attempts import AttemptStore
+from jobsched.compose.pipeline import sweeper_from_settings
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import PRIORITIES
-from jobsched.runtime.wiring import sweeper_from_settings
 from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline
 from tests.aws.memory import memory_aws, memory_pipeline  # noqa: F401  (this file runs on the in-memory fakes)
 from tests.aws.test_backpressure_age import _job, _run

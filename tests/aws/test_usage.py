@@ -10,10 +10,10 @@ import jobsched.targets.demo  # noqa: F401
 from jobsched.aws.clients import Clients  # noqa: F401
 from jobsched.aws.runs_store import RunsStore
 from jobsched.aws.usage_store import UsageStore
+from jobsched.compose.pipeline import worker_from_settings
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RetrySpec, Run, make_run_id
 from jobsched.core.usage import DayUsage
-from jobsched.runtime.wiring import worker_from_settings
 
 
 def message(store: RunsStore, job_id: str, tenant: str, at, target: dict, **extra) -> RunMessage:

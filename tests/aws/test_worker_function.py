@@ -104,8 +104,8 @@ def test_a_tenant_s_limits_are_read_once_per_container_not_once_per_invocation(k
 def test_an_operator_s_limit_change_reaches_the_same_process_s_workers_at_once(kit, aws_environ, monkeypatch):
     # Given a worker container that has read tenant acme's limits (none)
     from jobsched.aws.tenant_limits import CONTAINER_CACHE
+    from jobsched.compose.pipeline import dynamo_for, tenant_limits_from_settings
     from jobsched.runtime.settings import Settings
-    from jobsched.runtime.wiring import dynamo_for, tenant_limits_from_settings
 
     _, msg = kit.new_run(job_id="before")
     worker_function.handler(sqs_event(aws_environ, [msg.to_json()]), LambdaContext("worker", 900))

@@ -16,8 +16,12 @@ import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.outputs import OutputStore
+from jobsched.compose.pipeline import (
+    sweeper_from_settings,
+    worker_from_settings,
+    workflow_engine_from_settings,
+)
 from jobsched.core.errors import PermanentError
-from jobsched.runtime.wiring import sweeper_from_settings, worker_from_settings, workflow_engine_from_settings
 from jobsched.services.jobs import JobService
 from jobsched.services.outcome import Outcome
 from jobsched.services.runs import RunService

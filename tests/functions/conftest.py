@@ -1,6 +1,6 @@
 """Fixtures for the API contract tests: the real resolver over moto tables, a fixed clock.
 
-Each app is built the way ``functions/api.py`` builds it (:func:`jobsched.api.wiring.build_services`),
+Each app is built the way ``functions/api.py`` builds it (:func:`jobsched.compose.api.build_services`),
 only with moto clients, a :class:`FakeClock` and the auth settings of the test.
 """
 
@@ -15,7 +15,7 @@ import pytest
 import jobsched.targets.demo  # noqa: F401 - registers demo.* (the API refuses unknown handlers)
 from jobsched.api.app import JobschedResolver, build_app
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, AuthConfig, Authenticator
-from jobsched.api.wiring import build_services
+from jobsched.compose.api import build_services
 from jobsched.core.clock import FakeClock
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 from tests.aws.conftest import T0, AwsEnv, aws  # noqa: F401 - the moto fixture, reused

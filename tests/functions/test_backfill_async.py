@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from jobsched.compose.pipeline import worker_from_settings
 from jobsched.core.backfills import BackfillMessage
-from jobsched.runtime.wiring import worker_from_settings
 from tests.functions.events import ACME, GLOBEX, body_of
 
 HOURLY_300 = {"from": "2026-02-01T00:00:00Z", "to": "2026-02-13T11:00:00Z"}  # 300 hourly occurrences

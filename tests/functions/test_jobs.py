@@ -272,7 +272,7 @@ def test_jobs_are_listed_newest_first(call, create_job, clock):
 def test_job_ids_sort_newest_first_and_stay_url_safe():
     from datetime import UTC, datetime, timedelta
 
-    from jobsched.api.wiring import newest_first_job_id
+    from jobsched.compose.api import newest_first_job_id
     from jobsched.core.models import validate_job_id
 
     t0 = datetime(2026, 3, 2, 12, tzinfo=UTC)

@@ -11,9 +11,9 @@ import pytest
 
 from jobsched.api.app import build_app
 from jobsched.api.auth import AuthConfig, Authenticator
-from jobsched.api.wiring import build_services
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.metering import dynamo_for
+from jobsched.compose.api import build_services
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 from tests.functions.conftest import JOB
 from tests.functions.events import ACME, TOKENS, body_of, http_event

@@ -24,7 +24,7 @@ def app(aws, clock):
     """The API over moto, its services kept at hand (``app.services``) for the meter and the store."""
     from jobsched.api.app import build_app
     from jobsched.api.auth import AuthConfig, Authenticator
-    from jobsched.api.wiring import build_services
+    from jobsched.compose.api import build_services
     from tests.functions.conftest import ADMIN_ROLE
     from tests.functions.events import TOKENS
 

@@ -10,7 +10,7 @@ import pytest
 
 from jobsched.api.app import build_app
 from jobsched.api.auth import AuthConfig, Authenticator
-from jobsched.api.wiring import build_services
+from jobsched.compose.api import build_services
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 from tests.functions.conftest import JOB
 from tests.functions.events import ACME, GLOBEX, TOKENS, http_event

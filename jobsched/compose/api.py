@@ -76,14 +76,14 @@ def build_services(
     from jobsched.aws.notify_store import TenantSettingsStore
     from jobsched.aws.outputs import OutputStore
     from jobsched.aws.usage_store import UsageStore
-    from jobsched.runtime.resources import WORKER_MEMORY_MB
-    from jobsched.runtime.wiring import (
+    from jobsched.compose.pipeline import (
         backfill_service_from_settings,
         dispatcher_from_settings,
         notify_policy_from_settings,
         tenant_limits_from_settings,
         workflow_engine_from_settings,
     )
+    from jobsched.runtime.resources import WORKER_MEMORY_MB
     from jobsched.services.dead_letters import DeadLetterService
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings

@@ -1,6 +1,6 @@
 """The wiring: every service built from :class:`Settings` and :class:`Clients`, in one place.
 
-The ``functions/`` entry points, the API's :mod:`jobsched.api.wiring`, the embedded mode and the
+The ``functions/`` entry points, the API's :mod:`jobsched.compose.api`, the embedded mode and the
 benchmarks build their services here, so a service is assembled the same way on AWS, locally and
 under test. Each factory takes an optional :class:`Meter` that sees every AWS call of the service
 (the cost benchmark passes its own).
