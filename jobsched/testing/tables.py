@@ -369,6 +369,26 @@ class InMemoryTables:
 
     # --- boto3-shaped calls, for tests that read and write tables as a DynamoDB client -------------
 
+    def create_table(self, TableName: str, **kwargs: Any) -> dict[str, Any]:
+        """A table of one of jobsched's specs (:data:`jobsched.runtime.resources.TABLES`), recognised
+        by the arguments :meth:`~jobsched.runtime.resources.TableSpec.create_table_kwargs` gives for it
+        (as the tests' ``provision`` creates a second deployment beside the first). Any other schema
+        is refused: the fake evaluates only the key schemas and indexes it knows."""
+        from jobsched.runtime.resources import TABLES
+
+        wanted = {"TableName": TableName, **kwargs}
+        spec = next((s for s in TABLES if s.create_table_kwargs(TableName) == wanted), None)
+        with self._lock:
+            if TableName in self.specs:
+                raise refused("ResourceInUseException", f"Table already exists: {TableName}", "CreateTable")
+            if spec is None:
+                raise refused(
+                    "ValidationException", f"not a schema of jobsched.runtime.resources: {TableName}", "CreateTable"
+                )
+            self.specs[TableName] = spec
+            self._items[TableName] = {}
+        return {"TableDescription": {"TableName": TableName, "TableStatus": "ACTIVE"}}
+
     def get_item(
         self,
         TableName: str,

@@ -1,6 +1,7 @@
-"""Changing the shard count (up and down, while ticks run) against moto: no job stranded, one run per
-occurrence; two shards reading one partition; the upgrade from shard-keyed due index entries; what
-an idle tick reads (docs/decisions/0016-due-partitions.md)."""
+"""Changing the shard count (up and down, while ticks run) on the in-memory fakes: no job stranded,
+one run per occurrence; two shards reading one partition; the upgrade from shard-keyed due index
+entries; what an idle tick reads (docs/decisions/0016-due-partitions.md). A second deployment is
+provisioned beside the first as on moto (``InMemoryTables.create_table``)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from jobsched.aws.jobs_store import JobsStore
 from jobsched.core.ids import DUE_PARTITIONS, partition_for, partition_key, partitions_of, shard_for
 from jobsched.core.models import make_run_id
 from jobsched.services.dispatcher import LEGACY_REKEY_WINDOW, Dispatcher
-from tests.aws.conftest import T0, Pipeline, build_pipeline, provision
+from tests.aws.conftest import T0, Pipeline, provision
+from tests.aws.memory import build_pipeline, memory_aws, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
 EVERY_MINUTE = {"name": "m", "schedule": "* * * * *", "target": {"handler": "echo"}}
 JOBS = 24
