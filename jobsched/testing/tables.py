@@ -383,7 +383,9 @@ class InMemoryTables:
                 raise refused("ResourceInUseException", f"Table already exists: {TableName}", "CreateTable")
             if spec is None:
                 raise refused(
-                    "ValidationException", f"not a schema of jobsched.runtime.resources: {TableName}", "CreateTable"
+                    "ValidationException",
+                    f"not a schema of jobsched.runtime.resources: {TableName}",
+                    "CreateTable",
                 )
             self.specs[TableName] = spec
             self._items[TableName] = {}
