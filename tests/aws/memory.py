@@ -18,6 +18,7 @@ import pytest
 
 from jobsched.core.clock import FakeClock
 from jobsched.testing import in_memory_aws, memory_settings
+from jobsched.testing.wire import InMemoryDynamoClient
 from tests.aws.conftest import PREFIX, AwsEnv, Pipeline
 from tests.aws.conftest import build_pipeline as build_moto_pipeline
 
@@ -40,6 +41,16 @@ class MemoryPipeline(Pipeline):
 def memory_aws(clock: FakeClock) -> AwsEnv:
     """conftest's ``aws``, on the in-memory fakes (their clock is the test's ``clock``)."""
     return memory_env(clock)
+
+
+@pytest.fixture(name="aws")
+def memory_aws_units(clock: FakeClock) -> AwsEnv:
+    """``memory_aws`` whose tables are reached as a DynamoDB client (:class:`InMemoryDynamoClient`):
+    the stores then run on the metering adapter, which estimates write and read units as over moto
+    (tests/contract/test_capacity.py). For tests that assert capacity units or cost."""
+    env = memory_env(clock)
+    env.clients.dynamodb = InMemoryDynamoClient(env.clients.dynamodb)  # type: ignore[assignment]
+    return env
 
 
 def build_pipeline(env: AwsEnv, owner: str = "test-dispatcher") -> Pipeline:

@@ -1,4 +1,5 @@
-"""What the dispatcher costs per run, measured by the metering wrapper (DynamoDB sizing rules).
+"""What the dispatcher costs per run, measured by the metering wrapper (DynamoDB sizing rules), on the
+in-memory fakes reached as a DynamoDB client (tests/contract/test_capacity.py: the same figures as moto).
 
 Figures for per-minute jobs over one simulated hour of one-minute ticks; the enqueue horizon spreads
 the job advance (1 item write + 2 due-index writes) over the runs enqueued ahead, and the tenant run
@@ -14,7 +15,8 @@ import pytest
 
 from jobsched.aws.metering import item_size, serialize
 from jobsched.services.dispatcher import new_run
-from tests.aws.conftest import T0, build_pipeline, provision
+from tests.aws.conftest import T0, provision
+from tests.aws.memory import build_pipeline, memory_aws_units, memory_pipeline  # noqa: F401  (on the fakes)
 
 EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}, "payload": {"n": 1}}
 
