@@ -1,5 +1,6 @@
-"""Semaphores and token buckets in the Leases table (moto), racing workers in deterministic
-interleavings (tests/aws/turnstile.py: one DynamoDB request at a time, the order drawn per seed)."""
+"""Semaphores and token buckets in the Leases table (the in-memory fakes, reached as a DynamoDB client
+so the turnstile can gate each request), racing workers in deterministic interleavings
+(tests/aws/turnstile.py: one DynamoDB request at a time, the order drawn per seed)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from jobsched.aws.metering import dynamo_for
 from jobsched.aws.sizing import Meter
 from jobsched.core.limits import RateSpec
 from tests.aws.conftest import T0
+from tests.aws.memory import memory_aws_units  # noqa: F401  (on the fakes, as a DynamoDB client)
 from tests.aws.turnstile import GatedClient, Turnstile
 
 KEY = semaphore_key("acme", "stripe")

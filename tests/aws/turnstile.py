@@ -1,4 +1,4 @@
-"""Deterministic interleavings of threads that share one moto DynamoDB (tests only).
+"""Deterministic interleavings of threads that share one DynamoDB, moto's or the fakes' (tests only).
 
 moto's conditional writes are not atomic across threads, so racing real threads against it tests
 moto, not our conditions. Here each thread's DynamoDB calls pass a turnstile instead: exactly one
@@ -85,13 +85,14 @@ class Turnstile:
 
 
 class GatedClient:
-    """A boto3 client whose calls from raced threads pass the turnstile (others go straight through)."""
+    """A boto3 client (or the fakes' :class:`~jobsched.testing.wire.InMemoryDynamoClient`) whose calls
+    from raced threads pass the turnstile (others go straight through)."""
 
     def __init__(self, client: Any, turnstile: Turnstile):
         self._client = client
         self._turnstile = turnstile
-        self.exceptions = client.exceptions
-        self.meta = client.meta
+        self.exceptions = getattr(client, "exceptions", None)
+        self.meta = getattr(client, "meta", None)
 
     def __getattr__(self, name: str) -> Any:
         method = getattr(self._client, name)
