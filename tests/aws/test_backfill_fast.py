@@ -8,7 +8,8 @@ import threading
 from collections import Counter
 from datetime import timedelta
 
-from tests.aws.conftest import T0, sqs_messages
+from tests.aws.conftest import T0
+from tests.aws.memory import memory_aws_units, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
 DAILY = {"name": "daily", "schedule": "0 3 * * *", "target": {"handler": "echo"}, "payload": {"a": 1}}
 #: In-process moto's SQS slows down more than linearly with the messages of one send (1000 took 89 s
@@ -33,7 +34,7 @@ def test_a_backfill_creates_each_run_once_with_one_put_per_run_and_one_send_per_
 
     assert len(runs) == RUNS and len({r.id for r in runs}) == RUNS
     assert [r.scheduled_at for r in runs] == sorted(r.scheduled_at for r in runs)  # order kept
-    messages = Counter(m["body"]["run_id"] for m in sqs_messages(pipeline.env, "default"))
+    messages = Counter(m["body"]["run_id"] for m in pipeline.messages("default"))
     assert set(messages) == {r.id for r in runs} and set(messages.values()) == {1}
     assert pipeline.meter.requests["dynamodb.PutItem"] == RUNS
     assert pipeline.meter.requests["sqs.SendMessageBatch"] == RUNS // 10

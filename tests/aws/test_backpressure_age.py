@@ -13,7 +13,8 @@ from jobsched.aws.queue_ages import KEY, QueueAges
 from jobsched.compose.pipeline import sweeper_from_settings
 from jobsched.core.backpressure import QueueLimit
 from jobsched.core.models import RunState, make_run_id, to_iso
-from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline
+from tests.aws.conftest import T0, AwsEnv, Pipeline
+from tests.aws.memory import build_pipeline, memory_aws  # noqa: F401  (on the in-memory fakes)
 
 EVERY_MINUTE = {"schedule": "* * * * *", "target": {"handler": "echo"}}
 AGE = 900  # 15 minutes

@@ -12,7 +12,8 @@ from datetime import timedelta
 from jobsched.core.backpressure import QueueLimit
 from jobsched.core.models import RunState, Trigger, make_run_id
 from jobsched.services.backpressure import Backpressure
-from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline, sqs_messages
+from tests.aws.conftest import T0, AwsEnv, Pipeline
+from tests.aws.memory import build_pipeline, memory_aws  # noqa: F401  (on the in-memory fakes)
 
 LIMIT = 5
 EVERY_MINUTE = {"schedule": "* * * * *", "target": {"handler": "echo"}}
@@ -69,7 +70,7 @@ def test_a_deep_low_queue_holds_back_due_low_jobs_untouched_and_only_them(aws, c
     # and the low queue's visible backlog exactly at the limit
     _fill_low_to(p, LIMIT)
     stored_lows = [p.dispatcher.jobs.get("acme", j.id) for j in lows]
-    low_messages = len(sqs_messages(p.env, "low"))
+    low_messages = len(p.messages("low"))
     # When the shard ticks at 12:02
     with caplog.at_level(logging.INFO, logger="jobsched.services.backpressure"):
         summary = _tick(p, T0 + timedelta(minutes=2))
@@ -77,7 +78,7 @@ def test_a_deep_low_queue_holds_back_due_low_jobs_untouched_and_only_them(aws, c
     assert summary.jobs_held_back == 2 and p.meter.requests[READS] == 1
     assert [p.dispatcher.jobs.get("acme", j.id) for j in lows] == stored_lows
     assert all(_run(p, j, 2) is None for j in lows)
-    assert len(sqs_messages(p.env, "low")) == low_messages
+    assert len(p.messages("low")) == low_messages
     # and the default and high jobs dispatched as usual
     assert summary.jobs_advanced == 2 and summary.runs_created == 4
     assert all(_run(p, j, m).state is RunState.QUEUED for j in others for m in (2, 3))

@@ -9,7 +9,8 @@ from jobsched.aws.leases import LeaseHeldError
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import RunState, make_run_id
 from jobsched.services.dispatcher import Dispatcher
-from tests.aws.conftest import T0, build_pipeline
+from tests.aws.conftest import T0
+from tests.aws.memory import build_pipeline, memory_aws, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
 EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}}
 

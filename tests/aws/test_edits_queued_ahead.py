@@ -17,8 +17,9 @@ import pytest
 
 import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.core.models import RunState
-from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline
+from tests.aws.conftest import T0, AwsEnv, Pipeline
 from tests.aws.conftest_worker import Kit
+from tests.aws.memory import build_pipeline, memory_aws_units  # noqa: F401  (on the in-memory fakes)
 
 S = timedelta(seconds=1)
 M = timedelta(minutes=1)

@@ -18,6 +18,7 @@ from jobsched.aws.runs_store import RunsStore
 from jobsched.core.feed import feed_partition
 from jobsched.core.models import Run, Trigger, make_run_id, tenant_sort_for
 from tests.aws.conftest import T0
+from tests.aws.memory import memory_aws_units, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
 JOBS = ("jAlpha0000000000000000", "jBravo0000000000000000", "jCharlie00000000000000")
 _tenants = itertools.count()

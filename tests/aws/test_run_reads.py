@@ -16,6 +16,7 @@ from jobsched.aws.sizing import Meter, item_size, serialize
 from jobsched.core.models import Run, RunState, make_run_id
 from jobsched.runtime import observability as obs
 from tests.aws.conftest import T0
+from tests.aws.memory import memory_aws_units  # noqa: F401  (on the in-memory fakes)
 
 
 @pytest.fixture

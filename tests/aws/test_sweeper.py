@@ -13,6 +13,7 @@ from jobsched.core.inflight import PARTITIONS
 from jobsched.core.models import Job, JobState, RetrySpec, RunState, to_iso
 from jobsched.runtime.observability import RUNS_DEAD_LETTERED, RUNS_RECLAIMED, RUNS_RESENT, RUNS_STRANDED
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
+from tests.aws.memory import memory_aws_units  # noqa: F401  (on the in-memory fakes)
 
 
 @pytest.fixture
@@ -100,11 +101,7 @@ def test_a_second_sweep_soon_after_does_not_resend_again(kit, jobs, sweeper, clo
 
 def drain(aws, kind: str = "default") -> None:
     """Lose every message of a queue (what the emulator race or a lost send leaves: no message)."""
-    from moto.core import DEFAULT_ACCOUNT_ID
-    from moto.sqs.models import sqs_backends
-
-    name = aws.settings.queue_urls[kind].rsplit("/", 1)[-1]
-    sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].queues[name]._messages.clear()
+    aws.clients.sqs.purge_queue(QueueUrl=aws.settings.queue_urls[kind])
 
 
 def test_resends_are_bounded_and_then_the_run_is_declared_stranded(kit, jobs, sweeper, clock, aws):

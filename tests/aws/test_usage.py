@@ -14,6 +14,7 @@ from jobsched.compose.pipeline import worker_from_settings
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RetrySpec, Run, make_run_id
 from jobsched.core.usage import DayUsage
+from tests.aws.memory import memory_aws_units  # noqa: F401  (on the in-memory fakes)
 
 
 def message(store: RunsStore, job_id: str, tenant: str, at, target: dict, **extra) -> RunMessage:

@@ -14,6 +14,7 @@ from jobsched.core.models import RunState
 from jobsched.services.usage import TenantMeter
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit
+from tests.aws.memory import memory_aws  # noqa: F401  (on the in-memory fakes)
 
 POLL = 0.2  # the cancel watch's period in these tests (1 s deployed)
 

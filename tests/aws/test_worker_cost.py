@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from tests.aws.conftest_worker import Kit
+from tests.aws.memory import memory_aws_units  # noqa: F401  (on the in-memory fakes)
 
 
 def test_a_successful_cron_run_costs_two_single_unit_writes_on_the_worker_side(aws, clock):
