@@ -15,7 +15,6 @@ from jobsched.core.run_records import new_run
 from jobsched.local.housekeeping import Housekeeper
 from jobsched.runtime import resources
 from tests.aws.conftest import T0
-from tests.aws.memory import memory_aws  # noqa: F401  (on the in-memory fakes)
 
 
 def _items(dynamo, table: str, partition: str) -> list:

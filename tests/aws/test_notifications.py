@@ -20,7 +20,6 @@ from jobsched.runtime import observability as obs
 from jobsched.services.dead_letters import DeadLetterService
 from jobsched.services.dlq_consumer import DlqConsumer
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
-from tests.aws.memory import memory_aws  # noqa: F401  (on the in-memory fakes)
 
 TOPIC_NAME = "team-payments"
 

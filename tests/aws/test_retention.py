@@ -13,7 +13,6 @@ from jobsched.core.feed import feed_partition
 from jobsched.local.housekeeping import Housekeeper
 from jobsched.runtime import resources as r
 from tests.aws.conftest_worker import Kit, fail_permanently, run_service
-from tests.aws.memory import memory_aws  # noqa: F401  (on the in-memory fakes)
 
 RETENTION = timedelta(days=7)
 
