@@ -1,14 +1,18 @@
 """A tick writes the jobs of a page several at a time (``dispatch_concurrency``, docs/scaling.md),
-with the same outcome as one at a time: every run once, every job advanced, the same summary."""
+with the same outcome as one at a time: every run once, every job advanced, the same summary. On the
+fakes reached as a DynamoDB client, whose writes the test counts while they are in flight."""
 
 from __future__ import annotations
 
 import threading
 import time
 from dataclasses import replace
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
-from tests.aws.conftest import T0, build_pipeline
+from tests.aws.conftest import T0
+from tests.aws.memory import build_pipeline, memory_aws_units  # noqa: F401  (on the in-memory fakes)
 
 EVERY_MINUTE = {"name": "tick", "schedule": "* * * * *", "target": {"handler": "echo"}}
 
@@ -30,6 +34,18 @@ class InFlight:
         with self.lock:
             self.now -= 1
 
+    def around(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        """``call`` counted while in flight (what botocore's before-call/after-call events bracket)."""
+
+        def counted(**kwargs: Any) -> Any:
+            self.before()
+            try:
+                return call(**kwargs)
+            finally:
+                self.after()
+
+        return counted
+
 
 def tick_of_jobs(aws, concurrency: int):
     """12 per-minute jobs, all in shard 0 (one shard), then one tick three minutes on with the
@@ -40,16 +56,14 @@ def tick_of_jobs(aws, concurrency: int):
         pipeline.jobs.create("acme", {**EVERY_MINUTE, "name": f"{concurrency}-{i}"}, T0) for i in range(12)
     ]
     counter = InFlight()
-    events = aws.clients.dynamodb.meta.events
-    for op in ("PutItem", "UpdateItem"):
-        events.register(f"before-call.dynamodb.{op}", counter.before)
-        events.register(f"after-call.dynamodb.{op}", counter.after)
+    client = aws.clients.dynamodb  # the fakes' DynamoDB client: every write of the tick passes it
+    for call in ("put_item", "update_item"):
+        setattr(client, call, counter.around(getattr(client, call)))
     try:
         summary = pipeline.dispatcher.dispatch_shard(0, T0 + timedelta(minutes=3))
     finally:
-        for op in ("PutItem", "UpdateItem"):
-            events.unregister(f"before-call.dynamodb.{op}", counter.before)
-            events.unregister(f"after-call.dynamodb.{op}", counter.after)
+        for call in ("put_item", "update_item"):
+            delattr(client, call)
     runs = {
         job.id: {
             r.id for r in pipeline.dispatcher.runs.list_for_job(job.id, limit=100, newest_first=False)[0]
