@@ -10,7 +10,7 @@ fake and on moto; where moto is laxer than AWS the fake follows AWS, ``test_fake
 * :class:`InMemoryQueues` -- SQS: delay, visibility, receive count and redrive by the same clock;
 * :class:`InMemoryObjects` -- the bucket of large outputs;
 * :class:`InMemoryStateMachine` -- Step Functions for chunked jobs (a test plays the workflow);
-* :class:`InMemoryTopics` -- SNS for dead-letter notifications.
+* :class:`InMemoryTopics` -- SNS for dead-letter notifications: topics, SQS subscriptions, publish.
 
 :func:`in_memory_aws` builds all of them for one deployment, with :class:`~jobsched.runtime.settings.Settings`
 naming them and a ``clients`` bundle the wiring factories (:mod:`jobsched.compose.pipeline`) accept in place
@@ -19,12 +19,14 @@ of boto3's, so the real stores and services run on the fakes.
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from jobsched.aws.errors import refused
 from jobsched.aws.metering import table_specs
 from jobsched.core.clock import Clock, FakeClock
 from jobsched.runtime.settings import Settings
@@ -50,17 +52,60 @@ DEFAULT_START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class InMemoryTopics:
-    """SNS ``Publish`` in memory: every published message is kept in :attr:`published`."""
+    """SNS in memory: topics (``create_topic``), SQS subscriptions (``subscribe``, delivered to
+    ``queues``: the message itself with ``RawMessageDelivery``, else SNS's JSON envelope) and
+    ``Publish``, which refuses a topic that does not exist (``NotFound``, as SNS). Every published
+    message is also kept in :attr:`published`."""
 
-    def __init__(self) -> None:
+    def __init__(self, queues: InMemoryQueues | None = None) -> None:
+        self.queues = queues
         self.published: list[dict[str, Any]] = []
+        self._topics: dict[str, list[tuple[str, bool]]] = {}  # ARN -> (queue ARN, raw delivery)
         self._lock = threading.Lock()
+
+    def create_topic(self, Name: str, **_: Any) -> dict[str, Any]:
+        from jobsched.testing.queues import ACCOUNT, REGION
+
+        arn = f"arn:aws:sns:{REGION}:{ACCOUNT}:{Name}"
+        with self._lock:
+            self._topics.setdefault(arn, [])
+        return {"TopicArn": arn}
+
+    def subscribe(
+        self, TopicArn: str, Protocol: str, Endpoint: str, Attributes: dict[str, str] | None = None, **_: Any
+    ) -> dict[str, Any]:
+        if Protocol != "sqs" or self.queues is None:
+            raise refused(
+                "InvalidParameter", f"only sqs subscriptions are modelled, not {Protocol}", "Subscribe"
+            )
+        raw = (Attributes or {}).get("RawMessageDelivery", "false").lower() == "true"
+        with self._lock:
+            self._topic(TopicArn, "Subscribe").append((Endpoint, raw))
+        return {"SubscriptionArn": f"{TopicArn}:{uuid.uuid4()}"}
 
     def publish(self, **kwargs: Any) -> dict[str, Any]:
         message_id = str(uuid.uuid4())
         with self._lock:
+            subscriptions = list(self._topic(kwargs.get("TopicArn", ""), "Publish"))
             self.published.append({"MessageId": message_id, **kwargs})
+        for queue_arn, raw in subscriptions:
+            body = kwargs["Message"] if raw else json.dumps(self._envelope(message_id, kwargs))
+            assert self.queues is not None  # a subscription was accepted only with queues
+            self.queues.send_message(QueueUrl=self.queues.url_of(queue_arn), MessageBody=body)
         return {"MessageId": message_id}
+
+    def _topic(self, arn: str, operation: str) -> list[tuple[str, bool]]:
+        if arn not in self._topics:
+            raise refused("NotFound", "Topic does not exist", operation)
+        return self._topics[arn]
+
+    @staticmethod
+    def _envelope(message_id: str, kwargs: dict[str, Any]) -> dict[str, Any]:
+        envelope = {"Type": "Notification", "MessageId": message_id, "TopicArn": kwargs["TopicArn"]}
+        if kwargs.get("Subject"):
+            envelope["Subject"] = kwargs["Subject"]
+        envelope["Message"] = kwargs["Message"]
+        return envelope
 
 
 def memory_settings(prefix: str = "test-jobsched", *, shards: int = 4, **overrides: Any) -> Settings:
@@ -96,6 +141,10 @@ class InMemoryClients:
     s3: InMemoryObjects
     stepfunctions: InMemoryStateMachine
     sns: InMemoryTopics = field(default_factory=InMemoryTopics)
+
+    def __post_init__(self) -> None:
+        if self.sns.queues is None:  # SNS delivers to this deployment's queues
+            self.sns.queues = self.sqs
 
     def client(self, service: str) -> Any:
         return getattr(self, service)

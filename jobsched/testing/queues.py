@@ -373,6 +373,18 @@ class InMemoryQueues:
                 for m in self._queue(url, "ReceiveMessage").messages
             ]
 
+    def url_of(self, arn: str) -> str:
+        """The URL of the queue whose ARN is ``arn`` (what an SNS subscription names)."""
+        with self._lock:
+            queue = self._by_arn(arn)
+            if queue is None:
+                raise refused(
+                    "AWS.SimpleQueueService.NonExistentQueue",
+                    "The specified queue does not exist.",
+                    "SendMessage",
+                )
+            return queue.url
+
     def bodies(self, url: str) -> list[str]:
         """Every message body on the queue at ``url``, delayed, visible or in flight, oldest first."""
         with self._lock:

@@ -1,6 +1,6 @@
-"""Dead-letter notifications against moto: one per dead letter, to the job's notify or the tenant's
-default, over SNS (captured by an SQS subscription) and a loopback webhook; deduplicated per run;
-owed notifications the sender did not deliver are delivered by the sweeper."""
+"""Dead-letter notifications on the in-memory fakes: one per dead letter, to the job's notify or the
+tenant's default, over SNS (captured by an SQS subscription) and a loopback webhook; deduplicated per
+run; owed notifications the sender did not deliver are delivered by the sweeper."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from jobsched.runtime import observability as obs
 from jobsched.services.dead_letters import DeadLetterService
 from jobsched.services.dlq_consumer import DlqConsumer
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
+from tests.aws.memory import memory_aws  # noqa: F401  (on the in-memory fakes)
 
 TOPIC_NAME = "team-payments"
 
