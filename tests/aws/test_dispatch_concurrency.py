@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
