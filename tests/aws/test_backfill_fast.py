@@ -1,4 +1,4 @@
-"""Backfills against moto: the conditional puts are overlapped (decision 0020), each run id is still
+"""Backfills on the in-memory fakes: the conditional puts are overlapped (decision 0020), each run id is still
 created at most once, and the requests are the ones docs/api.md counts to model the answer time of
 the documented maximum (1000 occurrences) on AWS."""
 
@@ -12,9 +12,9 @@ from tests.aws.conftest import T0
 from tests.aws.memory import memory_aws_units, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
 DAILY = {"name": "daily", "schedule": "0 3 * * *", "target": {"handler": "echo"}, "payload": {"a": 1}}
-#: In-process moto's SQS slows down more than linearly with the messages of one send (1000 took 89 s
-#: under load, 200 took 1.5 s), so the request counts are checked on 200 runs; they are linear in
-#: the runs (docs/api.md models the documented maximum from them).
+#: The request counts are checked on 200 runs (chosen when this ran on moto, whose SQS slowed down more
+#: than linearly with the messages of one send: 1000 took 89 s under load); they are linear in the
+#: runs (docs/api.md models the documented maximum from them).
 RUNS = 200
 
 

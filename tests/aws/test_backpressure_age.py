@@ -1,6 +1,7 @@
-"""Backpressure by the age of the oldest queued run, against moto: the sweeper measures it per priority
-(one Leases item, written only when it changes), a dispatcher tick holds back due jobs of a priority
-whose oldest queued run has waited its ``age_seconds`` while its queue still has visible messages."""
+"""Backpressure by the age of the oldest queued run, on the in-memory fakes: the sweeper measures it
+per priority (one Leases item, written only when it changes), a dispatcher tick holds back due jobs of
+a priority whose oldest queued run has waited its ``age_seconds`` while its queue still has visible
+messages."""
 
 from __future__ import annotations
 

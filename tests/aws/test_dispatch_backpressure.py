@@ -1,4 +1,4 @@
-"""Backpressure by depth against moto: a tick holds back due ``low`` jobs while the ``low`` queue's
+"""Backpressure by depth on the in-memory fakes: a tick holds back due ``low`` jobs while the ``low`` queue's
 visible backlog is at or over its ``depth`` limit; ``high`` jobs are never held back, ``default`` ones
 only with a limit of their own (tests/aws/test_backpressure_age.py: by age)."""
 

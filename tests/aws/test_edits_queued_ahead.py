@@ -1,4 +1,4 @@
-"""An edit of an active job reaches its runs queued ahead (issue 12 §5, decision 0030), against moto.
+"""An edit of an active job reaches its runs queued ahead (issue 12 §5, decision 0030), on the fakes.
 
 The pipeline here dispatches with the deployment's 900 s enqueue horizon, so a per-minute job has
 minutes of runs queued ahead when it is edited: a definition edit must make them execute with the new

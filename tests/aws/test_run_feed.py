@@ -1,4 +1,4 @@
-"""The tenant run feed against moto: the tenant listing it backs pages newest first without loss or
+"""The tenant run feed on the in-memory fakes: the tenant listing it backs pages newest first without loss or
 repetition (duplicated entries, entries of runs never created), stays within the tenant, and
 survives a dispatcher crash between the feed write and the run puts (docs/decisions/0004)."""
 
@@ -157,7 +157,7 @@ def test_a_backfill_records_its_runs_in_one_feed_write_per_hour(pipeline):
 
 
 class Throttled:
-    """The moto client, except that the first BatchWriteItem processes one item and hands the rest
+    """The DynamoDB client, except that the first BatchWriteItem processes one item and hands the rest
     back as unprocessed (what DynamoDB does under throttling)."""
 
     def __init__(self, client):
@@ -194,7 +194,7 @@ def test_unprocessed_feed_items_are_retried_after_a_backoff_and_billed_once(pipe
 
 
 class AlwaysThrottled(Throttled):
-    """The moto client, except that BatchWriteItem never processes anything."""
+    """The DynamoDB client, except that BatchWriteItem never processes anything."""
 
     def batch_write_item(self, RequestItems, **kwargs):
         return {"UnprocessedItems": RequestItems}
