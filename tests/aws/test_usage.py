@@ -1,4 +1,5 @@
-"""Usage per tenant and day (the fakes, metered as on moto): counted by the worker as deployed, added once per invocation."""
+"""Usage per tenant and day (on the fakes, metered as on moto): counted by the worker as deployed,
+added once per invocation."""
 
 from __future__ import annotations
 
