@@ -14,7 +14,7 @@ from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import PRIORITIES
 from tests.aws.conftest import T0, AwsEnv, Pipeline, build_pipeline
 from tests.aws.memory import memory_aws, memory_pipeline  # noqa: F401  (this file runs on the in-memory fakes)
-from tests.aws.test_backpressure_age import _job, _run
+from tests.services.test_backpressure_age import _job, _run
 
 AGES = {p: obs.oldest_queued_run_age(p) for p in PRIORITIES}
 
