@@ -47,7 +47,7 @@ def test_the_runbook_names_the_per_tenant_limits_command_that_exists():
         ("jobsched/targets/context.py", "at most once for this run"),
         # notifications are delivered at least once; receivers deduplicate by the notification's id
         ("README.md", "notify the job's owners once per dead letter"),
-        # an edit rewrites the runs queued ahead (tests/aws/test_edits_queued_ahead.py)
+        # an edit rewrites the runs queued ahead (tests/services/test_edits_queued_ahead.py)
         ("jobsched/core/messages.py", "does not change a run already queued"),
         # the long queue has a concurrency ceiling on the shared worker function, nothing reserved
         # (tests/infra: only WorkerHigh has ReservedConcurrentExecutions)
