@@ -78,7 +78,7 @@ class InMemoryDynamoClient:
         return {"Item": serialize(found)} if found is not None else {}
 
     def query(self, **kwargs: Any) -> dict[str, Any]:
-        return self.tables.query(**kwargs)  # type: ignore[no-any-return]
+        return self.tables.query(**kwargs)
 
     def scan(self, **kwargs: Any) -> dict[str, Any]:
         return self.tables.scan(**kwargs)

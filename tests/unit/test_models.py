@@ -230,7 +230,8 @@ def test_run_message_with_foreign_run_id_is_poison():
     ("seconds", "expected"), [(-5, 0), (0, 0), (0.2, 0), (0.999, 0), (1.5, 1), (12, 12), (5000, 900)]
 )
 def test_delay_seconds_rounds_down_and_clamps(seconds, expected):
-    # The message may surface up to 1 s early; the worker waits out the rest (tests/services/test_worker_wait.py).
+    # The message may surface up to 1 s early; the worker waits out the rest
+    # (tests/services/test_worker_wait.py).
     assert delay_seconds(T + timedelta(seconds=seconds), T) == expected
 
 
