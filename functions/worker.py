@@ -40,8 +40,9 @@ from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.lazy import lazy
 from jobsched.runtime.resources import DEFAULT_WORKER_CONCURRENCY, ENV_WORKER_CONCURRENCY
 from jobsched.runtime.settings import Settings, worker_concurrency_from
+from jobsched.services.deliveries import Delivery
 from jobsched.services.outcome import Outcome
-from jobsched.services.worker import Delivery, process_batch
+from jobsched.services.worker import process_batch
 
 __all__ = ["DEFAULT_WORKER_CONCURRENCY", "ENV_WORKER_CONCURRENCY", "concurrency", "handler"]
 
@@ -85,14 +86,7 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     def handle(delivery: Delivery) -> Outcome:
         with obs.run_log_keys(**obs.log_keys_of(delivery.body)):
             remaining = context.get_remaining_time_in_millis() / 1000 if context else 900.0
-            outcome = worker.process(
-                delivery.body,
-                clock.now(),
-                receipt_handle=delivery.receipt_handle,
-                queue_url=delivery.queue_url,
-                remaining_seconds=remaining,
-                receive_count=delivery.receive_count,
-            )
+            outcome = worker.handle(delivery, clock.now(), remaining_seconds=remaining)
             logger.info(
                 "run delivery handled",
                 extra={"message_id": delivery.message_id, "outcome": outcome.status, **outcome.detail},

@@ -37,7 +37,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest import mock
@@ -167,7 +167,7 @@ def _pages_of(page_size: int | None) -> Iterator[None]:
 
     def paged(*args: Any, **kwargs: Any) -> Any:
         dispatcher = build(*args, **kwargs)
-        dispatcher.page_size = page_size
+        dispatcher.config = replace(dispatcher.config, page_size=page_size)
         return dispatcher
 
     with mock.patch.object(module, "dispatcher_from_settings", paged):

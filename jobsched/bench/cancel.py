@@ -41,6 +41,7 @@ from typing import Any
 
 from jobsched.bench.pricing import MILLION, US_EAST_1
 from jobsched.client import ApiClient
+from jobsched.services.deliveries import Delivery
 from jobsched.targets.context import JobContext
 from jobsched.targets.registry import is_registered, job
 
@@ -228,7 +229,7 @@ def run_cost(seconds: float = 60.0) -> dict[str, Any]:
             gate.tenants.effective(TENANT)
         warm = meter.snapshot()
         started = time.monotonic()
-        outcome = deliveries.process(message.to_json(), clock.now())
+        outcome = deliveries.handle(Delivery.of(message.to_json()), clock.now())
         elapsed = time.monotonic() - started
     snap = meter.snapshot()
     requests = {

@@ -36,6 +36,7 @@ from jobsched.bench.pricing import Usage, cost_of
 from jobsched.core.clock import FakeClock
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RetrySpec, Run, from_iso, make_run_id
+from jobsched.services.deliveries import Delivery
 
 LIMITED = {
     "concurrency": {"key": "bench", "limit": 1000},
@@ -108,7 +109,7 @@ def run_cost(runs: int = 200) -> dict[str, Any]:
             meter.reset()
             for msg in messages:
                 clock.set(max(clock.now(), msg.due_at))
-                outcome = deliveries.process(msg.to_json(), clock.now())
+                outcome = deliveries.handle(Delivery.of(msg.to_json()), clock.now())
                 assert outcome.status == "succeeded", outcome
             out[name] = _figures(meter, runs)
         out["extra_usd_per_million_limited_runs"] = round(
@@ -138,8 +139,11 @@ def _one_wait(settings: Any, clients: Clients, clock: FakeClock) -> dict[str, An
         "Messages"
     ][0]
     meter.reset()
-    outcome = worker.process(
-        received["Body"], clock.now(), receipt_handle=received["ReceiptHandle"], queue_url=url
+    outcome = worker.handle(
+        Delivery(
+            message_id="", body=received["Body"], receipt_handle=received["ReceiptHandle"], queue_url=url
+        ),
+        clock.now(),
     )
     assert outcome.status == "waiting", outcome
     wait = {"requests": _requests(meter), "by_operation": dict(sorted(meter.requests.items()))}

@@ -80,6 +80,7 @@ def build_services(
         backfill_service_from_settings,
         dispatcher_from_settings,
         notify_policy_from_settings,
+        run_queues_from_settings,
         tenant_limits_from_settings,
         workflow_engine_from_settings,
     )
@@ -109,8 +110,7 @@ def build_services(
         attempts=AttemptStore(jobs.runs.dynamo, settings.runs_table),
         jobs=jobs.jobs,
         outputs=OutputStore(clients.s3, settings.bucket),
-        sqs=clients.sqs,
-        queue_urls=dict(settings.queue_urls),
+        queues=run_queues_from_settings(settings, clients, jobs.runs.dynamo),
     )
     engine = workflow_engine_from_settings(settings, clients, jobs.runs.dynamo, replay=runs.replay)
     return ApiServices(

@@ -5,16 +5,17 @@ benchmarks build their services here, so a service is assembled the same way on 
 under test. Each factory takes an optional :class:`Meter` that sees every AWS call of the service
 (the cost benchmark passes its own).
 
-:class:`Deliveries` is the worker function's view of a queue: a chunked job's workflow message
-(``chunk.*``) goes to the chunk runner, an asynchronous backfill's message to the backfill service,
-any other message is a run delivery for the worker.
+:func:`worker_from_settings` answers the worker function's view of a queue,
+:class:`jobsched.services.deliveries.Deliveries`: a chunked job's workflow message (``chunk.*``) goes to
+the chunk runner, an asynchronous backfill's message to the backfill service, any other message is a
+run delivery for the worker.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from jobsched.aws.attempts import AttemptStore
@@ -37,16 +38,17 @@ from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunk_runner import ChunkRunner
 from jobsched.ports.tables import Table
 from jobsched.runtime import observability as obs
+from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.settings import Settings
 from jobsched.services.backfills import BackfillService
 from jobsched.services.backpressure import Backpressure
-from jobsched.services.dispatcher import Dispatcher
+from jobsched.services.deliveries import Deliveries
+from jobsched.services.dispatcher import Dispatcher, DispatcherConfig
 from jobsched.services.dlq_consumer import DlqConsumer
 from jobsched.services.jobs import JobService
 from jobsched.services.limits import LimitGate
 from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
-from jobsched.services.outcome import Outcome
-from jobsched.services.sweeper import Sweeper
+from jobsched.services.sweeper import Sweeper, SweeperConfig
 from jobsched.services.usage import TenantMeter, UsageRecorder
 from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.services.workflows import CompositeTargets, WorkflowEngine
@@ -66,31 +68,31 @@ def dispatcher_from_settings(
     sleep: Callable[[float], Any] | None = None,
 ) -> Dispatcher:
     """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``. With a
-    ``clock`` and a ``sleep`` on it (a tick's), its sends are aligned to the second by the settings'
-    ``send_align_ms`` (decision 0032)."""
+    ``clock`` (a tick's) it re-checks its lease and counts its send delays by that clock, and with a
+    ``sleep`` on it its sends are aligned to the second by the settings' ``send_align_ms`` (decision
+    0032). Without one (the API's immediate dispatch of a created job) both are taken from the
+    dispatch's ``now``, and the dispatcher holds the wall clock."""
     meter = meter or Meter()
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
-    backpressure = Backpressure(
-        clients.sqs,
-        settings.queue_urls,
-        settings.backpressure,
-        QueueAges(dynamo, settings.leases_table),
-        meter,
-    )
+    queues = RunQueues(clients.sqs, settings.queue_urls, meter)
+    backpressure = Backpressure(queues, settings.backpressure, QueueAges(dynamo, settings.leases_table))
     return Dispatcher(
         JobsStore(dynamo, settings.jobs_table),
         RunsStore(dynamo, settings.runs_table, retention=settings.retention),
         Leases(dynamo, settings.leases_table),
-        RunQueues(clients.sqs, settings.queue_urls, meter),
-        lookahead=timedelta(seconds=settings.lookahead_seconds),
-        enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
-        owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
-        shards=settings.shards,
-        clock=clock,
+        queues,
+        config=DispatcherConfig(
+            lookahead=timedelta(seconds=settings.lookahead_seconds),
+            enqueue_horizon=timedelta(seconds=settings.enqueue_horizon_seconds),
+            owner=owner or f"dispatcher-{uuid.uuid4().hex[:12]}",
+            shards=settings.shards,
+            concurrency=settings.dispatch_concurrency,
+            send_late_margin=settings.send_align_ms / 1000,
+            reads_clock=clock is not None,
+        ),
+        clock=clock or SystemClock(),
         backpressure=backpressure if backpressure.active else None,
-        concurrency=settings.dispatch_concurrency,
         sleep=sleep,
-        send_late_margin=settings.send_align_ms / 1000,
     )
 
 
@@ -121,8 +123,14 @@ def backfill_service_from_settings(
     return BackfillService(
         BackfillStore(dynamo, settings.runs_table),
         RunsStore(dynamo, settings.runs_table, retention=settings.retention),
-        RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter),
+        run_queues_from_settings(settings, clients, dynamo),
     )
+
+
+def run_queues_from_settings(settings: Settings, clients: Clients, dynamo: Table) -> RunQueues:
+    """The priority queues, every call metered on ``dynamo``'s meter (one meter sees a service's
+    DynamoDB and SQS calls)."""
+    return RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter)
 
 
 def notify_policy_from_settings(settings: Settings) -> NotifyPolicy:
@@ -190,72 +198,8 @@ def workflow_engine_from_settings(
     """The DAG workflow engine over the Runs table and the queues (``replay``: the run service's, for
     retries; only the API's engine needs it)."""
     runs = RunsStore(dynamo, settings.runs_table, retention=settings.retention)
-    queues = RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter)
+    queues = run_queues_from_settings(settings, clients, dynamo)
     return WorkflowEngine(dynamo=dynamo, runs=runs, queues=queues, replay=replay)
-
-
-class Deliveries:
-    """Routes one queue delivery: a chunked job's workflow message to the chunk runner, an
-    asynchronous backfill's to the backfill service, any other to the worker. The worker function and
-    the embedded mode call :meth:`process` per record."""
-
-    def __init__(
-        self,
-        worker: Worker,
-        chunks: ChunkRunner | None = None,
-        *,
-        usage: UsageRecorder | None = None,
-        usage_store: UsageStore | None = None,
-        backfills: BackfillService | None = None,
-    ):
-        self.worker = worker
-        self.chunks = chunks
-        self.backfills = backfills
-        #: Usage per tenant and day counted while deliveries are handled, added by :meth:`flush_usage`.
-        self.usage = usage
-        self.usage_store = usage_store
-
-    def flush_usage(self) -> int:
-        """Add the usage counted so far to the usage items (the worker function calls this once per
-        invocation, after its batch); the number of items written."""
-        if self.usage is None or self.usage_store is None:
-            return 0
-        return self.usage.flush(self.usage_store)
-
-    def process(
-        self,
-        body: str,
-        now: datetime,
-        *,
-        receipt_handle: str | None = None,
-        queue_url: str | None = None,
-        remaining_seconds: float = 900.0,
-        receive_count: int | None = None,
-    ) -> Outcome:
-        if self.chunks is not None and self.chunks.accepts(body):
-            return self.chunks.handle(
-                body,
-                now,
-                receipt_handle=receipt_handle,
-                queue_url=queue_url,
-                remaining_seconds=remaining_seconds,
-            )
-        if self.backfills is not None and self.backfills.accepts(body):
-            return self.backfills.handle(
-                body,
-                now,
-                receipt_handle=receipt_handle,
-                queue_url=queue_url,
-                remaining_seconds=remaining_seconds,
-            )
-        return self.worker.process(
-            body,
-            now,
-            receipt_handle=receipt_handle,
-            queue_url=queue_url,
-            remaining_seconds=remaining_seconds,
-            receive_count=receive_count,
-        )
 
 
 def worker_from_settings(
@@ -268,7 +212,7 @@ def worker_from_settings(
     meter: Meter | None = None,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     limits_cache: LimitsCache | None = None,
-) -> Deliveries:
+) -> Deliveries[Worker]:
     """The worker (and, with a state machine, the chunk runner) over the deployment's tables, queues
     and bucket: the function entry point and the local mode build it the same way."""
     meter = meter or TenantMeter()
@@ -286,18 +230,16 @@ def worker_from_settings(
     attempts = notifying_attempts(settings, clients, dynamo, metrics=metrics)
     workflows = workflow_engine_from_settings(settings, clients, dynamo)
     worker = Worker(
-        attempts=attempts,
-        outputs=OutputStore(clients.s3, settings.bucket),
-        sqs=clients.sqs,
-        queue_urls=dict(settings.queue_urls),
-        clock=clock,
         config=WorkerConfig(
             owner=owner, lease_seconds=lease_seconds, allowed_http_hosts=tuple(settings.allowed_http_hosts)
         ),
+        attempts=attempts,
+        outputs=OutputStore(clients.s3, settings.bucket),
+        queues=run_queues_from_settings(settings, clients, dynamo),
+        clock=clock,
         effects=effects,
         metrics=metrics,
         chunks=CompositeTargets(workflows, chunks),
-        meter=meter,
         limits=limit_gate_from_settings(
             settings, clients, dynamo, attempts, lease_seconds, metrics=metrics, limits_cache=limits_cache
         ),
@@ -305,7 +247,7 @@ def worker_from_settings(
     )
     store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
     backfills = backfill_service_from_settings(settings, clients, dynamo=dynamo)
-    return Deliveries(worker, chunks, usage=usage, usage_store=store, backfills=backfills)
+    return Deliveries(worker, chunks, backfills, usage=usage, usage_store=store)
 
 
 def tenant_limits_from_settings(
@@ -340,7 +282,7 @@ def limit_gate_from_settings(
         buckets=Buckets(dynamo, settings.leases_table),
         tenants=tenant_limits_from_settings(settings, dynamo, limits_cache),
         attempts=attempts,
-        queues=RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter),
+        queues=run_queues_from_settings(settings, clients, dynamo),
         lease_seconds=lease_seconds,
         metrics=metrics,
     )
@@ -362,12 +304,11 @@ def sweeper_from_settings(
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
     return Sweeper(
+        config=SweeperConfig(runs_table=settings.runs_table),
         dynamo=dynamo,
-        runs_table=settings.runs_table,
         jobs=JobsStore(dynamo, settings.jobs_table),
         attempts=AttemptStore(dynamo, settings.runs_table, on_dead_letter=notifier.on_dead_letter),
-        sqs=clients.sqs,
-        queue_urls=dict(settings.queue_urls),
+        queues=run_queues_from_settings(settings, clients, dynamo),
         metrics=metrics,
         notifier=notifier,
         workflows=workflow_engine_from_settings(settings, clients, dynamo),

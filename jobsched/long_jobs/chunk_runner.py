@@ -54,6 +54,7 @@ from jobsched.long_jobs.starter import ExecutionStarter
 from jobsched.long_jobs.steps import StepResult, answer_failure, answer_success, run_step
 from jobsched.ports.stores import AttemptRecords
 from jobsched.runtime import observability as obs
+from jobsched.services.deliveries import DEFAULT_REMAINING_SECONDS, Delivery
 from jobsched.services.outcome import Outcome
 from jobsched.targets.executor import error_info
 
@@ -145,15 +146,10 @@ class ChunkRunner:
     # --- workflow messages -----------------------------------------------------------------------
 
     def handle(
-        self,
-        body: str,
-        now: datetime,
-        *,
-        receipt_handle: str | None = None,
-        queue_url: str | None = None,
-        remaining_seconds: float = 900.0,
+        self, delivery: Delivery, now: datetime, *, remaining_seconds: float = DEFAULT_REMAINING_SECONDS
     ) -> Outcome:
         """Handle one workflow message (see the module docstring)."""
+        body, queue_url, receipt_handle = delivery.body, delivery.queue_url, delivery.receipt_handle
         data = json.loads(body)
         kind = data["kind"]
         arn = str(data["execution_id"])

@@ -4,7 +4,7 @@ at a time (docs/decisions/0029-async-backfill.md).
 :meth:`BackfillService.start` (the API, for more than
 :data:`~jobsched.core.backfills.SYNC_MAX_OCCURRENCES` occurrences) stores the record and the job's
 snapshot and sends one backfill message to the job's priority queue. :meth:`BackfillService.handle`
-(the worker, through :class:`jobsched.compose.pipeline.Deliveries`) takes the record's next slices:
+(the worker, through :class:`jobsched.services.deliveries.Deliveries`) takes the record's next slices:
 for each, the runs are announced in the feed and ledger (one batch), put each with a condition on
 its id's absence (eight in flight), their messages sent, and only then the slice's progress recorded,
 conditionally on the record's ``done`` still being the slice's start. A delivery stops after
@@ -26,7 +26,6 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from jobsched.aws.backfill_store import BackfillStore
-from jobsched.aws.queues import RunQueues
 from jobsched.core.backfills import (
     SLICE_BUDGET_SECONDS,
     Backfill,
@@ -40,8 +39,9 @@ from jobsched.core.instants import to_iso
 from jobsched.core.models import Job, RunState, Trigger
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
-from jobsched.ports.stores import RunRecords
+from jobsched.ports.stores import RunQueue, RunRecords
 from jobsched.runtime import observability as obs
+from jobsched.services.deliveries import DEFAULT_REMAINING_SECONDS, Delivery
 from jobsched.services.outcome import Outcome
 
 logger = logging.getLogger(__name__)
@@ -69,7 +69,7 @@ class BackfillService:
         self,
         store: BackfillStore,
         runs: RunRecords,
-        queues: RunQueues,
+        queues: RunQueue,
         *,
         budget_seconds: float = SLICE_BUDGET_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
@@ -140,27 +140,14 @@ class BackfillService:
         return BackfillMessage.accepts(body)
 
     def handle(
-        self,
-        body: str,
-        now: datetime,
-        *,
-        receipt_handle: str | None = None,
-        queue_url: str | None = None,
-        remaining_seconds: float = 900.0,
+        self, delivery: Delivery, now: datetime, *, remaining_seconds: float = DEFAULT_REMAINING_SECONDS
     ) -> Outcome:
-        """Take the next slices of the backfill ``body`` names (see the module docstring)."""
-        msg = BackfillMessage.from_json(body)
+        """Take the next slices of the backfill the delivery names (see the module docstring)."""
+        msg = BackfillMessage.from_json(delivery.body)
         with obs.request_lane(msg.tenant):  # its requests are its tenant's (the embedded mode's turns)
-            return self._handle(msg, now, receipt_handle, queue_url, remaining_seconds)
+            return self._handle(msg, now, remaining_seconds)
 
-    def _handle(
-        self,
-        msg: BackfillMessage,
-        now: datetime,
-        receipt_handle: str | None,
-        queue_url: str | None,
-        remaining_seconds: float,
-    ) -> Outcome:
+    def _handle(self, msg: BackfillMessage, now: datetime, remaining_seconds: float) -> Outcome:
         try:
             record = self.store.get(msg.tenant, msg.job_id, msg.backfill_id)
         except NotFoundError:

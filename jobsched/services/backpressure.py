@@ -26,12 +26,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
-from jobsched.aws.metering import Meter
 from jobsched.aws.queue_ages import QueueAges, QueueAgesUnreadable
-from jobsched.aws.queues import QueueReadError, RunQueues
+from jobsched.aws.queues import QueueReadError
 from jobsched.core.backpressure import QueueLimit, age_seconds, hold_reason
+from jobsched.ports.stores import RunQueue
 
 logger = logging.getLogger(__name__)
 
@@ -44,14 +43,13 @@ class Backpressure:
 
     def __init__(
         self,
-        sqs: Any,
-        queue_urls: Mapping[str, str],
+        queues: RunQueue,
         limits: Mapping[str, QueueLimit],
         ages: QueueAges | None = None,
-        meter: Meter | None = None,
     ):
         self.limits = {p: lim for p, lim in limits.items() if lim.active and p != NEVER_HELD}
-        self.queues = RunQueues(sqs, {p: queue_urls[p] for p in self.limits}, meter)
+        #: Only the depths of the priorities with a limit are read (``visible_messages``).
+        self.queues = queues
         self.ages = ages
 
     @property

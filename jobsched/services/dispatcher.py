@@ -36,16 +36,16 @@ from typing import Any, TypeVar
 
 from jobsched.aws.jobs_store import StaleJobError
 from jobsched.aws.leases import shard_lease_key
-from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.core.clock import Clock
 from jobsched.core.dispatch_plan import DEFAULT_BATCH, SKIP_REASON_REPLACED, JobPlan, plan_job
 from jobsched.core.edits import refreshed, touches_runs
 from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shard_for, validate_shard_count
+from jobsched.core.messages import Outgoing
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.core.send_timing import DEFAULT_ALIGN_BUDGET_SECONDS, DEFAULT_LATE_MARGIN_SECONDS
-from jobsched.ports.stores import JobRecords, Lease, RunRecords, ShardLeases
+from jobsched.ports.stores import JobRecords, Lease, RunQueue, RunRecords, ShardLeases
 from jobsched.services.backpressure import Backpressure, TickGate
 from jobsched.services.edits import replan_ahead
 from jobsched.services.send_alignment import AlignedSends
@@ -128,64 +128,104 @@ class _Work:
     keys: list[str]
 
 
+@dataclass(frozen=True)
+class DispatcherConfig:
+    """A dispatcher's tunables (:func:`jobsched.compose.pipeline.dispatcher_from_settings` reads them
+    from the settings)."""
+
+    #: How far ahead of its due instant a job is read from the due index and planned.
+    lookahead: timedelta
+    #: The lease owner of the shards it ticks (unique per dispatcher).
+    owner: str
+    #: The deployment's shard count (the default of :meth:`Dispatcher.dispatch_shard`).
+    shards: int = 1
+    #: How far ahead runs are created and queued with ``DelaySeconds`` (never less than ``lookahead``;
+    #: None: the lookahead).
+    enqueue_horizon: timedelta | None = None
+    #: Due jobs read and dispatched together.
+    page_size: int = 100
+    max_fires_per_job: int = 500
+    lease_ttl: timedelta = timedelta(seconds=60)
+    #: Occurrences a job fires per plan (:data:`jobsched.core.dispatch_plan.DEFAULT_BATCH`).
+    batch: int = DEFAULT_BATCH
+    #: Jobs of a page whose writes run at once (their runs' puts; then their advances): each call
+    #: waits on the network, so a tick's throughput grows with it (docs/scaling.md).
+    concurrency: int = 1
+    #: Aligning a tick's sends to the second (decision 0032); a margin of 0 turns it off (delays rounded
+    #: down, as the API's dispatch at creation does).
+    send_late_margin: float = DEFAULT_LATE_MARGIN_SECONDS
+    align_budget: float = DEFAULT_ALIGN_BUDGET_SECONDS
+    #: Whether a dispatch reads the clock after the page's writes: to re-check the shard lease (a tick
+    #: that overran it must stop) and to count each batch's delays from when it is sent
+    #: (:meth:`Dispatcher.timed_sends`). False: both from the dispatch's ``now``, and no alignment:
+    #: the API's immediate dispatch of a created job, and tests that pass every instant by hand.
+    reads_clock: bool = True
+
+    def __post_init__(self) -> None:
+        validate_shard_count(self.shards)
+
+    @property
+    def horizon(self) -> timedelta:
+        """The enqueue horizon, never shorter than the lookahead."""
+        return max(self.lookahead, self.enqueue_horizon or self.lookahead)
+
+
 class Dispatcher:
-    """Performs :func:`jobsched.core.dispatch_plan.plan_job` for the due jobs of a shard."""
+    """Performs :func:`jobsched.core.dispatch_plan.plan_job` for the due jobs of a shard.
+
+    Tunables come in ``config``; the stores, the run queues, the clock and the tick's sleep are its
+    ports (``sleep`` None: a dispatcher that never aligns its sends, the API's).
+    """
 
     def __init__(
         self,
         jobs: JobRecords,
         runs: RunRecords,
         leases: ShardLeases,
-        queues: RunQueues,
+        queues: RunQueue,
         *,
-        lookahead: timedelta,
-        owner: str,
-        shards: int = 1,
-        enqueue_horizon: timedelta | None = None,
-        page_size: int = 100,
-        max_fires_per_job: int = 500,
-        lease_ttl: timedelta = timedelta(seconds=60),
-        batch: int = DEFAULT_BATCH,
-        clock: Clock | None = None,
+        config: DispatcherConfig,
+        clock: Clock,
         backpressure: Backpressure | None = None,
-        concurrency: int = 1,
         sleep: Callable[[float], Any] | None = None,
-        send_late_margin: float = DEFAULT_LATE_MARGIN_SECONDS,
-        align_budget: float = DEFAULT_ALIGN_BUDGET_SECONDS,
     ):
         self.jobs = jobs
         self.runs = runs
         self.leases = leases
         self.queues = queues
-        self.lookahead = lookahead
-        self.horizon = max(lookahead, enqueue_horizon or lookahead)
-        self.owner = owner
-        self.shards = validate_shard_count(shards)
-        self.page_size = page_size
-        self.max_fires_per_job = max_fires_per_job
-        self.lease_ttl = lease_ttl
-        self.batch = batch
-        self.clock = clock  # only for re-checking the lease: a tick that overran it must stop
+        self.config = config
+        self.clock = clock
         self.backpressure = backpressure
-        #: Jobs of a page whose writes run at once (their runs' puts; then their advances): each call
-        #: waits on the network, so a tick's throughput grows with it (docs/scaling.md).
-        self.concurrency = max(1, concurrency)
-        #: Aligning a tick's sends to the second (decision 0032) needs the clock and a sleep on it; a
-        #: margin of 0 turns it off (delays rounded down, as the API's dispatch at creation does).
+        #: What a tick sleeps on to align its sends to the second (one that moves the clock in tests).
         self.sleep = sleep
-        self.send_late_margin = send_late_margin
-        self.align_budget = align_budget
+
+    @property
+    def lookahead(self) -> timedelta:
+        return self.config.lookahead
+
+    @property
+    def horizon(self) -> timedelta:
+        return self.config.horizon
+
+    @property
+    def shards(self) -> int:
+        return self.config.shards
+
+    @property
+    def concurrency(self) -> int:
+        return max(1, self.config.concurrency)
 
     def aligned_sends(self) -> AlignedSends | None:
         """A tick's aligned sending (:mod:`jobsched.services.send_alignment`), or None when this
-        dispatcher has no clock and sleep to align with, or a margin of 0."""
-        if self.clock is None or self.sleep is None or self.send_late_margin <= 0:
+        dispatcher does not read its clock, has no sleep to align with, or a margin of 0."""
+        config = self.config
+        if not config.reads_clock or self.sleep is None or config.send_late_margin <= 0:
             return None
         return AlignedSends(
             clock=self.clock,
             sleep=self.sleep,
-            late_margin=self.send_late_margin,
-            budget=self.align_budget,
+            late_margin=config.send_late_margin,
+            budget=config.align_budget,
             concurrency=self.concurrency,
             each=self._each,
         )
@@ -194,9 +234,9 @@ class Dispatcher:
         """Sending without alignment: no wait, each batch's delays rounded down from the clock read
         just before its ``SendMessageBatch``, not from the tick's (or the request's) ``now``: the
         page's puts before the send take time, and a delay counted from before them surfaced every
-        run that much late (seconds, under the embedded mode's load; issue 12 §6). None without a
-        clock (the delays are then rounded down from ``now``)."""
-        if self.clock is None:
+        run that much late (seconds, under the embedded mode's load; issue 12 §6). None for a
+        dispatcher that does not read its clock (the delays are then rounded down from ``now``)."""
+        if not self.config.reads_clock:
             return None
         return AlignedSends(
             clock=self.clock,
@@ -224,7 +264,11 @@ class Dispatcher:
         partitions = partitions_of(shard, count)
         summary = DispatchSummary(shards=[shard], partitions=partitions)
         lease = self.leases.acquire(
-            shard_lease_key(shard), self.owner, now, self.lease_ttl, legacy_window=LEGACY_REKEY_WINDOW
+            shard_lease_key(shard),
+            self.config.owner,
+            now,
+            self.config.lease_ttl,
+            legacy_window=LEGACY_REKEY_WINDOW,
         )
         summary.fences[shard] = lease.token
         gate = self.backpressure.tick(now) if self.backpressure and self.backpressure.active else None
@@ -239,11 +283,11 @@ class Dispatcher:
                     keys, start = self.jobs.due_keys(
                         partition_key(partition),
                         now + self.lookahead,
-                        limit=self.page_size,
+                        limit=self.config.page_size,
                         start_key=start,
                     )
                     page.extend(keys)
-                    if len(page) >= self.page_size:
+                    if len(page) >= self.config.page_size:
                         summary.merge(self._dispatch_keys(page, now, lease, gate, sends))
                         page = []
                     if not start:
@@ -306,9 +350,9 @@ class Dispatcher:
                     now,
                     self.horizon,
                     previous,
-                    max_fires=self.max_fires_per_job,
+                    max_fires=self.config.max_fires_per_job,
                     lookahead=self.lookahead,
-                    batch=self.batch,
+                    batch=self.config.batch,
                 )
             except ValidationError as exc:
                 summary.jobs_invalid += 1
@@ -335,7 +379,7 @@ class Dispatcher:
         summary.messages_sent += len(report.sent)
         summary.send_failures += len(report.failed)
         if lease is not None and work:  # nothing to advance, nothing to fence: no read
-            self.leases.check(lease, self.clock.now() if self.clock else now)
+            self.leases.check(lease, self.clock.now() if self.config.reads_clock else now)
 
         def advance(item: _Work) -> DispatchSummary:
             own = DispatchSummary()

@@ -34,12 +34,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from jobsched.aws.queues import RunQueues
 from jobsched.core.dispatch_plan import schedule_of
 from jobsched.core.edits import SKIP_REASON_RESCHEDULED, Ahead, decide_ahead, refreshed
 from jobsched.core.models import Job, Run, RunState
 from jobsched.core.run_records import outgoing_for
-from jobsched.ports.stores import RunRecords
+from jobsched.ports.stores import RunQueue, RunRecords
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +54,7 @@ class Replanned:
 
 
 def replan_ahead(
-    runs: RunRecords, queues: RunQueues, before: Job, after: Job, queued: Iterable[Run], now: datetime
+    runs: RunRecords, queues: RunQueue, before: Job, after: Job, queued: Iterable[Run], now: datetime
 ) -> Replanned:
     """Re-plan ``queued`` (runs of the job read ``queued``) for the edit from ``before`` to ``after``."""
     out = Replanned()

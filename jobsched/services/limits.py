@@ -27,7 +27,6 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from jobsched.aws.limits_store import bucket_key, semaphore_key
-from jobsched.aws.queues import RunQueues
 from jobsched.core.limits import (
     ConcurrencySpec,
     RateSpec,
@@ -37,7 +36,7 @@ from jobsched.core.limits import (
     wait_seconds,
 )
 from jobsched.core.messages import RunMessage
-from jobsched.ports.stores import AttemptRecords, ConcurrencySlots, RateBuckets, Refusal
+from jobsched.ports.stores import AttemptRecords, ConcurrencySlots, RateBuckets, Refusal, RunQueue
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import QUEUES_MAX_RECEIVE_COUNT
 from jobsched.services.outcome import Outcome, OutcomeStatus
@@ -99,7 +98,7 @@ class LimitGate:
         buckets: RateBuckets,
         tenants: TenantLimitSource,
         attempts: AttemptRecords,
-        queues: RunQueues,
+        queues: RunQueue,
         lease_seconds: float,
         rng: random.Random | None = None,
         metrics: obs.MetricSink | None = None,

@@ -42,13 +42,12 @@ from typing import Any
 from jobsched.aws.attempts import NOTIFY_PENDING, NOTIFY_STATE, REPLAY_MESSAGE, REPLAY_PENDING
 from jobsched.aws.errors import AwsError
 from jobsched.aws.metering import ConditionFailed
-from jobsched.aws.queues import send_run_message
 from jobsched.aws.runs_store import new_send_token
 from jobsched.core.errors import ConflictError, NotFoundError, PayloadTooLargeError, RetryableError
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, RunMessage, payload_size
 from jobsched.core.models import Run, RunState, to_iso
 from jobsched.core.run_records import outgoing_for
-from jobsched.ports.stores import AttemptRecords, JobRecords, Outputs, RunRecords
+from jobsched.ports.stores import AttemptRecords, JobRecords, Outputs, RunQueue, RunRecords
 from jobsched.ports.tables import Table
 
 logger = logging.getLogger(__name__)
@@ -81,7 +80,7 @@ _RESTORED_ON_UNDO = (
 
 
 class RunService:
-    """What the API and the CLI call for a single run. Stores and the SQS client are injected."""
+    """What the API and the CLI call for a single run. Stores and the run queues are injected."""
 
     def __init__(
         self,
@@ -90,15 +89,13 @@ class RunService:
         attempts: AttemptRecords,
         jobs: JobRecords,
         outputs: Outputs,
-        sqs: Any,
-        queue_urls: dict[str, str] | Any,
+        queues: RunQueue,
     ):
         self.runs = runs
         self.attempts = attempts
         self.jobs = jobs
         self.outputs = outputs
-        self.sqs = sqs
-        self.queue_urls = queue_urls
+        self.queues = queues
 
     def get(self, tenant: str, run_id: str) -> Run:
         """The run; another tenant's run is :class:`NotFoundError`, exactly like a missing one."""
@@ -214,9 +211,7 @@ class RunService:
         except ConditionFailed:
             raise ConflictError(f"run {run_id} changed while being replayed; read it and try again") from None
         try:
-            send_run_message(
-                self.sqs, self.queue_urls[message.priority], message, now, self.runs.dynamo.meter
-            )
+            self.queues.send_one(message, now)
         except Exception as exc:
             self._undo_replay(key, item, run.attempt, since)
             raise RetryableError(f"could not enqueue the replay of {run_id}: {exc}") from exc

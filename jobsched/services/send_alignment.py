@@ -27,9 +27,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from jobsched.aws.queues import Outgoing, RunQueues, SendReport
 from jobsched.core.clock import Clock
+from jobsched.core.messages import Outgoing
 from jobsched.core.send_timing import alignment_wait, chosen_delay
+from jobsched.ports.stores import RunQueue, SendReport
 
 #: Messages of one ``SendMessageBatch`` (SQS's cap; :class:`RunQueues` may split a batch further by size).
 BATCH = 10
@@ -51,7 +52,7 @@ class AlignedSends:
     slept: float = 0.0  # seconds this tick slept for alignment
     waits: int = 0  # how many times
 
-    def send(self, queues: RunQueues, outgoing: list[Outgoing]) -> SendReport:
+    def send(self, queues: RunQueue, outgoing: list[Outgoing]) -> SendReport:
         """Send ``outgoing`` (steps 1-3 of the module docstring); the report of every message."""
         report = SendReport()
         now = self.clock.now()

@@ -75,7 +75,7 @@ from typing import Any, Protocol
 from jobsched.aws.attempts import NOTIFY_PENDING, REPLAY_MESSAGE, REPLAY_PENDING
 from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.queue_ages import QueueAges
-from jobsched.aws.queues import QueueReadError, RunQueues
+from jobsched.aws.queues import QueueReadError
 from jobsched.aws.run_reads import read_runs
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.feed import entry_key
@@ -85,7 +85,7 @@ from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
-from jobsched.ports.stores import AttemptRecords, JobRecords
+from jobsched.ports.stores import AttemptRecords, JobRecords, RunQueue
 from jobsched.ports.tables import Table
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import BACKPRESSURE_PRIORITIES, PRIORITIES
@@ -122,33 +122,45 @@ class SweepSummary:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class SweeperConfig:
+    """A sweeper's tunables (:func:`jobsched.compose.pipeline.sweeper_from_settings` builds them)."""
+
+    #: The Runs table: its ledger partitions are read, its items rescued (through ``dynamo``).
+    runs_table: str
+    #: How long past its due instant (retry, lease) a run waits before the sweeper acts on it, and
+    #: between two of its re-sends.
+    grace: timedelta = DEFAULT_GRACE
+    #: Re-sends of a stranded run before it is declared stranded (failed, in the dead letters).
+    max_sweeps: int = DEFAULT_MAX_SWEEPS
+
+
 class Sweeper:
-    """One sweep over the runs in flight (stores, SQS client and metrics injected)."""
+    """One sweep over the runs in flight: tunables in ``config``, the stores, the run queues and the
+    metrics injected. It reads no clock: each sweep is given its ``now``."""
 
     def __init__(
         self,
         *,
+        config: SweeperConfig,
         dynamo: Table,
-        runs_table: str,
         jobs: JobRecords,
         attempts: AttemptRecords,
-        sqs: Any,
-        queue_urls: dict[str, str] | Any,
+        queues: RunQueue,
         metrics: obs.MetricSink | None = None,
-        grace: timedelta = DEFAULT_GRACE,
-        max_sweeps: int = DEFAULT_MAX_SWEEPS,
         notifier: DeadLetterNotifier | None = None,
         workflows: WorkflowHooks | None = None,
         ages: QueueAges | None = None,
     ):
+        self.config = config
         self.dynamo = dynamo
-        self.runs_table = runs_table
+        self.runs_table = config.runs_table
         self.jobs = jobs
         self.attempts = attempts
-        self.queues = RunQueues(sqs, queue_urls, dynamo.meter)
+        self.queues = queues
         self.metrics = metrics or obs.NullSink()
-        self.grace = grace
-        self.max_sweeps = max_sweeps
+        self.grace = config.grace
+        self.max_sweeps = config.max_sweeps
         #: Delivers owed dead-letter notifications; None: they are left to another sweeper.
         self.notifier = notifier
         #: DAG workflows (:class:`jobsched.services.workflows.WorkflowEngine`): a started workflow run is
@@ -451,7 +463,7 @@ class _Sweep:
         oldest = self.oldest_queued.get(priority)
         return 0.0 if oldest is None else max(0.0, (self.now - oldest).total_seconds())
 
-    def backlog(self, queues: RunQueues, priority: str) -> bool:
+    def backlog(self, queues: RunQueue, priority: str) -> bool:
         """Whether the ``priority`` queue holds visible messages (read once per sweep; unreadable
         counts as a backlog: never declare a run stranded on a guess)."""
         if priority not in self._backlogs:

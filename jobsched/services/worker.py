@@ -1,6 +1,8 @@
 """The worker service: one SQS delivery of a run in, one fenced outcome out.
 
-``Worker.process`` is what ``functions/worker`` (and the local mode's poller) calls per record:
+``Worker.handle`` is what ``functions/worker`` (and the local mode's poller) calls per record, through
+:class:`jobsched.services.deliveries.Deliveries` (the worker is its default
+:class:`~jobsched.services.deliveries.DeliveryHandler`):
 
 1. parse the message (a malformed one raises: SQS redrives it to the DLQ, the DLQ consumer records it);
 2. a delivery that arrives before its due instant (a delay over SQS's 900 s cap) is re-sent with the
@@ -31,21 +33,20 @@ import math
 import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
 from jobsched.aws.attempts import Claim, ClaimStatus
-from jobsched.aws.metering import Meter
-from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import new_send_token
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, RetryableError
 from jobsched.core.messages import RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
-from jobsched.ports.stores import AttemptRecords, Outputs
+from jobsched.ports.stores import AttemptRecords, Outputs, RunQueue
 from jobsched.runtime import observability as obs
+from jobsched.services.deliveries import DEFAULT_REMAINING_SECONDS, Delivery
 from jobsched.services.limits import Admission, LimitGate, unlimited
 from jobsched.services.outcome import Outcome, OutcomeStatus
 from jobsched.targets.context import IdempotentEffects, JobContext
@@ -92,7 +93,7 @@ class ChunkRunner(Protocol):
 
     ``job_for`` names the chunked job a run's target is (None for any other target); ``start`` hands a
     claimed run to its Step Functions execution. The workflow's own ``chunk.*`` messages never reach
-    the worker: :class:`jobsched.compose.pipeline.Deliveries` routes them to the runner's ``handle``.
+    the worker: :class:`jobsched.services.deliveries.Deliveries` routes them to the runner's ``handle``.
     """
 
     def job_for(self, target: dict[str, Any]) -> Any | None: ...
@@ -111,33 +112,32 @@ class NoChunks:
 
 
 class Worker:
-    """Executes runs delivered by SQS. Everything is injected: stores, SQS client, clock, rng.
+    """Executes runs delivered by SQS. Everything is injected: stores, the run queues, clock, rng.
 
-    Its SQS calls (retries, re-delays, visibility changes) go through :class:`RunQueues`, metered on
-    ``meter`` (by default the meter of the attempts' table, so one meter sees all of a worker's calls).
+    Its SQS calls (retries, re-delays, visibility changes) go through ``queues``
+    (:class:`~jobsched.ports.stores.RunQueue`; :class:`jobsched.aws.queues.RunQueues` metered on the
+    attempts' meter, so one meter sees all of a worker's calls).
     """
 
     def __init__(
         self,
         *,
+        config: WorkerConfig,
         attempts: AttemptRecords,
         outputs: Outputs,
-        sqs: Any,
-        queue_urls: Mapping[str, str],
+        queues: RunQueue,
         clock: Clock,
-        config: WorkerConfig,
         effects: IdempotentEffects | None = None,
         metrics: obs.MetricSink | None = None,
         rng: random.Random | None = None,
         chunks: ChunkRunner | None = None,
         sleep: Callable[[float], None] = time.sleep,
-        meter: Meter | None = None,
         limits: LimitGate | None = None,
         on_finished: RunFinished | None = None,
     ):
         self.attempts = attempts
         self.outputs = outputs
-        self.queues = RunQueues(sqs, queue_urls, meter or attempts.dynamo.meter)
+        self.queues = queues
         self.clock = clock
         self.config = config
         self.effects = effects
@@ -161,23 +161,28 @@ class Worker:
 
     # --- entry -----------------------------------------------------------------------------------
 
-    def process(
-        self,
-        body: str,
-        now: datetime,
-        *,
-        receipt_handle: str | None = None,
-        queue_url: str | None = None,
-        remaining_seconds: float = 900.0,
-        receive_count: int | None = None,
+    def accepts(self, body: str) -> bool:
+        """Every body: a message that is not a run's fails to parse in :meth:`handle` (SQS redrives it)."""
+        return True
+
+    def handle(
+        self, delivery: Delivery, now: datetime, *, remaining_seconds: float = DEFAULT_REMAINING_SECONDS
     ) -> Outcome:
         """Handle one run delivery at ``now``; see the module docstring for the steps. Every log line
-        written meanwhile, in any of the run's threads, carries the run's keys. ``receive_count`` is
-        the record's ``ApproximateReceiveCount`` (a limit wait near the redrive re-sends the message)."""
-        msg = RunMessage.from_json(body)
+        written meanwhile, in any of the run's threads, carries the run's keys. The delivery's
+        ``receive_count`` (``ApproximateReceiveCount``) lets a limit wait near the redrive re-send the
+        message."""
+        msg = RunMessage.from_json(delivery.body)
         keys = obs.run_keys(job_id=msg.job_id, run_id=msg.run_id, attempt=msg.attempt, tenant=msg.tenant)
         with obs.run_log_keys(**keys):
-            outcome = self._process(msg, now, receipt_handle, queue_url, remaining_seconds, receive_count)
+            outcome = self._process(
+                msg,
+                now,
+                delivery.receipt_handle,
+                delivery.queue_url,
+                remaining_seconds,
+                delivery.receive_count,
+            )
             if self.on_finished is not None and outcome.status in FINISHED_OUTCOMES:
                 try:
                     self.on_finished(msg, outcome, self.clock.now())
@@ -437,17 +442,6 @@ def retry_delay(msg: RunMessage, attempt: int, rng: random.Random) -> float:
 
 
 # --- one SQS batch -----------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """One SQS record as the worker sees it: its id, body, receipt and the URL of its queue."""
-
-    message_id: str
-    body: str
-    receipt_handle: str | None = None
-    queue_url: str | None = None
-    receive_count: int | None = None  # ApproximateReceiveCount
 
 
 def process_batch(

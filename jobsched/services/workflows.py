@@ -39,7 +39,6 @@ from typing import Any
 
 from jobsched.aws.attempts import Claim
 from jobsched.aws.metering import ConditionFailed
-from jobsched.aws.queues import Outgoing, RunQueues
 from jobsched.core.dag import (
     FINAL_NODE_STATES,
     Decision,
@@ -58,9 +57,9 @@ from jobsched.core.dag import (
     workflow_of,
 )
 from jobsched.core.errors import ConflictError, NotFoundError
-from jobsched.core.messages import RunMessage, delay_seconds
+from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
 from jobsched.core.models import Run, RunState, parse_run_id, to_iso
-from jobsched.ports.stores import RunRecords
+from jobsched.ports.stores import RunQueue, RunRecords
 from jobsched.ports.tables import Table
 from jobsched.services.outcome import Outcome, OutcomeStatus
 
@@ -112,7 +111,7 @@ class WorkflowEngine:
         *,
         dynamo: Table,
         runs: RunRecords,
-        queues: RunQueues,
+        queues: RunQueue,
         replay: Any = None,
     ):
         self.dynamo = dynamo

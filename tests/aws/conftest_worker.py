@@ -16,10 +16,12 @@ import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.aws.outputs import OutputStore
+from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RetrySpec, Run, make_run_id
 from jobsched.runtime.observability import RecordingSink
+from jobsched.services.deliveries import Delivery
 from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.targets.context import IdempotentEffects
 
@@ -39,17 +41,17 @@ class Kit:
         self.attempts = AttemptStore(self.dynamo, self.aws.settings.runs_table)
         self.outputs = OutputStore(self.aws.clients.s3, self.aws.settings.bucket)
         self.effects = IdempotentEffects(self.aws.clients.dynamodb, self.aws.settings.idempotency_table)
+        self.queues = RunQueues(self.aws.clients.sqs, self.aws.settings.queue_urls, self.meter)
 
     def worker(
         self, owner: str = "worker-a", *, lease: float = 60, heartbeat: float = 3600, **kw: Any
     ) -> Worker:
         return Worker(
+            config=WorkerConfig(owner=owner, lease_seconds=lease, heartbeat_seconds=heartbeat, **kw),
             attempts=self.attempts,
             outputs=self.outputs,
-            sqs=self.aws.clients.sqs,
-            queue_urls=dict(self.aws.settings.queue_urls),
+            queues=self.queues,
             clock=self.clock,
-            config=WorkerConfig(owner=owner, lease_seconds=lease, heartbeat_seconds=heartbeat, **kw),
             effects=self.effects,
             metrics=self.metrics,
             rng=random.Random(7),
@@ -127,15 +129,14 @@ def sent_messages(aws: Any, kind: str = "default") -> list[tuple[dict, int]]:
 
 def sweeper_for(kit: Kit, jobs: Any):
     """The sweeper over the kit's tables, queues, attempts and metrics (``jobs``: a JobsStore)."""
-    from jobsched.services.sweeper import Sweeper
+    from jobsched.services.sweeper import Sweeper, SweeperConfig
 
     return Sweeper(
+        config=SweeperConfig(runs_table=kit.aws.settings.runs_table),
         dynamo=kit.dynamo,
-        runs_table=kit.aws.settings.runs_table,
         jobs=jobs,
         attempts=kit.attempts,
-        sqs=kit.aws.clients.sqs,
-        queue_urls=dict(kit.aws.settings.queue_urls),
+        queues=kit.queues,
         metrics=kit.metrics,
     )
 
@@ -150,14 +151,13 @@ def run_service(kit: Kit):
         attempts=kit.attempts,
         jobs=JobsStore(kit.dynamo, kit.aws.settings.jobs_table),
         outputs=kit.outputs,
-        sqs=kit.aws.clients.sqs,
-        queue_urls=dict(kit.aws.settings.queue_urls),
+        queues=RunQueues(kit.aws.clients.sqs, kit.aws.settings.queue_urls, kit.meter),
     )
 
 
 def fail_permanently(kit: Kit, payload: dict | None = None, **kw: Any):
     """A run that ran once and was dead-lettered with a permanent error; returns (run, message)."""
     run, msg = kit.new_run({"handler": "demo.fail"}, payload or {"kind": "permanent"}, **kw)
-    out = kit.worker().process(msg.to_json(), kit.clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), kit.clock.now())
     assert out.status == "dead_lettered"
     return run, msg

@@ -20,7 +20,6 @@ import pytest
 from moto import mock_aws
 
 from jobsched.aws.clients import Clients
-from jobsched.compose.pipeline import Deliveries
 from jobsched.core.errors import PermanentError, RetryableError
 from jobsched.core.models import RunState
 from jobsched.long_jobs.asl import KIND_RUN, chunked_job_definition
@@ -34,6 +33,7 @@ from jobsched.runtime.observability import (
     RUNS_DEAD_LETTERED,
     RUNS_SUCCEEDED,
 )
+from jobsched.services.deliveries import Deliveries, Delivery
 from jobsched.services.worker import Worker, WorkerConfig
 from jobsched.targets.registry import unregister
 from tests.aws.conftest import REGION, AwsEnv, _fake_credentials, provision
@@ -136,12 +136,11 @@ class Env:
     def worker(self, owner: str = "worker-a", heartbeat: float = 3600.0) -> Deliveries:
         runner = self.runner(owner, heartbeat)
         worker = Worker(
+            config=WorkerConfig(owner=owner, heartbeat_seconds=heartbeat),
             attempts=self.kit.attempts,
             outputs=self.kit.outputs,
-            sqs=self.kit.aws.clients.sqs,
-            queue_urls=dict(self.kit.aws.settings.queue_urls),
+            queues=self.kit.queues,
             clock=self.kit.clock,
-            config=WorkerConfig(owner=owner, heartbeat_seconds=heartbeat),
             metrics=self.kit.metrics,
             rng=random.Random(7),
             chunks=runner,
@@ -170,8 +169,9 @@ class Env:
             for message in got.get("Messages", []):
                 body, receipt = message["Body"], message["ReceiptHandle"]
                 self.seen.append(json.loads(body))
-                out = worker.process(
-                    body, self.kit.clock.now(), receipt_handle=receipt, queue_url=self.long_url
+                out = worker.handle(
+                    Delivery(message_id="", body=body, receipt_handle=receipt, queue_url=self.long_url),
+                    self.kit.clock.now(),
                 )
                 outcomes.append(out.status)
                 if on_message is not None:
@@ -227,7 +227,7 @@ def unique_job_id() -> str:
 def _start(env: Env, handler: str = "test.sum", payload: dict | None = None, **kw: Any):
     kw.setdefault("job_id", unique_job_id())
     run, msg = env.kit.new_run({"handler": handler}, payload if payload is not None else {"chunks": 3}, **kw)
-    out = env.worker().process(msg.to_json(), env.kit.clock.now())
+    out = env.worker().handle(Delivery.of(msg.to_json()), env.kit.clock.now())
     return run, msg, out
 
 
@@ -307,7 +307,7 @@ def test_a_redelivered_chunk_message_for_a_done_chunk_is_answered_without_runnin
 
     def deliver_first_chunk_twice(body: dict, status: str) -> None:
         if body["kind"] == KIND_RUN and body["index"] == 0 and not redelivered:
-            again = worker.process(json.dumps(body), env.kit.clock.now())
+            again = worker.handle(Delivery.of(json.dumps(body)), env.kit.clock.now())
             redelivered.append(again.status)
 
     # When the first chunk's message is delivered a second time after it was done
@@ -323,7 +323,7 @@ def test_a_second_delivery_after_the_lease_expired_does_not_start_a_second_execu
     run, msg, _ = _start(env)
     clock.advance(seconds=PARENT_LEASE_SECONDS + 1)
     # When another delivery of the run's message takes the run over
-    out = env.worker("worker-b").process(msg.to_json(), clock.now())
+    out = env.worker("worker-b").handle(Delivery.of(msg.to_json()), clock.now())
     # Then there is still one execution, the run is handed back to it, and the workflow completes
     name = execution_name(run.id)
     assert out.status in ("chunked_started", "chunked_running")
@@ -360,7 +360,7 @@ def test_a_chunked_job_without_a_state_machine_is_a_permanent_failure_that_says_
     kit = Kit(aws, clock)
     run, msg = kit.new_run({"handler": "test.sum"}, {"chunks": 1}, job_id=unique_job_id())
     # When it gets a chunked run
-    out = kit.worker().process(msg.to_json(), clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     # Then the run is dead-lettered with a message naming what is missing
     assert out.status == "dead_lettered"
     assert "needs Step Functions" in kit.runs.get(run.id).error

@@ -14,8 +14,10 @@ from jobsched.compose.pipeline import worker_from_settings
 from jobsched.core.clock import FakeClock
 from jobsched.core.models import RunState
 from jobsched.long_jobs.asl import chunked_job_definition
+from jobsched.long_jobs.chunk_runner import ChunkRunner
 from jobsched.long_jobs.chunked import chunked_job, execution_name
 from jobsched.long_jobs.parent import PARENT_LEASE_SECONDS
+from jobsched.services.deliveries import Delivery
 from jobsched.targets.registry import unregister
 from tests.aws.conftest import T0, _fake_credentials
 from tests.aws.test_chunked import (
@@ -98,7 +100,7 @@ def test_heartbeats_keep_a_chunk_longer_than_heartbeat_seconds_alive(env):
 
     fast.sfn.meta.events.register("provide-client-params.states.SendTaskHeartbeat", count)
     run, msg = fast.kit.new_run({"handler": "test.slow"}, {}, job_id=unique_job_id())
-    fast.worker(heartbeat=0.2).process(msg.to_json(), fast.kit.clock.now())
+    fast.worker(heartbeat=0.2).handle(Delivery.of(msg.to_json()), fast.kit.clock.now())
     name = execution_name(run.id)
     # When the worker (heartbeat every 0.2 s) drains the workflow
     fast.drain(fast.worker(heartbeat=0.2), fast.finished(name))
@@ -124,7 +126,7 @@ def test_a_run_whose_execution_succeeded_without_it_takes_the_execution_result(e
     )
     clock.advance(seconds=PARENT_LEASE_SECONDS + 60)
     # When the run's message is delivered again (the sweeper re-sends a run whose lease expired)
-    out = env.worker("worker-b").process(msg.to_json(), clock.now())
+    out = env.worker("worker-b").handle(Delivery.of(msg.to_json()), clock.now())
     # Then no second execution starts and the run succeeds with the execution's completion output
     assert out.status == "succeeded"
     assert len(env.executions()) == 1
@@ -156,8 +158,9 @@ def test_the_worker_factory_adds_the_chunk_runner_only_with_a_state_machine(env)
     without = worker_from_settings(
         type(settings)(**{**settings.__dict__, "state_machine_arn": None}), env.kit.aws.clients, clock, "w"
     )
-    assert with_sm.chunks is not None and with_sm.chunks.state_machine_arn == env.arn
-    assert without.chunks is None
+    runner = with_sm.handler_of(ChunkRunner)
+    assert runner is not None and runner.state_machine_arn == env.arn
+    assert without.handler_of(ChunkRunner) is None
 
 
 def test_a_plan_with_no_chunks_completes_at_once_with_an_empty_summary(env):
@@ -182,7 +185,7 @@ def test_a_replayed_chunked_run_starts_a_new_execution_from_scratch(env, clock):
     clock.advance(seconds=60)
     run_service(env.kit).replay("acme", run.id, clock.now())
     replays = [m for m in env.kit.bodies("default") if m.get("run_id") == run.id and m["attempt"] > 1]
-    out = env.worker().process(json.dumps(replays[-1]), clock.now())
+    out = env.worker().handle(Delivery.of(json.dumps(replays[-1])), clock.now())
     # Then a second execution (the replay's name) drives the run, with progress back at 0/?
     assert out.status == "chunked_started"
     names = {e["name"] for e in env.executions()}
@@ -217,7 +220,7 @@ def test_a_message_of_an_execution_that_no_longer_drives_its_run_is_dropped_and_
         "provide-client-params.states.StopExecution", lambda params, **_: stops.append(dict(params))
     )
     # When the copy is delivered late
-    out = env.worker().process(json.dumps(chunk_message), env.kit.clock.now())
+    out = env.worker().handle(Delivery.of(json.dumps(chunk_message)), env.kit.clock.now())
     # Then it is acknowledged as stale without running the chunk, and its execution is told to stop
     assert out.status == "chunk_stale" and not out.defer
     assert len([c for c in CALLS if c[0] == "chunk"]) == 1

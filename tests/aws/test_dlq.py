@@ -11,6 +11,7 @@ from jobsched.core.models import RunState
 from jobsched.runtime import resources as r
 from jobsched.runtime.observability import POISON_MESSAGES
 from jobsched.services.dead_letters import DeadLetterService
+from jobsched.services.deliveries import Delivery
 from jobsched.services.dlq_consumer import DlqConsumer
 from tests.aws.conftest_worker import Kit, run_service
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
@@ -53,7 +54,7 @@ def test_poison_message_is_redriven_and_recorded_as_a_failed_run(kit, clock, aws
 
 def test_a_redriven_message_of_a_finished_run_changes_nothing(kit, clock):
     run, msg = kit.new_run()
-    kit.worker().process(msg.to_json(), clock.now())
+    kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     out = DlqConsumer(kit.attempts).process(msg.to_json(), clock.now())
     assert out.status == "finished" and kit.runs.get(run.id).state is RunState.SUCCEEDED
 

@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from jobsched.bench.faults import FaultPlan, Kind, Rule, hook
+from jobsched.services.deliveries import Delivery
 from jobsched.targets.context import IdempotentEffects
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit, sent_messages
@@ -75,11 +76,11 @@ def test_an_effect_in_progress_delays_the_retry_past_its_deadline_instead_of_spe
     # up to the attempt's 30 s timeout)
     _, msg = kit.new_run({"handler": "test.stuck_effect"}, {}, base_seconds=1, max_seconds=2, max_attempts=3)
     worker = kit.worker()
-    assert worker.process(msg.to_json(), clock.now()).status == "retrying"
+    assert worker.handle(Delivery.of(msg.to_json()), clock.now()).status == "retrying"
     assert stuck_effect.injected == {"server_error:dynamodb.DeleteItem": 1}
     [(body, _)] = sent_messages(aws)
     # When attempt 2 meets the effect still in progress
-    out = worker.process(json.dumps(body), clock.now())
+    out = worker.handle(Delivery.of(json.dumps(body)), clock.now())
     # Then it is retried no sooner than the effect's deadline can have passed (the run's timeout
     # later), not after the 1-2 s backoff that would spend the last attempt on the same answer
     assert out.status == "retrying"

@@ -12,6 +12,7 @@ from jobsched.aws.runs_store import RunsStore
 from jobsched.core.feed import feed_partition
 from jobsched.local.housekeeping import Housekeeper
 from jobsched.runtime import resources as r
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest_worker import Kit, fail_permanently, run_service
 
 RETENTION = timedelta(days=7)
@@ -102,7 +103,7 @@ def test_housekeeping_deletes_runs_and_feed_items_past_their_ttl_and_keeps_the_o
 def test_housekeeping_deletes_objects_a_retention_after_they_were_written(kit, aws, clock):
     # Given a run whose large output was written to the bucket
     run, msg = kit.new_run(payload={"blob": "y" * 5000})
-    kit.worker().process(msg.to_json(), clock.now())
+    kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     key = kit.runs.get(run.id).output_ref
     written = aws.clients.s3.head_object(Bucket=aws.settings.bucket, Key=key)["LastModified"]
     housekeeper = _housekeeper(aws)

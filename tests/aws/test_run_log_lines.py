@@ -14,6 +14,7 @@ import pytest
 import functions.worker as worker_function
 from jobsched.local.invoke import LambdaContext
 from jobsched.runtime import observability as obs
+from jobsched.services.deliveries import Delivery
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit
 from tests.aws.test_worker_function import sqs_event
@@ -100,7 +101,7 @@ def test_heartbeat_and_cancel_watch_lines_carry_the_run_keys(kit, clock, caplog)
     worker.attempts.cancel_flags = throttled
 
     with caplog.at_level(logging.ERROR, logger="jobsched.targets.executor"):
-        assert worker.process(msg.to_json(), clock.now()).status == "succeeded"
+        assert worker.handle(Delivery.of(msg.to_json()), clock.now()).status == "succeeded"
 
     by_thread = {r.threadName: r for r in caplog.records if r.name == "jobsched.targets.executor"}
     assert {"jobsched-heartbeat", "jobsched-cancel-watch"} <= set(by_thread)

@@ -12,6 +12,7 @@ from jobsched.aws.jobs_store import JobsStore
 from jobsched.core.inflight import PARTITIONS
 from jobsched.core.models import Job, JobState, RetrySpec, RunState, to_iso
 from jobsched.runtime.observability import RUNS_DEAD_LETTERED, RUNS_RECLAIMED, RUNS_RESENT, RUNS_STRANDED
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
 from tests.aws.memory import memory_aws_units  # noqa: F401  (on the in-memory fakes)
 
@@ -61,7 +62,7 @@ def test_a_lost_send_is_found_and_resent_and_then_runs(kit, jobs, sweeper, clock
     assert summary.resent == 1 and summary.reclaimed == 0
     [(body, delay)] = sent_messages(aws)
     assert (body["run_id"], body["attempt"], body["payload"], delay) == (run.id, 1, {"from": "job"}, 0)
-    assert kit.worker().process(json.dumps(body), clock.now()).status == "succeeded"
+    assert kit.worker().handle(Delivery.of(json.dumps(body)), clock.now()).status == "succeeded"
     assert kit.metrics.count(RUNS_RESENT) == 1
 
 
@@ -83,7 +84,7 @@ def test_an_expired_lease_is_reclaimed_by_a_new_attempt(kit, jobs, sweeper, cloc
     # Then a message is sent, and the worker that gets it takes the run over as attempt 2
     assert summary.reclaimed == 1
     [(body, _)] = sent_messages(aws)
-    out = kit.worker("worker-b").process(json.dumps(body), clock.now())
+    out = kit.worker("worker-b").handle(Delivery.of(json.dumps(body)), clock.now())
     assert out.status == "succeeded" and out.attempt == 2
     assert [a.outcome for a in kit.runs.get(run.id).attempts] == ["lost", "succeeded"]
     assert kit.metrics.count(RUNS_RECLAIMED) == 1
@@ -155,7 +156,7 @@ def test_a_stranded_run_is_replayable_like_any_dead_letter(kit, jobs, sweeper, c
     replayed = run_service(kit).replay("acme", run.id, clock.now())
     assert replayed.state is RunState.QUEUED
     [(body, _)] = sent_messages(aws)
-    assert kit.worker().process(json.dumps(body), clock.now()).status == "succeeded"
+    assert kit.worker().handle(Delivery.of(json.dumps(body)), clock.now()).status == "succeeded"
 
 
 def test_a_run_scheduled_long_ago_is_in_reach(kit, jobs, sweeper, clock, aws):
@@ -192,7 +193,7 @@ def test_a_settled_ledger_item_is_deleted_and_idle_jobs_cost_no_request(kit, job
     for i in range(30):
         make_job(jobs, clock, job_id=f"job{i}")
     _, msg = kit.new_run()
-    assert kit.worker().process(msg.to_json(), clock.now()).status == "succeeded"
+    assert kit.worker().handle(Delivery.of(msg.to_json()), clock.now()).status == "succeeded"
     # When the sweeper runs after the grace period
     clock.advance(minutes=3)
     first = sweeper.sweep(clock.now())
@@ -211,7 +212,7 @@ def test_a_jobs_runs_named_by_several_ledger_items_are_read_by_one_query(kit, jo
     for minute in range(5):
         _, msg = kit.new_run(scheduled_at=start + timedelta(minutes=minute))
         clock.set(start + timedelta(minutes=minute))
-        assert kit.worker().process(msg.to_json(), clock.now()).status == "succeeded"
+        assert kit.worker().handle(Delivery.of(msg.to_json()), clock.now()).status == "succeeded"
     # When the sweeper runs after the grace period
     clock.advance(minutes=3)
     kit.meter.reset()

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from jobsched.core.errors import RetryableError
+from jobsched.services.deliveries import Delivery
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit, sent_messages
 
@@ -41,10 +42,10 @@ def test_an_idempotent_effect_runs_once_across_retries(kit, clock, aws, charges)
     # Given a handler whose first attempt charges and then fails retryably
     run, msg = kit.new_run({"handler": "test.charge"}, {"amount": 42}, base_seconds=0, max_seconds=0)
     worker = kit.worker()
-    assert worker.process(msg.to_json(), clock.now()).status == "retrying"
+    assert worker.handle(Delivery.of(msg.to_json()), clock.now()).status == "retrying"
     # When the retry runs
     [(body, _)] = sent_messages(aws)
-    out = worker.process(json.dumps(body), clock.now())
+    out = worker.handle(Delivery.of(json.dumps(body)), clock.now())
     # Then the charge happened once, and attempt 2 got attempt 1's stored result
     assert out.status == "succeeded"
     assert charges == [f"{run.id}:charge"]
@@ -63,8 +64,8 @@ def test_effects_of_different_runs_are_independent(kit, clock, charges):
         scheduled_at=clock.now() + timedelta(minutes=1),
     )
     # When both run (and fail after charging)
-    kit.worker().process(first.to_json(), clock.now())
+    kit.worker().handle(Delivery.of(first.to_json()), clock.now())
     clock.advance(minutes=1)
-    kit.worker().process(second.to_json(), clock.now())
+    kit.worker().handle(Delivery.of(second.to_json()), clock.now())
     # Then each charged once under its own key
     assert len(charges) == 2 and charges[0] != charges[1]

@@ -22,10 +22,11 @@ from jobsched.compose.pipeline import (
     workflow_engine_from_settings,
 )
 from jobsched.core.errors import PermanentError
+from jobsched.services.deliveries import Delivery
 from jobsched.services.jobs import JobService
 from jobsched.services.outcome import Outcome
 from jobsched.services.runs import RunService
-from jobsched.services.worker import Delivery, process_batch
+from jobsched.services.worker import process_batch
 from jobsched.services.workflow_service import WorkflowService
 from jobsched.targets.registry import is_registered, job
 from tests.aws.conftest import build_pipeline
@@ -111,8 +112,7 @@ class WorkflowKit:
             attempts=AttemptStore(pipeline.dispatcher.runs.dynamo, aws.settings.runs_table),
             jobs=pipeline.dispatcher.jobs,
             outputs=OutputStore(aws.clients.s3, aws.settings.bucket),
-            sqs=aws.clients.sqs,
-            queue_urls=dict(aws.settings.queue_urls),
+            queues=pipeline.dispatcher.queues,
         )
         self.engine = workflow_engine_from_settings(
             aws.settings, aws.clients, pipeline.dispatcher.runs.dynamo, replay=self.runs_service.replay
@@ -138,12 +138,7 @@ class WorkflowKit:
         return out
 
     def handle(self, delivery: Delivery) -> Outcome:
-        outcome = self.deliveries.process(
-            delivery.body,
-            self.clock.now(),
-            receipt_handle=delivery.receipt_handle,
-            queue_url=delivery.queue_url,
-        )
+        outcome = self.deliveries.handle(delivery, self.clock.now())
         if not outcome.defer:
             self.aws.clients.sqs.delete_message(
                 QueueUrl=delivery.queue_url, ReceiptHandle=delivery.receipt_handle

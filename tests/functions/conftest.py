@@ -18,6 +18,7 @@ from jobsched.api.auth import ENV_ADMIN_PRINCIPALS, AuthConfig, Authenticator
 from jobsched.compose.api import build_services
 from jobsched.core.clock import FakeClock
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest import T0, AwsEnv, aws  # noqa: F401 - the moto fixture, reused
 from tests.functions.events import TOKENS, http_event
 
@@ -88,7 +89,7 @@ def work_queue(aws: AwsEnv, clock: FakeClock) -> Callable[[], list[str]]:  # noq
     def work() -> list[str]:
         outcomes = []
         for body, _delay in sent_messages(aws, "default"):
-            outcomes.append(kit.worker().process(json.dumps(body), clock.now()).status)
+            outcomes.append(kit.worker().handle(Delivery.of(json.dumps(body)), clock.now()).status)
         return outcomes
 
     return work

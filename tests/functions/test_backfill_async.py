@@ -12,6 +12,8 @@ import pytest
 
 from jobsched.compose.pipeline import worker_from_settings
 from jobsched.core.backfills import BackfillMessage
+from jobsched.services.backfills import BackfillService
+from jobsched.services.deliveries import Delivery
 from tests.functions.events import ACME, GLOBEX, body_of
 
 HOURLY_300 = {"from": "2026-02-01T00:00:00Z", "to": "2026-02-13T11:00:00Z"}  # 300 hourly occurrences
@@ -39,7 +41,7 @@ def work_backfills(aws: Any, clock: Any) -> list[str]:
     outcomes = []
     while messages := backfill_messages(aws):
         for m in messages:
-            outcomes.append(str(deliveries.process(m["Body"], clock.now()).status))
+            outcomes.append(str(deliveries.handle(Delivery.of(m["Body"]), clock.now()).status))
     return outcomes
 
 
@@ -137,8 +139,8 @@ def test_two_deliveries_of_one_message_record_each_slice_once(call, hourly, aws,
     [message] = backfill_messages(aws)
     deliveries = worker_from_settings(aws.settings, aws.clients, clock, "w")
     # When both deliveries are processed
-    first = deliveries.process(message["Body"], clock.now()).status
-    second = deliveries.process(message["Body"], clock.now()).status
+    first = deliveries.handle(Delivery.of(message["Body"]), clock.now()).status
+    second = deliveries.handle(Delivery.of(message["Body"]), clock.now()).status
     # Then the second finds the backfill done, and every run exists once
     assert (first, second) == ("backfill_done", "finished")
     runs = [r for r in all_runs(call, hourly["id"]) if r["trigger"] == "backfill"]
@@ -158,10 +160,10 @@ def test_a_crash_after_the_puts_leaves_the_slice_to_the_redelivery(call, hourly,
 
     monkeypatch.setattr(BackfillStore, "record", crash)
     with pytest.raises(RuntimeError):
-        deliveries.process(message["Body"], clock.now())
+        deliveries.handle(Delivery.of(message["Body"]), clock.now())
     monkeypatch.undo()
     # When SQS delivers the message again
-    outcome = deliveries.process(message["Body"], clock.now())
+    outcome = deliveries.handle(Delivery.of(message["Body"]), clock.now())
     # Then the slice is decided again: its 100 runs are found (not created twice), the rest created
     location = f"/jobs/{hourly['id']}/backfills/{json.loads(message['Body'])['backfill_id']}"
     backfill = body_of(call("GET", location, headers=ACME))
@@ -175,11 +177,13 @@ def test_a_delivery_over_its_budget_hands_the_rest_to_a_new_message(call, hourly
     # Given a worker whose backfill deliveries stop after their first slice
     call("POST", f"/jobs/{hourly['id']}/backfill", body=HOURLY_300, headers=ACME)
     deliveries = worker_from_settings(aws.settings, aws.clients, clock, "w")
-    deliveries.backfills.budget_seconds = 0.0
+    backfills = deliveries.handler_of(BackfillService)
+    assert backfills is not None
+    backfills.budget_seconds = 0.0
     outcomes = []
     # When the messages are delivered one after the other
     while messages := backfill_messages(aws):
-        outcomes += [str(deliveries.process(m["Body"], clock.now()).status) for m in messages]
+        outcomes += [str(deliveries.handle(Delivery.of(m["Body"]), clock.now()).status) for m in messages]
     # Then three deliveries took a slice each, and all 300 runs exist once
     assert outcomes == ["backfill_step", "backfill_step", "backfill_done"]
     runs = [r for r in all_runs(call, hourly["id"]) if r["trigger"] == "backfill"]

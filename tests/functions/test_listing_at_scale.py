@@ -141,17 +141,16 @@ def test_a_jobs_runs_show_history_first_and_upcoming_apart(call, create_job, clo
 
 
 def _sweeper(app):
-    from jobsched.services.sweeper import Sweeper
+    from jobsched.services.sweeper import Sweeper, SweeperConfig
 
     services = app.services
     store = services.runs.runs
     return Sweeper(
+        config=SweeperConfig(runs_table=store.table),
         dynamo=store.dynamo,
-        runs_table=store.table,
         jobs=services.runs.jobs,
         attempts=services.runs.attempts,
-        sqs=services.runs.sqs,
-        queue_urls=dict(services.runs.queue_urls),
+        queues=services.runs.queues,
     )
 
 

@@ -11,6 +11,7 @@ import pytest
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.models import RunState
 from jobsched.services.dead_letters import DeadLetterFilter, DeadLetterService
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest_worker import Kit, fail_permanently, run_service, sent_messages
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
@@ -93,7 +94,7 @@ def test_replayed_run_executes_with_the_corrected_payload(kit, dead, clock, aws)
     dead.replay("acme", run.id, clock.now(), payload={"kind": "permanent", "message": "still bad"})
     [(body, _)] = sent_messages(aws)
     # When the replay's attempt runs
-    out = kit.worker().process(json.dumps(body), clock.now())
+    out = kit.worker().handle(Delivery.of(json.dumps(body)), clock.now())
     # Then it ran with the new payload, and the dead letter shows both attempts and the replay
     assert out.status == "dead_lettered"
     view = dead.get("acme", run.id)

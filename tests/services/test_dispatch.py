@@ -11,7 +11,7 @@ from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.queues import RunQueues
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import RunState, Trigger, make_run_id
-from jobsched.services.dispatcher import Dispatcher
+from jobsched.services.dispatcher import Dispatcher, DispatcherConfig
 from tests.aws.conftest import T0, Pipeline
 from tests.aws.memory import build_pipeline, memory_aws, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
@@ -28,21 +28,20 @@ def _tick(p: Pipeline, job, now: datetime):
     return p.tick(job, now)
 
 
-def _clone(p: Pipeline, owner: str, **dispatcher_overrides) -> Dispatcher:
+def _clone(p: Pipeline, owner: str, *, clock=None, jobs=None, queues=None) -> Dispatcher:
+    """A second dispatcher over the pipeline's stores; with a ``clock`` it reads it (a tick's)."""
     d = p.dispatcher
-    kwargs = (
-        dict(
-            lookahead=d.lookahead,
-            owner=owner,
-            enqueue_horizon=d.horizon,
-            lease_ttl=d.lease_ttl,
-            shards=d.shards,
-        )
-        | dispatcher_overrides
+    config = DispatcherConfig(
+        lookahead=d.lookahead,
+        owner=owner,
+        enqueue_horizon=d.horizon,
+        lease_ttl=d.config.lease_ttl,
+        shards=d.shards,
+        reads_clock=clock is not None,
     )
-    jobs = kwargs.pop("jobs", d.jobs)
-    queues = kwargs.pop("queues", d.queues)
-    return Dispatcher(jobs, d.runs, d.leases, queues, **kwargs)
+    return Dispatcher(
+        jobs or d.jobs, d.runs, d.leases, queues or d.queues, config=config, clock=clock or d.clock
+    )
 
 
 def test_create_dispatches_a_one_off_job_due_seconds_ahead_at_once(pipeline):
@@ -318,9 +317,11 @@ def test_a_tick_that_overran_its_lease_stops_before_advancing(pipeline):
             return super().send(outgoing)
 
     slow = _clone(
-        pipeline, "slow", queues=SlowQueues(pipeline.env.clients.sqs, pipeline.env.settings.queue_urls)
+        pipeline,
+        "slow",
+        queues=SlowQueues(pipeline.env.clients.sqs, pipeline.env.settings.queue_urls),
+        clock=clock,
     )
-    slow.clock = clock
     before = pipeline.dispatcher.jobs.get("acme", job.id)
     # When it ticks / Then the lease re-check refuses, and the job is left for the next tick
     with pytest.raises(LeaseLostError, match="expired"):

@@ -9,6 +9,7 @@ import logging
 from dataclasses import replace
 from datetime import timedelta
 
+from jobsched.aws.queues import RunQueues
 from jobsched.core.backpressure import QueueLimit
 from jobsched.core.models import RunState, Trigger, make_run_id
 from jobsched.services.backpressure import Backpressure
@@ -147,7 +148,7 @@ def test_high_is_never_held_back_even_when_a_limit_names_it(aws):
     p = _pipeline(aws)
     limits = {"high": QueueLimit(depth=1), "low": QueueLimit(depth=LIMIT)}
     p.dispatcher.backpressure = Backpressure(
-        p.env.clients.sqs, p.env.settings.queue_urls, limits, meter=p.meter
+        RunQueues(p.env.clients.sqs, p.env.settings.queue_urls, p.meter), limits
     )
     job = _job(p, "high", "high")
     _fill_low_to(p, 5, kind="high")
@@ -178,7 +179,7 @@ def test_an_unreadable_backlog_does_not_stop_dispatch(aws, caplog):
     _fill_low_to(p, LIMIT)
     missing = p.env.settings.queue_url("low") + "-missing"
     limits = {"low": QueueLimit(depth=LIMIT)}
-    p.dispatcher.backpressure = Backpressure(p.env.clients.sqs, {"low": missing}, limits, meter=p.meter)
+    p.dispatcher.backpressure = Backpressure(RunQueues(p.env.clients.sqs, {"low": missing}, p.meter), limits)
     # When the shard ticks at 12:02
     with caplog.at_level(logging.WARNING, logger="jobsched.services.backpressure"):
         summary = _tick(p, T0 + timedelta(minutes=2))

@@ -8,7 +8,7 @@ from datetime import timedelta
 from jobsched.aws.leases import LeaseHeldError
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import RunState, make_run_id
-from jobsched.services.dispatcher import Dispatcher
+from jobsched.services.dispatcher import Dispatcher, DispatcherConfig
 from tests.aws.conftest import T0
 from tests.aws.memory import build_pipeline, memory_aws, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
@@ -103,9 +103,10 @@ def test_concurrent_dispatchers_in_threads_create_each_run_once(aws):
             d.runs,
             d.leases,
             d.queues,
-            lookahead=d.lookahead,
-            owner=f"d{i}",
-            enqueue_horizon=d.horizon,
+            config=DispatcherConfig(
+                lookahead=d.lookahead, owner=f"d{i}", enqueue_horizon=d.horizon, reads_clock=False
+            ),
+            clock=d.clock,
         )
         for i in range(4)
     ]

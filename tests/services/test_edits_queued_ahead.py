@@ -17,6 +17,7 @@ import pytest
 
 import jobsched.targets.demo  # noqa: F401  (registers demo.*)
 from jobsched.core.models import RunState
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest import T0, AwsEnv, Pipeline
 from tests.aws.conftest_worker import Kit
 from tests.aws.memory import build_pipeline, memory_aws_units  # noqa: F401  (on the in-memory fakes)
@@ -77,9 +78,9 @@ def test_a_payload_edit_makes_the_runs_queued_ahead_execute_with_the_new_payload
     run = after[3]
     old, new = bodies(p, run.id)
     worker = kit.worker()
-    stale = worker.process(json.dumps(old), run.due_at)
+    stale = worker.handle(Delivery.of(json.dumps(old)), run.due_at)
     assert (stale.status, stale.detail) == ("stale", {"superseded": True})
-    assert worker.process(json.dumps(new), run.due_at).status == "succeeded"
+    assert worker.handle(Delivery.of(json.dumps(new)), run.due_at).status == "succeeded"
     assert kit.runs.get(run.id).output == {"v": 2}
 
 

@@ -18,6 +18,7 @@ from jobsched.aws.notify_store import TenantSettingsStore
 from jobsched.compose.pipeline import notifier_from_settings
 from jobsched.runtime import observability as obs
 from jobsched.services.dead_letters import DeadLetterService
+from jobsched.services.deliveries import Delivery
 from jobsched.services.dlq_consumer import DlqConsumer
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
 from tests.aws.memory import memory_aws  # noqa: F401  (on the in-memory fakes)
@@ -88,7 +89,7 @@ def _fail(kit, notify=None, **kw):
     """A run that fails permanently on its first attempt; returns (run, message)."""
     run, msg = kit.new_run({"handler": "demo.fail"}, {"kind": "permanent"}, **kw)
     msg = replace(msg, notify=notify or {})
-    out = kit.worker().process(msg.to_json(), kit.clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), kit.clock.now())
     assert out.status == "dead_lettered"
     return run, msg
 
@@ -121,7 +122,7 @@ def test_an_sns_topic_receives_one_message_per_dead_letter(kit, topic):
     arn, published = topic
     # When its run exhausts its attempts
     run, msg = kit.new_run({"handler": "demo.fail"}, {"kind": "retryable"}, max_attempts=1)
-    kit.worker().process(replace(msg, notify={"sns_topic_arn": arn}).to_json(), kit.clock.now())
+    kit.worker().handle(Delivery.of(replace(msg, notify={"sns_topic_arn": arn}).to_json()), kit.clock.now())
     # Then one message was published with the run, the error and the replay path
     [body] = published()
     assert body["run_id"] == run.id and body["reason"] == "exhausted" and body["attempts"] == 1
@@ -158,7 +159,7 @@ def test_a_redelivered_failure_and_a_second_path_notify_once(kit, hook, clock):
     url, server = hook
     _, msg = _fail(kit, {"webhook": url})
     # When the same delivery comes again, the DLQ consumer sees the message, and the sweeper runs later
-    assert kit.worker().process(msg.to_json(), clock.now()).status == "finished"
+    assert kit.worker().handle(Delivery.of(msg.to_json()), clock.now()).status == "finished"
     assert DlqConsumer(kit.attempts).process(msg.to_json(), clock.now()).status == "finished"
     clock.advance(timedelta(minutes=10))
     sweeper_for(kit, JobsStore(kit.dynamo, kit.aws.settings.jobs_table)).sweep(clock.now())
@@ -220,7 +221,7 @@ def test_a_replayed_run_that_fails_again_is_a_new_dead_letter_and_notifies_again
     clock.advance(timedelta(minutes=1))
     run_service(kit).replay("acme", run.id, clock.now())
     [(body, _)] = [m for m in sent_messages(kit.aws) if m[0]["attempt"] == 2]
-    assert kit.worker().process(json.dumps(body), clock.now()).status == "dead_lettered"
+    assert kit.worker().handle(Delivery.of(json.dumps(body)), clock.now()).status == "dead_lettered"
     # Then a second notification went out, with a new id
     first, second = (b for _, b in server.seen)
     assert first["run_id"] == second["run_id"] == run.id and first["id"] != second["id"]

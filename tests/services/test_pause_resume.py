@@ -8,6 +8,7 @@ T0+60 queued ahead when it is paused a few seconds later.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
@@ -140,14 +141,17 @@ def test_run_all_on_resume_is_capped_by_max_catchup(pipeline):
 @pytest.mark.parametrize("policy", ["run_all", "run_once", "skip"])
 def test_the_outcome_is_the_same_when_nothing_was_queued_ahead(pipeline, policy):
     # Given the same job paused at T0+0.5 s, but dispatched with no look-ahead: nothing queued ahead
-    pipeline.dispatcher.lookahead = pipeline.dispatcher.horizon = timedelta(0)
+    ahead_config = pipeline.dispatcher.config
+    pipeline.dispatcher.config = replace(ahead_config, lookahead=timedelta(0), enqueue_horizon=timedelta(0))
     spec = EVERY_SECOND | {"misfire_policy": policy, "misfire_grace_seconds": 1}
     job = pipeline.jobs.create("acme", spec, T0)
     assert pipeline.jobs.pause("acme", job.id, T0 + S / 2).withdrawn == []
     pipeline.jobs.resume("acme", job.id, T0 + 6.5 * S)
     alone = _runs(pipeline, job.id)
     # Then the missed occurrences are decided exactly as for a job that had them queued ahead
-    pipeline.dispatcher.lookahead = pipeline.dispatcher.horizon = timedelta(seconds=60)
+    pipeline.dispatcher.config = replace(
+        ahead_config, lookahead=timedelta(seconds=60), enqueue_horizon=timedelta(seconds=60)
+    )
     ahead = _paused_for_six_seconds(pipeline, policy)
     assert [_shape(alone[T0 + k * S]) for k in range(1, 7)] == [
         _shape(ahead[T0 + k * S]) for k in range(1, 7)

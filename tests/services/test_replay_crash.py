@@ -17,6 +17,7 @@ from jobsched.core.errors import ConflictError, NotFoundError, RetryableError
 from jobsched.core.models import Job, JobState, RetrySpec, RunState
 from jobsched.runtime.observability import RUNS_RESENT
 from jobsched.services.dead_letters import DeadLetterService
+from jobsched.services.deliveries import Delivery
 from jobsched.services.runs import finish_replay
 from jobsched.services.sweeper import DEFAULT_GRACE
 from tests.aws.conftest_worker import Kit, run_service, sent_messages, sweeper_for
@@ -79,15 +80,15 @@ def old_dead_letter(kit, payload: dict | None = None, *, job_id: str = "job1"):
         scheduled_at=kit.clock.now() - timedelta(days=1),
         max_attempts=1,
     )
-    assert kit.worker().process(msg.to_json(), kit.clock.now()).status == "dead_lettered"
+    assert kit.worker().handle(Delivery.of(msg.to_json()), kit.clock.now()).status == "dead_lettered"
     return run
 
 
-def crash_before_send(monkeypatch):
+def crash_before_send(monkeypatch, dead):
     def send(*args, **kwargs):
         raise Crash("the API process died before sending")
 
-    monkeypatch.setattr(jobsched.services.runs, "send_run_message", send)
+    monkeypatch.setattr(dead.service.queues, "send_one", send)
 
 
 def crash_before_finish(monkeypatch):
@@ -118,7 +119,7 @@ def test_a_normal_replay_leaves_no_dead_letter_or_pending_attributes(kit, dead, 
 def test_crash_before_the_send_hides_the_run_from_the_dead_letters(kit, service, dead, clock, monkeypatch):
     # Given a dead letter whose replay died after marking it queued, before sending
     run = old_dead_letter(kit)
-    crash_before_send(monkeypatch)
+    crash_before_send(monkeypatch, dead)
     with pytest.raises(Crash):
         dead.replay("acme", run.id, clock.now(), payload={"failures": 0})
     # Then the run is queued and no longer a dead letter: not listed, not replayable, not discardable
@@ -139,7 +140,7 @@ def test_crash_before_the_send_is_resent_by_the_sweeper_and_runs_once(
     # Given a replay with a corrected payload that died before its message was sent
     run = old_dead_letter(kit)
     with monkeypatch.context() as patch:
-        crash_before_send(patch)
+        crash_before_send(patch, dead)
         with pytest.raises(Crash):
             dead.replay("acme", run.id, clock.now(), payload={"failures": 0, "fixed": True})
     assert sent_messages(aws) == []
@@ -163,8 +164,8 @@ def test_crash_before_the_send_is_resent_by_the_sweeper_and_runs_once(
     assert replay_attributes(kit, run.id) == {}
     # And the worker runs it once, with that payload
     worker = kit.worker()
-    assert worker.process(json.dumps(body), clock.now()).status == "succeeded"
-    assert worker.process(json.dumps(body), clock.now()).status == "finished"
+    assert worker.handle(Delivery.of(json.dumps(body)), clock.now()).status == "succeeded"
+    assert worker.handle(Delivery.of(json.dumps(body)), clock.now()).status == "finished"
     done = kit.runs.get(run.id)
     assert done.output == {"attempt": 2, "failures": 0} and [a.attempt for a in done.attempts] == [1, 2]
     # And a later sweep finds nothing more to do
@@ -184,7 +185,7 @@ def test_crash_after_the_send_the_run_executes_and_the_sweeper_only_cleans_up(
             dead.replay("acme", run.id, clock.now(), payload={"failures": 0})
     [(body, _)] = sent_messages(aws)
     # When the worker runs it
-    assert kit.worker().process(json.dumps(body), clock.now()).status == "succeeded"
+    assert kit.worker().handle(Delivery.of(json.dumps(body)), clock.now()).status == "succeeded"
     assert "replay_pending_at" in replay_attributes(kit, run.id)
     assert dead.list("acme") == ([], None)  # succeeded, still in the index: not a dead letter
     # And the sweeper runs after the grace period
@@ -210,7 +211,10 @@ def test_a_resend_of_a_replay_already_sent_does_not_run_it_twice(kit, dead, swee
     bodies = [b for b, _ in sent_messages(aws)]
     assert [b["attempt"] for b in bodies] == [2, 2]
     worker = kit.worker()
-    assert [worker.process(json.dumps(b), clock.now()).status for b in bodies] == ["succeeded", "finished"]
+    assert [worker.handle(Delivery.of(json.dumps(b)), clock.now()).status for b in bodies] == [
+        "succeeded",
+        "finished",
+    ]
     assert [a.attempt for a in kit.runs.get(run.id).attempts] == [1, 2]
 
 
@@ -226,7 +230,7 @@ def test_a_run_that_failed_again_keeps_its_new_dead_letter(kit, dead, sweeper, c
     [(body, _)] = sent_messages(aws)
     # And the replayed attempt failed again a minute later
     clock.advance(minutes=1)
-    assert kit.worker().process(json.dumps(body), clock.now()).status == "dead_lettered"
+    assert kit.worker().handle(Delivery.of(json.dumps(body)), clock.now()).status == "dead_lettered"
     # When the replay's last write comes late, and the sweeper runs after the grace period
     key = {"job_id": run.job_id, "run_key": run.run_key}
     assert finish_replay(kit.dynamo, kit.aws.settings.runs_table, key, since, first_failure) is None
@@ -248,7 +252,7 @@ def test_a_failed_send_restores_the_dead_letter(kit, dead, clock, monkeypatch):
     def send(*args, **kwargs):
         raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "down"}}, "SendMessage")
 
-    monkeypatch.setattr(jobsched.services.runs, "send_run_message", send)
+    monkeypatch.setattr(dead.service.queues, "send_one", send)
     # When its replay cannot send
     with pytest.raises(RetryableError):
         dead.replay("acme", run.id, clock.now(), payload={"failures": 0})
@@ -264,7 +268,7 @@ def test_a_pending_replay_does_not_cost_a_page_of_the_listing(kit, dead, clock, 
         ids.append(old_dead_letter(kit, job_id=job_id).id)
         clock.advance(minutes=1)
     with monkeypatch.context() as patch:
-        crash_before_send(patch)
+        crash_before_send(patch, dead)
         with pytest.raises(Crash):
             dead.replay("acme", ids[1], clock.now())
     # When the dead letters are listed one per page
@@ -283,7 +287,7 @@ def test_a_stranded_retry_of_a_discarded_run_is_found_too(
     run = old_dead_letter(kit)
     dead.discard("acme", run.id, clock.now())
     with monkeypatch.context() as patch:
-        crash_before_send(patch)
+        crash_before_send(patch, dead)
         with pytest.raises(Crash):
             service.retry("acme", run.id, clock.now(), payload={"failures": 0})
     # When the sweeper runs after the grace period
@@ -293,7 +297,7 @@ def test_a_stranded_retry_of_a_discarded_run_is_found_too(
     assert summary.replays_resent == 1
     [(body, _)] = sent_messages(aws)
     assert body["attempt"] == 2 and replay_attributes(kit, run.id) == {}
-    assert kit.worker().process(json.dumps(body), clock.now()).status == "succeeded"
+    assert kit.worker().handle(Delivery.of(json.dumps(body)), clock.now()).status == "succeeded"
 
 
 def test_a_stranded_replay_is_found_when_its_tenant_has_no_job_left(
@@ -303,7 +307,7 @@ def test_a_stranded_replay_is_found_when_its_tenant_has_no_job_left(
     # no job left)
     run = old_dead_letter(kit)
     with monkeypatch.context() as patch:
-        crash_before_send(patch)
+        crash_before_send(patch, dead)
         with pytest.raises(Crash):
             dead.replay("acme", run.id, clock.now())
     JobsStore(kit.dynamo, kit.aws.settings.jobs_table).delete("acme", "job1")

@@ -14,7 +14,7 @@ import pytest
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.core.ids import DUE_PARTITIONS, partition_for, partition_key, partitions_of, shard_for
 from jobsched.core.models import make_run_id
-from jobsched.services.dispatcher import LEGACY_REKEY_WINDOW, Dispatcher
+from jobsched.services.dispatcher import LEGACY_REKEY_WINDOW, Dispatcher, DispatcherConfig
 from tests.aws.conftest import T0, Pipeline, provision
 from tests.aws.memory import build_pipeline, memory_aws, memory_pipeline  # noqa: F401  (on the in-memory fakes)
 
@@ -139,10 +139,10 @@ def test_two_shards_reading_one_partition_mid_tick_create_one_run_per_occurrence
         d.runs,
         d.leases,
         d.queues,
-        lookahead=d.lookahead,
-        enqueue_horizon=d.horizon,
-        owner="old-mapping",
-        shards=4,
+        config=DispatcherConfig(
+            lookahead=d.lookahead, enqueue_horizon=d.horizon, owner="old-mapping", shards=4, reads_clock=False
+        ),
+        clock=d.clock,
     )
     # When the old-mapping tick reads the due jobs, then the new-mapping tick runs whole, then the
     # old one goes on with what it read

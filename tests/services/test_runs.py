@@ -9,6 +9,7 @@ import pytest
 
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.models import RunState
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest_worker import Kit, fail_permanently, run_service, sent_messages
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
@@ -30,7 +31,7 @@ def test_cancel_of_a_queued_run_is_immediate_and_its_delivery_does_nothing(kit, 
     cancelled = service.cancel("acme", run.id, clock.now())
     # Then it is cancelled at once, and the later delivery is acknowledged without running
     assert cancelled.state is RunState.CANCELLED and cancelled.finished_at == clock.now()
-    out = kit.worker().process(msg.to_json(), clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     assert out.status == "finished" and kit.runs.get(run.id).output is None
 
 
@@ -40,7 +41,7 @@ def test_cancel_of_a_running_run_is_seen_by_the_heartbeat_and_the_handler_stops(
     result = {}
     worker = kit.worker(heartbeat=0.01)
     thread = threading.Thread(
-        target=lambda: result.setdefault("out", worker.process(msg.to_json(), clock.now()))
+        target=lambda: result.setdefault("out", worker.handle(Delivery.of(msg.to_json()), clock.now()))
     )
     thread.start()
     try:
@@ -61,15 +62,15 @@ def test_cancel_of_a_running_run_is_seen_by_the_heartbeat_and_the_handler_stops(
 
 def test_cancel_of_a_retrying_run_is_immediate_and_the_retry_message_does_nothing(kit, service, clock, aws):
     run, msg = kit.new_run({"handler": "demo.fail"}, {}, base_seconds=0, max_seconds=0)
-    kit.worker().process(msg.to_json(), clock.now())
+    kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     assert service.cancel("acme", run.id, clock.now()).state is RunState.CANCELLED
     [(retry_body, _)] = sent_messages(aws)
-    assert kit.worker().process(json.dumps(retry_body), clock.now()).status == "finished"
+    assert kit.worker().handle(Delivery.of(json.dumps(retry_body)), clock.now()).status == "finished"
 
 
 def test_cancel_of_a_finished_run_is_a_conflict(kit, service, clock):
     run, msg = kit.new_run()
-    kit.worker().process(msg.to_json(), clock.now())
+    kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     with pytest.raises(ConflictError, match="succeeded"):
         service.cancel("acme", run.id, clock.now())
 
@@ -107,5 +108,5 @@ def test_retry_of_a_run_that_did_not_fail_is_a_conflict(kit, service, clock):
 
 def test_output_is_read_from_s3_when_large(kit, service, clock):
     run, msg = kit.new_run(payload={"blob": "y" * 5000})
-    kit.worker().process(msg.to_json(), clock.now())
+    kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     assert service.output("acme", run.id) == {"blob": "y" * 5000}

@@ -10,6 +10,7 @@ from datetime import timedelta
 import pytest
 
 from jobsched.core.models import RunState, make_run_id
+from jobsched.services.deliveries import Delivery
 from jobsched.services.jobs import JobService
 from tests.aws.conftest import T0
 from tests.aws.conftest_worker import Kit, sent_messages
@@ -47,11 +48,11 @@ def test_a_revived_runs_old_message_is_dropped_and_the_new_one_runs_the_edit(pip
     assert (old["payload"], new["payload"]) == ({"v": 1}, {"v": 2}) and old["token"] != new["token"]
     worker = kit.worker()
     # When the old message arrives first, Then it is acknowledged and dropped, the run stays queued
-    stale = worker.process(json.dumps(old), T0 + 10 * S)
+    stale = worker.handle(Delivery.of(json.dumps(old)), T0 + 10 * S)
     assert (stale.status, stale.detail, stale.defer) == ("stale", {"superseded": True}, False)
     assert kit.runs.get(run_id).state is RunState.QUEUED
     # And the new one runs it, with the payload as edited
-    assert worker.process(json.dumps(new), T0 + 10 * S).status == "succeeded"
+    assert worker.handle(Delivery.of(json.dumps(new)), T0 + 10 * S).status == "succeeded"
     assert kit.runs.get(run_id).output == {"v": 2}
 
 
@@ -62,8 +63,8 @@ def test_when_the_new_message_runs_first_the_old_one_finds_the_run_finished(pipe
     run_id = make_run_id(job.id, T0 + 10 * S)
     old, new = bodies_for(pipeline, run_id)
     worker = kit.worker()
-    assert worker.process(json.dumps(new), T0 + 10 * S).status == "succeeded"
-    assert worker.process(json.dumps(old), T0 + 10 * S).status == "finished"
+    assert worker.handle(Delivery.of(json.dumps(new)), T0 + 10 * S).status == "succeeded"
+    assert worker.handle(Delivery.of(json.dumps(old)), T0 + 10 * S).status == "finished"
     assert [a.attempt for a in kit.runs.get(run_id).attempts] == [1]
 
 
@@ -81,12 +82,12 @@ def test_the_token_costs_no_extra_write(pipeline, jobs):
 def test_a_retry_message_carries_the_token_its_mark_records(kit):
     # Given a run whose first attempt fails with a retryable error
     run, msg = kit.new_run({"handler": "demo.fail"}, {"kind": "retryable"})
-    out = kit.worker().process(msg.to_json(), kit.clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), kit.clock.now())
     assert out.status == "retrying"
     [(retry, _)] = sent_messages(kit.aws)
     # Then the retry message's token is the run's, and the first message, delivered again, is stale
     assert retry["token"] == kit.runs.get(run.id).send_token
-    again = kit.worker("worker-b").process(msg.to_json(), kit.clock.now())
+    again = kit.worker("worker-b").handle(Delivery.of(msg.to_json()), kit.clock.now())
     assert again.status == "stale"
 
 
@@ -95,4 +96,4 @@ def test_a_message_without_a_token_is_not_checked(kit):
     run, msg = kit.new_run()
     assert msg.token is None and kit.runs.get(run.id).send_token is not None
     # When it is delivered, Then it runs the attempt
-    assert kit.worker().process(msg.to_json(), kit.clock.now()).status == "succeeded"
+    assert kit.worker().handle(Delivery.of(msg.to_json()), kit.clock.now()).status == "succeeded"

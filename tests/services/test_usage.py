@@ -15,6 +15,7 @@ from jobsched.compose.pipeline import worker_from_settings
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RetrySpec, Run, make_run_id
 from jobsched.core.usage import DayUsage
+from jobsched.services.deliveries import Delivery
 from tests.aws.memory import memory_aws_units  # noqa: F401  (on the in-memory fakes)
 
 
@@ -41,7 +42,7 @@ def test_a_workers_runs_are_counted_per_tenant_and_day_and_added_once(aws, clock
          ("acme", {"handler": "demo.fail"}), ("globex", {"handler": "demo.echo"})]
     ):  # fmt: skip
         msg = message(store, f"job-{i}", tenant, at, target)
-        deliveries.process(msg.to_json(), clock.now())
+        deliveries.handle(Delivery.of(msg.to_json()), clock.now())
     assert deliveries.flush_usage() == 2
     usage = UsageStore(deliveries.worker.attempts.dynamo, aws.settings.leases_table)
     [acme] = usage.tenant_days("acme", at.date(), at.date())
@@ -57,7 +58,7 @@ def test_a_workers_runs_are_counted_per_tenant_and_day_and_added_once(aws, clock
     again = worker_from_settings(aws.settings, aws.clients, clock, "w2")
     msg = message(store, "job-9", "acme", at + timedelta(minutes=1), {"handler": "demo.echo"})
     clock.advance(timedelta(minutes=1))
-    again.process(msg.to_json(), clock.now())
+    again.handle(Delivery.of(msg.to_json()), clock.now())
     again.flush_usage()
     [acme] = usage.tenant_days("acme", at.date(), at.date())
     assert (acme.runs_started, acme.runs_succeeded) == (4, 3)
@@ -73,7 +74,7 @@ def test_a_throttled_wait_is_counted(aws, clock):
     held = message(store, "job-a", "acme", clock.now(), {"handler": "demo.echo"}, **one)
     assert deliveries.worker.limits.admit(held, clock.now(), None, None, "other").outcome is None
     waiting = message(store, "job-b", "acme", clock.now(), {"handler": "demo.echo"}, **one)
-    assert deliveries.process(waiting.to_json(), clock.now()).status == "waiting"
+    assert deliveries.handle(Delivery.of(waiting.to_json()), clock.now()).status == "waiting"
     [day] = deliveries.usage.take()
     assert (day.throttled_waits, day.runs_started) == (1, 0)
 
@@ -108,16 +109,16 @@ def test_every_started_attempt_is_counted_once_as_succeeded_failed_or_cancelled(
     try:
         flaky = message(store, "job-flaky", "acme", at, {"handler": "demo.flaky"})
         flaky = replace(flaky, payload={"failures": 1}, retry=RetrySpec(max_attempts=2, base_seconds=1))
-        assert deliveries.process(flaky.to_json(), clock.now()).status == "retrying"
+        assert deliveries.handle(Delivery.of(flaky.to_json()), clock.now()).status == "retrying"
         [(retry, _)] = sent_messages(aws)
         clock.advance(timedelta(seconds=2))
-        assert deliveries.process(json.dumps(retry), clock.now()).status == "succeeded"
+        assert deliveries.handle(Delivery.of(json.dumps(retry)), clock.now()).status == "succeeded"
         failing = message(store, "job-fail", "acme", at, {"handler": "demo.fail"})
-        assert deliveries.process(failing.to_json(), clock.now()).status == "dead_lettered"
+        assert deliveries.handle(Delivery.of(failing.to_json()), clock.now()).status == "dead_lettered"
         stopped = message(store, "job-cancel", "acme", at, {"handler": "test.usage-cancelled"})
-        assert deliveries.process(stopped.to_json(), clock.now()).status == "cancelled"
+        assert deliveries.handle(Delivery.of(stopped.to_json()), clock.now()).status == "cancelled"
         echo = message(store, "job-echo", "acme", at, {"handler": "demo.echo"})
-        assert deliveries.process(echo.to_json(), clock.now()).status == "succeeded"
+        assert deliveries.handle(Delivery.of(echo.to_json()), clock.now()).status == "succeeded"
     finally:
         unregister("test.usage-cancelled")
     [day] = deliveries.usage.take()

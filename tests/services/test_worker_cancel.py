@@ -11,6 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from jobsched.core.models import RunState
+from jobsched.services.deliveries import Delivery
 from jobsched.services.usage import TenantMeter
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit
@@ -58,7 +59,7 @@ def test_a_cooperative_handler_sees_a_cancel_within_the_poll_period_without_a_he
     worker = kit.worker(heartbeat=3600, cancel_poll_seconds=POLL)
     kit.meter.reset()
 
-    out = worker.process(msg.to_json(), clock.now())
+    out = worker.handle(Delivery.of(msg.to_json()), clock.now())
 
     assert seen["cancelled"] is True
     assert seen["after"] < POLL + 0.5
@@ -83,7 +84,7 @@ def test_the_watch_reads_one_unit_per_period_only_while_the_target_runs(kit, clo
     worker = kit.worker(heartbeat=3600, cancel_poll_seconds=POLL)
     kit.meter.reset()
 
-    assert worker.process(msg.to_json(), clock.now()).status == "succeeded"
+    assert worker.handle(Delivery.of(msg.to_json()), clock.now()).status == "succeeded"
 
     snap = kit.meter.snapshot()
     reads = snap["requests"]["dynamodb.BatchGetItem"]
@@ -101,7 +102,7 @@ def test_a_run_shorter_than_the_period_pays_for_no_read(kit, clock):
     _, msg = kit.new_run({"handler": "demo.echo"}, {"x": 1})
     kit.meter.reset()
 
-    assert kit.worker(heartbeat=3600).process(msg.to_json(), clock.now()).status == "succeeded"
+    assert kit.worker(heartbeat=3600).handle(Delivery.of(msg.to_json()), clock.now()).status == "succeeded"
 
     assert kit.meter.snapshot()["requests"] == {"dynamodb.UpdateItem": 2}
 
@@ -125,7 +126,7 @@ def test_a_cancel_requested_before_the_target_starts_is_not_read_again(kit, cloc
     worker.attempts.claim = claim_then_flag
     kit.meter.reset()
 
-    assert worker.process(msg.to_json(), clock.now()).status == "cancelled"
+    assert worker.handle(Delivery.of(msg.to_json()), clock.now()).status == "cancelled"
 
     assert ran == []
     assert "dynamodb.BatchGetItem" not in kit.meter.snapshot()["requests"]
@@ -162,7 +163,9 @@ def test_the_runs_of_a_batch_share_one_read_request_and_each_pays_its_own_unit(a
 
     outcomes = {}
     with ThreadPoolExecutor(max_workers=5) as pool:
-        futures = {pool.submit(worker.process, msg.to_json(), clock.now()): run.id for run, msg in runs}
+        futures = {
+            pool.submit(worker.handle, Delivery.of(msg.to_json()), clock.now()): run.id for run, msg in runs
+        }
         for future, run_id in futures.items():
             outcomes[run_id] = future.result().status
 
@@ -205,5 +208,5 @@ def test_a_failed_batched_read_fails_no_run_and_is_tried_again(kit, clock, handl
 
     handler_slot["fn"] = cooperative
 
-    assert worker.process(msg.to_json(), clock.now()).status == "cancelled"
+    assert worker.handle(Delivery.of(msg.to_json()), clock.now()).status == "cancelled"
     assert calls == [[run.id], [run.id]]

@@ -11,6 +11,7 @@ import pytest
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.models import RunState
 from jobsched.runtime.observability import RUN_DURATION, RUNS_DEAD_LETTERED, RUNS_FAILED, RUNS_SUCCEEDED
+from jobsched.services.deliveries import Delivery
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
@@ -53,13 +54,13 @@ def test_lease_expiry_lets_another_worker_take_over_and_rejects_the_old_workers_
     def stalled(payload, ctx):
         if ctx.attempt == 1:
             clock.advance(seconds=90)  # A is frozen; SQS redelivers the message to worker B
-            taken_over["out"] = kit.worker("worker-b").process(msg.to_json(), clock.now())
+            taken_over["out"] = kit.worker("worker-b").handle(Delivery.of(msg.to_json()), clock.now())
             return {"by": "a"}
         return {"by": "b"}
 
     handler_slot["fn"] = stalled
     # When A wakes up and tries to record its result
-    out_a = kit.worker("worker-a").process(msg.to_json(), clock.now())
+    out_a = kit.worker("worker-a").handle(Delivery.of(msg.to_json()), clock.now())
     # Then B took over as attempt 2 and succeeded; A's late write was rejected
     assert taken_over["out"].status == "succeeded" and taken_over["out"].attempt == 2
     assert out_a.status == "lease_lost"
@@ -97,7 +98,7 @@ def test_a_live_lease_leaves_a_duplicate_delivery_in_the_queue(kit, clock):
     kit.attempts.claim(run.id, 1, "worker-a", clock.now(), 60)
     clock.advance(seconds=10)
     # When a duplicate delivery reaches B
-    out = kit.worker("worker-b").process(msg.to_json(), clock.now())
+    out = kit.worker("worker-b").handle(Delivery.of(msg.to_json()), clock.now())
     # Then B neither runs nor acknowledges it; it looks again after the lease
     assert out.status == "busy" and out.defer and out.detail["retry_in"] == 51
     assert kit.runs.get(run.id).lease_owner == "worker-a"
@@ -109,7 +110,7 @@ def test_an_expired_lease_with_no_attempts_left_is_dead_lettered(kit, clock):
     kit.attempts.claim(run.id, 1, "worker-a", clock.now(), 60)
     clock.advance(seconds=120)
     # When the message is redelivered
-    out = kit.worker("worker-b").process(msg.to_json(), clock.now())
+    out = kit.worker("worker-b").handle(Delivery.of(msg.to_json()), clock.now())
     # Then the run is failed and dead-lettered with the reason
     assert out.status == "dead_lettered"
     item = kit.attempts.get_item(run.id)
@@ -137,7 +138,7 @@ def test_heartbeat_extends_the_lease_and_records_progress(kit, clock, handler_sl
 
     handler_slot["fn"] = working
     # When it runs
-    out = kit.worker(lease=60, heartbeat=0.01).process(msg.to_json(), clock.now())
+    out = kit.worker(lease=60, heartbeat=0.01).handle(Delivery.of(msg.to_json()), clock.now())
     # Then a beat moved the lease to (now + 30 s) + 60 s and wrote the progress
     assert out.status == "succeeded"
     assert seen["item"]["lease_until"] == "2026-03-02T12:01:30.000Z"
@@ -160,7 +161,7 @@ def test_a_heartbeat_that_finds_the_run_taken_over_stops_a_cooperative_handler(k
 
     handler_slot["fn"] = cooperative
     # When A's heartbeat runs
-    out = kit.worker("worker-a", heartbeat=0.01).process(msg.to_json(), clock.now())
+    out = kit.worker("worker-a", heartbeat=0.01).handle(Delivery.of(msg.to_json()), clock.now())
     # Then A's handler saw `cancelled`, and A recorded nothing over B
     assert stopped.is_set() and out.status == "lease_lost"
     assert (kit.metrics.count(RUN_DURATION), kit.metrics.count(RUNS_FAILED)) == (1, 1)

@@ -15,6 +15,7 @@ from jobsched.aws.limits_store import Buckets, Semaphores, bucket_key, semaphore
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.tenant_limits import TenantLimits
 from jobsched.core.messages import RunMessage
+from jobsched.services.deliveries import Delivery
 from jobsched.services.limits import LimitGate
 from tests.aws.conftest_worker import Kit, run_service, sent_messages
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
@@ -67,11 +68,14 @@ def enqueue(kit: Kit, msg: RunMessage) -> dict:
 
 
 def deliver(worker, kit: Kit, delivery: dict):
-    return worker.process(
-        delivery["body"],
+    return worker.handle(
+        Delivery(
+            message_id="",
+            body=delivery["body"],
+            receipt_handle=delivery["receipt_handle"],
+            queue_url=delivery["queue_url"],
+        ),
         kit.clock.now(),
-        receipt_handle=delivery["receipt_handle"],
-        queue_url=delivery["queue_url"],
     )
 
 
@@ -121,12 +125,15 @@ def test_a_wait_near_the_redrive_re_sends_the_message_instead_of_hiding_it(kit, 
     run, msg = kit.new_run(job_id="job-b")
     delivery = enqueue(kit, replace(msg, concurrency=STRIPE))
     before = [b for b, _ in sent_messages(kit.aws) if b["run_id"] == run.id]
-    out = worker.process(
-        delivery["body"],
+    out = worker.handle(
+        Delivery(
+            message_id="",
+            body=delivery["body"],
+            receipt_handle=delivery["receipt_handle"],
+            queue_url=delivery["queue_url"],
+            receive_count=receive_count,
+        ),
         kit.clock.now(),
-        receipt_handle=delivery["receipt_handle"],
-        queue_url=delivery["queue_url"],
-        receive_count=receive_count,
     )
     copies = [(b, d) for b, d in sent_messages(kit.aws) if b["run_id"] == run.id]
     assert out.status == "waiting" and out.detail["waiting_for"] == "concurrency:stripe"
@@ -152,7 +159,7 @@ def test_a_release_makes_the_waiting_run_visible_at_once_and_it_runs(kit):
     holding.release(kit.clock.now())
     again = visible(kit)
     assert [json.loads(m["Body"])["run_id"] for m in again] == [run.id]
-    out = worker.process(again[0]["Body"], kit.clock.now())
+    out = worker.handle(Delivery.of(again[0]["Body"]), kit.clock.now())
     assert out.status == "succeeded"
     stored = kit.attempts.get(run.id)
     assert (stored.attempt, stored.waiting_for, stored.waits) == (1, None, 1)
@@ -168,7 +175,8 @@ def test_a_finished_run_frees_its_slot(kit):
     for job in ("job-a", "job-b"):
         _, msg = kit.new_run(job_id=job)
         assert (
-            worker.process(replace(msg, concurrency=STRIPE).to_json(), kit.clock.now()).status == "succeeded"
+            worker.handle(Delivery.of(replace(msg, concurrency=STRIPE).to_json()), kit.clock.now()).status
+            == "succeeded"
         )
 
 
@@ -196,10 +204,10 @@ def test_the_tenant_limit_holds_across_jobs(kit):
     _, held = kit.new_run(job_id="job-a")
     assert worker.limits.admit(held, kit.clock.now(), None, None, "other").outcome is None
     _, acme = kit.new_run(job_id="job-b")
-    out = worker.process(acme.to_json(), kit.clock.now())
+    out = worker.handle(Delivery.of(acme.to_json()), kit.clock.now())
     assert (out.status, out.detail["waiting_for"]) == ("waiting", "concurrency:@tenant")
     _, globex = kit.new_run(job_id="job-c", tenant="globex")
-    assert worker.process(globex.to_json(), kit.clock.now()).status == "succeeded"
+    assert worker.handle(Delivery.of(globex.to_json()), kit.clock.now()).status == "succeeded"
 
 
 def test_an_operators_tenant_limit_overrides_the_default(kit):
@@ -210,7 +218,10 @@ def test_an_operators_tenant_limit_overrides_the_default(kit):
     _, held = kit.new_run(job_id="job-a")
     assert worker.limits.admit(held, kit.clock.now(), None, None, "other").outcome is None
     _, msg = kit.new_run(job_id="job-b")
-    assert worker.process(msg.to_json(), kit.clock.now()).detail["waiting_for"] == "concurrency:@tenant"
+    assert (
+        worker.handle(Delivery.of(msg.to_json()), kit.clock.now()).detail["waiting_for"]
+        == "concurrency:@tenant"
+    )
 
 
 def test_a_run_cancelled_while_it_waits_is_acknowledged(kit):
@@ -221,9 +232,9 @@ def test_a_run_cancelled_while_it_waits_is_acknowledged(kit):
     worker.limits.admit(replace(held, concurrency=STRIPE), kit.clock.now(), None, None, "other")
     run, msg = kit.new_run(job_id="job-b")
     body = replace(msg, concurrency=STRIPE).to_json()
-    assert worker.process(body, kit.clock.now()).status == "waiting"
+    assert worker.handle(Delivery.of(body), kit.clock.now()).status == "waiting"
     run_service(kit).cancel("acme", run.id, kit.clock.now())
-    out = worker.process(body, kit.clock.now())
+    out = worker.handle(Delivery.of(body), kit.clock.now())
     assert (out.status, out.defer) == ("finished", False)
     assert kit.attempts.get(run.id).state == "cancelled"
 
@@ -235,9 +246,12 @@ def test_a_run_over_its_rate_is_re_sent_for_its_booking_and_starts_then(kit):
     worker = limited_worker(kit)
     limit = {"key": "stripe", "per_second": 0.2, "burst": 1}
     _, first = kit.new_run(job_id="job-a")
-    assert worker.process(replace(first, rate_limit=limit).to_json(), kit.clock.now()).status == "succeeded"
+    assert (
+        worker.handle(Delivery.of(replace(first, rate_limit=limit).to_json()), kit.clock.now()).status
+        == "succeeded"
+    )
     run, second = kit.new_run(job_id="job-b")
-    out = worker.process(replace(second, rate_limit=limit).to_json(), kit.clock.now())
+    out = worker.handle(Delivery.of(replace(second, rate_limit=limit).to_json()), kit.clock.now())
     assert (out.status, out.defer) == ("waiting", False)
     assert 5.0 <= out.detail["starts_in"] <= 6.0
     [(body, delay)] = [(b, d) for b, d in sent_messages(kit.aws) if b["run_id"] == run.id]
@@ -246,7 +260,7 @@ def test_a_run_over_its_rate_is_re_sent_for_its_booking_and_starts_then(kit):
     bucket = kit.dynamo.get(kit.aws.settings.leases_table, {"lease_key": bucket_key("acme", "stripe")})
     kit.clock.advance(timedelta(seconds=out.detail["starts_in"]))
     kit.meter.reset()
-    assert worker.process(json.dumps(body), kit.clock.now()).status == "succeeded"
+    assert worker.handle(Delivery.of(json.dumps(body)), kit.clock.now()).status == "succeeded"
     assert (
         kit.dynamo.get(kit.aws.settings.leases_table, {"lease_key": bucket_key("acme", "stripe")}) == bucket
     )
@@ -260,7 +274,10 @@ def test_a_booking_within_a_second_is_slept_out(kit):
     start = kit.clock.now()
     for job in ("job-a", "job-b"):
         _, msg = kit.new_run(job_id=job)
-        assert worker.process(replace(msg, rate_limit=limit).to_json(), kit.clock.now()).status == "succeeded"
+        assert (
+            worker.handle(Delivery.of(replace(msg, rate_limit=limit).to_json()), kit.clock.now()).status
+            == "succeeded"
+        )
     assert kit.clock.now() - start == timedelta(milliseconds=500)
 
 
@@ -276,7 +293,10 @@ def test_a_slept_out_booking_starts_and_is_recorded_at_its_booked_instant(kit):
     for job in ("job-a", "job-b"):
         run, msg = kit.new_run(job_id=job)
         runs.append(run)
-        assert worker.process(replace(msg, rate_limit=limit).to_json(), delivered).status == "succeeded"
+        assert (
+            worker.handle(Delivery.of(replace(msg, rate_limit=limit).to_json()), delivered).status
+            == "succeeded"
+        )
     first, second = (kit.attempts.get(r.id) for r in runs)
     assert first.attempts[0].started_at == delivered
     assert second.attempts[0].started_at == delivered + timedelta(milliseconds=500)
@@ -295,7 +315,10 @@ def test_the_sweeper_leaves_a_waiting_run_alone(kit):
     worker.limits.semaphores.renew(
         semaphore_key("acme", "stripe"), f"{held.run_id}@other", 1, kit.clock.now(), 60
     )
-    assert worker.process(replace(msg, concurrency=STRIPE).to_json(), kit.clock.now()).status == "waiting"
+    assert (
+        worker.handle(Delivery.of(replace(msg, concurrency=STRIPE).to_json()), kit.clock.now()).status
+        == "waiting"
+    )
     item = kit.attempts.get_item(run.id)
     assert stranded_kind(item, kit.clock.now(), timedelta(minutes=2)) is None
     later = kit.clock.now() + timedelta(minutes=4)

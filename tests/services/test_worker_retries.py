@@ -11,6 +11,7 @@ import pytest
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RunState
 from jobsched.runtime.observability import RUNS_DEAD_LETTERED, RUNS_RETRIED
+from jobsched.services.deliveries import Delivery
 from jobsched.services.worker import retry_delay
 from tests.aws.conftest import T0
 from tests.aws.conftest_worker import Kit, sent_messages
@@ -28,7 +29,7 @@ def test_retryable_failure_is_retried_with_full_jitter_backoff_by_sqs_delay(kit,
     expected = retry_delay(msg, 1, random.Random(7))
     assert 0 <= expected <= 10
     # When the first attempt runs
-    out = kit.worker().process(msg.to_json(), clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     # Then the run waits in `retrying` until now + delay and attempt 2 is queued with that delay
     assert out.status == "retrying" and out.detail["delay"] == pytest.approx(expected)
     stored = kit.runs.get(run.id)
@@ -64,7 +65,7 @@ def test_retry_delay_is_capped_exponential_full_jitter(attempt, ceiling):
 def test_retry_longer_than_900s_travels_as_a_delayed_message_that_redelays_itself(kit, clock, aws):
     # Given a run whose backoff is 2000-3000 s (base = cap = 3000, seeded)
     run, msg = kit.new_run({"handler": "demo.fail"}, {}, base_seconds=3000, max_seconds=3000)
-    out = kit.worker().process(msg.to_json(), clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     delay = out.detail["delay"]
     assert delay > 900
     # Then the retry message waits the SQS maximum, 900 s
@@ -72,7 +73,7 @@ def test_retry_longer_than_900s_travels_as_a_delayed_message_that_redelays_itsel
     assert sqs_delay == 900
     # When it arrives after 900 s, it is re-sent for the rest instead of running early
     clock.advance(seconds=900)
-    again = kit.worker("worker-b").process(json.dumps(body), clock.now())
+    again = kit.worker("worker-b").handle(Delivery.of(json.dumps(body)), clock.now())
     assert again.status == "redelayed"
     assert kit.runs.get(run.id).state is RunState.RETRYING
     remaining = [d for b, d in sent_messages(aws) if b["attempt"] == 2]
@@ -83,7 +84,7 @@ def test_permanent_error_goes_to_the_dead_letters_without_retries(kit, clock, aw
     # Given a handler that raises PermanentError, with 5 attempts allowed
     run, msg = kit.new_run({"handler": "demo.fail"}, {"kind": "permanent"}, max_attempts=5)
     # When it runs once
-    out = kit.worker().process(msg.to_json(), clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     # Then it is failed and dead-lettered at once, with no retry message
     assert out.status == "dead_lettered" and out.detail["reason"] == "permanent"
     stored = kit.runs.get(run.id)
@@ -97,7 +98,7 @@ def test_permanent_error_goes_to_the_dead_letters_without_retries(kit, clock, aw
 
 def test_unknown_handler_is_permanent(kit, clock):
     _, msg = kit.new_run({"handler": "no.such"}, {})
-    assert kit.worker().process(msg.to_json(), clock.now()).detail["reason"] == "permanent"
+    assert kit.worker().handle(Delivery.of(msg.to_json()), clock.now()).detail["reason"] == "permanent"
 
 
 def test_retries_exhausted_dead_letter_with_the_whole_attempt_history(kit, clock, aws):
@@ -108,7 +109,7 @@ def test_retries_exhausted_dead_letter_with_the_whole_attempt_history(kit, clock
     # When each attempt's message is processed in turn
     statuses = []
     for _ in range(3):
-        statuses.append(worker.process(body, clock.now()).status)
+        statuses.append(worker.handle(Delivery.of(body), clock.now()).status)
         pending = [b for b, _ in sent_messages(aws)]
         body = json.dumps(pending[-1]) if pending else body
         clock.advance(seconds=1)
@@ -125,10 +126,10 @@ def test_retries_exhausted_dead_letter_with_the_whole_attempt_history(kit, clock
 def test_flaky_handler_succeeds_on_a_later_attempt(kit, clock, aws):
     run, msg = kit.new_run({"handler": "demo.flaky"}, {"failures": 1}, base_seconds=0, max_seconds=0)
     worker = kit.worker()
-    assert worker.process(msg.to_json(), clock.now()).status == "retrying"
+    assert worker.handle(Delivery.of(msg.to_json()), clock.now()).status == "retrying"
     [(body, delay)] = sent_messages(aws)
     assert delay == 0
-    assert worker.process(json.dumps(body), clock.now()).status == "succeeded"
+    assert worker.handle(Delivery.of(json.dumps(body)), clock.now()).status == "succeeded"
     stored = kit.runs.get(run.id)
     assert stored.output == {"attempt": 2, "failures": 1}
     assert [a.outcome for a in stored.attempts] == ["retrying", "succeeded"]
@@ -138,6 +139,6 @@ def test_timeout_fails_the_attempt_as_retryable(kit, clock):
     # Given a cooperative sleeper with a 1 s timeout that would sleep 30 s
     _, msg = kit.new_run({"handler": "demo.sleep"}, {"seconds": 30}, timeout_seconds=1)
     # When it runs
-    out = kit.worker().process(msg.to_json(), clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     # Then the attempt failed with TimeoutExceeded and a retry is scheduled
     assert out.status == "retrying" and "TimeoutExceeded" in out.detail["error"]

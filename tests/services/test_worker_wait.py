@@ -13,6 +13,7 @@ from datetime import timedelta
 import pytest
 
 from jobsched.core.models import RunState
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest_worker import Kit
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
@@ -37,7 +38,7 @@ def test_a_delivery_600_ms_early_waits_and_starts_at_the_due_instant(kit, clock)
     worker = kit.worker()
     worker.sleep = clock_sleep(clock, slept)
     # When the worker handles it
-    out = worker.process(msg.to_json(), clock.now())
+    out = worker.handle(Delivery.of(msg.to_json()), clock.now())
     # Then it slept exactly the rest, and the first attempt started at the due instant
     assert out.status == "succeeded"
     assert slept == [pytest.approx(0.6)]
@@ -53,7 +54,7 @@ def test_a_delivery_on_time_does_not_sleep(kit, clock):
     worker = kit.worker()
     worker.sleep = clock_sleep(clock, slept)
     # When the worker handles it
-    out = worker.process(msg.to_json(), clock.now())
+    out = worker.handle(Delivery.of(msg.to_json()), clock.now())
     # Then it ran at once
     assert out.status == "succeeded" and slept == []
 
@@ -66,7 +67,7 @@ def test_a_delivery_more_than_a_second_early_is_redelayed_not_waited(kit, clock)
     worker = kit.worker()
     worker.sleep = clock_sleep(clock, slept)
     # When the worker handles it
-    out = worker.process(early.to_json(), clock.now())
+    out = worker.handle(Delivery.of(early.to_json()), clock.now())
     # Then it is re-sent for later, without a wait and without a claim
     assert out.status == "redelayed" and slept == []
     assert kit.runs.get(run.id).state is RunState.QUEUED

@@ -9,6 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from jobsched.core.models import RunState
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest_worker import Kit, sent_messages
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
@@ -56,9 +57,9 @@ def test_a_webhook_5xx_is_retried_and_both_attempts_carry_the_run_id_as_idempote
     run, msg = kit.new_run({"http": {"url": url, "method": "POST"}}, {"n": 1}, base_seconds=0, max_seconds=0)
     worker = kit.worker(allowed_http_hosts=("127.0.0.1",))
     # When the first attempt and its retry run
-    assert worker.process(msg.to_json(), clock.now()).status == "retrying"
+    assert worker.handle(Delivery.of(msg.to_json()), clock.now()).status == "retrying"
     [(body, _)] = sent_messages(aws)
-    assert worker.process(json.dumps(body), clock.now()).status == "succeeded"
+    assert worker.handle(Delivery.of(json.dumps(body)), clock.now()).status == "succeeded"
     # Then the receiver saw the same idempotency key twice, and the run holds the 2xx answer
     assert [h["Idempotency-Key"] for h in server.seen] == [run.id, run.id]
     assert [h["X-Jobsched-Attempt"] for h in server.seen] == ["1", "2"]
@@ -70,7 +71,7 @@ def test_a_webhook_to_a_host_not_allowed_is_dead_lettered_without_a_request(kit,
     url, server = hook
     run, msg = kit.new_run({"http": {"url": url}}, {})
     # When it runs
-    out = kit.worker().process(msg.to_json(), clock.now())
+    out = kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     # Then it failed permanently (SSRF guard) and the server was never called
     assert out.status == "dead_lettered" and "loopback" in out.detail["error"]
     assert server.seen == [] and kit.runs.get(run.id).state is RunState.FAILED

@@ -10,6 +10,7 @@ import pytest
 from jobsched.core.dag import node_run_id
 from jobsched.core.errors import ConflictError, NotFoundError, ValidationError
 from jobsched.core.models import RunState
+from jobsched.services.deliveries import Delivery
 from tests.aws.conftest_worker import sent_messages
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 from tests.aws.workflow_kit import EXECUTIONS, WorkflowKit, node
@@ -251,7 +252,9 @@ def test_a_duplicate_delivery_of_a_finished_node_completes_a_crashed_advance(kit
     kit.handle(a_message)
     kit.worker.on_finished = kit.engine.on_finished
     assert kit.states(run.id)["b"] == "pending"
-    kit.deliveries.process(a_message.body, kit.clock.now())  # the duplicate: FINISHED, then advanced
+    kit.deliveries.handle(
+        Delivery.of(a_message.body), kit.clock.now()
+    )  # the duplicate: FINISHED, then advanced
     kit.drain()
     assert kit.view(run.id).run.state is RunState.SUCCEEDED
     assert _executions_per_node(run.id, ["a", "b"]) == {"a": 1, "b": 1}

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import threading
 
+from jobsched.services.deliveries import Delivery
 from jobsched.services.outcome import Outcome, OutcomeStatus
-from jobsched.services.worker import Delivery, process_batch
+from jobsched.services.worker import process_batch
 
 
 def _deliveries(*bodies: str) -> list[Delivery]:
