@@ -30,6 +30,7 @@ from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queue_ages import QueueAges
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import RunsStore
+from jobsched.aws.step_functions import StepFunctions
 from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
 from jobsched.aws.usage_store import UsageStore
 from jobsched.core.clock import Clock
@@ -183,7 +184,7 @@ def chunk_runner_from_settings(
         outputs=OutputStore(clients.s3, settings.bucket),
         chunks=ChunkStore(dynamo, settings.leases_table),
         sqs=clients.sqs,
-        stepfunctions=clients.stepfunctions,
+        stepfunctions=StepFunctions(clients.stepfunctions),
         state_machine_arn=settings.state_machine_arn,
         clock=clock,
         owner=owner,

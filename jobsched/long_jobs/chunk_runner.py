@@ -36,7 +36,6 @@ from jobsched.aws.attempts import Claim
 from jobsched.aws.errors import AwsRefused
 from jobsched.aws.outputs import OutputStore, encode
 from jobsched.aws.queues import change_visibility
-from jobsched.aws.step_functions import StepFunctions
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, PermanentError
 from jobsched.core.messages import RunMessage
@@ -52,6 +51,8 @@ from jobsched.long_jobs.chunked import (
 from jobsched.long_jobs.parent import Parent, ParentStore
 from jobsched.long_jobs.starter import ExecutionStarter
 from jobsched.long_jobs.steps import StepResult, answer_failure, answer_success, run_step
+from jobsched.ports.queues import SqsApi
+from jobsched.ports.state_machine import StateMachine
 from jobsched.ports.stores import AttemptRecords
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import DEFAULT_REMAINING_SECONDS, Delivery
@@ -94,7 +95,10 @@ def chunk_kind(body: str) -> str | None:
 
 
 class ChunkRunner:
-    """Starts executions and handles the workflow's messages; every dependency is injected."""
+    """Starts executions and handles the workflow's messages; every dependency is injected: the stores,
+    the SQS calls (``sqs``: the :class:`~jobsched.ports.queues.SqsApi` port, its visibility changes
+    not metered) and the state machine (the :class:`~jobsched.ports.state_machine.StateMachine` port,
+    :class:`jobsched.aws.step_functions.StepFunctions` in a deployment)."""
 
     def __init__(
         self,
@@ -102,8 +106,8 @@ class ChunkRunner:
         attempts: AttemptRecords,
         outputs: OutputStore,
         chunks: ChunkStore,
-        sqs: Any,
-        stepfunctions: Any,
+        sqs: SqsApi,
+        stepfunctions: StateMachine,
         state_machine_arn: str,
         clock: Clock,
         owner: str,
@@ -115,7 +119,7 @@ class ChunkRunner:
         self.outputs = outputs
         self.chunks = chunks
         self.sqs = sqs
-        self.sfn = StepFunctions.of(stepfunctions)
+        self.sfn = stepfunctions
         self.state_machine_arn = state_machine_arn
         self.clock = clock
         self.owner = owner

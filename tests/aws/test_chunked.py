@@ -20,6 +20,7 @@ import pytest
 from moto import mock_aws
 
 from jobsched.aws.clients import Clients
+from jobsched.aws.step_functions import StepFunctions
 from jobsched.core.errors import PermanentError, RetryableError
 from jobsched.core.models import RunState
 from jobsched.long_jobs.asl import KIND_RUN, chunked_job_definition
@@ -125,7 +126,7 @@ class Env:
             outputs=self.kit.outputs,
             chunks=ChunkStore(self.kit.dynamo, settings.leases_table),
             sqs=self.kit.aws.clients.sqs,
-            stepfunctions=self.sfn,
+            stepfunctions=StepFunctions.of(self.sfn),
             state_machine_arn=self.arn,
             clock=self.kit.clock,
             owner=owner,
