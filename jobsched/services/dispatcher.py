@@ -330,7 +330,7 @@ class Dispatcher:
         A ``gate`` (the tick's backpressure) may hold due ``default``/``low`` jobs back, untouched.
         With ``sends`` (a tick's :class:`AlignedSends`) the messages are sent aligned to the second;
         without, with each batch's delays rounded down from the clock when it is sent
-        (:meth:`timed_sends`; from ``now`` only for a dispatcher without a clock).
+        (:meth:`timed_sends`; from ``now`` for a dispatcher that does not read its clock).
         """
         summary = DispatchSummary(jobs_seen=len(jobs))
         planned: list[_Planned] = []
