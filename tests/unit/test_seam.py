@@ -161,3 +161,43 @@ def test_every_function_has_one_seam_and_builds_nothing_at_import(name):
     assert isinstance(module.seam, Seam)
     assert {"clock", "clients"} <= module.seam.uses <= PARTS
     assert not module.seam._built
+
+
+def test_the_worker_function_runs_a_delivery_on_the_in_memory_fakes_installed_in_its_seam(monkeypatch):
+    """The seam takes the fakes' settings, clients and clock as it takes moto's: the entry point itself,
+    event in and partial batch response out, runs on them."""
+    from datetime import timedelta
+
+    import functions.worker as worker_function
+    from jobsched.compose.pipeline import job_service_from_settings
+    from jobsched.local.invoke import LambdaContext
+    from jobsched.targets.registry import is_registered, job, unregister
+    from jobsched.testing import in_memory_aws
+
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "jobsched")
+    job("test.seam.invoice")(lambda payload, ctx: {"invoiced": payload["customer"]})
+    try:
+        # Given a job due at 09:00 created on the fakes at 08:59, and its message received at 09:00
+        aws = in_memory_aws(start=T0 - timedelta(minutes=1))
+        jobs = job_service_from_settings(aws.settings, aws.clients, known_handlers=is_registered)
+        spec = {"name": "i", "schedule": "at(2026-03-02T12:00:00)", "target": {"handler": "test.seam.invoice"}}
+        created = jobs.create("acme", {**spec, "payload": {"customer": "acme"}}, aws.clock.now())
+        aws.clock.advance(timedelta(minutes=1))
+        queue = aws.settings.queue_urls["default"]
+        [message] = aws.queues.receive_message(QueueUrl=queue)["Messages"]
+        record = {
+            "messageId": message["MessageId"],
+            "body": message["Body"],
+            "receiptHandle": message["ReceiptHandle"],
+            "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:" + queue.rsplit("/", 1)[-1],
+            "attributes": {"ApproximateReceiveCount": "1"},
+        }
+        # When the worker function handles it with the fakes installed in its seam
+        with worker_function.seam.installed(clock=aws.clock, settings=aws.settings, clients=aws.clients):
+            response = worker_function.handler({"Records": [record]}, LambdaContext("worker", 900))
+        # Then the record is acknowledged and the run succeeded with the handler's output
+        assert response == {"batchItemFailures": []}
+        [run] = jobs.runs.list_for_job(created.id)[0]
+        assert (run.state.value, run.output) == ("succeeded", {"invoiced": "acme"})
+    finally:
+        unregister("test.seam.invoice")
