@@ -107,6 +107,11 @@ class Seam(Generic[S]):
         """The clock in force: the handler reads "now" from it."""
         return self._parts.clock
 
+    @property
+    def built(self) -> bool:
+        """Whether the services in force are built (the first event came since the last install)."""
+        return self._built
+
     def services(self) -> S:
         """The function's services, built from the parts in force on the first call, then kept."""
         with self._lock:

@@ -3,11 +3,14 @@ the deployment's parts when nothing is, and every install undone when its block 
 
 from __future__ import annotations
 
-import importlib
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -37,11 +40,11 @@ def recording_seam(uses: Iterable[str] = PARTS) -> tuple[Seam[Parts], list[Parts
 def test_nothing_is_built_until_first_use_then_once():
     # Given a new seam
     seam, builds = recording_seam()
-    assert builds == []
+    assert builds == [] and not seam.built
     # When its services are asked for three times
     first = [seam.services() for _ in range(3)]
     # Then they were built once
-    assert len(builds) == 1 and all(s is first[0] for s in first)
+    assert len(builds) == 1 and all(s is first[0] for s in first) and seam.built
 
 
 def test_a_cold_start_raced_by_eight_threads_builds_once():
@@ -152,15 +155,32 @@ def test_a_seam_names_only_parts_that_exist():
         Seam("test", lambda parts: None, uses=("clock", "logger"))
 
 
-@pytest.mark.parametrize("name", FUNCTIONS)
-def test_every_function_has_one_seam_and_builds_nothing_at_import(name):
-    # Given a function module, imported
-    module = importlib.import_module(f"functions.{name}")
-    # Then it has a seam that builds from a clock and clients at least, and nothing is built yet
-    # (no install is open: each test's install ends with it)
-    assert isinstance(module.seam, Seam)
-    assert {"clock", "clients"} <= module.seam.uses <= PARTS
-    assert not module.seam._built
+_IMPORT_EVERY_FUNCTION = """
+import importlib
+from jobsched.compose.seam import PARTS, Seam
+for name in {names!r}:
+    seam = importlib.import_module("functions." + name).seam
+    assert isinstance(seam, Seam) and {{"clock", "clients"}} <= seam.uses <= PARTS, name
+    print(name, "built" if seam.built else "not built")
+"""
+
+
+def test_every_function_has_one_seam_and_builds_nothing_at_import():
+    # Given a fresh interpreter (no test has invoked a function in it)
+    root = Path(__file__).resolve().parents[2]
+    script = _IMPORT_EVERY_FUNCTION.format(names=FUNCTIONS)
+    # When it imports every function module
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "PYTHONPATH": str(root)},
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # Then each has a seam that builds from a clock and clients at least, and nothing is built yet
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[:-1] == [f"{name} not built" for name in FUNCTIONS]
 
 
 def test_the_worker_function_runs_a_delivery_on_the_in_memory_fakes_installed_in_its_seam(monkeypatch):
