@@ -200,8 +200,8 @@ def test_the_worker_function_runs_a_delivery_on_the_in_memory_fakes_installed_in
         # Given a job due at 09:00 created on the fakes at 08:59, and its message received at 09:00
         aws = in_memory_aws(start=T0 - timedelta(minutes=1))
         jobs = job_service_from_settings(aws.settings, aws.clients, known_handlers=is_registered)
-        spec = {"name": "i", "schedule": "at(2026-03-02T12:00:00)", "target": {"handler": "test.seam.invoice"}}
-        created = jobs.create("acme", {**spec, "payload": {"customer": "acme"}}, aws.clock.now())
+        spec = {"name": "i", "schedule": "at(2026-03-02T12:00:00)", "payload": {"customer": "acme"}}
+        created = jobs.create("acme", {**spec, "target": {"handler": "test.seam.invoice"}}, aws.clock.now())
         aws.clock.advance(timedelta(minutes=1))
         queue = aws.settings.queue_urls["default"]
         [message] = aws.queues.receive_message(QueueUrl=queue)["Messages"]
