@@ -5,7 +5,8 @@ module creates no AWS client) and every event is handed to it. On AWS a containe
 invocation at a time; where one process serves requests concurrently (the embedded mode's threaded
 HTTP bridge), each request in flight gets a resolver of its own (``ResolverPool``), so a slow request
 never holds up the others. Routes, auth and error mapping live
-in :mod:`jobsched.api`.
+in :mod:`jobsched.api`. The app is built from the environment and what :data:`seam` holds (clock,
+clients: :mod:`jobsched.compose.seam`).
 """
 
 from __future__ import annotations
@@ -17,20 +18,22 @@ from aws_lambda_powertools.logging import correlation_paths
 
 from jobsched.api.app import ResolverPool
 from jobsched.compose.api import app_from_env
+from jobsched.compose.seam import Parts, Seam
 from jobsched.runtime import observability as obs
-from jobsched.runtime.lazy import lazy
 
 logger = Logger(service="jobsched-api")
 obs.configure_function_logging(logger)
 
 
-@lazy
-def get_app() -> ResolverPool:
+def build(parts: Parts) -> ResolverPool:
     """The container's resolver, built on first use (once, even if first requests race), in a pool
     that gives concurrent invocations in one process (the embedded mode) a resolver each."""
-    return ResolverPool(app_from_env())
+    return ResolverPool(app_from_env(clients=parts.clients, clock=parts.clock))
+
+
+seam = Seam("functions.api", build, uses=("clock", "clients"))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    return get_app().resolve(event, context)
+    return seam.services().resolve(event, context)

@@ -7,29 +7,25 @@ Thin on purpose: parse the event, call
 summary and emit its metrics: ``RunsSkipped``, ``RunsDispatched``, ``JobsAdvanced``, ``SendFailures``,
 ``StaleJobs``, ``ShardsBusy`` and ``JobsHeldBack`` (due jobs held back by backpressure), with no
 per-run or per-tenant dimension (those would be billed as separate metrics). Services are built once
-per container, on the first invocation, never at import time.
+per container, on the first invocation, never at import time, from what :data:`seam` holds (the clock,
+the sleep a tick aligns its sends with, settings, clients, meter: :mod:`jobsched.compose.seam`).
 """
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Callable
 from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from jobsched.aws.clients import Clients
 from jobsched.aws.leases import LeaseHeldError
 from jobsched.compose.pipeline import dispatcher_from_settings
-from jobsched.core.clock import Clock
+from jobsched.compose.seam import Parts, Seam
 from jobsched.core.errors import LeaseLostError, ValidationError
 from jobsched.core.ids import validate_shard_count
 from jobsched.runtime import observability as obs
-from jobsched.runtime.clock import SystemClock
-from jobsched.runtime.lazy import lazy
 from jobsched.runtime.observability import JOBS_HELD_BACK
 from jobsched.runtime.settings import Settings
 from jobsched.services.dispatcher import Dispatcher, DispatchSummary
@@ -37,26 +33,21 @@ from jobsched.services.dispatcher import Dispatcher, DispatchSummary
 logger = Logger(service="jobsched-dispatcher")
 metrics = obs.make_metrics("dispatcher")
 obs.configure_function_logging(logger)
-clock: Clock = SystemClock()
-#: What a tick sleeps on to align its sends to the second (decision 0032): the wall clock's.
-sleep: Callable[[float], Any] = time.sleep
 
 
-@lazy
-def services() -> tuple[Settings, Dispatcher]:
-    """Settings and dispatcher, built on first use and kept for the container's lifetime."""
-    settings = Settings.from_env()
+def build(parts: Parts) -> tuple[Settings, Dispatcher]:
+    """Settings and dispatcher, built on first use and kept for the container's lifetime. With the
+    wall clock and ``time.sleep`` (nothing installed) a tick aligns its sends to the second by the
+    wall clock (decision 0032)."""
+    settings = parts.read_settings()
     owner = f"dispatcher-{uuid.uuid4().hex[:12]}"
-    return settings, dispatcher_from_settings(settings, Clients(), owner=owner, clock=clock, sleep=sleep)
+    dispatcher = dispatcher_from_settings(
+        settings, parts.make_clients(), meter=parts.meter, owner=owner, clock=parts.clock, sleep=parts.sleep
+    )
+    return settings, dispatcher
 
 
-def reset(with_clock: Clock | None = None, with_sleep: Callable[[float], Any] | None = None) -> None:
-    """Forget the built services (tests; a new environment) and install ``with_clock`` (default: the
-    wall clock) and ``with_sleep``, the sleep that moves it (default: ``time.sleep``)."""
-    global clock, sleep
-    services.cache_clear()
-    clock = with_clock or SystemClock()
-    sleep = with_sleep or time.sleep
+seam = Seam("functions.dispatcher", build, uses=("clock", "sleep", "settings", "clients", "meter"))
 
 
 def parse_shards(event: Any, shards: int) -> tuple[list[int], int]:
@@ -76,11 +67,11 @@ def parse_shards(event: Any, shards: int) -> tuple[list[int], int]:
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    settings, dispatcher = services()
+    settings, dispatcher = seam.services()
     shards, count = parse_shards(event, settings.shards)
     summary = DispatchSummary()
     for shard in shards:
-        now = clock.now()
+        now = seam.clock.now()
         try:
             summary.merge(dispatcher.dispatch_shard(shard, now, count))
         except (LeaseHeldError, LeaseLostError) as exc:

@@ -2,7 +2,9 @@
 
 Same shape as the worker: one record at a time through
 :meth:`jobsched.services.dlq_consumer.DlqConsumer.process`,
-partial batch failures for records left for later (a run still under a live lease).
+partial batch failures for records left for later (a run still under a live lease). The consumer is
+built once per container, on the first invocation, from what :data:`seam` holds (clock, settings,
+clients, meter, metric sink: :mod:`jobsched.compose.seam`).
 """
 
 from __future__ import annotations
@@ -13,35 +15,35 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
-from jobsched.aws.clients import Clients
 from jobsched.compose.pipeline import dlq_consumer_from_settings
-from jobsched.core.clock import Clock
+from jobsched.compose.seam import Parts, Seam
 from jobsched.runtime import observability as obs
-from jobsched.runtime.clock import SystemClock
-from jobsched.runtime.lazy import lazy
-from jobsched.runtime.settings import Settings
 from jobsched.services.dlq_consumer import DlqConsumer
 
 logger = Logger(service="jobsched-dlq-consumer")
 metrics = obs.make_metrics("dlq_consumer")
 obs.configure_function_logging(logger)
-clock: Clock = SystemClock()
 
 
 class LeftForLater(Exception):
     """A DLQ record whose run is still held by a live lease: kept in the DLQ for another look."""
 
 
-@lazy
-def consumer() -> DlqConsumer:
+def build(parts: Parts) -> DlqConsumer:
     """The DLQ consumer, built on first use and kept for the container's lifetime."""
-    return dlq_consumer_from_settings(Settings.from_env(), Clients(), metrics=obs.PowertoolsSink(metrics))
+    settings, clients = parts.read_settings(), parts.make_clients()
+    sink = parts.metrics_or(obs.PowertoolsSink(metrics))
+    return dlq_consumer_from_settings(settings, clients, metrics=sink, meter=parts.meter)
+
+
+seam = Seam("functions.dlq_consumer", build, uses=("clock", "settings", "clients", "meter", "metrics"))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    service = consumer()
+    service = seam.services()
+    clock = seam.clock
 
     def record_handler(record: SQSRecord) -> str:
         count = record.attributes.approximate_receive_count

@@ -1,4 +1,7 @@
-"""Lambda entry point of the sweeper (an EventBridge schedule, every few minutes): one sweep, a summary."""
+"""Lambda entry point of the sweeper (an EventBridge schedule, every few minutes): one sweep, a summary.
+
+The sweeper is built once per container, on the first invocation, from what :data:`seam` holds (clock,
+settings, clients, meter, metric sink: :mod:`jobsched.compose.seam`)."""
 
 from __future__ import annotations
 
@@ -6,30 +9,29 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from jobsched.aws.clients import Clients
 from jobsched.compose.pipeline import sweeper_from_settings
-from jobsched.core.clock import Clock
+from jobsched.compose.seam import Parts, Seam
 from jobsched.runtime import observability as obs
-from jobsched.runtime.clock import SystemClock
-from jobsched.runtime.lazy import lazy
-from jobsched.runtime.settings import Settings
 from jobsched.services.sweeper import Sweeper
 
 logger = Logger(service="jobsched-sweeper")
 metrics = obs.make_metrics("sweeper")
 obs.configure_function_logging(logger)
-clock: Clock = SystemClock()
 
 
-@lazy
-def sweeper() -> Sweeper:
+def build(parts: Parts) -> Sweeper:
     """The sweeper, built on first use and kept for the container's lifetime."""
-    return sweeper_from_settings(Settings.from_env(), Clients(), metrics=obs.PowertoolsSink(metrics))
+    settings, clients = parts.read_settings(), parts.make_clients()
+    sink = parts.metrics_or(obs.PowertoolsSink(metrics))
+    return sweeper_from_settings(settings, clients, metrics=sink, meter=parts.meter)
+
+
+seam = Seam("functions.sweeper", build, uses=("clock", "settings", "clients", "meter", "metrics"))
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    summary = sweeper().sweep(clock.now()).to_dict()
+    summary = seam.services().sweep(seam.clock.now()).to_dict()
     logger.info("sweep done", extra=summary)
     return summary

@@ -19,6 +19,10 @@ handler's own included, carries them) and metrics go through a lock.
 With ``JOBSCHED_STATE_MACHINE_ARN`` set, the worker also drives chunked jobs: it starts a chunked
 run's Step Functions execution and answers the workflow's ``chunk.*`` messages on the ``long`` queue
 (:mod:`jobsched.long_jobs.chunk_runner`). Chunked job modules are listed in ``JOBSCHED_HANDLER_MODULES``.
+
+Settings and clients are built once per container, on the first event, and the worker once per
+invocation (its lease owner is the invocation's request id), from what :data:`seam` holds (clock,
+settings, clients, meter, metric sink: :mod:`jobsched.compose.seam`).
 """
 
 from __future__ import annotations
@@ -34,32 +38,31 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.queues import queue_url_for_arn
 from jobsched.aws.tenant_limits import CONTAINER_CACHE
 from jobsched.compose.pipeline import Deliveries, worker_from_settings
-from jobsched.core.clock import Clock
+from jobsched.compose.seam import Parts, Seam
 from jobsched.runtime import observability as obs
-from jobsched.runtime.clock import SystemClock
-from jobsched.runtime.lazy import lazy
 from jobsched.runtime.resources import DEFAULT_WORKER_CONCURRENCY, ENV_WORKER_CONCURRENCY
 from jobsched.runtime.settings import Settings, worker_concurrency_from
 from jobsched.services.deliveries import Delivery
 from jobsched.services.outcome import Outcome
 from jobsched.services.worker import process_batch
 
-__all__ = ["DEFAULT_WORKER_CONCURRENCY", "ENV_WORKER_CONCURRENCY", "concurrency", "handler"]
+__all__ = ["DEFAULT_WORKER_CONCURRENCY", "ENV_WORKER_CONCURRENCY", "concurrency", "handler", "seam"]
 
 logger = Logger(service="jobsched-worker")
 metrics = obs.make_metrics("worker")
 obs.configure_function_logging(logger)
-clock: Clock = SystemClock()
 
 
-@lazy
-def environment() -> tuple[Settings, Clients]:
+def build(parts: Parts) -> tuple[Settings, Clients]:
     """Settings and clients, built once per container on the first event (never at import); the
     handler modules the settings name are imported then."""
-    settings = Settings.from_env()
+    settings = parts.read_settings()
     for module in settings.handler_modules:
         importlib.import_module(module)
-    return settings, Clients()
+    return settings, parts.make_clients()
+
+
+seam = Seam("functions.worker", build, uses=("clock", "settings", "clients", "meter", "metrics"))
 
 
 def concurrency() -> int:
@@ -70,18 +73,28 @@ def concurrency() -> int:
 
 def make_worker(context: Any) -> Deliveries:
     """A worker whose lease owner is this invocation (its request id)."""
-    settings, clients = environment()
+    parts = seam.parts
+    settings, clients = seam.services()
     owner = f"worker:{getattr(context, 'aws_request_id', 'local')}"
-    sink = obs.LockedSink(obs.PowertoolsSink(metrics))
+    sink = obs.LockedSink(parts.metrics_or(obs.PowertoolsSink(metrics)))
     # The tenants' limits as read are kept for the container's life, not one invocation's (a minute).
-    return worker_from_settings(settings, clients, clock, owner, metrics=sink, limits_cache=CONTAINER_CACHE)
+    return worker_from_settings(
+        settings,
+        clients,
+        parts.clock,
+        owner,
+        metrics=sink,
+        meter=parts.meter,
+        limits_cache=CONTAINER_CACHE,
+    )
 
 
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     worker = make_worker(context)
-    settings, _ = environment()
+    settings, _ = seam.services()
+    clock = seam.clock
 
     def handle(delivery: Delivery) -> Outcome:
         with obs.run_log_keys(**obs.log_keys_of(delivery.body)):

@@ -13,8 +13,8 @@ Run from the project root (it bundles with :mod:`infra.bundling`, as ``cdk synth
   ``sys.path``), no site-packages, no bytecode written (Lambda's code directory is read-only: an
   asset without ``.pyc`` compiles what it imports at each cold start). *import* is the module's
   cumulative time as ``-X importtime`` reports it; *ready* adds building the container's services on
-  the first event (the ``@lazy`` builder each handler calls: settings, wiring, boto3 clients created,
-  no request sent), i.e. the cold start up to the first AWS call;
+  the first event (what each handler builds through its seam, :mod:`jobsched.compose.seam`: settings,
+  wiring, boto3 clients created, no request sent), i.e. the cold start up to the first AWS call;
 - the *runtime-copy* variant (decision 0039): the same bundle without :data:`RUNTIME_PROVIDED`, which
   are put in a second directory after it on ``sys.path`` with their bytecode compiled, as the Lambda
   runtime's own copy of boto3 sits in the runtime's site-packages;
@@ -59,10 +59,10 @@ _RUNTIME_DISTRIBUTIONS = ("boto3", "botocore", "s3transfer", "jmespath", "python
 #: The builder each handler module calls on its first event (what a cold start does before its first call).
 READY = {
     "functions.worker": "make_worker(None)",
-    "functions.api": "get_app()",
-    "functions.dispatcher": "services()",
-    "functions.sweeper": "sweeper()",
-    "functions.dlq_consumer": "consumer()",
+    "functions.api": "seam.services()",
+    "functions.dispatcher": "seam.services()",
+    "functions.sweeper": "seam.services()",
+    "functions.dlq_consumer": "seam.services()",
 }
 
 _PROBE = """

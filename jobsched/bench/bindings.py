@@ -1,12 +1,12 @@
 """The real functions, bound to the benchmark's fake clock and to one metering recorder each.
 
-The dispatcher and worker entry points (``functions.dispatcher.handler``, ``functions.worker.handler``)
-are imported only after the benchmark has exported the function environment (as on a cold start).
-The clock goes in through the injection points the modules offer: ``functions.dispatcher.reset(clock, sleep)``
-and the module-level ``functions.worker.clock``. Neither module takes a meter from outside (each builds
-its services with a fresh one), so while bound, the service factories they call
-(``dispatcher_from_settings``, ``worker_from_settings``) are wrapped to pass the benchmark's meter;
-everything is restored when the ``with`` block ends.
+The dispatcher, worker and sweeper entry points (``functions.dispatcher.handler``, ...) are imported
+only after the benchmark has exported the function environment (as on a cold start). What they build
+their services from goes in through each function's seam (:mod:`jobsched.compose.seam`): the clock,
+the sleep a dispatcher tick aligns its sends with (the clock's ``advance``), the benchmark's meter for
+the function, and where the benchmark asks for them, its settings and clients (the fault battery's
+clients carry its faults). Nothing in the function modules is patched; the seams put back what they
+held when the ``with`` block ends.
 
 Jobs are created through the job service (the code behind ``POST /jobs``) with a meter of their own:
 creating a job is not part of the cost of a run.
@@ -19,9 +19,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import partial
 from typing import Any
-from unittest import mock
 
 from jobsched.aws.clients import Clients
 from jobsched.aws.metering import Meter
@@ -31,6 +29,8 @@ from jobsched.runtime.settings import Settings
 
 Handler = Callable[[dict[str, Any], Any], Any]
 BENCH_TENANT = "bench"
+#: The run pipeline's functions the benchmarks invoke (the sweeper included: its cost is a cost per run).
+PIPELINE = ("dispatcher", "worker", "sweeper")
 
 
 @dataclass
@@ -41,54 +41,35 @@ class PipelineFunctions:
     dispatcher: Handler
     worker: Handler
     sweeper: Handler
-    meters: dict[str, Meter] = field(
-        default_factory=lambda: {"dispatcher": Meter(), "worker": Meter(), "sweeper": Meter()}
-    )
+    meters: dict[str, Meter] = field(default_factory=lambda: {name: Meter() for name in PIPELINE})
 
     def meter(self, function: str) -> Meter:
         return self.meters[function]
 
 
+def function_module(name: str) -> Any:
+    """``functions.<name>``, imported now (after the benchmark's environment is exported)."""
+    return importlib.import_module(f"functions.{name}")
+
+
 @contextmanager
-def bind_functions(clock: Clock) -> Iterator[PipelineFunctions]:
-    """Import the dispatcher, worker and sweeper functions, give them ``clock`` and a meter each, fresh
-    services."""
-    dispatcher = importlib.import_module("functions.dispatcher")
-    worker = importlib.import_module("functions.worker")
-    sweeper = importlib.import_module("functions.sweeper")
-    bound = PipelineFunctions(dispatcher=dispatcher.handler, worker=worker.handler, sweeper=sweeper.handler)
+def bind_functions(
+    clock: Clock, *, settings: Settings | None = None, clients: Callable[[], Clients] | None = None
+) -> Iterator[PipelineFunctions]:
+    """Import the dispatcher, worker and sweeper functions and install in each one's seam ``clock``, a
+    meter of its own and, when given, ``settings`` and clients made by ``clients`` (one set per
+    function, as each container builds its own); their services are built afresh on first use."""
+    modules = {name: function_module(name) for name in PIPELINE}
+    bound = PipelineFunctions(**{name: module.handler for name, module in modules.items()})
+    sleep = getattr(clock, "advance", None)  # a tick that aligns its sends sleeps on the fake clock
     with ExitStack() as stack:
-        stack.enter_context(
-            mock.patch.object(
-                sweeper,
-                "sweeper_from_settings",
-                partial(sweeper.sweeper_from_settings, meter=bound.meters["sweeper"]),
-            )
-        )
-        stack.enter_context(mock.patch.object(sweeper, "clock", clock))
-        sweeper.sweeper.cache_clear()
-        stack.callback(sweeper.sweeper.cache_clear)
-        stack.enter_context(
-            mock.patch.object(
-                dispatcher,
-                "dispatcher_from_settings",
-                partial(dispatcher.dispatcher_from_settings, meter=bound.meters["dispatcher"]),
-            )
-        )
-        stack.enter_context(
-            mock.patch.object(
-                worker,
-                "worker_from_settings",
-                partial(worker.worker_from_settings, meter=bound.meters["worker"]),
-            )
-        )
-        stack.enter_context(mock.patch.object(worker, "clock", clock))
-        # services are rebuilt for this environment on the first tick; a tick that aligns its sends
-        # to the second (decision 0032) sleeps on the benchmark's clock
-        dispatcher.reset(clock, getattr(clock, "advance", None))
-        stack.callback(dispatcher.reset)
-        worker.environment.cache_clear()  # settings and clients of an earlier environment
-        stack.callback(worker.environment.cache_clear)
+        for name, module in modules.items():
+            parts: dict[str, Any] = {"clock": clock, "meter": bound.meters[name], "settings": settings}
+            if name == "dispatcher":
+                parts["sleep"] = sleep
+            if clients is not None:
+                parts["clients"] = clients()
+            stack.enter_context(module.seam.installed(**parts))
         yield bound
 
 

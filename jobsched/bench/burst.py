@@ -32,7 +32,6 @@ counted requests (``aws_model``).
 
 from __future__ import annotations
 
-import importlib
 import os
 import time
 from collections.abc import Iterator
@@ -40,15 +39,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from unittest import mock
 
 from jobsched.aws.metering import deserialize
-from jobsched.bench.bindings import bind_functions, create_cron_jobs
+from jobsched.bench.bindings import bind_functions, create_cron_jobs, function_module
 from jobsched.bench.environment import bench_environment
 from jobsched.bench.evidence import EXECUTIONS, ApiCalls, register_bench_handler, unsuccessful
 from jobsched.bench.harness import ESM, Harness
 from jobsched.bench.pipeline import SWEEP_EVERY_MINUTES, bench_payload
 from jobsched.bench.pricing import Usage, billed_gb_seconds, cost_per_million_runs
+from jobsched.compose.seam import Parts
 from jobsched.core.clock import FakeClock
 from jobsched.core.models import make_run_id
 from jobsched.local import moto_fixes
@@ -158,19 +157,19 @@ def _one_minute(jobs: int, config: BurstConfig) -> dict[str, Any]:
 
 @contextmanager
 def _pages_of(page_size: int | None) -> Iterator[None]:
-    """While active, the dispatcher the function builds pages its due jobs ``page_size`` at a time."""
+    """While active, the dispatcher the function builds (from what its seam holds) pages its due jobs
+    ``page_size`` at a time."""
     if page_size is None:
         yield
         return
-    module = importlib.import_module("functions.dispatcher")
-    build = module.dispatcher_from_settings
+    function = function_module("dispatcher")
 
-    def paged(*args: Any, **kwargs: Any) -> Any:
-        dispatcher = build(*args, **kwargs)
+    def paged(parts: Parts) -> Any:
+        settings, dispatcher = function.build(parts)
         dispatcher.config = replace(dispatcher.config, page_size=page_size)
-        return dispatcher
+        return settings, dispatcher
 
-    with mock.patch.object(module, "dispatcher_from_settings", paged):
+    with function.seam.installed(build=paged):
         yield
 
 

@@ -28,7 +28,6 @@ dispatcher on a skewed clock, an outage) are the harness's.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import json
 import os
 import sys
@@ -37,7 +36,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from unittest import mock
@@ -45,10 +44,10 @@ from unittest import mock
 from jobsched.aws.clients import Clients
 from jobsched.aws.leases import LeaseHeldError
 from jobsched.aws.metering import Meter
-from jobsched.bench.bindings import bind_functions
+from jobsched.bench.bindings import bind_functions, function_module
 from jobsched.bench.environment import REGION, bench_environment
 from jobsched.bench.evidence import ApiCalls
-from jobsched.bench.faults import FaultPlan, Killed, Kind, Rule, injected
+from jobsched.bench.faults import FaultPlan, FaultyClients, Killed, Kind, Rule
 from jobsched.bench.harness import Harness, run_states
 from jobsched.compose.pipeline import dispatcher_from_settings, job_service_from_settings
 from jobsched.core.clock import Clock, FakeClock
@@ -422,19 +421,8 @@ def idempotency_on_clock(clock: Clock) -> Iterator[None]:
         yield
 
 
-@contextmanager
-def _dlq_consumer(clock: Clock) -> Iterator[Any]:
-    module = importlib.import_module("functions.dlq_consumer")
-    with mock.patch.object(module, "clock", clock):
-        module.consumer.cache_clear()
-        try:
-            yield module
-        finally:
-            module.consumer.cache_clear()
-
-
-def _create_jobs(config: BatteryConfig, scenario: Scenario, now: datetime) -> list[str]:
-    service = job_service_from_settings(Settings.from_env(), Clients(), meter=Meter())
+def _create_jobs(config: BatteryConfig, scenario: Scenario, settings: Settings, now: datetime) -> list[str]:
+    service = job_service_from_settings(settings, Clients(), meter=Meter())
     ids = iter(f"chaos-{i:04d}" for i in range(config.jobs))
     service.id_factory = lambda: next(ids)
     spec: dict[str, Any] = {
@@ -462,20 +450,22 @@ def run_scenario(scenario: Scenario, config: BatteryConfig | None = None) -> Sce
     plan.current_function = lambda: calls.current
     with ExitStack() as stack:
         clients, provisioned = stack.enter_context(bench_environment(config.shards, clock))
-        # Restored with the rest of the function environment when bench_environment exits.
-        os.environ[resources.ENV_ENQUEUE_HORIZON_SECONDS] = str(config.enqueue_horizon_seconds)
+        settings = replace(Settings.from_env(), enqueue_horizon_seconds=config.enqueue_horizon_seconds)
         stack.enter_context(calls.active())
-        stack.enter_context(injected(plan))
         stack.enter_context(idempotency_on_clock(clock))
-        functions = stack.enter_context(bind_functions(clock))
-        dlq = stack.enter_context(_dlq_consumer(clock))
+        # Every function's clients carry the plan's faults; each function builds its own, as on AWS.
+        functions = stack.enter_context(
+            bind_functions(clock, settings=settings, clients=lambda: FaultyClients(plan))
+        )
+        dlq = function_module("dlq_consumer")
+        stack.enter_context(dlq.seam.installed(clock=clock, settings=settings, clients=FaultyClients(plan)))
         harness = ChaosHarness(functions, clients, provisioned, calls, plan=plan, clock=clock, dlq=dlq)
-        job_ids = _create_jobs(config, scenario, clock.now())
+        job_ids = _create_jobs(config, scenario, settings, clock.now())
         skewed = None
         if scenario.skewed_dispatcher is not None:
             skewed_clock = OffsetClock(clock, timedelta(seconds=scenario.skewed_dispatcher))
             skewed = dispatcher_from_settings(
-                Settings.from_env(), Clients(), owner="dispatcher-skewed", clock=skewed_clock
+                settings, FaultyClients(plan), owner="dispatcher-skewed", clock=skewed_clock
             )
         measured = [
             make_run_id(j, START + timedelta(minutes=m)) for j in job_ids for m in range(config.minutes)

@@ -1,7 +1,8 @@
 """Faults injected at the AWS call boundary, through botocore's event hooks.
 
-Every client the functions build (:class:`jobsched.aws.clients.Clients`) gets two handlers, registered
-first on its event system:
+The fault battery installs :class:`FaultyClients` in the functions' seams
+(:mod:`jobsched.compose.seam`): every boto3 client they create gets two handlers, registered first on
+its event system:
 
 * ``before-parameter-build.<service>`` keeps the call's parameters (the keyword arguments the code
   passed), per thread;
@@ -28,12 +29,10 @@ from __future__ import annotations
 import random
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
-from unittest import mock
 
 import boto3
 from botocore.exceptions import ClientError, ConnectTimeoutError, ReadTimeoutError
@@ -202,13 +201,13 @@ def hook(plan: FaultPlan, client: Any, service: str) -> Any:
     return client
 
 
-@contextmanager
-def injected(plan: FaultPlan) -> Iterator[FaultPlan]:
-    """While active, every client built through :class:`Clients` carries the plan's hooks."""
-    original = Clients.client
+class FaultyClients(Clients):
+    """The functions' clients (:class:`jobsched.aws.clients.Clients`, created on first use as on AWS),
+    each carrying the plan's hooks: what the fault battery installs in each function's seam."""
 
-    def client(self: Clients, service: str) -> Any:
-        return hook(plan, original(self, service), service)
+    def __init__(self, plan: FaultPlan, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.plan = plan
 
-    with mock.patch.object(Clients, "client", client):
-        yield plan
+    def client(self, service: str) -> Any:
+        return hook(self.plan, super().client(service), service)

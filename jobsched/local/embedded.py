@@ -150,8 +150,9 @@ class EmbeddedMode:
     Functions not overridden are imported from their ``resources.FUNCTIONS`` handler path.
 
     moto keeps its state per process, so two embedded modes in one process need different
-    ``config.prefix`` values; and the real functions cache their settings once per process, so run
-    the real ones in one embedded mode per process (the tests start ``jobsched dev`` as a child).
+    ``config.prefix`` values; and the real functions build their services once per process, from the
+    environment of the first event (each function's seam, :mod:`jobsched.compose.seam`), so run the
+    real ones in one embedded mode per process (the tests start ``jobsched dev`` as a child).
     """
 
     def __init__(

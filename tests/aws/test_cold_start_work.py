@@ -40,11 +40,9 @@ def created(monkeypatch) -> list[str]:
 
 
 @pytest.fixture
-def kit(aws_environ, clock, monkeypatch):
-    monkeypatch.setattr(worker_function, "clock", clock)
-    worker_function.environment.cache_clear()
-    yield Kit(aws_environ, clock)
-    worker_function.environment.cache_clear()
+def kit(aws_environ, clock):
+    with worker_function.seam.installed(clock=clock):
+        yield Kit(aws_environ, clock)
 
 
 def test_the_worker_creates_only_the_clients_its_runs_call(kit, aws_environ, created):

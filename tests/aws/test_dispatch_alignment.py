@@ -53,11 +53,8 @@ def ticking(aws_environ, monkeypatch):
     """The dispatcher function on a fake clock whose sleep moves it, moto's SQS on the same clock."""
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "jobsched")
     clock = FakeClock(T0)
-    fn.reset(clock)
-    monkeypatch.setattr(fn, "sleep", clock.advance, raising=False)
-    with sqs_on_clock(clock):
+    with fn.seam.installed(clock=clock, sleep=clock.advance), sqs_on_clock(clock):
         yield clock
-    fn.reset()
 
 
 def test_a_tick_at_a_fraction_of_a_second_lands_every_message_at_or_just_after_its_due_instant(

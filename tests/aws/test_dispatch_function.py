@@ -22,9 +22,8 @@ class _Context:
 def dispatcher_fn(aws_environ, monkeypatch):
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "jobsched")
     clock = FakeClock(T0)
-    fn.reset(clock)
-    yield clock
-    fn.reset()
+    with fn.seam.installed(clock=clock):
+        yield clock
 
 
 def test_event_with_a_shard_ticks_that_shard_and_returns_the_summary(aws_environ, dispatcher_fn, capsys):
@@ -75,10 +74,8 @@ def test_missing_environment_names_the_variable(aws_environ, monkeypatch):
     from jobsched.runtime.settings import ConfigurationError
 
     monkeypatch.delenv("JOBSCHED_JOBS_TABLE", raising=False)
-    fn.reset()
-    with pytest.raises(ConfigurationError, match="JOBSCHED_JOBS_TABLE"):
+    with fn.seam.installed(), pytest.raises(ConfigurationError, match="JOBSCHED_JOBS_TABLE"):
         fn.handler({"shard": 0}, _Context())
-    fn.reset()
 
 
 def test_held_back_low_jobs_are_counted_in_the_summary_and_the_metric(

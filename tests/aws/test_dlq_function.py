@@ -12,11 +12,9 @@ from tests.aws.test_dlq import redrive_to_dlq
 
 
 @pytest.fixture
-def kit(aws_environ, clock, monkeypatch):
-    monkeypatch.setattr(dlq_function, "clock", clock)
-    dlq_function.consumer.cache_clear()
-    yield Kit(aws_environ, clock)
-    dlq_function.consumer.cache_clear()
+def kit(aws_environ, clock):
+    with dlq_function.seam.installed(clock=clock):
+        yield Kit(aws_environ, clock)
 
 
 def test_a_redriven_message_becomes_a_failed_run_through_the_function(kit, clock, aws_environ):

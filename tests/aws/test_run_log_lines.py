@@ -23,11 +23,9 @@ RUN_KEYS = ("job_id", "run_id", "attempt", "tenant")
 
 
 @pytest.fixture
-def kit(aws_environ, clock, monkeypatch):
-    monkeypatch.setattr(worker_function, "clock", clock)
-    worker_function.environment.cache_clear()
-    yield Kit(aws_environ, clock)
-    worker_function.environment.cache_clear()
+def kit(aws_environ, clock):
+    with worker_function.seam.installed(clock=clock):
+        yield Kit(aws_environ, clock)
 
 
 @pytest.fixture

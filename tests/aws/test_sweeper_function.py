@@ -14,11 +14,9 @@ from tests.aws.test_sweeper import make_job
 
 
 @pytest.fixture
-def kit(aws_environ, clock, monkeypatch):
-    monkeypatch.setattr(sweeper_function, "clock", clock)
-    sweeper_function.sweeper.cache_clear()
-    yield Kit(aws_environ, clock)
-    sweeper_function.sweeper.cache_clear()
+def kit(aws_environ, clock):
+    with sweeper_function.seam.installed(clock=clock):
+        yield Kit(aws_environ, clock)
 
 
 def test_the_function_sweeps_and_returns_a_summary(kit, clock):

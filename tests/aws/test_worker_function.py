@@ -13,11 +13,9 @@ from tests.aws.conftest_worker import Kit
 
 
 @pytest.fixture
-def kit(aws_environ, clock, monkeypatch):
-    monkeypatch.setattr(worker_function, "clock", clock)
-    worker_function.environment.cache_clear()
-    yield Kit(aws_environ, clock)
-    worker_function.environment.cache_clear()
+def kit(aws_environ, clock):
+    with worker_function.seam.installed(clock=clock):
+        yield Kit(aws_environ, clock)
 
 
 def sqs_event(aws, bodies: list[str]) -> dict:

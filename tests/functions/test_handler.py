@@ -28,18 +28,22 @@ def handler(aws_environ, monkeypatch):  # noqa: F811
     monkeypatch.setenv(ENV_AUTH_MODE, "token")
     monkeypatch.setenv(ENV_TENANT_TOKENS, json.dumps(TOKENS))
     monkeypatch.setenv(ENV_ADMIN_PRINCIPALS, "token:ops")
-    api.get_app.cache_clear()
-    yield api.handler
+    with api.seam.installed():  # the app is built afresh from this environment
+        yield api.handler
 
 
-def test_handler_builds_the_app_once_and_serves_requests(handler, monkeypatch):
+def test_handler_builds_the_app_once_and_serves_requests(handler):
     builds = []
-    real = api.app_from_env
-    monkeypatch.setattr(api, "app_from_env", lambda: builds.append(1) or real())
-    created = handler(http_event("POST", "/jobs", body=JOB, headers=ACME), LambdaContext())
-    assert created["statusCode"] == 201
-    job = body_of(created)
-    read = handler(http_event("GET", f"/jobs/{job['id']}", headers=ACME), LambdaContext())
+
+    def counted(parts):
+        builds.append(1)
+        return api.build(parts)
+
+    with api.seam.installed(build=counted):
+        created = handler(http_event("POST", "/jobs", body=JOB, headers=ACME), LambdaContext())
+        assert created["statusCode"] == 201
+        job = body_of(created)
+        read = handler(http_event("GET", f"/jobs/{job['id']}", headers=ACME), LambdaContext())
     assert body_of(read)["id"] == job["id"]
     assert len(builds) == 1
 
@@ -53,8 +57,7 @@ def test_handler_answers_health_without_credentials(handler):
 def test_missing_configuration_fails_at_build_naming_the_variable(aws_environ, monkeypatch):  # noqa: F811
     monkeypatch.setenv(ENV_AUTH_MODE, "token")
     monkeypatch.delenv(ENV_TENANT_TOKENS, raising=False)
-    api.get_app.cache_clear()
-    with pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
+    with api.seam.installed(), pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
         api.handler(http_event("GET", "/health"), LambdaContext())
 
 
