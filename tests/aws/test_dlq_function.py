@@ -8,7 +8,7 @@ import functions.dlq_consumer as dlq_function
 from jobsched.core.models import RunState
 from jobsched.local.invoke import LambdaContext
 from tests.aws.conftest_worker import Kit
-from tests.aws.test_dlq import redrive_to_dlq
+from tests.services.test_dlq import redrive_to_dlq
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import functions.sweeper as sweeper_function
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.local.invoke import LambdaContext
 from tests.aws.conftest_worker import Kit
-from tests.aws.test_sweeper import make_job
+from tests.services.test_sweeper import make_job
 
 
 @pytest.fixture
