@@ -2,7 +2,7 @@
 
 ``get_object`` of a missing key fails with ``NoSuchKey`` (as an S3 object past the bucket's lifecycle
 does), raised as :class:`jobsched.aws.errors.AwsRefused`; :meth:`InMemoryObjects.expire` removes an
-object to test that path.
+object to test that path (``delete_object`` does too, as S3's does, for tests written against a client).
 """
 
 from __future__ import annotations
@@ -51,6 +51,12 @@ class InMemoryObjects:
         if content_type:
             answer["ContentType"] = content_type
         return answer
+
+    def delete_object(self, Bucket: str, Key: str, **_: Any) -> dict[str, Any]:
+        """As S3: deleting a key that is not there succeeds too."""
+        with self._lock:
+            self._bucket(Bucket, "DeleteObject").pop(Key, None)
+        return {}
 
     # --- for tests ---------------------------------------------------------------------------------
 

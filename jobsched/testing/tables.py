@@ -426,6 +426,17 @@ class InMemoryTables:
             raise _check_failed(failed, "UpdateItem") from None
         return {"Attributes": serialize(new)} if ReturnValues == "ALL_NEW" else {}
 
+    def delete_item(
+        self, TableName: str, Key: Mapping[str, Any], ReturnValues: str = "NONE", **kwargs: Any
+    ) -> dict[str, Any]:
+        """As DynamoDB: a missing item is no error; a refused condition keeps the item."""
+        condition, names, values = _expressions(kwargs)
+        try:
+            old = self.delete(TableName, deserialize(Key), condition=condition, names=names, values=values)
+        except ConditionFailed as failed:
+            raise _check_failed(failed, "DeleteItem") from None
+        return {"Attributes": serialize(old)} if ReturnValues == "ALL_OLD" and old is not None else {}
+
     def scan(
         self,
         TableName: str,

@@ -1,4 +1,5 @@
-"""functions/api.py: the Lambda entry point, built from the environment like in a deployment."""
+"""functions/api.py: the Lambda entry point, built from the environment like in a deployment (on moto: it
+builds its own boto3 clients). The HTTP API behind it is tested in tests/api, on the in-memory fakes."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 import functions.api as api
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
-from tests.aws.conftest import aws_environ  # noqa: F401 - the environment-exporting moto fixture
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, TOKENS, body_of, http_event
+from tests.api.conftest import JOB
+from tests.api.events import ACME, TOKENS, body_of, http_event
+from tests.aws.conftest import aws, aws_environ  # noqa: F401 - the moto fixtures, exported as the environment
 
 
 @dataclass
@@ -59,23 +60,3 @@ def test_missing_configuration_fails_at_build_naming_the_variable(aws_environ, m
     monkeypatch.delenv(ENV_TENANT_TOKENS, raising=False)
     with api.seam.installed(), pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
         api.handler(http_event("GET", "/health"), LambdaContext())
-
-
-def test_concurrent_requests_on_one_app_each_get_their_own_answer(app):
-    # Given one resolver shared by threads (as the embedded mode's threaded HTTP bridge shares it)
-    from concurrent.futures import ThreadPoolExecutor
-
-    from tests.functions.events import GLOBEX
-
-    def ask(i: int) -> tuple[int, str]:
-        headers = ACME if i % 2 else GLOBEX
-        event = http_event(
-            "GET", "/schedules/preview", query={"schedule": f"{i % 60} 9 * * *"}, headers=headers
-        )
-        return i, body_of(app.resolve(event, None))["schedule"]
-
-    # When many requests arrive at once
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        answers = list(pool.map(ask, range(64)))
-    # Then every answer belongs to its own request
-    assert all(schedule == f"{i % 60} 9 * * *" for i, schedule in answers)

@@ -1,6 +1,6 @@
 """End to end through the real embedded mode: a hypothesis fuzz of ``POST /jobs`` over HTTP.
 
-``tests/functions/test_fuzz_jobs.py`` fuzzes the api function with Lambda events; this one sends the
+``tests/api/test_fuzz_jobs.py`` fuzzes the API with Lambda events; this one sends the
 same kinds of bodies (its strategies), plus raw bytes that are not UTF-8, through a real socket to the
 embedded mode's HTTP bridge and the real api function. Never a 500; a rejection has the error shape
 and creates no job (counted through the API); a 201 creates exactly one.
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.functions.test_fuzz_jobs import json_value, near_valid
+from tests.api.test_fuzz_jobs import json_value, near_valid
 from tests.local.e2e_helpers import EmbeddedProcess
 
 pytestmark = pytest.mark.slow

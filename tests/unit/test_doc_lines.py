@@ -4,7 +4,7 @@ Where the truth is a number or a name in the code, the doc's figure is read and 
 it is a property shown by another test (named), the false wording is checked to be gone, so a copy of
 the old line cannot come back unnoticed. The alarm-metric count is checked against the synthesized
 template in tests/infra/test_observability.py, the unknown-handler status against the API in
-tests/functions/test_doc_claims.py.
+tests/api/test_doc_claims.py.
 """
 
 from __future__ import annotations

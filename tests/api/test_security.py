@@ -15,7 +15,7 @@ import logging
 
 import pytest
 
-from tests.functions.events import ACME, body_of, iam_authorizer, jwt_authorizer
+from tests.api.events import ACME, body_of, iam_authorizer, jwt_authorizer
 
 PREVIEW = {"schedule": "0 9 * * *"}
 
@@ -45,7 +45,7 @@ FORGED = unsigned_jwt({"sub": "mallory", "tenant": "acme", "iss": "https://evil"
 def test_jwt_mode_never_reads_a_token_the_authorizer_did_not_validate(make_app, token):
     """Given jwt mode / When a request carries a token but no authorizer claims (the gateway refused
     it, or the function was reached another way) / Then 401: the bearer token is never decoded."""
-    from tests.functions.events import http_event
+    from tests.api.events import http_event
 
     app = make_app("jwt")
     event = http_event("GET", "/jobs", headers={"Authorization": f"Bearer {token}"})
@@ -57,7 +57,7 @@ def test_jwt_mode_never_reads_a_token_the_authorizer_did_not_validate(make_app, 
 def test_jwt_without_a_usable_tenant_claim_is_401(make_app, tenant):
     app = make_app("jwt")
     claims = {"sub": "u1"} if tenant is None else {"sub": "u1", "tenant": tenant}
-    from tests.functions.events import http_event
+    from tests.api.events import http_event
 
     response = app.resolve(http_event("GET", "/jobs", authorizer=jwt_authorizer(claims)), None)
     assert response["statusCode"] == 401, response["body"]
@@ -66,7 +66,7 @@ def test_jwt_without_a_usable_tenant_claim_is_401(make_app, tenant):
 def test_a_tenant_in_the_request_cannot_override_the_claim(make_app):
     """Given a JWT for globex / When the request names acme in a header, the query and the body /
     Then the job is created for globex and acme sees nothing."""
-    from tests.functions.events import http_event
+    from tests.api.events import http_event
 
     app = make_app("jwt")
     globex = jwt_authorizer({"sub": "u2", "tenant": "globex"})
@@ -83,7 +83,7 @@ def test_a_tenant_in_the_request_cannot_override_the_claim(make_app):
 
 
 def test_iam_principal_mapped_to_no_tenant_is_401(make_app):
-    from tests.functions.events import http_event
+    from tests.api.events import http_event
 
     app = make_app("iam")
     stranger = iam_authorizer("arn:aws:sts::999999999999:assumed-role/stranger/s1", account="999999999999")

@@ -2,7 +2,7 @@
 
 Bodies are drawn half from near-valid jobs (each field valid or replaced by arbitrary JSON) and half
 from arbitrary JSON or raw text, so both the request model and the job service's checks are hit.
-One moto environment serves every example; after each one the Jobs and Runs tables and the
+One in-memory environment serves every example; after each one the Jobs and Runs tables and the
 idempotency records are counted: they grow only on a 201.
 """
 
@@ -13,7 +13,7 @@ import json
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.functions.events import ACME, http_event
+from tests.api.events import ACME, http_event
 
 ALLOWED = {201, 400, 409, 413, 415, 422}
 

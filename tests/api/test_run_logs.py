@@ -11,7 +11,7 @@ from jobsched.api.app import build_app
 from jobsched.api.auth import AuthConfig, Authenticator
 from jobsched.compose.api import build_services
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
-from tests.functions.events import ACME, GLOBEX, TOKENS, body_of, http_event
+from tests.api.events import ACME, GLOBEX, TOKENS, body_of, http_event
 
 JOB = {"name": "logged", "schedule": "@yearly", "target": {"handler": "demo.echo"}}
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.functions.events import ACME, GLOBEX, body_of
+from tests.api.events import ACME, GLOBEX, body_of
 
 FAILING = {"target": {"handler": "demo.fail"}, "payload": {"kind": "permanent"}}
 

@@ -8,7 +8,7 @@ from urllib.parse import quote
 import pytest
 
 from jobsched.core.models import parse_run_id
-from tests.functions.events import ACME, body_of
+from tests.api.events import ACME, body_of
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""``/workflows`` and ``/workflow-runs`` through the real resolver over moto: create, read, list,
-change, run, node states, the drawing, cancel, retry, 4xx for bad definitions, tenant isolation."""
+"""``/workflows`` and ``/workflow-runs`` through the real resolver over the in-memory fakes: create, read,
+list, change, run, node states, the drawing, cancel, retry, 4xx for bad definitions, tenant isolation."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from tests.api.events import ACME, GLOBEX, body_of
 from tests.aws.workflow_kit import WorkflowKit
-from tests.functions.events import ACME, GLOBEX, body_of
 
 NO_BACKOFF = {"max_attempts": 1, "base_seconds": 0, "max_seconds": 0}
 WORKFLOW = {

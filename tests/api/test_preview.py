@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.functions.events import ACME, body_of
+from tests.api.events import ACME, body_of
 
 
 def test_preview_lists_the_next_fire_times_after_now(call):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.functions.events import ACME, body_of
+from tests.api.events import ACME, body_of
 
 JOB = {"name": "n", "schedule": "@daily", "target": {"handler": "demo.echo"}}
 

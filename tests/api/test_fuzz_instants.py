@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.functions.events import ACME, body_of
+from tests.api.events import ACME, body_of
 
 NOT_DATE_TIMES = ["0", "-1", "1700000000", "123.5", "2026-01-01", "2026-01-01T00:00Z", "2026-01-01 00:00:00Z"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from jobsched.api.errors import describe_validation_errors
 from jobsched.api.gate import MAX_BODY_BYTES
-from tests.functions.events import body_of, http_event
+from tests.api.events import body_of, http_event
 
 ROOT = {"Authorization": "Bearer tok-root"}
 

@@ -12,9 +12,9 @@ from jobsched.api import deps
 from jobsched.api.app import ResolverPool
 from jobsched.core import job_specs
 from jobsched.core.clock import FakeClock
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, GLOBEX, body_of, hold_a_job_listing, http_event
-from tests.functions.test_workflows_api import WORKFLOW
+from tests.api.conftest import JOB
+from tests.api.events import ACME, GLOBEX, body_of, hold_a_job_listing, http_event
+from tests.api.test_workflows_api import WORKFLOW
 
 
 @pytest.fixture

@@ -6,8 +6,8 @@ import pytest
 
 from jobsched.api.auth import AuthConfig, principal_candidates
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
+from tests.api.events import ACME, body_of, http_event, iam_authorizer, jwt_authorizer
 from tests.aws.conftest import T0
-from tests.functions.events import ACME, body_of, http_event, iam_authorizer, jwt_authorizer
 
 PREVIEW = {"schedule": "0 9 * * *"}
 ALICE_SESSION = "arn:aws:sts::123456789012:assumed-role/acme-app/alice"

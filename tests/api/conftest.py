@@ -1,7 +1,13 @@
-"""Fixtures for the API contract tests: the real resolver over moto tables, a fixed clock.
+"""Fixtures for the HTTP API's tests: the real resolver over the in-memory fakes, a fixed clock.
 
 Each app is built the way ``functions/api.py`` builds it (:func:`jobsched.compose.api.build_services`),
-only with moto clients, a :class:`FakeClock` and the auth settings of the test.
+only with the fakes of :mod:`jobsched.testing` (run by the test's :class:`FakeClock`) in place of
+boto3's clients, and the auth settings of the test.
+
+A test marked ``moto`` gets the moto environment of tests/aws/conftest.py instead: the tests that assert
+the read units a listing costs, which the metering wrapper estimates from DynamoDB's responses
+(decision 0035) and the fakes, handed to the stores directly, do not report (decision 0044).
+tests/functions holds the Lambda entry point's own tests, on moto.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from jobsched.compose.api import build_services
 from jobsched.core.clock import FakeClock
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 from jobsched.services.deliveries import Delivery
-from tests.aws.conftest import T0, AwsEnv, aws  # noqa: F401 - the moto fixture, reused
-from tests.functions.events import TOKENS, http_event
+from tests.api.events import TOKENS, http_event
+from tests.aws.conftest import T0, AwsEnv
+from tests.aws.conftest import aws as moto_aws  # noqa: F401 - the moto fixture, for tests marked moto
+from tests.aws.memory import memory_env
 
 ADMIN_ROLE = "arn:aws:iam::123456789012:role/jobsched-admin"
 
@@ -31,7 +39,16 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def make_app(aws: AwsEnv, clock: FakeClock) -> Callable[..., JobschedResolver]:  # noqa: F811
+def aws(request: pytest.FixtureRequest, clock: FakeClock) -> AwsEnv:
+    """The deployment's tables, queues and bucket in memory, run by ``clock``; on moto for a test
+    marked ``moto``."""
+    if request.node.get_closest_marker("moto"):
+        return request.getfixturevalue("moto_aws")
+    return memory_env(clock)
+
+
+@pytest.fixture
+def make_app(aws: AwsEnv, clock: FakeClock) -> Callable[..., JobschedResolver]:
     """Build the API for an auth mode (``token`` by default, tenants acme and globex)."""
 
     def build(
@@ -80,7 +97,7 @@ def create_job(call: Callable[..., dict[str, Any]]) -> Callable[..., dict[str, A
 
 
 @pytest.fixture
-def work_queue(aws: AwsEnv, clock: FakeClock) -> Callable[[], list[str]]:  # noqa: F811
+def work_queue(aws: AwsEnv, clock: FakeClock) -> Callable[[], list[str]]:
     """Run every message now in the default queue through a real worker once; returns the outcomes."""
     from tests.aws.conftest_worker import Kit, sent_messages
 

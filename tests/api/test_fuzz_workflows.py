@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.functions.events import ACME, http_event
-from tests.functions.test_fuzz_jobs import _check, awkward_numbers, field, json_value, schedules
+from tests.api.events import ACME, http_event
+from tests.api.test_fuzz_jobs import _check, awkward_numbers, field, json_value, schedules
 
 ids = st.sampled_from(["a", "b", "c", "d", "bad id", "", "x" * 65]) | st.text(max_size=6)
 node = st.fixed_dictionaries(

@@ -9,8 +9,8 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.api.events import ACME, body_of
 from tests.aws.conftest import T0
-from tests.functions.events import ACME, body_of
 
 BIG = {"blob": "x" * 6000}  # echoed back: over the 4 KiB inline limit, so the output goes to S3
 

@@ -14,14 +14,14 @@ from jobsched.compose.pipeline import worker_from_settings
 from jobsched.core.backfills import BackfillMessage
 from jobsched.services.backfills import BackfillService
 from jobsched.services.deliveries import Delivery
-from tests.functions.events import ACME, GLOBEX, body_of
+from tests.api.events import ACME, GLOBEX, body_of
 
 HOURLY_300 = {"from": "2026-02-01T00:00:00Z", "to": "2026-02-13T11:00:00Z"}  # 300 hourly occurrences
 
 
 def backfill_messages(aws: Any) -> list[dict]:
     """Receive (and delete) the backfill messages waiting in the default queue; the run messages met
-    on the way are hidden for the rest of the test (moto's visibility runs on real time)."""
+    on the way are hidden for the rest of the test (a 600 s visibility timeout on the test's clock)."""
     url = aws.settings.queue_url("default")
     found: list[dict] = []
     while messages := aws.clients.sqs.receive_message(

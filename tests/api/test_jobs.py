@@ -1,9 +1,9 @@
-"""/jobs contract: events in, responses out, against moto tables and queues."""
+"""/jobs contract: events in, responses out, against the in-memory tables and queues."""
 
 from __future__ import annotations
 
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, body_of
+from tests.api.conftest import JOB
+from tests.api.events import ACME, body_of
 
 # --- create ---------------------------------------------------------------------------------------
 

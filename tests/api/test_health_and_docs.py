@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from openapi_spec_validator import validate
 
-from tests.functions.events import ACME, body_of
+from tests.api.events import ACME, body_of
 
 
 def test_health_answers_without_credentials(call):

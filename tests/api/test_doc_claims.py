@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, body_of
+from tests.api.conftest import JOB
+from tests.api.events import ACME, body_of
 
 DEPLOY = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 

@@ -1,11 +1,12 @@
-"""/runs and /dead-letters contract: runs made through the API, executed by a real worker in moto."""
+"""/runs and /dead-letters contract: runs made through the API, executed by a real worker, on the
+in-memory fakes."""
 
 from __future__ import annotations
 
 import pytest
 
 from jobsched.core.ids import parse_run_id
-from tests.functions.events import ACME, body_of
+from tests.api.events import ACME, body_of
 
 FAILING = {"target": {"handler": "demo.fail"}, "payload": {"kind": "permanent", "message": "bad input"}}
 

@@ -1,6 +1,7 @@
 """Listing at scale (issue 12 §4): active states through the in-flight ledger, failed runs through the
-dead-letter index (decision 0021), pages that end, a job's history apart from its upcoming runs. Moto
-tables, a fixed clock, the metering wrapper's read units."""
+dead-letter index (decision 0021), pages that end, a job's history apart from its upcoming runs. The
+in-memory fakes and a fixed clock; the three tests of the metering wrapper's read units on moto
+(marked ``moto``: the wrapper estimates them from DynamoDB's responses, decision 0035)."""
 
 from __future__ import annotations
 
@@ -12,21 +13,21 @@ import pytest
 
 from jobsched.core.models import RunState, Trigger
 from jobsched.core.run_records import new_run
+from tests.api.conftest import JOB
+from tests.api.events import ACME, GLOBEX, body_of
 from tests.aws.conftest import T0
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, GLOBEX, body_of
 
 HISTORY = 300
 
 
 @pytest.fixture
 def app(aws, clock):
-    """The API over moto, its services kept at hand (``app.services``) for the meter and the store."""
+    """The API over ``aws``, its services kept at hand (``app.services``) for the meter and the store."""
     from jobsched.api.app import build_app
     from jobsched.api.auth import AuthConfig, Authenticator
     from jobsched.compose.api import build_services
-    from tests.functions.conftest import ADMIN_ROLE
-    from tests.functions.events import TOKENS
+    from tests.api.conftest import ADMIN_ROLE
+    from tests.api.events import TOKENS
 
     environ = {"JOBSCHED_AUTH_MODE": "token", "JOBSCHED_TENANT_TOKENS": json.dumps(TOKENS)}
     environ["JOBSCHED_ADMIN_PRINCIPALS"] = "token:ops," + ADMIN_ROLE
@@ -70,6 +71,7 @@ def _list(call, **query):
     return body_of(response)
 
 
+@pytest.mark.moto  # asserts read units: the metering wrapper's estimate from moto's responses
 def test_listing_queued_runs_reads_what_it_returns_not_the_history(call, history):
     # Given a job with 300 succeeded runs and 3 queued ones spread over its history
     meter = history["meter"]
@@ -174,6 +176,7 @@ def backfilled(app, clock):
     return {"job": job, "waiting": waiting, "meter": store.dynamo.meter}
 
 
+@pytest.mark.moto  # asserts read units: the metering wrapper's estimate from moto's responses
 def test_a_sweep_compacts_a_big_ledger_item_so_listing_reads_the_runs_in_flight(app, call, backfilled, clock):
     # Given 200 backfilled runs named by one ledger item, 196 of which succeeded
     meter = backfilled["meter"]
@@ -209,6 +212,7 @@ def test_a_run_that_ended_after_the_compaction_still_leaves_the_list(app, call, 
     assert [r["id"] for r in cancelled] == [backfilled["waiting"][0].id]
 
 
+@pytest.mark.moto  # asserts read units: the metering wrapper's estimate from moto's responses
 def test_another_tenants_ledger_items_are_not_read(app, call, history, clock):
     # Given globex with 100 runs queued (its own ledger item) besides acme's three
     services = app.services

@@ -9,8 +9,8 @@ from jobsched.api.idempotency import IdempotencyStore, fingerprint
 from jobsched.api.schemas import JobIn
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.compose.api import api_idempotency_store, build_services, newest_first_job_id
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, GLOBEX, body_of, http_event
+from tests.api.conftest import JOB
+from tests.api.events import ACME, GLOBEX, body_of, http_event
 
 DIGEST = fingerprint(JobIn(**JOB).model_dump(mode="json"))
 

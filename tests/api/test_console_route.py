@@ -18,8 +18,8 @@ from jobsched.console import (
     ConsoleConfig,
 )
 from jobsched.core.clock import FakeClock
+from tests.api.events import ACME, http_event
 from tests.aws.conftest import T0
-from tests.functions.events import ACME, http_event
 
 
 def _text(response: dict) -> str:

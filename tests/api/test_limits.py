@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, GLOBEX, body_of, http_event
+from tests.api.conftest import JOB
+from tests.api.events import ACME, GLOBEX, body_of, http_event
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from jobsched.api.app import build_app
 from jobsched.api.auth import AuthConfig, Authenticator
 from jobsched.compose.api import build_services
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, GLOBEX, TOKENS, http_event
+from tests.api.conftest import JOB
+from tests.api.events import ACME, GLOBEX, TOKENS, http_event
 
 TEAM_TOPIC = "arn:aws:sns:us-east-1:123456789012:team-payments"
 

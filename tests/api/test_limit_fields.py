@@ -15,8 +15,8 @@ from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.metering import dynamo_for
 from jobsched.compose.api import build_services
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
-from tests.functions.conftest import JOB
-from tests.functions.events import ACME, TOKENS, body_of, http_event
+from tests.api.conftest import JOB
+from tests.api.events import ACME, TOKENS, body_of, http_event
 
 OPS = {"authorization": "Bearer tok-root"}
 
