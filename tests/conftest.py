@@ -95,6 +95,12 @@ if not os.environ.get(recorder.ENV_CALLS_DIR):
 Path(os.environ[recorder.ENV_CALLS_DIR]).mkdir(parents=True, exist_ok=True)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "moto: a test of tests/api on moto where its neighbours run on the in-memory fakes"
+    )
+
+
 def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 

@@ -47,6 +47,15 @@ def test_default_stage_writes_json_access_logs(synth):
     assert "Fn::GetAtt" in settings["DestinationArn"]
 
 
+
+def test_the_access_log_format_holds_no_header_query_or_body():
+    """The API Gateway access log records who, what route and how it went only (a security property
+    of docs/api.md, "Security"; moved here from tests/api/test_security.py: it reads infra/)."""
+    fields = " ".join(ACCESS_LOG_FORMAT.values()).lower()
+    for leak in ("authorization", "header", "querystring", "body", "jwt.claims"):
+        assert leak not in fields, leak
+
+
 def test_default_stage_throttles(synth):
     (stage,) = synth.resources("AWS::ApiGatewayV2::Stage").values()
     config = synth.stack.config
