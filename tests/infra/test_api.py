@@ -47,7 +47,6 @@ def test_default_stage_writes_json_access_logs(synth):
     assert "Fn::GetAtt" in settings["DestinationArn"]
 
 
-
 def test_the_access_log_format_holds_no_header_query_or_body():
     """The API Gateway access log records who, what route and how it went only (a security property
     of docs/api.md, "Security"; moved here from tests/api/test_security.py: it reads infra/)."""
