@@ -49,13 +49,13 @@ test: install lint
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no CDK
 # synthesis, no browser and no child process — the core (tests/unit), the fakes and their contract with
-# moto (tests/testing, tests/contract), the services (tests/services) and the HTTP API (tests/api) on the
-# in-memory fakes. Only these directories are collected, so no worker imports aws_cdk, Playwright or
+# moto (tests/testing, tests/contract), the services and long jobs (tests/services, tests/long_jobs) and
+# the HTTP API (tests/api) on the in-memory fakes. Only these directories are collected, so no worker imports aws_cdk, Playwright or
 # schemathesis. `make test` runs them and every other test.
-FAST_TESTS := tests/unit tests/testing tests/contract tests/services tests/api
+FAST_TESTS := tests/unit tests/testing tests/contract tests/services tests/long_jobs tests/api
 FAST_WORKERS ?= 2
 test-fast: install
-	$(PY) -m pytest -n $(FAST_WORKERS) --dist loadgroup -m "not slow and not serial" -q $(wildcard $(FAST_TESTS))
+	$(PY) -m pytest -n $(FAST_WORKERS) --dist loadgroup -m "not slow and not serial" -q $(FAST_TESTS)
 
 bench-time: install
 	$(PY) -m jobsched.bench.time_core

@@ -97,7 +97,8 @@ Path(os.environ[recorder.ENV_CALLS_DIR]).mkdir(parents=True, exist_ok=True)
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "moto: a test of tests/api on moto where its neighbours run on the in-memory fakes"
+        "markers",
+        "units: a test of tests/api that asserts capacity units: the fakes reached as a DynamoDB client",
     )
 
 

@@ -4,10 +4,10 @@ Each app is built the way ``functions/api.py`` builds it (:func:`jobsched.compos
 only with the fakes of :mod:`jobsched.testing` (run by the test's :class:`FakeClock`) in place of
 boto3's clients, and the auth settings of the test.
 
-A test marked ``moto`` gets the moto environment of tests/aws/conftest.py instead: the tests that assert
-the read units a listing costs, which the metering wrapper estimates from DynamoDB's responses
-(decision 0035) and the fakes, handed to the stores directly, do not report (decision 0044).
-tests/functions holds the Lambda entry point's own tests, on moto.
+A test marked ``units`` (it asserts the read units a listing costs, decision 0035) gets the same fakes
+reached as a DynamoDB client (:class:`~jobsched.testing.wire.InMemoryDynamoClient`): the stores then
+run on the metering adapter, which estimates the units from the items as over moto
+(tests/contract/test_capacity.py). tests/functions holds the Lambda entry point's own tests, on moto.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from jobsched.compose.api import build_services
 from jobsched.core.clock import FakeClock
 from jobsched.runtime.resources import ENV_AUTH_MODE, ENV_TENANT_TOKENS
 from jobsched.services.deliveries import Delivery
+from jobsched.testing.wire import InMemoryDynamoClient
 from tests.api.events import TOKENS, http_event
 from tests.aws.conftest import T0, AwsEnv
-from tests.aws.conftest import aws as moto_aws  # noqa: F401 - the moto fixture, for tests marked moto
 from tests.aws.memory import memory_env
 
 ADMIN_ROLE = "arn:aws:iam::123456789012:role/jobsched-admin"
@@ -40,11 +40,12 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def aws(request: pytest.FixtureRequest, clock: FakeClock) -> AwsEnv:
-    """The deployment's tables, queues and bucket in memory, run by ``clock``; on moto for a test
-    marked ``moto``."""
-    if request.node.get_closest_marker("moto"):
-        return request.getfixturevalue("moto_aws")
-    return memory_env(clock)
+    """The deployment's tables, queues and bucket in memory, run by ``clock``; for a test marked
+    ``units``, the tables reached as a DynamoDB client, so the metering adapter estimates units."""
+    env = memory_env(clock)
+    if request.node.get_closest_marker("units"):
+        env.clients.dynamodb = InMemoryDynamoClient(env.clients.dynamodb)  # type: ignore[assignment]
+    return env
 
 
 @pytest.fixture

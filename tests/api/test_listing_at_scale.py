@@ -1,7 +1,7 @@
 """Listing at scale (issue 12 §4): active states through the in-flight ledger, failed runs through the
 dead-letter index (decision 0021), pages that end, a job's history apart from its upcoming runs. The
-in-memory fakes and a fixed clock; the three tests of the metering wrapper's read units on moto
-(marked ``moto``: the wrapper estimates them from DynamoDB's responses, decision 0035)."""
+in-memory fakes and a fixed clock; the three tests of the read units reach them as a DynamoDB client
+(marked ``units``), so the metering adapter estimates the units as over moto (decision 0035)."""
 
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ def _list(call, **query):
     return body_of(response)
 
 
-@pytest.mark.moto  # asserts read units: the metering wrapper's estimate from moto's responses
+@pytest.mark.units  # asserts read units: the metering adapter over the fakes' DynamoDB client
 def test_listing_queued_runs_reads_what_it_returns_not_the_history(call, history):
     # Given a job with 300 succeeded runs and 3 queued ones spread over its history
     meter = history["meter"]
@@ -176,7 +176,7 @@ def backfilled(app, clock):
     return {"job": job, "waiting": waiting, "meter": store.dynamo.meter}
 
 
-@pytest.mark.moto  # asserts read units: the metering wrapper's estimate from moto's responses
+@pytest.mark.units  # asserts read units: the metering adapter over the fakes' DynamoDB client
 def test_a_sweep_compacts_a_big_ledger_item_so_listing_reads_the_runs_in_flight(app, call, backfilled, clock):
     # Given 200 backfilled runs named by one ledger item, 196 of which succeeded
     meter = backfilled["meter"]
@@ -212,7 +212,7 @@ def test_a_run_that_ended_after_the_compaction_still_leaves_the_list(app, call, 
     assert [r["id"] for r in cancelled] == [backfilled["waiting"][0].id]
 
 
-@pytest.mark.moto  # asserts read units: the metering wrapper's estimate from moto's responses
+@pytest.mark.units  # asserts read units: the metering adapter over the fakes' DynamoDB client
 def test_another_tenants_ledger_items_are_not_read(app, call, history, clock):
     # Given globex with 100 runs queued (its own ledger item) besides acme's three
     services = app.services
