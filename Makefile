@@ -47,11 +47,11 @@ test: install lint
 	  $(PY) -m pytest -m serial
 	$(MAKE) --no-print-directory deploy-rehearsal
 
-# The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no CDK
-# synthesis, no browser and no child process — the core (tests/unit), the fakes and their contract with
-# moto (tests/testing, tests/contract), the services and long jobs (tests/services, tests/long_jobs) and
-# the HTTP API (tests/api) on the in-memory fakes. Only these directories are collected, so no worker imports aws_cdk, Playwright or
-# schemathesis. `make test` runs them and every other test.
+# The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded
+# mode, no CDK synthesis and no browser — the core (tests/unit), the fakes and their contract with moto
+# in-process (tests/testing, tests/contract), the services and long jobs (tests/services, tests/long_jobs)
+# and the HTTP API (tests/api) on the in-memory fakes. Only these directories are collected, so no worker
+# imports aws_cdk, Playwright or schemathesis. `make test` runs them and every other test.
 FAST_TESTS := tests/unit tests/testing tests/contract tests/services tests/long_jobs tests/api
 FAST_WORKERS ?= 2
 test-fast: install
