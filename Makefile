@@ -51,11 +51,13 @@ test: install lint
 # mode, no CDK synthesis and no browser — the core (tests/unit), the fakes and their contract with moto
 # in-process (tests/testing, tests/contract), the services and long jobs (tests/services, tests/long_jobs)
 # and the HTTP API (tests/api) on the in-memory fakes. Only these directories are collected, so no worker
-# imports aws_cdk, Playwright or schemathesis. `make test` runs them and every other test.
+# imports aws_cdk, Playwright or schemathesis; their `serial` tests run after, in one process, as in
+# `make test`, which runs them and every other test.
 FAST_TESTS := tests/unit tests/testing tests/contract tests/services tests/long_jobs tests/api
 FAST_WORKERS ?= 2
 test-fast: install
-	$(PY) -m pytest -n $(FAST_WORKERS) --dist loadgroup -m "not slow and not serial" -q $(FAST_TESTS)
+	$(PY) -m pytest -n $(FAST_WORKERS) --dist loadgroup -m "not slow and not serial" -q $(FAST_TESTS) && \
+	  $(PY) -m pytest -m "serial and not slow" -q $(FAST_TESTS)
 
 bench-time: install
 	$(PY) -m jobsched.bench.time_core

@@ -55,6 +55,9 @@ SERIAL = frozenset(
         # The same, seen once on a clean clone (2026-12-05): 2 unmetered sqs.SendMessage each for the
         # dispatcher and the worker, on a worker that had run other tests; it passed on the run before.
         "tests/bench/test_burst.py",
+        # Five runs of ~1.2 s in real threads with a 0.2 s cancel watch, counting the reads: in the inner
+        # loop (make test-fast, two workers on two cores) it failed 2 runs in 6, alone it passes.
+        "tests/services/test_worker_cancel.py",
         f"tests/infra/{LAST}",
     }
 )
