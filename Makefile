@@ -9,7 +9,6 @@ STAMP := $(VENV)/.installed-stamp
 PORT ?= 8080
 DEV_ARGS ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
-export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: install run test test-fast lint fmt bench bench-time bench-load bench-asset fuzz chaos synth checkov deploy-rehearsal clean clean-cache iam-report
 
