@@ -344,12 +344,29 @@ class EmbeddedMode:
         self._saved_env.clear()
 
     def _make_clients(self) -> dict[str, Any]:
-        # Built after AWS_ENDPOINT_URL is set: boto3 picks the endpoint up itself, as the functions do.
-        session = boto3.session.Session(region_name=self.environ.get("AWS_REGION", REGION))
+        """The embedded mode's own clients (provisioning, pollers, ticks), from ``self.environ``: the
+        endpoints, credentials and region it set there, read as boto3 reads them from a process's
+        environment (``AWS_ENDPOINT_URL_<SERVICE>`` before ``AWS_ENDPOINT_URL``). Given a private
+        ``environ``, the process environment is not consulted."""
+        env = self.environ
+        session = boto3.session.Session(
+            aws_access_key_id=env.get("AWS_ACCESS_KEY_ID"),
+            aws_secret_access_key=env.get("AWS_SECRET_ACCESS_KEY"),
+            aws_session_token=env.get("AWS_SESSION_TOKEN"),
+            region_name=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or REGION,
+        )
         config = Config(max_pool_connections=64, retries={"max_attempts": 3, "mode": "standard"})
-        return {
-            name: session.client(name, config=config) for name in ("dynamodb", "sqs", "s3", "stepfunctions")
-        }
+        clients = {}
+        # client name -> the suffix of its service-specific endpoint variable (boto3's service ids)
+        for name, service_id in (
+            ("dynamodb", "DYNAMODB"),
+            ("sqs", "SQS"),
+            ("s3", "S3"),
+            ("stepfunctions", "SFN"),
+        ):
+            endpoint = env.get(f"AWS_ENDPOINT_URL_{service_id}") or env.get("AWS_ENDPOINT_URL")
+            clients[name] = session.client(name, config=config, endpoint_url=endpoint)
+        return clients
 
     def _load_functions(self) -> dict[str, Function]:
         functions: dict[str, Function] = {}

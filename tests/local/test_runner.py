@@ -111,3 +111,26 @@ def test_the_chunked_job_state_machine_is_provisioned_for_the_long_queue(machine
     described = machinery.mode.clients["stepfunctions"].describe_state_machine(stateMachineArn=arn)
     assert described["type"] == "STANDARD"
     assert machinery.queue("long").url in described["definition"]
+
+
+def test_a_private_environ_is_what_the_embedded_mode_s_own_clients_use(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Given a process environment with no AWS endpoint, credentials or region at all
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    environ: dict[str, str] = {}
+    overrides = {name: None for name in ("api", "dispatcher", "worker", "dlq_consumer", "sweeper")}
+    mode = EmbeddedMode(machinery_config(), handlers=overrides, environ=environ, out=lambda s: None)
+    try:
+        # When an embedded mode is started with a private environ
+        mode.start()
+        # Then its own clients reach its emulator with what it set in that environ (provisioning
+        # worked), and the process environment was not read for them
+        tables = mode.clients["dynamodb"].list_tables()["TableNames"]
+        assert environ[resources.ENV_JOBS_TABLE] in tables
+        assert mode.clients["sqs"].meta.endpoint_url == environ["AWS_ENDPOINT_URL"]
+        assert mode.clients["dynamodb"].meta.endpoint_url == environ["AWS_ENDPOINT_URL_DYNAMODB"]
+        assert not any(key.startswith("AWS_") for key in os.environ)
+    finally:
+        mode.stop()
