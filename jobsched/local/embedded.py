@@ -142,6 +142,10 @@ class MotoProcess(MotoServer):
             process.wait(5)
 
 
+#: How long :meth:`EmbeddedMode.stop` waits, past its grace, for a tick in progress to end.
+TICK_FINISH_SECONDS = 10.0
+
+
 class EmbeddedMode:
     """jobsched on one machine. Use as a context manager, or ``start()`` / ``stop()``.
 
@@ -266,6 +270,11 @@ class EmbeddedMode:
         parts: list[Any] = [*self.pollers, *self.schedules, *([self.watcher] if self.watcher else [])]
         for part in parts:
             part.join(max(0.0, deadline - time.monotonic()))
+        # A tick (dispatcher, sweeper, housekeeping) is short and bounded, unlike a handler's
+        # invocation: one still running at the deadline (a busy machine) is let finish while the
+        # emulator still answers, so none of its calls is made after the environment is restored.
+        for schedule in self.schedules:
+            schedule.join(TICK_FINISH_SECONDS)
         self.server.stop()
         self.dynamodb_server.stop()
         set_lane_source(None)
