@@ -152,14 +152,24 @@ def validate_target(target: Any, known_handlers: KnownHandlers | None = None) ->
 
         parse_workflow(target["workflow"], lambda t: validate_target(t, known_handlers))
         return
-    if not isinstance(target, dict) or len(target) != 1 or next(iter(target)) not in ("handler", "http"):
+    shape_ok = isinstance(target, dict) and (
+        (len(target) == 1 and next(iter(target)) in ("handler", "http"))
+        or (set(target) == {"handler", "version"})
+    )
+    if not shape_ok:
         raise ValidationError(
-            'target must be {"handler": "<name>"} or {"http": {"url": ..., "method": ...}}', field="target"
+            'target must be {"handler": "<name>"} (optionally with "version": <n> to pin one) '
+            'or {"http": {"url": ..., "method": ...}}',
+            field="target",
         )
     if "handler" in target:
         name = target["handler"]
         if not isinstance(name, str) or not name:
             raise ValidationError("target.handler must be a handler name", field="target")
+        version = target.get("version")
+        if "version" in target and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
+            raise ValidationError("target.version must be an integer >= 1 (the handler version to pin)",
+                                  field="target.version")
         if known_handlers is not None and not known_handlers(name):
             raise ValidationError(
                 f"unknown handler {name!r}: register it with @job({name!r})", field="target"

@@ -190,6 +190,10 @@ class Job(JobSpec):
     misfire_override: str | None = None
     fence: int | None = None
     fence_lease: str | None = None
+    #: The handler version whose payload contract the job's payload was checked against when it was
+    #: last written (None: an HTTP target, or a job written before handlers had versions, read as 1).
+    #: A run bound to a newer version gets the payload upgraded from this one (decision 0048).
+    payload_version: int | None = None
 
     def to_item(self) -> dict[str, Any]:
         item: dict[str, Any] = {
@@ -227,6 +231,7 @@ class Job(JobSpec):
             "misfire_override": self.misfire_override,
             "fence": self.fence,
             "fence_lease": self.fence_lease,
+            "payload_version": self.payload_version,
         }
         item.update(self.due_index_attributes())
         return _compact(item) | {"payload": self.payload}
@@ -284,6 +289,7 @@ class Job(JobSpec):
             misfire_override=data.get("misfire_override"),
             fence=data.get("fence"),
             fence_lease=data.get("fence_lease"),
+            payload_version=data.get("payload_version"),
         )
 
 
@@ -306,6 +312,11 @@ class Attempt:
     finished_at: datetime | None = None
     outcome: str | None = None  # succeeded | failed | retrying | timeout | cancelled | lost
     error: str | None = None
+    #: What ran it: the handler's name and version (None for an HTTP target) and the code version of
+    #: the deployment whose worker executed it (``JOBSCHED_CODE_VERSION``; decision 0048).
+    handler: str | None = None
+    handler_version: int | None = None
+    code_version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return _compact(
@@ -315,6 +326,9 @@ class Attempt:
                 "finished_at": _opt_iso(self.finished_at),
                 "outcome": self.outcome,
                 "error": self.error,
+                "handler": self.handler,
+                "handler_version": self.handler_version,
+                "code_version": self.code_version,
             }
         )
 
@@ -327,6 +341,9 @@ class Attempt:
             finished_at=_opt_dt(data.get("finished_at")),
             outcome=data.get("outcome"),
             error=data.get("error"),
+            handler=data.get("handler"),
+            handler_version=data.get("handler_version"),
+            code_version=data.get("code_version"),
         )
 
 
@@ -389,6 +406,11 @@ class Run:
     #: written before runs carried it, or not made from a job). An edit re-plans only runs of an older
     #: version, so a slower writer never puts an older definition back (docs/decisions/0030).
     job_version: int | None = None
+    #: The handler the run executes (None: an HTTP target or a run written before runs named it) and
+    #: the version it is bound to: a pinned job's version from creation, else the newest registered
+    #: version when its first attempt started; kept for its retries, a takeover and a replay.
+    handler: str | None = None
+    handler_version: int | None = None
 
     @property
     def run_key(self) -> str:
@@ -430,6 +452,8 @@ class Run:
             "first_waited_at": _opt_iso(self.first_waited_at),
             "wf_node": self.wf_node,
             "job_version": self.job_version,
+            "handler": self.handler,
+            "handler_version": self.handler_version,
         }
         if self.dead_lettered_at is not None:
             item["dl_tenant"] = self.tenant
@@ -475,6 +499,8 @@ class Run:
             first_waited_at=_opt_dt(data.get("first_waited_at")),
             wf_node=data.get("wf_node"),
             job_version=data.get("job_version"),
+            handler=data.get("handler"),
+            handler_version=data.get("handler_version"),
         )
 
     @property
