@@ -6,6 +6,8 @@ import json
 import time
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from jobsched.local.pollers import due_epoch, failed_ids, to_lambda_record
 from tests.local.conftest import Machinery, wait_for
 
@@ -93,10 +95,8 @@ def test_a_handler_that_raises_fails_the_whole_batch(machinery: Machinery) -> No
     )
     # And after maxReceiveCount (5) failed batches it is redriven to the DLQ: it leaves the high queue,
     # where it would fail any later batch it is received with (the machinery is shared by the package)
-    wait_for(
-        lambda: [r for r in machinery.handlers["dlq_consumer"].records("raise") if r["messageId"] == message_id],
-        timeout=20,
-    )
+    dead = machinery.handlers["dlq_consumer"]
+    wait_for(lambda: [r for r in dead.records("raise") if r["messageId"] == message_id], timeout=20)
     deliveries = [r for r in machinery.handlers["worker"].records("raise") if r["messageId"] == message_id]
     assert len(deliveries) == 5
 
@@ -186,6 +186,10 @@ def test_due_epoch_reads_a_run_message_and_ignores_anything_else() -> None:
     assert due_epoch(json.dumps({"due_at": 5})) is None
 
 
+# Real time: the poller holds a batch for at most half the 1 s visibility timeout while the rest surface.
+# Beside two other xdist workers on two cores (load 10 while engineers worked, 2026-12-05) it got one
+# invocation per message; in CI once a message held past its visibility came back in a second batch.
+@pytest.mark.serial
 def test_runs_surfacing_before_their_instant_are_gathered_into_one_batch(machinery: Machinery) -> None:
     # Given runs all due at the same instant T, whose messages surface at different moments before T
     # (as DelaySeconds, whole seconds, makes them do), on a high queue that earlier tests left empty
