@@ -130,7 +130,7 @@ def test_a_missing_version_dead_letters_with_a_message_naming_it(kit, clock, cal
 def test_a_payload_with_no_upgrade_path_dead_letters_naming_both_versions(kit, clock, calls):
     # Given version 2 without upgraders and a message whose payload was written for version 1
     register(2, calls)
-    run, msg = kit.new_run({"handler": NAME}, {"n": 1})
+    _, msg = kit.new_run({"handler": NAME}, {"n": 1})
     msg.payload_version = 1
     # When it runs
     out = deliver(kit, msg.to_json())
