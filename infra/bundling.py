@@ -45,6 +45,7 @@ from pathlib import Path
 import aws_cdk as cdk
 import jsii
 from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("jobsched", "functions")
@@ -354,3 +355,21 @@ def code_asset(
             local=LocalPipBundling(python_version, platform, project_root, compiler),
         ),
     )
+
+
+#: Hex digits of the asset's hash a deployment's code version keeps (decision 0048): enough to tell
+#: deployments apart, short enough for every attempt entry to carry it (it is stored on each one).
+CODE_VERSION_DIGITS = 12
+
+
+def code_version_of(scope: Construct, code: lambda_.Code) -> str:
+    """The deployment's code version (``JOBSCHED_CODE_VERSION``): the first
+    :data:`CODE_VERSION_DIGITS` hex digits of the Lambda asset's hash, the name of its object in the
+    assets bucket (``<hash>.zip``); for inline code (tests), of the code's own SHA-256. Binding the
+    asset here stages it once in ``scope``'s stack; every function then shares that staging."""
+    config = code.bind(scope)
+    if config.s3_location is not None:
+        digest = config.s3_location.object_key.rsplit("/", 1)[-1].split(".", 1)[0]
+    else:
+        digest = hashlib.sha256((config.inline_code or "").encode()).hexdigest()
+    return digest[:CODE_VERSION_DIGITS]

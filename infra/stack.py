@@ -13,7 +13,13 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.api import Api
-from infra.bundling import LAMBDA_PYTHON_VERSION, bytecode_interpreter, bytecode_warning, code_asset
+from infra.bundling import (
+    LAMBDA_PYTHON_VERSION,
+    bytecode_interpreter,
+    bytecode_warning,
+    code_asset,
+    code_version_of,
+)
 from infra.config import StackConfig
 from infra.console import ConsoleUserPool
 from infra.dispatch import Dispatch
@@ -29,6 +35,7 @@ from infra.workers import Workers
 from jobsched.runtime.resources import (
     ENV_ALLOWED_HTTP_HOSTS,
     ENV_BUCKET,
+    ENV_CODE_VERSION,
     ENV_DISPATCH_CONCURRENCY,
     ENV_ENQUEUE_HORIZON_SECONDS,
     ENV_HANDLER_MODULES,
@@ -103,6 +110,8 @@ class JobschedStack(cdk.Stack):
             ENV_TENANT_RUNS_PER_SECOND: str(config.tenant_runs_per_second),
             ENV_TENANT_BURST: str(config.tenant_burst),
             ENV_DISPATCH_CONCURRENCY: str(config.dispatch_concurrency),
+            # What each attempt records as the code that ran it (decision 0048): the asset's hash.
+            ENV_CODE_VERSION: code_version_of(self, code),
         }
         shared = {
             "code": code,

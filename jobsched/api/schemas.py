@@ -439,6 +439,20 @@ class AttemptOut(BaseModel):
     finished_at: str | None = None
     outcome: str | None = None
     error: str | None = None
+    handler: str | None = Field(
+        default=None,
+        description="the handler the attempt ran (null: an HTTP target, or an attempt recorded "
+        "before attempts named it)",
+    )
+    handler_version: int | None = Field(
+        default=None,
+        description="the handler version it ran: the version its run is bound to (decision 0048)",
+    )
+    code_version: str | None = Field(
+        default=None,
+        description="the code version of the deployment whose worker ran it (JOBSCHED_CODE_VERSION: the "
+        "Lambda asset's hash, or the git revision in jobsched dev)",
+    )
 
 
 class ProgressOut(BaseModel):
@@ -455,6 +469,15 @@ class RunOut(BaseModel):
     scheduled_at: str
     started_at: str | None = None
     finished_at: str | None = None
+    handler: str | None = Field(
+        default=None, description="the handler the run executes (null: an HTTP target)"
+    )
+    handler_version: int | None = Field(
+        default=None,
+        description="the handler version the run executes: its job's pinned version from creation, else "
+        "the newest registered when its first attempt started (null until then); kept for its retries, "
+        "a takeover and a replay",
+    )
     attempt: int
     attempts: list[AttemptOut]
     output: Any = Field(

@@ -70,6 +70,9 @@ def attempt_view(attempt: Attempt) -> AttemptOut:
         finished_at=_opt(attempt.finished_at),
         outcome=attempt.outcome,
         error=attempt.error,
+        handler=attempt.handler,
+        handler_version=attempt.handler_version,
+        code_version=attempt.code_version,
     )
 
 
@@ -82,6 +85,8 @@ def run_view(run: Run) -> RunOut:
         scheduled_at=iso_z(run.scheduled_at),
         started_at=_opt(run.started_at),
         finished_at=_opt(run.finished_at),
+        handler=run.handler,
+        handler_version=run.handler_version,
         attempt=run.attempt,
         attempts=[attempt_view(a) for a in run.attempts],
         output=run.output if run.output is not None else _output_ref(run),

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -31,7 +32,7 @@ from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.sizing import read_units
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, to_iso
-from jobsched.ports.stores import Claim, ClaimStatus
+from jobsched.ports.stores import Binding, Claim, ClaimStatus
 from jobsched.ports.tables import Table
 
 logger = logging.getLogger(__name__)
@@ -103,6 +104,7 @@ class AttemptStore:
         now: datetime,
         lease_seconds: float,
         token: str | None = None,
+        binding: Binding | None = None,
     ) -> Claim:
         """Take the run for ``attempt`` (the attempt the delivery names), with a lease until
         ``now + lease_seconds``.
@@ -117,22 +119,30 @@ class AttemptStore:
         - running with an expired lease: taken over as attempt ``current + 1`` (the old attempt is
           recorded ``lost``), or EXHAUSTED if that would exceed ``max_attempts``.
         - running with a live lease: BUSY. Terminal: FINISHED. Older attempt: STALE. No item: MISSING.
+
+        ``binding`` (decision 0048): the claim writes ``handler`` and binds ``handler_version``
+        (``if_not_exists``: set once, by the first attempt's claim), and the attempt entry records the
+        handler, the version and the code version. A run already bound to another version is claimed
+        for that one (a second conditional write; the attempt entry says which version ran).
         """
         lease_until = to_iso(now + timedelta(seconds=lease_seconds))
-        entry = [{"attempt": attempt, "started_at": to_iso(now)}]
+        binding = binding or Binding()
+        entry = [_entry(attempt, now, binding)]
         prev_cond = "attempt = :prev" if attempt > 1 else "(attribute_not_exists(attempt) OR attempt = :prev)"
         token_values = {":tok": token} if token is not None else {}
         if token is not None:
             prev_cond += f" AND {_TOKEN_MATCHES}"
+        bind, bind_cond, bind_values, bind_names = _bind(binding)
         try:
             item = self._update(
                 run_id,
                 "SET #state = :running, attempt = :a, lease_until = :lu, lease_owner = :o, "
-                "started_at = if_not_exists(started_at, :now), "
+                f"started_at = if_not_exists(started_at, :now), {bind}"
                 "attempts = list_append(if_not_exists(attempts, :empty), :entry) "
                 "REMOVE retry_at, progress, waiting_for, waiting_until",
-                f"#state IN (:queued, :retrying) AND {prev_cond}",
+                f"#state IN (:queued, :retrying) AND {prev_cond}{bind_cond}",
                 {
+                    **bind_values,
                     ":running": "running",
                     ":queued": "queued",
                     ":retrying": "retrying",
@@ -145,11 +155,16 @@ class AttemptStore:
                     ":entry": entry,
                     **token_values,
                 },
+                bind_names,
             )
             return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, attempt)
         except _Rejected as rejected:
             old = rejected.item
-        return self._after_rejected_claim(run_id, attempt, old, owner, now, lease_until, token)
+        bound = _bound_elsewhere(old, binding)
+        if bound is not None:  # bound to another version by an earlier attempt: claim for that one
+            again = replace(binding, version=bound)
+            return self.claim(run_id, attempt, owner, now, lease_seconds, token, again)
+        return self._after_rejected_claim(run_id, attempt, old, owner, now, lease_until, token, binding)
 
     def _after_rejected_claim(
         self,
@@ -160,6 +175,7 @@ class AttemptStore:
         now: datetime,
         lease_until: str,
         token: str | None = None,
+        binding: Binding | None = None,
     ) -> Claim:
         if old is None:
             return Claim(ClaimStatus.MISSING)
@@ -175,10 +191,16 @@ class AttemptStore:
             return Claim(ClaimStatus.BUSY, run, old, run.attempt)
         if run.attempt + 1 > run.max_attempts:
             return Claim(ClaimStatus.EXHAUSTED, run, old, run.attempt)
-        return self._take_over(run, old, owner, now, lease_until)
+        return self._take_over(run, old, owner, now, lease_until, binding or Binding())
 
-    def _take_over(self, run: Run, old: dict, owner: str, now: datetime, lease_until: str) -> Claim:
+    def _take_over(
+        self, run: Run, old: dict, owner: str, now: datetime, lease_until: str, binding: Binding
+    ) -> Claim:
+        """The expired owner's attempt recorded ``lost`` and a new one started, for the version the
+        run is bound to (a run claimed before versions existed is bound now, as a first claim would)."""
         new_attempt = run.attempt + 1
+        if run.handler_version is not None:
+            binding = replace(binding, handler=run.handler or binding.handler, version=run.handler_version)
         last = len(run.attempts) - 1
         # The new entry is SET at the index after the last (SET past a list's end appends): DynamoDB
         # refuses `attempts = list_append(...)` beside `attempts[i].outcome` in one update ("Two
@@ -190,13 +212,15 @@ class AttemptStore:
             )
         else:
             append = "attempts = list_append(attempts, :entry)"
-        entry = {"attempt": new_attempt, "started_at": to_iso(now)}
+        entry = _entry(new_attempt, now, binding)
+        bind, _, bind_values, bind_names = _bind(binding)
         try:
             item = self._update(
                 run.id,
-                f"SET attempt = :a, lease_until = :lu, lease_owner = :o, {append}",
+                f"SET {bind}attempt = :a, lease_until = :lu, lease_owner = :o, {append}",
                 "#state = :running AND attempt = :cur AND lease_until = :old_lease AND lease_until < :now",
                 {
+                    **bind_values,
                     ":running": "running",
                     ":a": new_attempt,
                     ":cur": run.attempt,
@@ -206,6 +230,7 @@ class AttemptStore:
                     ":now": to_iso(now),
                     **({":one": entry, ":lost": "lost"} if last >= 0 else {":entry": [entry]}),
                 },
+                bind_names,
             )
         except _Rejected as rejected:  # someone else moved first: classify what they left
             if rejected.item is None:
@@ -434,6 +459,42 @@ class AttemptStore:
                 f"run {run.id} changed while being dead-lettered: {_state_of(rejected.item)}"
             ) from None
         return self._dead_lettered(item, now)
+
+
+def _entry(attempt: int, now: datetime, binding: Binding) -> dict[str, Any]:
+    """A new attempt's entry: its number, start, and what runs it (fields that are None left out)."""
+    entry: dict[str, Any] = {"attempt": attempt, "started_at": to_iso(now)}
+    ran_by = {
+        "handler": binding.handler,
+        "handler_version": binding.version,
+        "code_version": binding.code_version,
+    }
+    return entry | {k: v for k, v in ran_by.items() if v is not None}
+
+
+def _bind(binding: Binding) -> tuple[str, str, dict[str, Any], dict[str, str]]:
+    """The claim's binding clauses: SET (ending ``, ``), condition (``AND ...``), values and names.
+
+    The condition (unbound, or bound to this version) lets :meth:`AttemptStore.claim` tell a run bound
+    to another version from its other refusals; ``if_not_exists`` keeps the binding set once."""
+    if binding.handler is None or binding.version is None:
+        return "", "", {}, {}
+    return (
+        "#handler = if_not_exists(#handler, :h), handler_version = if_not_exists(handler_version, :hv), ",
+        " AND (attribute_not_exists(handler_version) OR handler_version = :hv)",
+        {":h": binding.handler, ":hv": binding.version},
+        {"#handler": "handler"},
+    )
+
+
+def _bound_elsewhere(item: dict[str, Any] | None, binding: Binding) -> int | None:
+    """The version a refused claim's run is bound to, when that alone could explain the refusal: the
+    run is claimable (queued or retrying) and bound to another version than ``binding``'s."""
+    if item is None or binding.handler is None or binding.version is None:
+        return None
+    bound = item.get("handler_version")
+    claimable = item.get("state") in (str(RunState.QUEUED), str(RunState.RETRYING))
+    return int(bound) if claimable and bound is not None and int(bound) != binding.version else None
 
 
 #: The claim condition that the delivery's token (``:tok``) is the run's current one.

@@ -59,6 +59,19 @@ _OLDER_VERSION = "(attribute_not_exists(job_version) OR job_version < :v)"
 _WITHDRAWN = "#state = :skipped AND skip_reason = :reason AND attribute_not_exists(skipped_count)"
 
 
+def _handler_update(run: Run) -> tuple[str, dict[str, Any]]:
+    """The update clauses that write ``run``'s handler and pinned version (removed when None);
+    ``#handler`` names ``handler``, a DynamoDB reserved word."""
+    sets, values, removes = "", {}, []
+    for path, value in (("#handler", run.handler), ("handler_version", run.handler_version)):
+        if value is None:
+            removes.append(path)
+        else:
+            sets += f", {path} = :{path.lstrip('#')}"
+            values[f":{path.lstrip('#')}"] = value
+    return sets + (" REMOVE " + ", ".join(removes) if removes else ""), values
+
+
 def is_withdrawn(run: Run, reason: str = "paused") -> bool:
     """Whether ``run`` is the record a pause (``reason``) left for a withdrawn occurrence."""
     return run.state is RunState.SKIPPED and run.skip_reason == reason and not run.skipped_count
@@ -195,15 +208,17 @@ class RunsStore:
         Conditional on the run being ``queued`` and queued under an older job version (or none
         recorded), so two writers never both refresh it for one version and a slower writer never puts
         an older definition back. None when the condition failed (the run was claimed, withdrawn, or is
-        already at ``version`` or newer: its writer sent its own message)."""
+        already at ``version`` or newer: its writer sent its own message). The handler and its pinned
+        version follow ``updated`` (an unbound run's pin is the edited job's; decision 0048)."""
+        handler_sets, handler_values = _handler_update(updated)
         try:
             item = self.dynamo.update(
                 self.table,
                 {"job_id": run.job_id, "run_key": run.run_key},
                 "SET send_token = :token, due_at = :due, priority = :priority, max_attempts = :max, "
-                "job_version = :v",
+                "job_version = :v" + handler_sets,
                 condition="#state = :queued AND " + _OLDER_VERSION,
-                names={"#state": "state"},
+                names={"#state": "state", "#handler": "handler"},
                 values={
                     ":queued": str(RunState.QUEUED),
                     ":token": self.token(),
@@ -211,6 +226,7 @@ class RunsStore:
                     ":priority": updated.priority,
                     ":max": updated.max_attempts,
                     ":v": version,
+                    **handler_values,
                 },
             )
         except ConditionFailed:

@@ -232,7 +232,10 @@ def worker_from_settings(
     workflows = workflow_engine_from_settings(settings, clients, dynamo)
     worker = Worker(
         config=WorkerConfig(
-            owner=owner, lease_seconds=lease_seconds, allowed_http_hosts=tuple(settings.allowed_http_hosts)
+            owner=owner,
+            lease_seconds=lease_seconds,
+            allowed_http_hosts=tuple(settings.allowed_http_hosts),
+            code_version=settings.code_version,
         ),
         attempts=attempts,
         outputs=OutputStore(clients.s3, settings.bucket),

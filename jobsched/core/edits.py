@@ -16,6 +16,7 @@ from enum import StrEnum
 
 from jobsched.core.models import Job, Run, Trigger
 from jobsched.core.policies import jitter_offset
+from jobsched.core.run_records import handler_fields
 from jobsched.core.schedules import Schedule
 from jobsched.core.timeline import iter_fires
 
@@ -87,8 +88,11 @@ def decide_ahead(before: Job, after: Job, run: Run, schedule: Schedule) -> Ahead
 def refreshed(run: Run, job: Job) -> Run:
     """``run`` as ``job`` (the edited definition) would have made it: its priority, its ``max_attempts``
     and its due instant (the scheduled instant plus the job's deterministic jitter; a backfill or replay
-    run keeps its due instant, it was due when it was asked for). Its token is the caller's to renew."""
+    run keeps its due instant, it was due when it was asked for), and the handler (and pinned version)
+    the edited target names, unless an attempt already bound the run to a version (a replayed run
+    queued again keeps it: decision 0048). Its token is the caller's to renew."""
     due_at = run.due_at
     if run.trigger in (*_SCHEDULED, Trigger.MANUAL):
         due_at = run.scheduled_at + jitter_offset(run.id, job.jitter_seconds)
-    return replace(run, priority=job.priority, max_attempts=job.retry.max_attempts, due_at=due_at)
+    handler = handler_fields(job.target) if run.attempt == 0 else {}
+    return replace(run, priority=job.priority, max_attempts=job.retry.max_attempts, due_at=due_at, **handler)

@@ -8,20 +8,32 @@ carries. The payload travels inline, never by reference: a job's payload is
 at most :data:`MAX_PAYLOAD_BYTES` (64 KiB of compact JSON, checked when the job is written), well
 under SQS's 256 KiB per message; :mod:`jobsched.aws.queues` splits a send batch by size so ten such
 messages never exceed the batch limit (docs/decisions/0011-retention-and-inline-payloads.md).
+
+**Envelope versions** (``v``; docs/semantics/runs.md, "Envelope versions"). ``v=2`` (written since
+handlers have versions, decision 0048) adds ``payload_version``: the handler version the payload was
+written for (``null``: the payload is the bound version's own, as for an HTTP target or a workflow
+node), and carries the version a run is bound to in ``target["version"]`` once its first attempt was
+claimed. ``v=1`` (written by the code before) is still read, as payload version 1 and unbound. Any
+other ``v`` is a poison message.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
 from jobsched.core.errors import ValidationError
 from jobsched.core.models import RetrySpec, from_iso, parse_run_id, to_iso
 
-MESSAGE_VERSION = 1
+#: The envelope written; :data:`READABLE_VERSIONS` are the ones a worker reads (the current and the
+#: previous one, so messages, retries and dead letters written before a deploy stay readable).
+MESSAGE_VERSION = 2
+READABLE_VERSIONS = (1, 2)
+#: What a ``v=1`` message's payload was written for: every handler before versions existed was version 1.
+V1_PAYLOAD_VERSION = 1
 #: Largest payload (UTF-8 JSON bytes) a job, a manual run or a replay may have (checked by the job and
 #: run services); it travels inside the message. SQS allows 256 KiB per message.
 MAX_PAYLOAD_BYTES = 64 * 1024
@@ -70,7 +82,29 @@ class RunMessage:
     rate_limit: dict[str, Any] = field(default_factory=dict)
     #: Set on a message re-sent for its rate-limit booking: its tokens are taken, it starts at ``due_at``.
     booked: bool = False
+    #: The handler version the payload was written for (the job's ``payload_version``); the worker
+    #: upgrades it to the version the run is bound to. None: the bound version's own payload.
+    payload_version: int | None = None
     v: int = MESSAGE_VERSION
+
+    @property
+    def handler(self) -> str | None:
+        """The handler the target names (None for an HTTP target)."""
+        name = self.target.get("handler") if isinstance(self.target, dict) else None
+        return name if isinstance(name, str) and name else None
+
+    @property
+    def handler_version(self) -> int | None:
+        """The version the target pins or the run is bound to (None: unbound, the newest will run)."""
+        version = self.target.get("version") if isinstance(self.target, dict) else None
+        return version if isinstance(version, int) and not isinstance(version, bool) else None
+
+    def bound_to(self, version: int | None) -> RunMessage:
+        """This message with the run's bound handler ``version`` in its target (itself when there is
+        none, or no handler): what a retry, a takeover and a dead letter's snapshot carry."""
+        if version is None or self.handler is None or self.handler_version == version:
+            return self
+        return replace(self, target={**self.target, "version": version})
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +120,7 @@ class RunMessage:
             "timeout_seconds": self.timeout_seconds,
             "retry": self.retry.to_dict(),
             "priority": self.priority,
+            "payload_version": self.payload_version,
             **({"token": self.token} if self.token is not None else {}),
         } | _present(
             notify=self.notify, concurrency=self.concurrency, rate_limit=self.rate_limit, booked=self.booked
@@ -103,8 +138,9 @@ class RunMessage:
             raise ValidationError(f"run message is not JSON: {exc}") from exc
         if not isinstance(data, dict):
             raise ValidationError("run message must be a JSON object")
-        if data.get("v") != MESSAGE_VERSION:
-            raise ValidationError(f"unsupported run message version {data.get('v')!r}")
+        version = data.get("v")
+        if isinstance(version, bool) or version not in READABLE_VERSIONS:
+            raise ValidationError(f"unsupported run message version {version!r}")
         missing = [
             k
             for k in ("run_id", "job_id", "tenant", "attempt", "scheduled_at", "due_at", "target")
@@ -134,7 +170,19 @@ class RunMessage:
             concurrency=data["concurrency"] if isinstance(data.get("concurrency"), dict) else {},
             rate_limit=data["rate_limit"] if isinstance(data.get("rate_limit"), dict) else {},
             booked=data.get("booked") is True,
+            payload_version=(
+                V1_PAYLOAD_VERSION if version == 1 else _payload_version(data.get("payload_version"))
+            ),
         )
+
+
+def _payload_version(value: Any) -> int | None:
+    """A ``v=2`` message's ``payload_version``: an integer >= 1 or null; anything else is poison."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValidationError("run message: payload_version must be an integer >= 1 or null")
+    return value
 
 
 def _present(**fields: Any) -> dict[str, Any]:

@@ -289,8 +289,13 @@ class Job(JobSpec):
             misfire_override=data.get("misfire_override"),
             fence=data.get("fence"),
             fence_lease=data.get("fence_lease"),
-            payload_version=data.get("payload_version"),
+            payload_version=_opt_int(data.get("payload_version")),
         )
+
+
+def _opt_int(value: Any) -> int | None:
+    """A stored version number as an int (DynamoDB reads numbers back as Decimal), or None."""
+    return None if value is None else int(value)
 
 
 def _limit_item(spec: dict[str, Any]) -> dict[str, Any] | None:
@@ -342,7 +347,7 @@ class Attempt:
             outcome=data.get("outcome"),
             error=data.get("error"),
             handler=data.get("handler"),
-            handler_version=data.get("handler_version"),
+            handler_version=_opt_int(data.get("handler_version")),
             code_version=data.get("code_version"),
         )
 
@@ -500,7 +505,7 @@ class Run:
             wf_node=data.get("wf_node"),
             job_version=data.get("job_version"),
             handler=data.get("handler"),
-            handler_version=data.get("handler_version"),
+            handler_version=_opt_int(data.get("handler_version")),
         )
 
     @property

@@ -146,6 +146,23 @@ class MotoProcess(MotoServer):
 TICK_FINISH_SECONDS = 10.0
 
 
+#: The code version of an embedded mode outside a git work tree (or without git).
+NO_GIT_CODE_VERSION = "dev"
+
+
+def local_code_version(cwd: str | None = None) -> str:
+    """The embedded mode's code version: ``git rev-parse --short HEAD`` of ``cwd`` (default: the
+    working directory, the project ``jobsched dev`` runs in), else :data:`NO_GIT_CODE_VERSION`."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return NO_GIT_CODE_VERSION
+    revision = done.stdout.strip()
+    return revision if done.returncode == 0 and revision else NO_GIT_CODE_VERSION
+
+
 class EmbeddedMode:
     """jobsched on one machine. Use as a context manager, or ``start()`` / ``stop()``.
 
@@ -327,6 +344,9 @@ class EmbeddedMode:
             ENV_ADMIN_PRINCIPALS: ",".join(f"token:{tenant}" for tenant in self.config.admins),
             "POWERTOOLS_SERVICE_NAME": "jobsched",
             "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
+            # What each attempt records as the code that ran it (decision 0048): one set by the
+            # caller stays, else the working directory's git revision.
+            resources.ENV_CODE_VERSION: self.environ.get(resources.ENV_CODE_VERSION) or local_code_version(),
         }
         if not self.config.verbose:
             env["POWERTOOLS_METRICS_DISABLED"] = "true"

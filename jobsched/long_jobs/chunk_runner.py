@@ -38,7 +38,7 @@ from jobsched.aws.outputs import OutputStore, encode
 from jobsched.aws.queues import change_visibility
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, PermanentError
-from jobsched.core.messages import RunMessage
+from jobsched.core.messages import V1_PAYLOAD_VERSION, RunMessage
 from jobsched.core.models import RunState
 from jobsched.long_jobs.asl import KIND_COMPLETE, KIND_FAILED, KIND_PLAN, KIND_RUN, MESSAGE_KINDS
 from jobsched.long_jobs.checkpoints import ChunkStore
@@ -58,6 +58,7 @@ from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import DEFAULT_REMAINING_SECONDS, Delivery
 from jobsched.services.outcome import Outcome
 from jobsched.targets.executor import error_info
+from jobsched.targets.registry import lookup
 
 logger = logging.getLogger(__name__)
 
@@ -176,9 +177,11 @@ class ChunkRunner:
         if budget < min(parent.timeout_seconds, 60):
             _set_visibility(self.sqs, queue_url, receipt_handle, 0)
             return Outcome("no_time", run_id, defer=True, detail={"kind": kind})
-        job = get_chunked(str(parent.item.get("chunk_handler")))
+        handler, version = str(parent.item.get("chunk_handler")), parent.run.handler_version
+        job = get_chunked(handler, version)
         if job is None:
-            error = PermanentError(f"chunked job {parent.item.get('chunk_handler')!r} is not registered here")
+            at = f" version {version}" if version is not None else ""
+            error = PermanentError(f"chunked job {handler!r}{at} is not registered here")
             answer_failure(self.sfn, data["task_token"], error)
             return Outcome("chunk_failed", run_id, detail={"kind": kind, "error": error.message})
         step = {KIND_PLAN: self._plan, KIND_RUN: self._chunk, KIND_COMPLETE: self._complete}[kind]
@@ -210,9 +213,8 @@ class ChunkRunner:
 
     def _plan(self, task: _Task) -> Outcome:
         run = task.parent.run
-        payload = self._payload(task.data["run"]["message"])
         ctx = ChunkContext(run.id, run.job_id, run.tenant, task.name, task.timeout)
-        result = self._run(lambda: task.job.plan(payload, ctx), ctx, task)
+        result = self._run(lambda: task.job.plan(self._payload(task), ctx), ctx, task)
         if result.error is None and not _valid_plan(result.value):
             result.error = PermanentError(
                 f"plan must return a JSON list of chunks under {MAX_PLAN_BYTES} bytes "
@@ -270,9 +272,8 @@ class ChunkRunner:
             for r in self.chunks.outputs(task.name, total)
         ]
         summary = {"chunks": total, "outputs": outputs}
-        payload = self._payload(task.data["run"]["message"])
         ctx = ChunkContext(run.id, run.job_id, run.tenant, task.name, task.timeout)
-        result = self._run(lambda: task.job.complete(payload, ctx, summary), ctx, task)
+        result = self._run(lambda: task.job.complete(self._payload(task), ctx, summary), ctx, task)
         if (ended := self._ended(result, task, "complete")) is not None:
             return ended
         finished = self.clock.now()
@@ -355,8 +356,17 @@ class ChunkRunner:
         if not self.sfn.stop_execution(arn, error, cause):  # already closed or unknown: nothing to stop
             logger.info("execution %s could not be stopped (already closed?)", arn)
 
-    def _payload(self, message: dict) -> Any:
-        return message.get("payload") if message.get("payload") is not None else {}
+    def _payload(self, task: _Task) -> Any:
+        """The run's payload for the version the run is bound to, upgraded from the version it was
+        written for (a ``v=1`` snapshot: version 1) and checked against that version's contract;
+        :class:`PermanentError` (or a permanent ``ValidationError``) when it cannot be."""
+        message = task.data["run"]["message"]
+        payload = message.get("payload") if message.get("payload") is not None else {}
+        if not isinstance(payload, dict):
+            return payload
+        written_for = V1_PAYLOAD_VERSION if message.get("v") == 1 else message.get("payload_version")
+        registered = lookup(str(task.parent.item.get("chunk_handler")), task.parent.run.handler_version)
+        return registered.payload_for(payload, written_for)
 
 
 def _valid_plan(value: Any) -> bool:

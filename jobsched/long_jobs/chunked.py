@@ -20,7 +20,10 @@ A chunked job is three functions (or a class with three methods)::
             return {"rows": sum(o["rows"] for o in summary["outputs"])}
 
 The job is registered in :mod:`jobsched.targets.registry` under its name like any handler, so the API
-accepts ``{"handler": "reports.rebuild"}`` as a target. The worker recognises it (:func:`get_chunked`)
+accepts ``{"handler": "reports.rebuild"}`` as a target; like any handler it has versions
+(``@chunked_job("reports.rebuild", version=2, payload=..., upgrades={1: ...})``): a run binds to one
+when its first attempt is claimed, and the execution's plan and completion steps run that version with
+the payload upgraded to it (decision 0048). The worker recognises it (:func:`get_chunked`)
 and starts a Step Functions execution instead of calling it; see :mod:`jobsched.long_jobs.chunk_runner`.
 Called as a plain handler (a worker with no state machine configured) it fails permanently, saying so.
 """
@@ -31,12 +34,12 @@ import hashlib
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from jobsched.core.errors import PermanentError
-from jobsched.targets.registry import get_handler, is_registered, job
+from jobsched.targets.registry import Upgrader, get_handler, is_registered, job
 
 PlanFn = Callable[[dict, "ChunkContext"], list]
 RunChunkFn = Callable[[Any, "ChunkContext"], Any]
@@ -78,12 +81,17 @@ def chunked_job(
     plan: PlanFn | None = None,
     run_chunk: RunChunkFn | None = None,
     complete: CompleteFn | None = None,
+    version: int = 1,
+    payload: Any = None,
+    upgrades: Mapping[int, Upgrader] | None = None,
+    description: str = "",
 ) -> Callable[[Any], Any]:
-    """Register a chunked job called ``name``.
+    """Register version ``version`` of a chunked job called ``name``.
 
     Decorate a class whose instances have ``plan``, ``run_chunk`` and optionally ``complete``
     (instantiated once, without arguments), or decorate the ``run_chunk`` function and pass ``plan``
-    (and ``complete``) as keyword arguments. Returns the decorated object unchanged.
+    (and ``complete``) as keyword arguments. ``payload``, ``upgrades`` and ``description`` are those of
+    :func:`jobsched.targets.registry.job`. Returns the decorated object unchanged.
     """
 
     def register(target: Any) -> Any:
@@ -94,24 +102,29 @@ def chunked_job(
             if plan is None:
                 raise TypeError(f"chunked_job({name!r}) on a function needs plan=...")
             steps = (plan, target, complete)
-        job(name)(ChunkedJob(name, *steps, origin=target))
+        job(name, version=version, payload=payload, upgrades=upgrades, description=description)(
+            ChunkedJob(name, *steps, origin=target)
+        )
         return target
 
     return register
 
 
-def get_chunked(name: str) -> ChunkedJob | None:
-    """The chunked job registered as ``name``, or None (not registered, or a plain handler)."""
-    if not is_registered(name):
+def get_chunked(name: str, version: int | None = None) -> ChunkedJob | None:
+    """The chunked job registered as ``name`` at ``version`` (None: the newest), or None (not
+    registered, or a plain handler)."""
+    if not is_registered(name, version):
         return None
-    handler = get_handler(name)
+    handler = get_handler(name, version)
     return handler if isinstance(handler, ChunkedJob) else None
 
 
 def chunked_handler_of(target: dict) -> ChunkedJob | None:
-    """The chunked job a run's target names (``{"handler": name}``), or None."""
+    """The chunked job a run's target names (``{"handler": name}``, at its pinned or bound
+    ``version``), or None."""
     name = target.get("handler") if isinstance(target, dict) else None
-    return get_chunked(str(name)) if name else None
+    version = target.get("version") if isinstance(target, dict) else None
+    return get_chunked(str(name), version if isinstance(version, int) else None) if name else None
 
 
 def execution_name(run_id: str, generation: int = 0) -> str:

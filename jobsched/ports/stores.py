@@ -38,6 +38,19 @@ class ClaimStatus:
     EXHAUSTED = "exhausted"  # the previous owner's lease expired and no attempts are left
 
 
+@dataclass(frozen=True)
+class Binding:
+    """What an attempt's claim records of the code that runs it (decision 0048): the handler's name,
+    the version the worker means to run (the message's pinned or bound one, else the newest it
+    registers; None: nothing to bind, e.g. a handler this code lacks) and the deployment's code
+    version. The claim binds the run to ``version`` unless it is bound already; then the run's
+    version wins and the attempt entry records that one."""
+
+    handler: str | None = None
+    version: int | None = None
+    code_version: str | None = None
+
+
 @dataclass
 class Claim:
     """What a worker's claim of an attempt found: ``status`` (a :class:`ClaimStatus`), the run."""
@@ -218,6 +231,7 @@ class AttemptRecords(Protocol):
         now: datetime,
         lease_seconds: float,
         token: str | None = None,
+        binding: Binding | None = None,
     ) -> Claim: ...
 
     def heartbeat(

@@ -40,6 +40,9 @@ ENV_TENANT_TOKENS = "JOBSCHED_TENANT_TOKENS"
 #: Comma-separated modules that register job handlers (``@job``), imported by the api function (so an
 #: unknown handler is refused at job creation) and by the worker (so it can run them).
 ENV_HANDLER_MODULES = "JOBSCHED_HANDLER_MODULES"
+#: The code version of the deployment (decision 0048): the Lambda asset's hash, set by the CDK stack on
+#: every function; the git revision in ``jobsched dev``. Each attempt records it (``Attempt.code_version``).
+ENV_CODE_VERSION = "JOBSCHED_CODE_VERSION"
 #: Records of one SQS batch the worker handles at once (threads; each record has its own lease).
 ENV_WORKER_CONCURRENCY = "JOBSCHED_WORKER_CONCURRENCY"
 #: Jobs of a due page whose writes a dispatcher tick makes at once (threads; docs/scaling.md).

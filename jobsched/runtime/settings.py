@@ -56,6 +56,9 @@ class Settings:
     send_align_ms: int = r.DEFAULT_SEND_ALIGN_MS
     #: Modules that register job handlers (``JOBSCHED_HANDLER_MODULES``, comma-separated).
     handler_modules: tuple[str, ...] = ()
+    #: The deployment's code version (``JOBSCHED_CODE_VERSION``): the Lambda asset's hash in the stack,
+    #: the git revision in ``jobsched dev``; recorded on every attempt. None when unset.
+    code_version: str | None = None
     retention_days: int = r.DEFAULT_RETENTION_DAYS  # run items (TTL) and bucket objects (lifecycle)
     #: The embedded mode's retention in seconds, in place of the days (``JOBSCHED_RETENTION_SECONDS``).
     retention_seconds: int | None = None
@@ -171,6 +174,7 @@ class Settings:
             ),
             send_align_ms=send_align_ms,
             handler_modules=handler_modules_from(env.get(r.ENV_HANDLER_MODULES)),
+            code_version=env.get(r.ENV_CODE_VERSION, "").strip() or None,
             retention_days=retention,
             retention_seconds=retention_seconds,
             run_log_group=env.get(r.ENV_RUN_LOG_GROUP) or None,
@@ -215,6 +219,7 @@ class Settings:
             r.ENV_ALLOWED_HTTP_HOSTS: ",".join(self.allowed_http_hosts) or None,
             r.ENV_NOTIFY_TOPIC_ARNS: ",".join(self.notify_topic_arns) or None,
             r.ENV_HANDLER_MODULES: ",".join(self.handler_modules) or None,
+            r.ENV_CODE_VERSION: self.code_version,
         }
         env.update({k: v for k, v in optional.items() if v})
         return env

@@ -55,8 +55,10 @@ class DlqConsumer:
             return Outcome("finished", run_id, run.attempt)
         if run.state is RunState.RUNNING and run.lease_until is not None and run.lease_until > now:
             return Outcome("busy", run_id, run.attempt, defer=True)
+        # The dead letter's snapshot names the version the run is bound to, so a replay runs it (0048).
+        snapshot = msg.bound_to(run.handler_version).to_json() if msg else None
         try:
-            self.attempts.fail_unclaimed(run, now, problem, "poison", msg.to_json() if msg else None)
+            self.attempts.fail_unclaimed(run, now, problem, "poison", snapshot)
         except ConflictError:
             return Outcome("stale", run_id, run.attempt, defer=True)  # it moved: look again
         self.metrics.add(obs.RUNS_FAILED)

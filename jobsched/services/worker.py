@@ -9,9 +9,14 @@
    rest of the delay and acknowledged;
 3. claim the run for the message's attempt (:meth:`AttemptStore.claim`): a finished or superseded run is
    acknowledged without doing anything (guarantee 2: a redelivery after a crash does nothing new); a run
-   another worker holds is left in the queue; a run whose owner's lease expired is taken over;
-4. run the target under ``min(timeout, Lambda time left)`` with a heartbeat every third of the lease
-   that extends the lease and the message's visibility, writes progress and reads the cancel flag,
+   another worker holds is left in the queue; a run whose owner's lease expired is taken over. The
+   claim binds the run to a handler version (decision 0048): the one the message pins or the run is
+   bound to, else the newest this code registers; a run bound earlier keeps its version, and the
+   attempt entry records the handler, the version and the deployment's code version;
+4. run the target (the bound version, its payload upgraded from the message's ``payload_version``:
+   a version this code lacks, or a payload it cannot upgrade, is a permanent failure naming it)
+   under ``min(timeout, Lambda time left)`` with a heartbeat every third of the lease that extends
+   the lease and the message's visibility, writes progress and reads the cancel flag,
    and, while the target runs, a cancel watch that reads only the flag every
    ``cancel_poll_seconds`` (1 s; one batched read for all the worker's running runs), so a
    cancellation reaches the handler within about a second;
@@ -44,13 +49,14 @@ from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, RetryableError
 from jobsched.core.messages import RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
-from jobsched.ports.stores import AttemptRecords, Outputs, RunQueue
+from jobsched.ports.stores import AttemptRecords, Binding, Outputs, RunQueue
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import DEFAULT_REMAINING_SECONDS, Delivery
 from jobsched.services.limits import Admission, LimitGate, unlimited
 from jobsched.services.outcome import Outcome, OutcomeStatus
 from jobsched.targets.context import IdempotentEffects, JobContext
 from jobsched.targets.executor import CancelBoard, Heartbeat, KeptThreads, error_info, execute_target
+from jobsched.targets.registry import lookup, newest_version
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +80,8 @@ class WorkerConfig:
     allowed_http_hosts: tuple[str, ...] = ()
     safety_margin_seconds: float = SAFETY_MARGIN_SECONDS
     cancel_poll_seconds: float = CANCEL_POLL_SECONDS  # 0 = only the heartbeat reads the flag
+    #: The deployment's code version (``JOBSCHED_CODE_VERSION``), recorded on every attempt it claims.
+    code_version: str | None = None
 
     @property
     def heartbeat_interval(self) -> float:
@@ -243,8 +251,16 @@ class Worker:
         admission: Admission,
     ) -> Outcome:
         claim = self.attempts.claim(
-            msg.run_id, msg.attempt, self.config.owner, now, self.config.lease_seconds, msg.token
+            msg.run_id,
+            msg.attempt,
+            self.config.owner,
+            now,
+            self.config.lease_seconds,
+            msg.token,
+            self._binding(msg),
         )
+        if claim.run is not None:  # from here on the message carries the version the run is bound to
+            msg = msg.bound_to(claim.run.handler_version)
         if claim.status != ClaimStatus.CLAIMED:
             return self._not_claimed(msg, claim, now, queue_url, receipt_handle)
         assert claim.run is not None
@@ -256,6 +272,15 @@ class Worker:
             return self._execute(
                 msg, claim, now, min(float(msg.timeout_seconds), budget), queue_url, receipt_handle, admission
             )
+
+    def _binding(self, msg: RunMessage) -> Binding:
+        """What the claim records: the handler, the version to bind (the message's, else the newest
+        registered here; None when this code has none of the handler) and the code version."""
+        name = msg.handler
+        version = msg.handler_version
+        if name is not None and version is None:
+            version = newest_version(name)
+        return Binding(handler=name, version=version, code_version=self.config.code_version)
 
     # --- not ours --------------------------------------------------------------------------------
 
@@ -380,10 +405,18 @@ class Worker:
             return Outcome(OutcomeStatus.LEASE_LOST, run.id, attempt, detail={"heartbeat_lost": False})
 
     def _payload(self, msg: RunMessage, claim: Claim) -> Any:
+        """The payload the target is called with; for a handler, upgraded from the message's
+        ``payload_version`` to the bound version and checked against its contract. Raises
+        :class:`ValidationError` (the version is not registered here) or :class:`PermanentError`
+        (no upgrade path): both permanent, the run is dead-lettered with the message."""
         assert claim.run is not None
         if claim.run.payload_override is not None:
-            return claim.run.payload_override
-        return msg.payload if msg.payload is not None else {}
+            payload = claim.run.payload_override
+        else:
+            payload = msg.payload if msg.payload is not None else {}
+        if msg.handler is None or not isinstance(payload, dict):
+            return payload
+        return lookup(msg.handler, msg.handler_version).payload_for(payload, msg.payload_version)
 
     def _succeeded(self, claim: Claim, now: datetime, output: Any) -> Outcome:
         run = claim.run

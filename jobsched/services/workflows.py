@@ -59,6 +59,7 @@ from jobsched.core.dag import (
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
 from jobsched.core.models import Run, RunState, parse_run_id, to_iso
+from jobsched.core.run_records import bound_target, handler_fields
 from jobsched.ports.stores import RunQueue, RunRecords
 from jobsched.ports.tables import Table
 from jobsched.services.outcome import Outcome, OutcomeStatus
@@ -294,6 +295,10 @@ class WorkflowEngine:
         assert view.workflow is not None
         node = view.workflow.node(node_id)
         wf = view.run
+        # A queued node names its handler (its message reads the same cached bodies); others never run.
+        body: dict[str, Any] = {}
+        if state is RunState.QUEUED:
+            body = self.bodies(wf.job_id, str(view.item[BODIES])).get(node_id, {})
         return Run(
             id=node_run_id(wf.id, node_id),
             job_id=wf.job_id,
@@ -309,6 +314,7 @@ class WorkflowEngine:
             created_at=now,
             finished_at=None if state is RunState.QUEUED else now,
             wf_node=node_id,
+            **handler_fields(dict(body.get("target", {}))),
         )
 
     def _message(self, view: WorkflowRunView, run: Run, now: datetime) -> RunMessage:
@@ -340,7 +346,8 @@ class WorkflowEngine:
             attempt=run.attempt + 1,
             scheduled_at=run.scheduled_at,
             due_at=run.due_at,
-            target=node.target,
+            target=bound_target(node.target, run.handler_version),
+            # None: a node's payload is built here for the version it runs (no upgrade applies).
             payload=node_payload(node, upstream, workflow_input),
             timeout_seconds=node.timeout_seconds,
             retry=node.retry,

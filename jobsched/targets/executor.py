@@ -91,7 +91,8 @@ def execute_target(
     handler raised (an unclassified exception, treated as retryable by :func:`is_retryable`).
     """
     if "handler" in target:
-        handler = get_handler(str(target["handler"]))
+        version = target.get("version")  # pinned, or bound by the claim; None: the newest
+        handler = get_handler(str(target["handler"]), version if isinstance(version, int) else None)
         call: Callable[[], Any] = lambda: handler(payload if payload is not None else {}, ctx)  # noqa: E731
     elif "http" in target:
         webhook = WebhookTarget.from_dict(target["http"])

@@ -32,6 +32,22 @@ def test_get_run_shows_state_attempts_and_error(call, create_job, work_queue):
     assert body["started_at"].endswith("Z") and body["finished_at"].endswith("Z")
 
 
+def test_get_run_shows_what_ran_each_attempt(call, create_job, work_queue):
+    # Given a job of demo.echo (version 1, unpinned) whose manual run a worker executed
+    job = create_job(ACME, payload={"greeting": "hi"})
+    run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))
+    queued = body_of(call("GET", f"/runs/{run['id']}", headers=ACME))
+    assert work_queue() == ["succeeded"]
+    # When the run is read
+    body = body_of(call("GET", f"/runs/{run['id']}", headers=ACME))
+    # Then it was unbound while queued, is bound to version 1 now, and its attempt names the handler,
+    # the version and the code version (unset in this test deployment: null)
+    assert (queued["handler"], queued["handler_version"]) == ("demo.echo", None)
+    assert (body["handler"], body["handler_version"]) == ("demo.echo", 1)
+    [attempt] = body["attempts"]
+    assert (attempt["handler"], attempt["handler_version"], attempt["code_version"]) == ("demo.echo", 1, None)
+
+
 def test_succeeded_run_carries_its_output(call, create_job, work_queue):
     job = create_job(ACME, payload={"greeting": "hi"})
     run = body_of(call("POST", f"/jobs/{job['id']}/trigger", headers=ACME))

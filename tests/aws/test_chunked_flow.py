@@ -226,3 +226,53 @@ def test_a_message_of_an_execution_that_no_longer_drives_its_run_is_dropped_and_
     assert len([c for c in CALLS if c[0] == "chunk"]) == 1
     assert [p["executionArn"] for p in stops] == [chunk_message["execution_id"]]
     assert env.kit.runs.get(run.id).state is RunState.SUCCEEDED
+
+
+def _versioned(version: int) -> Any:
+    """Version ``version`` of test.versioned: one chunk; its completion says which version ran it,
+    with the payload it got (version 2 takes ``count`` where version 1 took ``n``)."""
+
+    def complete(payload: dict, ctx: Any, summary: dict) -> dict:
+        return {"version": version, "payload": payload}
+
+    def run_chunk(chunk: Any, ctx: Any) -> None:
+        return None
+
+    run_chunk.__qualname__ = f"versioned_v{version}"
+    upgrades = {1: lambda p: {"count": p["n"]}} if version == 2 else None
+    return chunked_job(
+        "test.versioned", plan=_one_chunk, complete=complete, version=version, upgrades=upgrades
+    )(run_chunk)
+
+
+@pytest.fixture
+def versioned() -> Iterator[None]:
+    yield
+    unregister("test.versioned")
+
+
+def test_a_chunked_run_keeps_the_version_its_start_bound_across_a_deploy(env, versioned):
+    # Given a chunked job at version 1 whose run was started (the claim binds it to version 1)
+    _versioned(1)
+    run, _, out = _start(env, "test.versioned", {"n": 5})
+    assert out.status == "chunked_started" and env.kit.runs.get(run.id).handler_version == 1
+    # When a deploy registers version 2 beside it and the workflow is drained
+    _versioned(2)
+    name = execution_name(run.id)
+    env.drain(env.worker(), env.finished(name))
+    # Then its steps ran version 1, with the payload as written
+    assert env.kit.runs.get(run.id).output == {"version": 1, "payload": {"n": 5}}
+
+
+def test_a_chunked_run_bound_to_a_newer_version_gets_its_payload_upgraded(env, versioned):
+    # Given versions 1 and 2 and a run whose job's payload was written for version 1
+    _versioned(1)
+    _versioned(2)
+    run, msg = env.kit.new_run({"handler": "test.versioned"}, {"n": 5}, job_id=unique_job_id())
+    msg.payload_version = 1
+    env.worker().handle(Delivery.of(msg.to_json()), env.kit.clock.now())
+    # When the workflow is drained
+    env.drain(env.worker(), env.finished(execution_name(run.id)))
+    # Then the run was bound to version 2, whose completion got the upgraded payload
+    stored = env.kit.runs.get(run.id)
+    assert stored.handler_version == 2 and stored.output == {"version": 2, "payload": {"count": 5}}

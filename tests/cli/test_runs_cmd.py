@@ -52,9 +52,35 @@ def test_get_shows_the_run_and_its_attempt_history(cli, cli_env: ContractServer)
     out = cli("runs", "get", RUN_ID).out
     assert "state:" in out and "failed" in out
     attempts = out.split("\n\n")[1].splitlines()
-    assert attempts[0].split() == ["ATTEMPT", "STARTED", "FINISHED", "OUTCOME", "ERROR"]
+    assert attempts[0].split() == ["ATTEMPT", "STARTED", "FINISHED", "HANDLER", "CODE", "OUTCOME", "ERROR"]
     assert attempts[1].split()[-2:] == ["retried", "timeout"]
     assert attempts[2].split()[-2:] == ["failed", "boom"]
+
+
+def test_get_shows_what_ran_each_attempt(cli, cli_env: ContractServer) -> None:
+    # Given a run bound to report@1 whose attempts ran on two deployments (decision 0048)
+    ran = {"handler": "report", "handler_version": 1}
+    run = run_body(
+        state="succeeded",
+        attempt=2,
+        **ran,
+        attempts=[
+            {"attempt": 1, "started_at": "2026-12-01T09:00:00Z", "finished_at": "2026-12-01T09:00:01Z",
+             "outcome": "retrying", "error": "timeout", **ran, "code_version": "a1b2c3d4e5f6"},
+            {"attempt": 2, "started_at": "2026-12-01T09:00:05Z", "finished_at": "2026-12-01T09:00:06Z",
+             "outcome": "succeeded", **ran, "code_version": "0f9e8d7c6b5a"},
+        ],
+    )  # fmt: skip
+    cli_env.respond("GET", f"/runs/{RUN_ID}", 200, run)
+    # When it is shown
+    fields, table = cli("runs", "get", RUN_ID).out.split("\n\n")
+    # Then the run names its handler@version, and each attempt the handler@version and code version
+    assert "handler:" in fields and "report@1" in fields
+    rows = [line.split() for line in table.splitlines()[1:]]
+    assert [row[3:6] for row in rows] == [
+        ["report@1", "a1b2c3d4e5f6", "retrying"],
+        ["report@1", "0f9e8d7c6b5a", "succeeded"],
+    ]
 
 
 def test_get_json_prints_the_api_document_unchanged(cli, cli_env: ContractServer) -> None:

@@ -113,6 +113,26 @@ def test_cancel_a_running_run(console, api):
     expect(tab.heading(re.compile("cancelled"))).to_be_visible()
 
 
+def test_the_run_page_shows_what_ran_each_attempt(console, api):
+    """Given a run of demo.echo that succeeded, when the operator opens it, then the page names the
+    handler and the version the run is bound to, and its attempt the version and the code version of
+    the deployment that ran it (decision 0048)."""
+    job = _job(api, "console.ranby", "demo.echo", {"hello": "versions"})
+    run = _wait_run(api, api("alpha").trigger_job(job["id"])["id"], "succeeded")
+    code_version = run["attempts"][0]["code_version"]
+    assert code_version  # jobsched dev sets one: the git revision, else "dev"
+    tab = console()
+    tab.sign_in("alpha")
+    tab.open(f"runs/{run['id']}")
+    expect(tab.page.locator("#handler")).to_have_text("demo.echo@1")
+    attempts = tab.page.get_by_role("table", name="Attempts")
+    expect(attempts.get_by_role("columnheader", name="Code version")).to_be_visible()
+    row = attempts.get_by_role("row").nth(1)
+    expect(row).to_contain_text("demo.echo@1")
+    expect(row).to_contain_text(code_version)
+    assert tab.errors == []
+
+
 def test_a_run_held_by_a_concurrency_limit_shows_what_it_waits_for(console, api):
     """Given a job limited to one run at a time whose first run sleeps, when a second run is
     triggered and the operator opens it, then its page says it waits for a concurrency slot."""

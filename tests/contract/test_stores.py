@@ -4,6 +4,7 @@ leases carry increasing fencing tokens, semaphores and token buckets keep their 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -15,6 +16,7 @@ from jobsched.aws.runs_store import RunsStore
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.limits import RateSpec
 from jobsched.core.models import Run, RunState, make_run_id
+from jobsched.ports.stores import Binding
 from tests.aws.conftest import T0
 
 
@@ -53,6 +55,40 @@ def test_an_attempt_is_claimed_once_and_a_stale_owner_cannot_finish_it(backend):
     done = attempts.succeed(taken, "worker-b", T0 + timedelta(seconds=92), output={"by": "b"})
     assert done.state is RunState.SUCCEEDED and done.output == {"by": "b"}
     assert [(a.attempt, a.outcome) for a in done.attempts] == [(1, "lost"), (2, "succeeded")]
+
+
+def test_a_claim_binds_the_handler_version_once_and_each_attempt_records_what_ran_it(backend):
+    # Given a queued, unbound run of a handler
+    runs = RunsStore(backend.table, backend.settings.runs_table)
+    attempts = AttemptStore(backend.table, backend.settings.runs_table)
+    run, _ = runs.create(replace(new_run(), handler="report"))
+    # When attempt 1 is claimed for version 2 by code "c1", and its lease lapses
+    first = attempts.claim(run.id, 1, "worker-a", T0, 60, binding=Binding("report", 2, "c1"))
+    # and another worker of code "c2", which would pick version 3, takes it over
+    taken = attempts.claim(
+        run.id, 1, "worker-b", T0 + timedelta(seconds=90), 60, binding=Binding("report", 3, "c2")
+    )
+    # Then the run stays bound to version 2 and both attempt entries say which code ran version 2
+    assert first.status == ClaimStatus.CLAIMED and first.run is not None and first.run.handler_version == 2
+    assert taken.status == ClaimStatus.CLAIMED and taken.run is not None and taken.run.handler_version == 2
+    ran = [(a.attempt, a.handler, a.handler_version, a.code_version) for a in taken.run.attempts]
+    assert ran == [(1, "report", 2, "c1"), (2, "report", 2, "c2")]
+
+
+def test_a_claim_of_a_run_bound_to_another_version_claims_it_for_that_version(backend):
+    # Given a retrying run bound to version 1 by its first attempt
+    runs = RunsStore(backend.table, backend.settings.runs_table)
+    attempts = AttemptStore(backend.table, backend.settings.runs_table)
+    run, _ = runs.create(new_run())
+    first = attempts.claim(run.id, 1, "worker-a", T0, 60, binding=Binding("report", 1, "c1"))
+    attempts.retrying(first, "worker-a", T0 + timedelta(seconds=1), T0 + timedelta(seconds=5), "boom")
+    # When attempt 2 is claimed by code that would run version 2
+    second = attempts.claim(
+        run.id, 2, "worker-b", T0 + timedelta(seconds=5), 60, binding=Binding("report", 2, "c2")
+    )
+    # Then it is claimed for version 1, and its entry says version 1
+    assert second.status == ClaimStatus.CLAIMED and second.run is not None
+    assert second.run.handler_version == 1 and second.run.attempts[-1].handler_version == 1
 
 
 def test_shard_leases_fence_with_increasing_tokens(backend):

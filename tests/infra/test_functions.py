@@ -6,6 +6,7 @@ import pytest
 
 from infra.bundling import LAMBDA_PYTHON_VERSION
 from jobsched.runtime.resources import (
+    ENV_CODE_VERSION,
     ENV_RETENTION_DAYS,
     ENV_TENANT_BURST,
     ENV_TENANT_MAX_RUNNING,
@@ -156,3 +157,13 @@ def test_dlq_consumer_drains_every_dlq_and_reports_partial_failures(synth):
         synth.logical_id(queues.dlq(q.kind)) for q in QUEUES
     }
     assert all(m["FunctionResponseTypes"] == ["ReportBatchItemFailures"] for m in mappings)
+
+
+@pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
+def test_function_environment_carries_the_code_version_of_the_asset(synth, spec):
+    # Given the one code asset every function shares (decision 0048) / Then each function's code
+    # version is the first 12 hex digits of that asset's hash, the name of its object in the bucket
+    props = _function(synth, spec)
+    asset_hash = props["Code"]["S3Key"].removesuffix(".zip")
+    assert props["Environment"]["Variables"][ENV_CODE_VERSION] == asset_hash[:12]
+    assert len(asset_hash) == 64 and all(c in "0123456789abcdef" for c in asset_hash)

@@ -13,8 +13,17 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobsched.cli.client import ApiClient
+from jobsched.local.embedded import local_code_version
 from tests.local.conftest import wait_for
-from tests.local.e2e_helpers import VALIDATE_HANDLER, EmbeddedProcess, job, parse, run_state, runs_of
+from tests.local.e2e_helpers import (
+    ROOT,
+    VALIDATE_HANDLER,
+    EmbeddedProcess,
+    job,
+    parse,
+    run_state,
+    runs_of,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -40,6 +49,20 @@ def process() -> Iterator[EmbeddedProcess]:
 def client(process: EmbeddedProcess) -> ApiClient:
     """The tenant's API client."""
     return process.client(TENANT)
+
+
+def test_a_run_shows_the_handler_version_and_code_version_that_ran_it(client: ApiClient) -> None:
+    # Given the embedded mode started in this git work tree, and a run of demo.echo (decision 0048)
+    created = client.create_job(job("e2e.ranby", "@yearly", "demo.echo", payload={"n": 1}))
+    run_id = client.trigger_job(created["id"])["id"]
+    # When it has run
+    done = wait_for(lambda: run_state(client, run_id, "succeeded", "failed"), timeout=60, interval=0.3)
+    # Then it is bound to version 1, and its attempt names the handler, the version and the code
+    # version: the work tree's git revision
+    assert (done["state"], done["handler"], done["handler_version"]) == ("succeeded", "demo.echo", 1)
+    [attempt] = done["attempts"]
+    ran = (attempt["handler"], attempt["handler_version"], attempt["code_version"])
+    assert ran == ("demo.echo", 1, local_code_version(str(ROOT)))
 
 
 def test_a_permanent_failure_replayed_with_a_corrected_payload_succeeds(client: ApiClient) -> None:

@@ -46,6 +46,7 @@ def test_a_replayed_run_gets_a_new_execution_name():
         (json.dumps({"v": 1, "kind": "chunk.run", "task_token": "t"}), "chunk.run"),
         (json.dumps({"v": 1, "kind": "chunk.failed"}), "chunk.failed"),
         (json.dumps({"v": 1, "run_id": RUN_ID, "attempt": 1}), None),  # a run message
+        (json.dumps({"v": 2, "run_id": RUN_ID, "attempt": 1, "payload_version": 1}), None),  # a v2 one
         (json.dumps({"v": 1, "kind": "chunk.unknown"}), None),
         ("not json", None),
         ("[1, 2]", None),

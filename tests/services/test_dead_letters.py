@@ -31,11 +31,13 @@ def test_a_dead_letter_keeps_payload_error_and_attempt_history(kit, dead, clock)
     run, _ = fail_permanently(kit, {"kind": "permanent", "order": 7})
     # When the dead letters are listed
     items, cursor = dead.list("acme")
-    # Then it is there with what is needed to understand and replay it
+    # Then it is there with what is needed to understand and replay it, its target carrying the
+    # handler version the run was bound to (a replay runs that version: decision 0048)
     assert cursor is None and len(items) == 1
     view = items[0]
     assert view["run_id"] == run.id and view["reason"] == "permanent"
-    assert view["payload"] == {"kind": "permanent", "order": 7} and view["target"] == {"handler": "demo.fail"}
+    assert view["payload"] == {"kind": "permanent", "order": 7}
+    assert view["target"] == {"handler": "demo.fail", "version": 1}
     assert "PermanentError" in view["error"] and view["attempts"][0]["outcome"] == "failed"
     assert view["failed_at"] == "2026-03-02T12:00:00.000Z"
 

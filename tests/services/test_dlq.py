@@ -75,3 +75,21 @@ def test_malformed_message_naming_a_run_fails_that_run(kit, clock):
 
 def test_unidentifiable_message_is_dropped_with_a_log(kit, clock):
     assert DlqConsumer(kit.attempts).process("garbage", clock.now()).status == "unidentified"
+
+
+def test_a_poison_message_of_a_bound_run_keeps_its_version_in_the_dead_letter(kit, clock, aws):
+    # Given a retrying run bound to demo.echo version 1 whose unbound message became poison (decision 0048)
+    run, msg = kit.new_run()
+    claim = kit.attempts.claim(run.id, 1, "worker-a", clock.now(), 60)
+    kit.dynamo.update(
+        aws.settings.runs_table,
+        {"job_id": run.job_id, "run_key": run.run_key},
+        "SET handler_version = :v",
+        values={":v": 1},
+    )
+    kit.attempts.retrying(claim, "worker-a", clock.now(), clock.now(), "boom")
+    # When the DLQ consumer records it
+    DlqConsumer(kit.attempts).process(msg.to_json(), clock.now())
+    # Then the dead letter's target names the version, so a replay runs it
+    [view] = DeadLetterService(run_service(kit)).list("acme")[0]
+    assert view["target"] == {"handler": "demo.echo", "version": 1}

@@ -84,6 +84,21 @@ def test_a_payload_edit_makes_the_runs_queued_ahead_execute_with_the_new_payload
     assert kit.runs.get(run.id).output == {"v": 2}
 
 
+def test_pinning_a_version_reaches_the_runs_queued_ahead(p):
+    # Given a per-minute job of demo.echo, unpinned: its runs queued ahead name the handler, unbound
+    job = p.jobs.create("acme", PER_MINUTE, T0)
+    ahead = queued_after(p, job.id, T0 + 30 * S)
+    assert {(r.handler, r.handler_version) for r in ahead} == {("demo.echo", None)}
+    # When it is edited to pin version 1 (decision 0048)
+    pinned = {"handler": "demo.echo", "version": 1}
+    p.jobs.update("acme", job.id, {"target": pinned}, job.version, T0 + 30 * S)
+    # Then each run queued ahead records the pinned version, and its live message pins it
+    after = queued_after(p, job.id, T0 + 30 * S)
+    assert {(r.handler, r.handler_version) for r in after} == {("demo.echo", 1)}
+    for run in after:
+        assert [b["target"] for b in bodies(p, run.id) if b.get("token") == run.send_token] == [pinned]
+
+
 def test_an_edit_of_priority_and_jitter_moves_the_runs_queued_ahead(p):
     # Given a per-minute job with runs queued ahead on the default queue, due on the minute
     job = p.jobs.create("acme", PER_MINUTE, T0)

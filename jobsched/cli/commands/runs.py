@@ -88,12 +88,22 @@ def _progress(run: dict) -> object:
     return f"{progress.get('done', 0)}/{total if total is not None else '?'} {unit}"
 
 
+def handler_at_version(item: dict) -> object:
+    """``name@version`` of a run or an attempt (``name`` while unbound; omitted for an HTTP target)."""
+    name = item.get("handler")
+    if not name:
+        return OMIT
+    version = item.get("handler_version")
+    return f"{name}@{version}" if version is not None else str(name)
+
+
 RUN_FIELDS = (
     ("id", key("id")),
     ("job", key("job_id")),
     ("state", key("state")),
     ("cancel", _cancel),
     ("trigger", lambda r: r.get("trigger") or OMIT),
+    ("handler", handler_at_version),
     ("scheduled", key("scheduled_at")),
     ("started", key("started_at")),
     ("finished", key("finished_at")),
@@ -112,6 +122,8 @@ ATTEMPT_COLUMNS = (
     Column("ATTEMPT", key("attempt"), 7),
     Column("STARTED", lambda a: short_time(a.get("started_at")), 20),
     Column("FINISHED", lambda a: short_time(a.get("finished_at")), 20),
+    Column("HANDLER", lambda a: None if (ran := handler_at_version(a)) is OMIT else ran, 40),
+    Column("CODE", key("code_version"), 12),
     Column("OUTCOME", key("outcome"), 12),
     Column("ERROR", key("error"), 60),
 )

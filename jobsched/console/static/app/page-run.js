@@ -40,6 +40,7 @@ export function RunDetail({ id }) {
     <dl class="props">
       <dt>Job</dt><dd><a href=${link("jobs", run.job_id)}><code>${run.job_id}</code></a></dd>
       <dt>Trigger</dt><dd>${run.trigger}</dd>
+      ${run.handler && html`<dt>Handler</dt><dd id="handler"><code>${ranBy(run)}</code>${run.handler_version == null ? html` <span class="muted">(binds to the newest version when its first attempt starts)</span>` : ""}</dd>`}
       <dt>Scheduled</dt><dd><${When} iso=${run.scheduled_at} /></dd>
       <dt>Started</dt><dd><${When} iso=${run.started_at} /></dd>
       <dt>Finished</dt><dd><${When} iso=${run.finished_at} /></dd>
@@ -56,9 +57,10 @@ export function RunDetail({ id }) {
     </dl>
     <h2>Attempts</h2>
     ${run.attempts.length ? html`<table><caption class="sr-only">Attempts</caption>
-      <thead><tr><th scope="col">#</th><th scope="col">Started</th><th scope="col">Finished</th><th scope="col">Outcome</th><th scope="col">Error</th></tr></thead>
+      <thead><tr><th scope="col">#</th><th scope="col">Started</th><th scope="col">Finished</th><th scope="col">Ran</th><th scope="col">Code version</th><th scope="col">Outcome</th><th scope="col">Error</th></tr></thead>
       <tbody>${run.attempts.map((a) => html`<tr><td>${a.attempt}</td><td><${When} iso=${a.started_at} /></td>
-        <td><${When} iso=${a.finished_at} /></td><td>${a.outcome || "—"}</td><td>${a.error || ""}</td></tr>`)}</tbody></table>`
+        <td><${When} iso=${a.finished_at} /></td><td>${a.handler ? html`<code>${ranBy(a)}</code>` : "—"}</td>
+        <td>${a.code_version ? html`<code>${a.code_version}</code>` : "—"}</td><td>${a.outcome || "—"}</td><td>${a.error || ""}</td></tr>`)}</tbody></table>`
       : html`<p class="muted">No attempt yet.</p>`}
     <h2>Output</h2>
     ${run.output_expired ? html`<p>The output has expired (the bucket's retention removed it).</p>`
@@ -79,4 +81,9 @@ export function waitingInWords(waitingFor) {
   if (kind === "concurrency") return `a concurrency slot (${what} limit is reached)`;
   if (kind === "rate") return `its turn under ${what} rate limit`;
   return waitingFor;
+}
+
+// "name@version" of a run or an attempt (decision 0048); the name alone while a run is unbound.
+function ranBy(item) {
+  return item.handler_version == null ? item.handler : `${item.handler}@${item.handler_version}`;
 }
