@@ -30,11 +30,12 @@ from jobsched.api.deps import (
     ApiServices,
 )
 from jobsched.api.errors import raw_error_response, register_error_handlers
-from jobsched.api.openapi import polish
+from jobsched.api.openapi import polish, with_payload_schemas
 from jobsched.api.routes import (
     admin,
     console,
     dead_letters,
+    handlers,
     health,
     jobs,
     limits,
@@ -119,7 +120,8 @@ class JobschedResolver(APIGatewayHttpResolver):
         """Powertools' document with this API's error bodies (used by /openapi.json and /docs)."""
         generated = super().get_openapi_schema(**kwargs)
         document = generated.model_dump(mode="json", by_alias=True, exclude_none=True)
-        return OpenAPI.model_validate(tighten(polish(document), self.facts()))
+        facts = self.facts()
+        return OpenAPI.model_validate(with_payload_schemas(tighten(polish(document), facts), facts.handler_versions))
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         with self._serving:
@@ -237,11 +239,12 @@ def build_app(services: ApiServices, authenticator: Authenticator) -> JobschedRe
 def _deployment_facts(services: ApiServices) -> DeploymentFacts:
     """The registered handlers (read when the document is generated: every handler module is loaded
     by then) and the SNS topic allow-list, which the document states as the API checks them."""
-    from jobsched.targets.registry import registered_names
+    from jobsched.targets.registry import catalogue, registered_names
 
     policy = getattr(services.jobs, "notify_policy", None)
     patterns = tuple(getattr(policy, "topic_patterns", ()))
-    return DeploymentFacts(handlers=tuple(registered_names()), topic_patterns=patterns)
+    versions = tuple(entry.describe() for entry in catalogue())
+    return DeploymentFacts(handlers=tuple(registered_names()), topic_patterns=patterns, handler_versions=versions)
 
 
 def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> None:
@@ -264,3 +267,5 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         app.include_router(limits.router)
     if services.usage is not None:
         app.include_router(limits.usage_router)
+    if services.handlers is not None:
+        app.include_router(handlers.router)

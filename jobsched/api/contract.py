@@ -94,6 +94,8 @@ class DeploymentFacts:
 
     handlers: tuple[str, ...] = ()
     topic_patterns: tuple[str, ...] = field(default=())
+    #: Every registered handler version as :meth:`jobsched.targets.registry.Registered.describe` gives it.
+    handler_versions: tuple[dict[str, Any], ...] = ()
 
 
 def topic_regex(patterns: Iterable[str]) -> str | None:
@@ -208,15 +210,27 @@ def _tighten_bodies(schemas: dict[str, Any], facts: DeploymentFacts) -> None:
     target = schemas["TargetIn"]
     handler = {"type": "string", "enum": list(facts.handlers), "description": "a registered handler"}
     http = {"$ref": f"{_REF}HttpTargetIn"}
+    version = {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 1_000_000,
+        "description": "the handler version to pin (absent: the newest when the run's first attempt starts)",
+    }
     target["properties"] = {
         "handler": {"anyOf": [handler, {"type": "null"}]},
+        "version": {"anyOf": [version, {"type": "null"}]},
         "http": {"anyOf": [http, {"type": "null"}]},
     }
     target["oneOf"] = [
         {"properties": {"handler": handler, "http": {"type": "null"}}, "required": ["handler"]},
-        {"properties": {"http": http, "handler": {"type": "null"}}, "required": ["http"]},
+        {
+            "properties": {"http": http, "handler": {"type": "null"}, "version": {"type": "null"}},
+            "required": ["http"],
+        },
     ]
-    target["description"] = 'exactly one of {"handler": "<name>"} or {"http": {...}}'
+    target["description"] = (
+        'exactly one of {"handler": "<name>"} (with "version": <n> to pin one) or {"http": {...}}'
+    )
     schemas["HttpTargetIn"]["properties"]["body"] = {
         "description": "request body: a JSON object or array of StorableValue, or text",
         "anyOf": [

@@ -30,6 +30,7 @@ from jobsched.core.clock import Clock
 from jobsched.core.errors import UnauthorizedError
 from jobsched.services.backfills import BackfillService
 from jobsched.services.dead_letters import DeadLetterService
+from jobsched.services.handlers import HandlerService
 from jobsched.services.jobs import JobService
 from jobsched.services.notifications import TenantNotifySettings
 from jobsched.services.runs import RunService
@@ -61,6 +62,7 @@ class ApiServices:
     worker_memory_mb: int = 1024
     workflows: WorkflowService | None = None
     backfills: BackfillService | None = None  # backfills over the synchronous size answer 202 with it
+    handlers: HandlerService | None = None  # the /handlers routes
 
 
 # --- the caller -----------------------------------------------------------------------------------
@@ -75,7 +77,11 @@ def current_identity(request: Request) -> Identity:
 
 def current_tenant(request: Request) -> str:
     """The calling tenant; 401 when the identity maps to no tenant."""
-    identity = current_identity(request)
+    return tenant_of(current_identity(request))
+
+
+def tenant_of(identity: Identity) -> str:
+    """The tenant of ``identity``; 401 when it maps to no tenant."""
     if identity.tenant is None:
         raise UnauthorizedError(
             f"principal {identity.principal} is mapped to no tenant; an administrator maps it with "
@@ -163,6 +169,10 @@ def run_logs(request: Request) -> RunLogs:
     return api_services(request).run_logs
 
 
+def handler_service(request: Request) -> HandlerService:
+    return _wired(api_services(request).handlers, "handlers")
+
+
 def workflow_service(request: Request) -> WorkflowService:
     return _wired(api_services(request).workflows, "workflows")
 
@@ -202,6 +212,7 @@ BackfillsDep = Annotated[BackfillService | None, Depends(backfill_service)]
 RunsDep = Annotated[RunService, Depends(run_service)]
 RunListingDep = Annotated[StateListing, Depends(run_listing)]
 RunLogsDep = Annotated[RunLogs, Depends(run_logs)]
+HandlersDep = Annotated[HandlerService, Depends(handler_service)]
 WorkflowsDep = Annotated[WorkflowService, Depends(workflow_service)]
 DeadLettersDep = Annotated[DeadLetterService, Depends(dead_letter_service)]
 NotifySettingsDep = Annotated[TenantNotifySettings, Depends(notify_settings)]

@@ -8,6 +8,8 @@ rewrites the document once, after generation: the error responses each operation
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from jobsched.api.gate import ADMIN_PREFIX, PUBLIC_PATHS
@@ -28,15 +30,22 @@ _DESCRIPTIONS = {
 _METHODS_WITH_BODY = {"post", "put", "patch"}
 #: Routes that answer 404 for a query parameter: ``/runs?job_id=`` names a job id that cannot exist.
 _NOT_FOUND_BY_QUERY = {("/runs", "get")}
-#: Routes outside /admin that answer 403: ``/usage?tenant=`` naming another tenant, for a non-admin.
-_FORBIDDEN_BY_QUERY = {("/usage", "get")}
+#: Routes outside /admin that answer 403: ``/usage?tenant=`` naming another tenant and
+#: ``/handlers?scope=all``, for a non-admin; and the handler routes only administrators call.
+_FORBIDDEN_BY_QUERY = {("/usage", "get"), ("/handlers", "get")}
+_ADMIN_ROUTES = {
+    ("/handlers/{name}/versions/{version}/drain", "post"),
+    ("/handlers/{name}/versions/{version}/drain", "delete"),
+    ("/handlers/deploy-checks", "post"),
+    ("/handlers/deploy-checks", "get"),
+}
 
 
 def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[int]:
     if path in PUBLIC_PATHS:
         return [422] if operation.get("parameters") else []
     codes = [400, 401, 422]
-    if path.startswith(ADMIN_PREFIX) or (path, method) in _FORBIDDEN_BY_QUERY:
+    if path.startswith(ADMIN_PREFIX) or (path, method) in _FORBIDDEN_BY_QUERY | _ADMIN_ROUTES:
         codes.append(403)
     if "{" in path or method == "delete" or (path, method) in _NOT_FOUND_BY_QUERY:
         codes.append(404)
@@ -70,8 +79,10 @@ def polish(document: dict[str, Any]) -> dict[str, Any]:
                 described = _DESCRIPTIONS[code]
                 if code == 404 and (path, method) in _NOT_FOUND_BY_QUERY:
                     described = "job_id is not a possible job id (a well-formed unknown one lists nothing)"
-                if code == 403 and (path, method) in _FORBIDDEN_BY_QUERY:
+                if code == 403 and (path, method) == ("/usage", "get"):
                     described = "tenant names another tenant, and the caller is not an administrator"
+                if code == 403 and (path, method) == ("/handlers", "get"):
+                    described = "scope=all, and the caller is not an administrator"
                 responses[str(code)] = {
                     "description": described,
                     "content": {"application/json": {"schema": _ERROR_REF}},
@@ -84,3 +95,62 @@ def polish(document: dict[str, Any]) -> dict[str, Any]:
     schemas.pop("ResponseValidationError", None)
     schemas["ErrorOut"] = ErrorOut.model_json_schema()
     return document
+
+
+_COMPONENT_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def payload_component(name: str, version: int) -> str:
+    """The component name of a handler version's payload schema: ``Payload_<name>_v<version>``."""
+    return f"Payload_{_COMPONENT_UNSAFE.sub('_', name)}_v{version}"
+
+
+def with_payload_schemas(document: dict[str, Any], versions: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The document with each registered handler version's payload schema as a component
+    (``Payload_<name>_v<version>``; its ``$defs`` become components of their own) and the job
+    schemas' ``target`` and ``payload`` saying which schema a payload is checked against.
+
+    ``versions``: :meth:`jobsched.targets.registry.Registered.describe` of every registered version."""
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    listed = []
+    for described in versions:
+        schema = described.get("payload_schema")
+        name, version = str(described["name"]), int(described["version"])
+        if not isinstance(schema, Mapping):
+            listed.append(f"{name} v{version}: any JSON object")
+            continue
+        component = payload_component(name, version)
+        body = dict(schema)
+        defs = body.pop("$defs", None) or body.pop("definitions", None) or {}
+        renamed = {f"#/$defs/{d}": f"#/components/schemas/{component}_{d}" for d in defs}
+        renamed |= {f"#/definitions/{d}": f"#/components/schemas/{component}_{d}" for d in defs}
+        for d, sub in defs.items():
+            schemas[f"{component}_{d}"] = _with_refs(sub, renamed)
+        schemas[component] = {**_with_refs(body, renamed), "title": component}
+        listed.append(f"{name} v{version}: #/components/schemas/{component}")
+    if not listed:
+        return document
+    note = (
+        "A handler target's payload is checked against the payload schema of the version the job will run "
+        "(the pinned version, else the newest registered one); a payload it refuses is a 422 naming the "
+        "field (payload.<field>). Registered versions: " + "; ".join(listed) + "."
+    )
+    for model in ("JobIn", "JobPatch"):
+        props = schemas.get(model, {}).get("properties", {})
+        if "payload" in props:
+            props["payload"]["description"] = note
+    target = schemas.get("TargetIn")
+    if target is not None:
+        target["description"] = f"{target.get('description', '')}. {note}".lstrip(". ")
+    return document
+
+
+def _with_refs(node: Any, renamed: Mapping[str, str]) -> Any:
+    if isinstance(node, Mapping):
+        return {
+            k: renamed.get(v, v) if k == "$ref" and isinstance(v, str) else _with_refs(v, renamed)
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_with_refs(v, renamed) for v in node]
+    return node

@@ -151,17 +151,27 @@ class TargetIn(_In):
     handler: str | None = Field(
         default=None, min_length=1, max_length=200, description="a registered handler"
     )
+    version: JsonInt | None = Field(
+        default=None,
+        ge=1,
+        le=1_000_000,
+        description="the handler version to pin (absent: each run binds to the newest version registered "
+        "when its first attempt starts; GET /handlers lists the versions and their payload schemas)",
+    )
     http: HttpTargetIn | None = None
 
     @model_validator(mode="after")
     def _exactly_one(self) -> TargetIn:
         if (self.handler is None) == (self.http is None):
             raise ValueError('give exactly one of {"handler": "<name>"} or {"http": {...}}')
+        if self.version is not None and self.handler is None:
+            raise ValueError("version pins a handler's version: give it with handler")
         return self
 
     def to_domain(self) -> dict[str, Any]:
         if self.handler is not None:
-            return {"handler": self.handler}
+            pinned = {} if self.version is None else {"version": self.version}
+            return {"handler": self.handler, **pinned}
         assert self.http is not None
         return {"http": self.http.model_dump(exclude_none=True)}
 
@@ -403,6 +413,11 @@ class JobOut(BaseModel):
     created_at: str
     updated_at: str
     next_fire_times: list[str] = Field(description="the next 5 fire instants (ISO 8601 UTC)")
+    payload_version: int | None = Field(
+        default=None,
+        description="the handler version whose payload contract the payload was checked against "
+        "(null: an HTTP or workflow target, or a job written before handlers had versions)",
+    )
 
 
 class PausedOut(JobOut):

@@ -56,6 +56,7 @@ def job_view(job: Job, now: datetime) -> JobOut:
         created_at=iso_z(job.created_at),
         updated_at=iso_z(job.updated_at),
         next_fire_times=next_fire_times(job, now),
+        payload_version=job.payload_version,
     )
 
 

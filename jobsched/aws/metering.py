@@ -315,10 +315,14 @@ class Dynamo:
         projection: str | None = None,
         filter_expression: str | None = None,
         values: Mapping[str, Any] | None = None,
+        index: str | None = None,
     ) -> list[dict[str, Any]]:
         """Every item of a table, page after page (eventually consistent Scan, metered per page); with
-        ``filter_expression``, only the items it keeps (a filter does not reduce what is read)."""
+        ``filter_expression``, only the items it keeps (a filter does not reduce what is read); with
+        ``index``, the items of that index (a sparse index: only the items that carry its keys)."""
         kwargs: dict[str, Any] = {"TableName": table}
+        if index:
+            kwargs["IndexName"] = index
         if projection:
             kwargs["ProjectionExpression"] = projection
         if filter_expression:

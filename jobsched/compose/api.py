@@ -90,18 +90,25 @@ def build_services(
     from jobsched.services.notifications import TenantNotifySettings
     from jobsched.services.runs import RunService
     from jobsched.services.workflow_service import WorkflowService
-    from jobsched.targets.registry import is_registered
+    from jobsched.aws.handler_store import HandlerMarksStore
+    from jobsched.aws.handler_usage import HandlerUsage
+    from jobsched.services.handlers import HandlerService
+    from jobsched.targets.registry import RegistryCatalog
 
     # API idempotency records live in the Leases table beside the principal mapping and the job
     # counters: the api function already owns that table, and the idempotency table stays the
     # Powertools store of handlers' external effects.
     idempotency = api_idempotency_store(clients.dynamodb, settings.leases_table)
     dispatcher = dispatcher_from_settings(settings, clients, owner="api")
+    catalog = RegistryCatalog()
+    # Draining marks and forced deploy-checks live in the Leases table too (decision 0049).
+    marks = HandlerMarksStore(dispatcher.runs.dynamo, settings.leases_table)
     jobs = JobService(
         dispatcher.jobs,
         dispatcher.runs,
         dispatcher,
-        known_handlers=is_registered,
+        catalog=catalog,
+        draining=marks,
         id_factory=lambda: newest_first_job_id(clock.now()),
         notify_policy=notify_policy_from_settings(settings),
     )
@@ -130,6 +137,12 @@ def build_services(
         worker_memory_mb=WORKER_MEMORY_MB,
         workflows=WorkflowService(jobs, engine),
         backfills=backfill_service_from_settings(settings, clients, dynamo=jobs.runs.dynamo),
+        handlers=HandlerService(
+            catalog,
+            marks,
+            HandlerUsage(jobs.runs.dynamo, settings.jobs_table, settings.runs_table),
+            code_version=settings.code_version,
+        ),
     )
 
 

@@ -34,7 +34,7 @@ from jobsched.aws.step_functions import StepFunctions
 from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
 from jobsched.aws.usage_store import UsageStore
 from jobsched.core.clock import Clock
-from jobsched.core.job_specs import KnownHandlers
+from jobsched.core.handlers import HandlerCatalog
 from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunk_runner import ChunkRunner
 from jobsched.ports.tables import Table
@@ -102,7 +102,7 @@ def job_service_from_settings(
     clients: Clients,
     *,
     meter: Meter | None = None,
-    known_handlers: KnownHandlers | None = None,
+    catalog: HandlerCatalog | None = None,
 ) -> JobService:
     """The job service over the deployment's tables and queues (the API builds it once per container)."""
     dispatcher = dispatcher_from_settings(settings, clients, meter=meter, owner="api")
@@ -110,7 +110,7 @@ def job_service_from_settings(
         dispatcher.jobs,
         dispatcher.runs,
         dispatcher,
-        known_handlers=known_handlers,
+        catalog=catalog,
         notify_policy=notify_policy_from_settings(settings),
     )
 

@@ -7,13 +7,14 @@ handler or an HTTP call), the payload size. Each error names the field and what 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.core.dispatch_plan import first_fire_after
 from jobsched.core.errors import PayloadTooLargeError, ValidationError
+from jobsched.core.handlers import HandlerCatalog, check_handler_version, check_node_payloads, checked_payload_version
 from jobsched.core.limits import concurrency_from, rate_from
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, payload_size
 from jobsched.core.models import PRIORITIES, JobSpec, RetrySpec
@@ -26,7 +27,6 @@ MAX_NAME_LENGTH = 200
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 SPEC_FIELDS = frozenset(JobSpec.__dataclass_fields__)
 
-KnownHandlers = Callable[[str], bool]
 _EPSILON = timedelta(milliseconds=1)
 
 
@@ -41,6 +41,9 @@ class CheckedSpec:
 
     spec: JobSpec
     schedule: Schedule
+    #: The handler version the payload was checked against (None: an HTTP or workflow target, or no
+    #: catalogue to check with): the job's ``payload_version``.
+    payload_version: int | None = None
     checked_at: datetime | None = None
     first_due: datetime | None = None
 
@@ -78,11 +81,24 @@ def spec_from_dict(data: Mapping[str, Any]) -> JobSpec:
     return JobSpec(**values)
 
 
-def check_spec(data: JobSpec | Mapping[str, Any], known_handlers: KnownHandlers | None = None) -> CheckedSpec:
+def check_spec(data: JobSpec | Mapping[str, Any], catalog: HandlerCatalog | None = None) -> CheckedSpec:
     """Validate a job definition (:func:`spec_from_dict`, then :func:`validate_spec`) into a
-    :class:`CheckedSpec`."""
+    :class:`CheckedSpec`; with ``catalog``, also its payload against the contract of the handler
+    version it will run (:func:`check_contract`)."""
     spec = data if isinstance(data, JobSpec) else spec_from_dict(data)
-    return CheckedSpec(spec, validate_spec(spec, known_handlers))
+    schedule = validate_spec(spec, catalog)
+    return CheckedSpec(spec, schedule, check_contract(spec, catalog))
+
+
+def check_contract(spec: JobSpec, catalog: HandlerCatalog | None) -> int | None:
+    """The handler version ``spec``'s payload was checked against (its pinned version, else the
+    newest registered): a 422 naming ``target.version`` for a version not registered and the payload's
+    field (``payload.rows``) for a payload its contract refuses; a workflow's node payloads are checked
+    the same way. None for an HTTP or workflow target, or without a catalogue."""
+    if catalog is None:
+        return None
+    check_node_payloads(spec.target, catalog)
+    return checked_payload_version(spec.target, spec.payload, catalog)
 
 
 def normalize_limit(data: Any, field: str) -> dict[str, Any]:
@@ -98,8 +114,11 @@ def normalize_limit(data: Any, field: str) -> dict[str, Any]:
     return stored
 
 
-def validate_spec(spec: JobSpec, known_handlers: KnownHandlers | None = None) -> Schedule:
-    """Check every field of ``spec``; return the parsed schedule. Raises ValidationError naming the field."""
+def validate_spec(spec: JobSpec, catalog: HandlerCatalog | None = None, *, versions: bool = True) -> Schedule:
+    """Check every field of ``spec``; return the parsed schedule. Raises ValidationError naming the field.
+
+    ``versions=False`` leaves out the check that a pinned version is registered (an edit that does
+    not touch the target or the payload of a job written earlier)."""
     if not isinstance(spec.name, str) or not spec.name.strip() or len(spec.name) > MAX_NAME_LENGTH:
         raise ValidationError(f"name must be 1-{MAX_NAME_LENGTH} characters", field="name")
     if not isinstance(spec.description, str) or len(spec.description) > 1000:
@@ -122,7 +141,7 @@ def validate_spec(spec: JobSpec, known_handlers: KnownHandlers | None = None) ->
         backoff_base_seconds=spec.retry.base_seconds,
         backoff_max_seconds=spec.retry.max_seconds,
     )
-    validate_target(spec.target, known_handlers)
+    validate_target(spec.target, catalog, versions=versions)
     validate_payload(spec.payload)
     validate_notify(spec.notify)
     normalize_limit(spec.concurrency, "concurrency")
@@ -144,13 +163,14 @@ def validate_payload(payload: Any, field: str = "payload") -> None:
         )
 
 
-def validate_target(target: Any, known_handlers: KnownHandlers | None = None) -> None:
-    """A target is ``{"handler": name}`` (registered) or ``{"http": {url, method, headers, ...}}``, or
+def validate_target(target: Any, catalog: HandlerCatalog | None = None, *, versions: bool = True) -> None:
+    """A target is ``{"handler": name}`` (registered in ``catalog``, and with ``"version": n`` that
+    version too unless ``versions`` is False) or ``{"http": {url, method, headers, ...}}``, or
     ``{"workflow": {"nodes": [...]}}`` (a DAG of such targets: :func:`jobsched.core.dag.parse_workflow`)."""
     if isinstance(target, dict) and set(target) == {"workflow"}:
         from jobsched.core.dag import parse_workflow  # dag validates its nodes' targets with this module
 
-        parse_workflow(target["workflow"], lambda t: validate_target(t, known_handlers))
+        parse_workflow(target["workflow"], lambda t: validate_target(t, catalog, versions=versions))
         return
     shape_ok = isinstance(target, dict) and (
         (len(target) == 1 and next(iter(target)) in ("handler", "http"))
@@ -171,10 +191,12 @@ def validate_target(target: Any, known_handlers: KnownHandlers | None = None) ->
             raise ValidationError(
                 "target.version must be an integer >= 1 (the handler version to pin)", field="target.version"
             )
-        if known_handlers is not None and not known_handlers(name):
+        if catalog is not None and catalog.newest_version(name) is None:
             raise ValidationError(
                 f"unknown handler {name!r}: register it with @job({name!r})", field="target"
             )
+        if catalog is not None and versions and "version" in target:
+            check_handler_version(name, version, catalog)
         return
     http = target["http"]
     if not isinstance(http, dict):

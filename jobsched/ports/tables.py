@@ -103,6 +103,7 @@ class Table(Protocol):
         projection: str | None = None,
         filter_expression: str | None = None,
         values: Mapping[str, Any] | None = None,
+        index: str | None = None,
     ) -> list[dict[str, Any]]: ...
 
     def batch_write(self, table: str, items: Sequence[Mapping[str, Any]]) -> None: ...

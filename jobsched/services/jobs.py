@@ -22,9 +22,10 @@ from jobsched.aws.jobs_store import StaleJobError
 from jobsched.core.dispatch_plan import first_fire_after, schedule_of
 from jobsched.core.edits import SKIP_REASON_RESCHEDULED, TIMING_FIELDS, touches_runs
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
+from jobsched.core.handlers import DrainingVersionError, HandlerCatalog, pinned_versions
 from jobsched.core.job_specs import (
     CheckedSpec,
-    KnownHandlers,
+    check_contract,
     check_spec,
     spec_from_dict,
     validate_payload,
@@ -34,6 +35,7 @@ from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger,
 from jobsched.core.policies import MISFIRE_POLICIES
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
+from jobsched.ports.handlers import DrainingMarks
 from jobsched.ports.stores import JobRecords, RunRecords
 from jobsched.services.dispatcher import SKIP_REASON_DELETED, SKIP_REASON_PAUSED, Dispatcher
 from jobsched.services.edits import replan_ahead
@@ -67,7 +69,8 @@ class JobService:
         runs: RunRecords,
         dispatcher: Dispatcher,
         *,
-        known_handlers: KnownHandlers | None = None,
+        catalog: HandlerCatalog | None = None,
+        draining: DrainingMarks | None = None,
         id_factory: Callable[[], str] = new_job_id,
         nonce_factory: Callable[[], str] = lambda: secrets.token_urlsafe(9),
         notify_policy: NotifyPolicy | None = None,
@@ -75,7 +78,10 @@ class JobService:
         self.jobs = jobs
         self.runs = runs
         self.dispatcher = dispatcher
-        self.known_handlers = known_handlers
+        #: The handler versions targets and payloads are checked against (None: not checked), and
+        #: the versions marked draining, which no job may newly pin (None: none is).
+        self.catalog = catalog
+        self.draining = draining
         self.id_factory = id_factory
         self.nonce_factory = nonce_factory
         #: What a job's ``notify`` may name in this deployment (default: no SNS topic, any webhook
@@ -88,7 +94,8 @@ class JobService:
         """Validate a new job's definition without writing anything; with ``now``, also that its
         schedule has an occurrence from then. :meth:`create` takes the result and does not validate
         it again (the API checks a definition before it counts the job in the tenant's limit)."""
-        checked = check_spec(definition, self.known_handlers)
+        checked = check_spec(definition, self.catalog)
+        self._refuse_draining(checked.spec.target)
         if now is None:
             return checked
         require_aware(now, "now")
@@ -122,6 +129,7 @@ class JobService:
             created_at=now,
             updated_at=now,
             next_due_at=checked.first_due,
+            payload_version=checked.payload_version,
         )
         self.jobs.create(job)
         return self._dispatch_if_due(job, now)
@@ -170,7 +178,15 @@ class JobService:
             read.append(current)
             merged = {**_spec_dict(current), **dict(changes)}
             spec = spec_from_dict(merged)
-            schedule = validate_spec(spec, self.known_handlers)
+            # A job written before handlers had versions keeps working for edits of anything else:
+            # its pinned version and payload contract are checked when the target or payload changes.
+            contract = spec.target != current.target or spec.payload != current.payload
+            schedule = validate_spec(spec, self.catalog, versions=contract)
+            payload_version = current.payload_version
+            if contract:
+                payload_version = check_contract(spec, self.catalog)
+                if spec.target != current.target:
+                    self._refuse_draining(spec.target)
             if "notify" in changes:
                 self.notify_policy.check(spec.notify)
             next_due = current.next_due_at
@@ -198,6 +214,7 @@ class JobService:
                 last_fired_at=last_fired,
                 state=state,
                 buffered_at=None if next_due != current.next_due_at else current.buffered_at,
+                payload_version=payload_version,
             )
 
         job = self._write(tenant, job_id, expected_version, build)
@@ -359,6 +376,19 @@ class JobService:
         return self.runs.list_for_job(job_id, limit=limit, start_after=cursor, until=now)
 
     # --- helpers --------------------------------------------------------------------------------
+
+    def _refuse_draining(self, target: Any) -> None:
+        """409 when ``target`` pins a handler version marked draining (decision 0049)."""
+        pins = pinned_versions(target)
+        if not pins or self.draining is None:
+            return
+        marked = self.draining.draining()
+        for name, version in pins:
+            if (name, version) in marked:
+                raise DrainingVersionError(
+                    f"handler {name!r} version {version} is draining: no new job may pin it; pin a newer "
+                    "version or leave the version out to run the newest"
+                )
 
     def _write(
         self, tenant: str, job_id: str, expected_version: int | None, build: Callable[[Job], Job]

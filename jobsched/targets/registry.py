@@ -288,3 +288,17 @@ def unregister(name: str, version: int | None = None) -> None:
 
 def _identity(fn: Handler) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+class RegistryCatalog:
+    """This process's registry as a :class:`~jobsched.core.handlers.HandlerCatalog`: what the API
+    checks job targets and payloads against (the handlers the API function imports)."""
+
+    def lookup(self, name: str, version: int | None = None) -> Registered:
+        return lookup(name, version)
+
+    def newest_version(self, name: str) -> int | None:
+        return newest_version(name)
+
+    def entries(self) -> list[Registered]:
+        return catalogue()

@@ -10,7 +10,8 @@ fake and on moto; where moto is laxer than AWS the fake follows AWS, ``test_fake
 * :class:`InMemoryQueues` -- SQS: delay, visibility, receive count and redrive by the same clock;
 * :class:`InMemoryObjects` -- the bucket of large outputs;
 * :class:`InMemoryStateMachine` -- Step Functions for chunked jobs (a test plays the workflow);
-* :class:`InMemoryTopics` -- SNS for dead-letter notifications: topics, SQS subscriptions, publish.
+* :class:`InMemoryTopics` -- SNS for dead-letter notifications: topics, SQS subscriptions, publish;
+* :class:`InMemoryHandlerMarks` -- the draining marks of handler versions and forced deploy-checks.
 
 :func:`in_memory_aws` builds all of them for one deployment, with :class:`~jobsched.runtime.settings.Settings`
 naming them and a ``clients`` bundle the wiring factories (:mod:`jobsched.compose.pipeline`) accept in place
@@ -30,6 +31,7 @@ from jobsched.aws.errors import refused
 from jobsched.aws.metering import table_specs
 from jobsched.core.clock import Clock, FakeClock
 from jobsched.runtime.settings import Settings
+from jobsched.testing.handlers import InMemoryHandlerMarks
 from jobsched.testing.objects import InMemoryObjects
 from jobsched.testing.queues import InMemoryQueues
 from jobsched.testing.state_machine import InMemoryStateMachine
@@ -38,6 +40,7 @@ from jobsched.testing.tables import InMemoryTables
 __all__ = [
     "InMemoryAws",
     "InMemoryClients",
+    "InMemoryHandlerMarks",
     "InMemoryObjects",
     "InMemoryQueues",
     "InMemoryStateMachine",

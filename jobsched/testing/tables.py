@@ -313,10 +313,17 @@ class InMemoryTables:
         projection: str | None = None,
         filter_expression: str | None = None,
         values: Mapping[str, Any] | None = None,
+        index: str | None = None,
     ) -> list[dict[str, Any]]:
         with self._lock:
-            _, items = self._table(table, "Scan")
+            spec, items = self._table(table, "Scan")
             found = [copy.deepcopy(i) for i in items.values()]
+        if index is not None:
+            chosen = next((i for i in spec.indexes if i.name == index), None)
+            if chosen is None:
+                raise refused("ValidationException", f"The table does not have the index {index}", "Scan")
+            keys = [k.name for k in (chosen.partition, chosen.sort) if k is not None]
+            found = [self._index_projection(spec, chosen, i) for i in found if all(k in i for k in keys)]
         if filter_expression:
             normalized = _normalize(values or {})
             found = [i for i in found if condition_holds(filter_expression, i, None, normalized)]

@@ -23,9 +23,9 @@ def validations(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     seen: list[str] = []
     real = job_specs.validate_spec
 
-    def counting(spec, known_handlers=None):
+    def counting(spec, catalog=None, **kwargs):
         seen.append(spec.name)
-        return real(spec, known_handlers)
+        return real(spec, catalog, **kwargs)
 
     monkeypatch.setattr(job_specs, "validate_spec", counting)
     import jobsched.services.jobs as jobs_module

@@ -19,6 +19,7 @@ from jobsched.aws.clients import Clients
 from jobsched.core.clock import FakeClock
 from jobsched.runtime import resources as r
 from jobsched.runtime.settings import Settings
+from jobsched.testing.handlers import StaticCatalog
 
 REGION = "us-east-1"
 PREFIX = "test-jobsched"
@@ -179,7 +180,7 @@ def build_pipeline(env: AwsEnv, owner: str = "test-dispatcher") -> Pipeline:
         dispatcher.jobs,
         dispatcher.runs,
         dispatcher,
-        known_handlers=KNOWN_HANDLERS.__contains__,
+        catalog=StaticCatalog(KNOWN_HANDLERS),
     )
     return Pipeline(env=env, jobs=service, dispatcher=dispatcher, meter=meter)
 

@@ -28,7 +28,7 @@ from jobsched.services.outcome import Outcome
 from jobsched.services.runs import RunService
 from jobsched.services.worker import process_batch
 from jobsched.services.workflow_service import WorkflowService
-from jobsched.targets.registry import is_registered, job
+from jobsched.targets.registry import RegistryCatalog, is_registered, job
 from tests.aws.conftest import build_pipeline
 
 #: Every execution of a ``wf.*`` test handler, by run id (a node run twice would count 2).
@@ -102,7 +102,7 @@ class WorkflowKit:
             pipeline.dispatcher.jobs,
             pipeline.dispatcher.runs,
             pipeline.dispatcher,
-            known_handlers=is_registered,
+            catalog=RegistryCatalog(),
         )
         self.dynamo = dynamo_for(aws.settings, aws.clients.dynamodb, self.meter)
         self.deliveries = worker_from_settings(aws.settings, aws.clients, clock, "worker-a", meter=self.meter)

@@ -191,7 +191,7 @@ def test_the_worker_function_runs_a_delivery_on_the_in_memory_fakes_installed_in
     import functions.worker as worker_function
     from jobsched.compose.pipeline import job_service_from_settings
     from jobsched.local.invoke import LambdaContext
-    from jobsched.targets.registry import is_registered, job, unregister
+    from jobsched.targets.registry import RegistryCatalog, job, unregister
     from jobsched.testing import in_memory_aws
 
     monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "jobsched")
@@ -199,7 +199,7 @@ def test_the_worker_function_runs_a_delivery_on_the_in_memory_fakes_installed_in
     try:
         # Given a job due at 09:00 created on the fakes at 08:59, and its message received at 09:00
         aws = in_memory_aws(start=T0 - timedelta(minutes=1))
-        jobs = job_service_from_settings(aws.settings, aws.clients, known_handlers=is_registered)
+        jobs = job_service_from_settings(aws.settings, aws.clients, catalog=RegistryCatalog())
         spec = {"name": "i", "schedule": "at(2026-03-02T12:00:00)", "payload": {"customer": "acme"}}
         created = jobs.create("acme", {**spec, "target": {"handler": "test.seam.invoice"}}, aws.clock.now())
         aws.clock.advance(timedelta(minutes=1))

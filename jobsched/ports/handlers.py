@@ -1,0 +1,58 @@
+"""What the handler routes (``/handlers``) need from outside: the operators' records about handler
+versions — draining marks and forced deploy-checks — and the references the stores hold to handlers.
+
+:class:`jobsched.aws.handler_store.HandlerMarksStore` keeps the records in the Leases table,
+:class:`jobsched.testing.handlers.InMemoryHandlerMarks` in memory (both held to
+``tests/contract/test_handler_marks.py``); :class:`jobsched.aws.handler_usage.HandlerUsage` reads the
+references from the Jobs and Runs tables (decision 0049).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, Protocol
+
+from jobsched.core.handlers import Reference
+
+#: A deploy-check record's fields, as ``POST /handlers/deploy-checks`` takes them (``recorded_at`` and
+#: ``recorded_by`` are added by the store's caller).
+DEPLOY_CHECK_FIELDS = ("forced", "code_version", "problems")
+#: Forced deploy-checks kept (the oldest is dropped beyond it).
+MAX_DEPLOY_CHECKS = 100
+
+
+class DrainingMarks(Protocol):
+    """The versions marked draining: no new job may pin them (what a job write asks)."""
+
+    def draining(self) -> set[tuple[str, int]]:
+        """``(handler, version)`` of every version marked draining."""
+        ...
+
+
+class HandlerMarks(DrainingMarks, Protocol):
+    """Draining marks and forced deploy-check records, written by administrators."""
+
+    def mark_draining(self, name: str, version: int, *, now: datetime, by: str) -> None:
+        """Mark ``version`` of ``name`` draining (marking it again changes nothing)."""
+        ...
+
+    def unmark_draining(self, name: str, version: int) -> bool:
+        """Remove the mark; False when there was none."""
+        ...
+
+    def record_deploy_check(self, record: dict[str, Any]) -> dict[str, Any]:
+        """Keep ``record`` (newest last; at most :data:`MAX_DEPLOY_CHECKS`) and return it as stored."""
+        ...
+
+    def deploy_checks(self) -> list[dict[str, Any]]:
+        """The records kept, newest first."""
+        ...
+
+
+class HandlerReferences(Protocol):
+    """What refers to handlers: jobs, runs in flight and dead letters, of one tenant or of all."""
+
+    def references(self, tenant: str | None) -> Iterable[Reference]:
+        """Every reference of ``tenant``'s (None: every tenant's) jobs and runs."""
+        ...
