@@ -121,7 +121,9 @@ class JobschedResolver(APIGatewayHttpResolver):
         generated = super().get_openapi_schema(**kwargs)
         document = generated.model_dump(mode="json", by_alias=True, exclude_none=True)
         facts = self.facts()
-        return OpenAPI.model_validate(with_payload_schemas(tighten(polish(document), facts), facts.handler_versions))
+        return OpenAPI.model_validate(
+            with_payload_schemas(tighten(polish(document), facts), facts.handler_versions)
+        )
 
     def resolve(self, event: Mapping[str, Any], context: Any) -> dict[str, Any]:
         with self._serving:
@@ -244,7 +246,9 @@ def _deployment_facts(services: ApiServices) -> DeploymentFacts:
     policy = getattr(services.jobs, "notify_policy", None)
     patterns = tuple(getattr(policy, "topic_patterns", ()))
     versions = tuple(entry.describe() for entry in catalogue())
-    return DeploymentFacts(handlers=tuple(registered_names()), topic_patterns=patterns, handler_versions=versions)
+    return DeploymentFacts(
+        handlers=tuple(registered_names()), topic_patterns=patterns, handler_versions=versions
+    )
 
 
 def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> None:

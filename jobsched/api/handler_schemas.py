@@ -57,7 +57,9 @@ class DeployCheckIn(_In):
 
     forced: Literal[True]
     code_version: str = Field(min_length=1, max_length=200, description="the code version deployed")
-    problems: list[dict[str, Any]] = Field(max_length=1000, description="what the check refused, as it listed it")
+    problems: list[dict[str, Any]] = Field(
+        max_length=1000, description="what the check refused, as it listed it"
+    )
 
 
 class DeployCheckOut(BaseModel):

@@ -31,7 +31,7 @@ def mark_key(name: str, version: int) -> str:
 
 
 class HandlerMarksStore:
-    """The :class:`~jobsched.ports.handlers.HandlerMarks` of a deployment (Leases table, key ``lease_key``)."""
+    """The :class:`~jobsched.ports.handlers.HandlerMarks` of a deployment (the Leases table)."""
 
     def __init__(self, dynamodb: Any, table: str):
         self._db: Table = Dynamo.of(dynamodb)

@@ -75,7 +75,9 @@ class HandlerUsage:
         if tenant is None:
             items = self.dynamo.scan_all(self.runs_table, index=DEAD_LETTER_INDEX)
         else:
-            items = self.dynamo.query_all(self.runs_table, "dl_tenant = :t", {":t": tenant}, index=DEAD_LETTER_INDEX)
+            items = self.dynamo.query_all(
+                self.runs_table, "dl_tenant = :t", {":t": tenant}, index=DEAD_LETTER_INDEX
+            )
         # A replay in progress is still keyed on the index (back to queued): the ledger counts it.
         failed = str(RunState.FAILED)
         return [
@@ -83,6 +85,7 @@ class HandlerUsage:
             for item in items
             if item.get("state") == failed and (tenant is None or item.get("tenant") == tenant)
         ]
+
 
 def _job_references(item: Mapping[str, Any]) -> Iterator[Reference]:
     target = item.get("target")

@@ -73,6 +73,8 @@ def build_services(
 ) -> ApiServices:
     from jobsched.api.run_logs import RunLogs
     from jobsched.aws.attempts import AttemptStore
+    from jobsched.aws.handler_store import HandlerMarksStore
+    from jobsched.aws.handler_usage import HandlerUsage
     from jobsched.aws.notify_store import TenantSettingsStore
     from jobsched.aws.outputs import OutputStore
     from jobsched.aws.usage_store import UsageStore
@@ -86,13 +88,11 @@ def build_services(
     )
     from jobsched.runtime.resources import WORKER_MEMORY_MB
     from jobsched.services.dead_letters import DeadLetterService
+    from jobsched.services.handlers import HandlerService
     from jobsched.services.jobs import JobService
     from jobsched.services.notifications import TenantNotifySettings
     from jobsched.services.runs import RunService
     from jobsched.services.workflow_service import WorkflowService
-    from jobsched.aws.handler_store import HandlerMarksStore
-    from jobsched.aws.handler_usage import HandlerUsage
-    from jobsched.services.handlers import HandlerService
     from jobsched.targets.registry import RegistryCatalog
 
     # API idempotency records live in the Leases table beside the principal mapping and the job

@@ -15,7 +15,7 @@ attempt starts; decision 0049: how the references are read):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Protocol
@@ -37,7 +37,9 @@ class HandlerVersion(Protocol):
     @property
     def version(self) -> int: ...
 
-    def payload_for(self, payload: dict, payload_version: int | None, *, field_prefix: str = "payload") -> dict: ...
+    def payload_for(
+        self, payload: dict[str, Any], payload_version: int | None, *, field_prefix: str = "payload"
+    ) -> dict[str, Any]: ...
 
     def describe(self) -> dict[str, Any]: ...
 
@@ -51,7 +53,7 @@ class HandlerCatalog(Protocol):
 
     def newest_version(self, name: str) -> int | None: ...
 
-    def entries(self) -> list[HandlerVersion]:
+    def entries(self) -> Sequence[HandlerVersion]:
         """Every registered version, by name then version."""
         ...
 
@@ -71,14 +73,19 @@ def handler_targets(target: Any) -> list[tuple[str, int | None, str]]:
         return []
     if isinstance(target.get("handler"), str):
         version = target.get("version")
-        pinned = int(version) if isinstance(version, int | Decimal) and not isinstance(version, bool) else None
+        pinned = (
+            int(version) if isinstance(version, int | Decimal) and not isinstance(version, bool) else None
+        )
         return [(target["handler"], pinned, "payload")]
     workflow = target.get("workflow")
     nodes = workflow.get("nodes", []) if isinstance(workflow, Mapping) else []
     out: list[tuple[str, int | None, str]] = []
     for i, node in enumerate(nodes if isinstance(nodes, list) else []):
         if isinstance(node, Mapping):
-            out += [(name, version, f"nodes[{i}].payload") for name, version, _ in handler_targets(node.get("target"))]
+            out += [
+                (name, version, f"nodes[{i}].payload")
+                for name, version, _ in handler_targets(node.get("target"))
+            ]
     return out
 
 
@@ -117,7 +124,9 @@ def check_node_payloads(target: Any, catalog: HandlerCatalog) -> None:
         for name, version, where in handler_targets(node.get("target")):
             entry = check_handler_version(name, version, catalog)
             payload = node.get("payload", {})
-            entry.payload_for(payload if isinstance(payload, dict) else {}, None, field_prefix=f"nodes[{i}].{where}")
+            entry.payload_for(
+                payload if isinstance(payload, dict) else {}, None, field_prefix=f"nodes[{i}].{where}"
+            )
 
 
 def pinned_versions(target: Any) -> list[tuple[str, int]]:

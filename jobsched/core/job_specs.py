@@ -14,7 +14,12 @@ from typing import Any
 
 from jobsched.core.dispatch_plan import first_fire_after
 from jobsched.core.errors import PayloadTooLargeError, ValidationError
-from jobsched.core.handlers import HandlerCatalog, check_handler_version, check_node_payloads, checked_payload_version
+from jobsched.core.handlers import (
+    HandlerCatalog,
+    check_handler_version,
+    check_node_payloads,
+    checked_payload_version,
+)
 from jobsched.core.limits import concurrency_from, rate_from
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, payload_size
 from jobsched.core.models import PRIORITIES, JobSpec, RetrySpec

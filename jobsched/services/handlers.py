@@ -72,7 +72,9 @@ class HandlerService:
             raise ValidationError("code_version must be a string of 1-200 characters", field="code_version")
         problems = body.get("problems")
         if not isinstance(problems, list) or len(problems) > MAX_PROBLEMS:
-            raise ValidationError(f"problems must be a list of at most {MAX_PROBLEMS} entries", field="problems")
+            raise ValidationError(
+                f"problems must be a list of at most {MAX_PROBLEMS} entries", field="problems"
+            )
         record = {k: body[k] for k in DEPLOY_CHECK_FIELDS}
         return self.marks.record_deploy_check({**record, "recorded_at": to_iso(now), "recorded_by": by})
 

@@ -76,6 +76,11 @@ def test_openapi_lists_every_route(call):
         ("GET", "/workflow-runs/{run_id}"),
         ("POST", "/workflow-runs/{run_id}/cancel"),
         ("POST", "/workflow-runs/{run_id}/retry"),
+        ("GET", "/handlers"),
+        ("POST", "/handlers/{name}/versions/{version}/drain"),
+        ("DELETE", "/handlers/{name}/versions/{version}/drain"),
+        ("POST", "/handlers/deploy-checks"),
+        ("GET", "/handlers/deploy-checks"),
     }
 
 

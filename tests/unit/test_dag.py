@@ -23,6 +23,7 @@ from jobsched.core.errors import PayloadTooLargeError, ValidationError
 from jobsched.core.ids import parse_run_id
 from jobsched.core.job_specs import validate_target
 from jobsched.core.models import RunState
+from jobsched.testing.handlers import StaticCatalog
 
 S, F, UF, SK, C, P, R = (
     NodeState.SUCCEEDED,
@@ -108,9 +109,9 @@ def test_node_targets_are_checked_like_job_targets():
     When validated as a job target
     Then the node and the handler are named."""
     target = {"workflow": {"nodes": [n("a")]}}
-    validate_target(target, lambda name: name == "h")
+    validate_target(target, StaticCatalog({"h"}))
     with pytest.raises(ValidationError, match="node 'a': unknown handler 'h'"):
-        validate_target(target, lambda name: False)
+        validate_target(target, StaticCatalog(set()))
     with pytest.raises(ValidationError, match="a node cannot be a workflow"):
         validate_target({"workflow": {"nodes": [{"id": "a", "target": target}]}}, None)
 

@@ -25,7 +25,9 @@ router = Router()
 _VERSION = re.compile(r"^[1-9][0-9]{0,6}$")
 Scope = Annotated[
     Literal["tenant", "all"] | None,
-    Query(description="all: every tenant's jobs and runs (administrators only); default: the caller's tenant"),
+    Query(
+        description="all: every tenant's jobs and runs (administrators only); default: the caller's tenant"
+    ),
 ]
 
 
