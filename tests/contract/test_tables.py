@@ -280,6 +280,18 @@ def test_a_sparse_keys_only_index_holds_only_items_with_its_keys_and_projects_th
     assert last == {"tenant": "t", "job_id": "b", "due_shard": "s#1", "due_at": 10}
 
 
+def test_a_scan_of_a_sparse_index_reads_only_the_items_with_its_keys(backend):
+    # Given two dead-lettered runs (they carry the dead_letter_index keys) and one that is not
+    for key, dead in (("r1", True), ("r2", False), ("r3", True)):
+        keys = {"dl_tenant": "acme", "dl_at": f"2026-01-01T00:00:0{key[-1]}Z"} if dead else {}
+        backend.table.put(runs(backend), {"job_id": "j1", "run_key": key, "state": "failed", **keys})
+    # When the index is scanned
+    found = backend.table.scan_all(runs(backend), index="dead_letter_index")
+    # Then only the items on the index come back, whole (the index projects ALL)
+    assert sorted(i["run_key"] for i in found) == ["r1", "r3"]
+    assert all(i["state"] == "failed" for i in found)
+
+
 def test_get_with_attributes_and_batch_reads_and_writes(backend):
     backend.table.batch_write(leases(backend), [{"lease_key": f"b{i}", "v": i, "w": "x"} for i in range(30)])
     assert backend.table.get(leases(backend), {"lease_key": "b3"}, attributes=["v"]) == {"v": 3}
