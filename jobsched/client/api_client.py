@@ -328,6 +328,27 @@ class ApiClient:
     def delete_tenant_limits(self, tenant: str) -> Any:
         return self.request("DELETE", f"/admin/tenants/{_seg(tenant)}/limits")
 
+    # --- handler versions (docs/api.md "Handlers") --------------------------------------------------
+
+    def list_handlers(self, *, all_tenants: bool = False) -> dict:
+        """``GET /handlers``: the registered versions and what refers to each (``all_tenants``: every
+        tenant's jobs and runs, administrators only)."""
+        return self.request("GET", "/handlers", query={"scope": "all"} if all_tenants else None)
+
+    def drain_handler(self, name: str, version: int) -> dict:
+        return self.request("POST", f"/handlers/{_seg(name)}/versions/{int(version)}/drain")
+
+    def undrain_handler(self, name: str, version: int) -> dict:
+        return self.request("DELETE", f"/handlers/{_seg(name)}/versions/{int(version)}/drain")
+
+    def record_deploy_check(self, code_version: str, problems: list[dict[str, Any]]) -> dict:
+        """``POST /handlers/deploy-checks``: record a deploy forced past the pre-deploy check."""
+        body = {"forced": True, "code_version": code_version, "problems": list(problems)}
+        return self.request("POST", "/handlers/deploy-checks", body=body)
+
+    def deploy_checks(self) -> dict:
+        return self.request("GET", "/handlers/deploy-checks")
+
     # --- misc -------------------------------------------------------------------------------------
 
     def health(self) -> dict:

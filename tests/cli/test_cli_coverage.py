@@ -64,6 +64,11 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("GET", "/workflow-runs/{run_id}"): ("workflows", "show", RUN_ID),
     ("POST", "/workflow-runs/{run_id}/cancel"): ("workflows", "cancel", RUN_ID),
     ("POST", "/workflow-runs/{run_id}/retry"): ("workflows", "retry", RUN_ID),
+    ("GET", "/handlers"): ("handlers",),
+    ("POST", "/handlers/{name}/versions/{version}/drain"): ("handlers", "drain", "demo.echo", "1"),
+    ("DELETE", "/handlers/{name}/versions/{version}/drain"): ("handlers", "undrain", "demo.echo", "1"),
+    ("GET", "/handlers/deploy-checks"): ("handlers", "deploy-checks"),
+    ("POST", "/handlers/deploy-checks"): ("handlers", "deploy-checks", "record", "--code-version", "abc"),
 }  # fmt: skip
 #: Operations a command answers without the server, from the same code the route calls.
 LOCAL_EQUIVALENT = {("GET", "/schedules/preview"): "jobsched preview (jobsched.core.preview, in-process)"}
@@ -76,6 +81,8 @@ def _concrete(path: str) -> str:
         .replace("{run_id}", RUN_ID)
         .replace("{tenant}", "acme")
         .replace("{backfill_id}", "b" + "0" * 24)
+        .replace("{name}", "demo.echo")
+        .replace("{version}", "1")
     )
 
 
