@@ -31,7 +31,7 @@ PER_MINUTE = {"name": "m", "schedule": "* * * * *", "target": {"handler": "demo.
 def p(aws: AwsEnv) -> Pipeline:
     """The job service and dispatcher with a 900 s enqueue horizon (60 s look-ahead)."""
     pipeline = build_pipeline(AwsEnv(replace(aws.settings, enqueue_horizon_seconds=900), aws.clients))
-    pipeline.jobs.known_handlers = None  # demo.echo runs in the worker below
+    pipeline.jobs.catalog = None  # demo.echo runs in the worker below
     return pipeline
 
 
