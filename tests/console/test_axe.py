@@ -75,7 +75,8 @@ def test_every_page_has_no_axe_violation(console, api):
         "job": (f"jobs/{world['job']}", re.compile("axe.report")),
         "runs": ("runs", "Runs"),
         "run": (f"runs/{world['run']}", re.compile("^Run")),
-        "dead-letters": ("dead-letters", "Dead letters"),
+        "handlers": ("handlers", "Handlers"),
+        "dead-letters": ("dead-letters", "Dead letters"),  # last: the replay dialog opens from it
     }
     for name, (fragment, heading) in pages.items():
         tab.open(fragment)

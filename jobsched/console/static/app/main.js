@@ -11,6 +11,7 @@ import { RunDetail } from "./page-run.js";
 import { DeadLetters } from "./page-dead-letters.js";
 import { WorkflowDetail, Workflows } from "./page-workflows.js";
 import { WorkflowRunDetail } from "./page-workflow-run.js";
+import { Handlers } from "./page-handlers.js";
 
 const PAGES = [
   ["overview", "Overview"],
@@ -18,6 +19,7 @@ const PAGES = [
   ["runs", "Runs"],
   ["dead-letters", "Dead letters"],
   ["workflows", "Workflows"],
+  ["handlers", "Handlers"],
 ];
 //: Pages reached from another one's list: the navigation marks that one as current.
 const SECTION_OF = { "workflow-runs": "workflows" };
@@ -75,6 +77,7 @@ function Page({ route }) {
   if (first === "workflow-runs" && second) return html`<${WorkflowRunDetail} id=${second} params=${route.params} />`;
   if (first === "dead-letters") return html`<${DeadLetters} params=${route.params} />`;
   if (first === "overview") return html`<${Overview} />`;
+  if (first === "handlers") return html`<${Handlers} />`;
   return html`<h1 tabindex="-1">Not found</h1><p>There is no page <code>${location.hash}</code>.</p>`;
 }
 

@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import { get, listAll, post, query } from "./api.js";
 import { handlerOf, scheduleInWords } from "./format.js";
 import { JobActions } from "./job-actions.js";
+import { PayloadFields, useHandlerVersions } from "./page-handlers.js";
 import { Badge, Dialog, ErrorBox, html, link, parseJsonObject, setParams, useAction, usePoll, When } from "./ui.js";
 
 // The last run of each job: its newest run scheduled at or before now (runs queued ahead of their
@@ -17,33 +18,48 @@ async function lastRuns(jobs) {
 }
 
 function CreateJob({ onCreated }) {
-  const blank = { name: "", handler: "demo.echo", schedule: "rate(1 minute)", timezone: "UTC", payload: "{}", max_attempts: "3" };
+  const blank = { name: "", handler: "demo.echo", version: "", schedule: "rate(1 minute)", timezone: "UTC", payload: "{}", max_attempts: "3" };
   const [open, setOpen] = useState(false);
   const [form, setForm] = useState(blank);
+  const [versions, loadVersions] = useHandlerVersions();
   const action = useAction();
   const field = (key) => ({ value: form[key], onInput: (e) => setForm({ ...form, [key]: e.target.value }) });
+  const known = versions?.[form.handler] || [];
+  const newest = known.find((v) => v.newest);
+  const chosen = form.version ? known.find((v) => String(v.version) === form.version) : newest;
   const submit = async (e) => {
     e.preventDefault();
+    const target = form.version ? { handler: form.handler, version: Number(form.version) } : { handler: form.handler };
     const job = await action.run(() => post("/jobs", {
       name: form.name, schedule: form.schedule, timezone: form.timezone,
-      target: { handler: form.handler }, payload: parseJsonObject(form.payload),
+      target, payload: parseJsonObject(form.payload),
       retry: { max_attempts: Number(form.max_attempts) },
     }));
     if (job) { setOpen(false); setForm(blank); onCreated(job); }
   };
-  return html`<button type="button" class="primary" onClick=${() => setOpen(true)}>New job</button>
+  return html`<button type="button" class="primary" onClick=${() => { loadVersions(); setOpen(true); }}>New job</button>
     <${Dialog} open=${open} title="New job" onClose=${() => setOpen(false)}>
       <form class="form" onSubmit=${submit}>
         <div class="row">
           <label>Name<input required maxlength="200" ...${field("name")} /></label>
-          <label>Handler<input required ...${field("handler")} /></label>
+          <label>Handler<input required list="handler-names" value=${form.handler}
+            onInput=${(e) => setForm({ ...form, handler: e.target.value, version: "" })} /></label>
+          <datalist id="handler-names">${Object.keys(versions || {}).sort().map((name) => html`<option value=${name} />`)}</datalist>
+          <label>Version<select value=${form.version} onChange=${(e) => setForm({ ...form, version: e.target.value })}
+              aria-describedby="version-help">
+            <option value="">${newest ? `newest (v${newest.version})` : "newest"}</option>
+            ${known.map((v) => html`<option value=${String(v.version)} disabled=${v.status !== "active"}>
+              pin v${v.version}${v.status !== "active" ? ` (${v.status})` : ""}</option>`)}
+          </select></label>
         </div>
+        <p id="version-help" class="muted">Unpinned, each run binds to the newest version when its first attempt starts; a pinned job always runs its version.</p>
         <div class="row">
           <label>Schedule<input required aria-describedby="schedule-help" ...${field("schedule")} /></label>
           <label>Time zone<input required ...${field("timezone")} /></label>
           <label>Max attempts<input type="number" min="1" max="100" required ...${field("max_attempts")} /></label>
         </div>
         <p id="schedule-help" class="muted">${scheduleInWords(form.schedule, form.timezone)} — cron, @daily, cron(…), rate(5 minutes) or at(2026-12-01T09:00:00).</p>
+        ${chosen && html`<section aria-label="Payload schema"><h3>Payload of ${chosen.name} v${chosen.version}</h3><${PayloadFields} schema=${chosen.payload_schema} /></section>`}
         <label>Payload (JSON object)<textarea ...${field("payload")}></textarea></label>
         <${ErrorBox} error=${action.error} />
         <div class="actions"><button class="primary" disabled=${action.busy}>Create</button>
