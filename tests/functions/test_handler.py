@@ -60,3 +60,44 @@ def test_missing_configuration_fails_at_build_naming_the_variable(aws_environ, m
     monkeypatch.delenv(ENV_TENANT_TOKENS, raising=False)
     with api.seam.installed(), pytest.raises(ValueError, match=ENV_TENANT_TOKENS):
         api.handler(http_event("GET", "/health"), LambdaContext())
+
+
+def test_handler_serves_the_handler_routes_on_dynamodb(handler):
+    """Given the deployed function's own clients (moto), When a tenant and an administrator list the
+    handlers, and the administrator drains a version and records a forced deploy-check, Then each
+    answers as on the fakes (the calls are recorded for the permissions-by-use check)."""
+    from jobsched.targets.registry import job, unregister
+
+    job("test.fn.report")(lambda payload, ctx: payload)
+    job("test.fn.report", version=2)(lambda payload, ctx: payload)
+    root = {"authorization": "Bearer tok-root"}
+    try:
+        created = handler(
+            http_event(
+                "POST",
+                "/jobs",
+                body={**JOB, "target": {"handler": "test.fn.report", "version": 1}},
+                headers=ACME,
+            ),
+            LambdaContext(),
+        )
+        assert created["statusCode"] == 201, created["body"]
+        mine = body_of(handler(http_event("GET", "/handlers", headers=ACME), LambdaContext()))
+        drained = handler(
+            http_event("POST", "/handlers/test.fn.report/versions/1/drain", headers=root), LambdaContext()
+        )
+        everyone = body_of(
+            handler(http_event("GET", "/handlers", headers=root, query={"scope": "all"}), LambdaContext())
+        )
+        check = {"forced": True, "code_version": "abc", "problems": []}
+        recorded = handler(
+            http_event("POST", "/handlers/deploy-checks", body=check, headers=root), LambdaContext()
+        )
+        listed = body_of(handler(http_event("GET", "/handlers/deploy-checks", headers=root), LambdaContext()))
+    finally:
+        unregister("test.fn.report")
+    versions = {(v["name"], v["version"]): v for v in everyone["handlers"]}
+    assert [v["jobs"] for v in mine["handlers"] if v["name"] == "test.fn.report"] == [1, 0]
+    assert body_of(drained)["status"] == "draining"
+    assert versions[("test.fn.report", 1)]["status"] == "draining"
+    assert recorded["statusCode"] == 201 and [c["code_version"] for c in listed["items"]] == ["abc"]

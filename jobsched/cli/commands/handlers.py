@@ -1,7 +1,7 @@
 """`jobsched handlers [--all]`: the registered handler versions and what refers to each
 (``GET /handlers``); `jobsched handlers drain|undrain NAME VERSION`: mark a version draining, or
 remove the mark (administrators); `jobsched handlers deploy-checks [record]`: the deploys forced past
-the pre-deploy check (administrators). docs/cli.md, docs/handlers.md.
+the pre-deploy check (administrators). docs/cli.md, docs/api.md "Handler versions".
 """
 
 from __future__ import annotations
