@@ -189,6 +189,9 @@ def _add_spec_flags(parser: argparse.ArgumentParser, *, patch: bool = False) -> 
     target = parser.add_mutually_exclusive_group()
     target.add_argument("--handler", help="registered handler name, e.g. demo.echo")
     target.add_argument("--http-url", help="webhook target URL")
+    parser.add_argument(
+        "--handler-version", type=int, metavar="N", help="pin the handler's version N (default: the newest)"
+    )
     parser.add_argument("--http-method", help="webhook method (default POST)")
     parser.add_argument("--http-header", action="append", default=[], metavar="NAME=VALUE", help="repeatable")
     parser.add_argument("--http-timeout-seconds", type=int, help="webhook request timeout")
@@ -316,10 +319,13 @@ def _apply_limits(spec: dict[str, Any], args: argparse.Namespace) -> None:
 
 def _apply_target(spec: dict[str, Any], args: argparse.Namespace) -> None:
     http_flags = (args.http_method, args.http_timeout_seconds, args.http_header)
+    if args.handler_version is not None and not args.handler:
+        raise UsageError("--handler-version goes with --handler")
     if args.handler:
         if any(http_flags):
             raise UsageError("--http-method/--http-header/--http-timeout-seconds go with --http-url")
-        spec["target"] = {"handler": args.handler}
+        pinned = {} if args.handler_version is None else {"version": args.handler_version}
+        spec["target"] = {"handler": args.handler, **pinned}
         return
     if not args.http_url:
         if any(http_flags):
