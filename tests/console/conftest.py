@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -60,13 +61,14 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
-@pytest.fixture(scope="module")
-def dev() -> Iterator[DevProcess]:
-    """Given a real ``jobsched dev`` with tenants alpha and beta and no demo jobs."""
-    args = ["--no-demo"]
+@contextmanager
+def running_dev(*extra: str, env: dict[str, str] | None = None) -> Iterator[DevProcess]:
+    """A real ``jobsched dev`` with tenants alpha and beta, no demo jobs, and ``extra`` arguments,
+    stopped when the block ends."""
+    args = ["--no-demo", *extra]
     for tenant, token in TOKENS.items():
         args += ["--tenant", f"{tenant}={token}"]
-    process = DevProcess(*args)
+    process = DevProcess(*args, env=env)
     try:
         process.wait_for_line("run events", timeout=90)
         yield process
@@ -75,6 +77,13 @@ def dev() -> Iterator[DevProcess]:
             process.stop()
         except Exception:
             process.kill()
+
+
+@pytest.fixture(scope="module")
+def dev() -> Iterator[DevProcess]:
+    """Given a real ``jobsched dev`` with tenants alpha and beta and no demo jobs."""
+    with running_dev() as process:
+        yield process
 
 
 @pytest.fixture

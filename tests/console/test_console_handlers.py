@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.console.conftest import TOKENS
+from tests.console.conftest import running_dev
 from tests.local.devproc import DevProcess
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
@@ -18,18 +18,10 @@ expect = pytest.importorskip("playwright.sync_api", reason="playwright is not in
 @pytest.fixture(scope="module")
 def dev() -> Iterator[DevProcess]:
     """Given ``jobsched dev`` with tenants alpha (an administrator) and beta, and console.report v1, v2."""
-    args = ["--no-demo", "--admin", "alpha"]
-    for tenant, token in TOKENS.items():
-        args += ["--tenant", f"{tenant}={token}"]
-    process = DevProcess(*args, env={"JOBSCHED_HANDLER_MODULES": "tests.console.versioned_handlers"})
-    try:
-        process.wait_for_line("run events", timeout=90)
+    with running_dev(
+        "--admin", "alpha", env={"JOBSCHED_HANDLER_MODULES": "tests.console.versioned_handlers"}
+    ) as process:
         yield process
-    finally:
-        try:
-            process.stop()
-        except Exception:
-            process.kill()
 
 
 def test_new_job_shows_the_versions_and_the_payload_fields_and_pins_one(console, api):

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.console.conftest import TOKENS, screenshot_dir
+from tests.console.conftest import running_dev, screenshot_dir
 from tests.local.devproc import DevProcess
 
 pytestmark = pytest.mark.slow  # a browser and a jobsched dev: seconds, not milliseconds
@@ -58,19 +58,14 @@ ETL = {
 @pytest.fixture(scope="module")
 def dev() -> Iterator[DevProcess]:
     """Given a real ``jobsched dev`` with tenants alpha and beta, default tenant limits, no demo jobs."""
-    args = ["--no-demo", "--tenant-max-running", str(TENANT_MAX_RUNNING)]
-    args += ["--tenant-runs-per-second", str(TENANT_RUNS_PER_SECOND)]
-    for tenant, token in TOKENS.items():
-        args += ["--tenant", f"{tenant}={token}"]
-    process = DevProcess(*args)
-    try:
-        process.wait_for_line("run events", timeout=90)
+    limits = [
+        "--tenant-max-running",
+        str(TENANT_MAX_RUNNING),
+        "--tenant-runs-per-second",
+        str(TENANT_RUNS_PER_SECOND),
+    ]
+    with running_dev(*limits) as process:
         yield process
-    finally:
-        try:
-            process.stop()
-        except Exception:
-            process.kill()
 
 
 def _violations(page: Any) -> str:
