@@ -191,3 +191,18 @@ def test_worker_may_update_the_leases_table_and_hide_messages(synth, function_na
     visibility = _resources_for(synth, function_name, "sqs:ChangeMessageVisibility")
     for spec in QUEUES:
         assert _arn_of(synth, synth.stack.queues.queue(spec.kind)) in visibility
+
+
+def test_api_may_scan_the_jobs_table_and_the_dead_letter_index_for_handler_counts(synth):
+    # GET /handlers?scope=all (decision 0049) scans the Jobs table and the Runs table's sparse
+    # dead-letter index; draining marks and deploy-checks are items of the Leases table
+    from jobsched.runtime.resources import JOBS_TABLE, LEASES_TABLE, RUNS_TABLE
+
+    tables = synth.stack.tables
+    scans = _resources_for(synth, "api", "dynamodb:Scan")
+    assert _arn_of(synth, tables.table(JOBS_TABLE)) in scans
+    runs_indexes = {"Fn::Join": ["", [_arn_of(synth, tables.table(RUNS_TABLE)), "/index/*"]]}
+    assert runs_indexes in scans
+    leases = _arn_of(synth, tables.table(LEASES_TABLE))
+    assert leases in _resources_for(synth, "api", "dynamodb:GetItem")
+    assert leases in _resources_for(synth, "api", "dynamodb:PutItem")
