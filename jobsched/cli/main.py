@@ -28,6 +28,7 @@ COMMAND_MODULES = [
     "admin",
     "health",
     "dev",
+    "deploy_check",
     "bench",
 ]
 

@@ -99,7 +99,9 @@ def strandings(listing: Mapping[str, Any], code: CodeHandlers) -> list[Problem]:
         if (problem := _removed(entry, code, unpinned.get(str(entry["name"]), {}))) is not None
     ]
     problems += [
-        problem for entry in listing.get("missing") or () if (problem := _still_missing(entry, code)) is not None
+        problem
+        for entry in listing.get("missing") or ()
+        if (problem := _still_missing(entry, code)) is not None
     ]
     examples = {str(e["name"]): e for e in listing.get("handlers") or () if e.get("newest")}
     for name, versions in unpinned.items():
@@ -160,7 +162,9 @@ def _payload_problem(
         return None  # the whole name is gone: reported with its version
     newest = max(kept)
     takes = {newest, *kept[newest]}
-    refused = {version: count for version, count in sorted(versions.items()) if count and version not in takes}
+    refused = {
+        version: count for version, count in sorted(versions.items()) if count and version not in takes
+    }
     if not refused:
         return None
     upgrades = ", ".join(str(v) for v in sorted(kept[newest])) or "no version"
@@ -187,4 +191,6 @@ def _unpinned_payload_versions(raw: Mapping[str, Any]) -> dict[str, dict[int, in
 
 def _examples(entry: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     examples = entry.get("examples") or {}
-    return tuple(str(j) for j in examples.get("jobs") or ()), tuple(str(r) for r in examples.get("runs") or ())
+    return tuple(str(j) for j in examples.get("jobs") or ()), tuple(
+        str(r) for r in examples.get("runs") or ()
+    )

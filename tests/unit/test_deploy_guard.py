@@ -82,7 +82,11 @@ CASES = [
     ),
     (
         "v1 removed once drained: nothing refers to it",
-        listing(entry("report", 1), entry("report", 2, newest=True, jobs=5, queued=5), unpinned={"report": {"2": 5}}),
+        listing(
+            entry("report", 1),
+            entry("report", 2, newest=True, jobs=5, queued=5),
+            unpinned={"report": {"2": 5}},
+        ),
         code(V2),
         [],
     ),
@@ -201,4 +205,3 @@ def test_code_from_reads_the_registry_descriptions() -> None:
         {"name": "report", "version": 2, "upgrades_from": [1]},
     ]
     assert code_from(described) == {"report": {1: frozenset(), 2: frozenset({1})}}
-
