@@ -55,6 +55,9 @@ class Problem:
     """One thing the new code would strand: the handler (``version`` None: its unbound references),
     why, how many jobs and runs refer to it, and up to ten of their ids."""
 
+    #: ``removed`` (the new code lacks a version or name the deployed one has), ``missing`` (the
+    #: deployed code already lacks it), ``payload`` (unpinned jobs' payloads the new code cannot take).
+    kind: str
     name: str
     version: int | None
     reason: str
@@ -66,7 +69,12 @@ class Problem:
 
     def describe(self) -> dict[str, Any]:
         """The problem as ``--json`` prints it and ``POST /handlers/deploy-checks`` records it."""
-        described: dict[str, Any] = {"name": self.name, "version": self.version, "problem": self.reason}
+        described: dict[str, Any] = {
+            "kind": self.kind,
+            "name": self.name,
+            "version": self.version,
+            "problem": self.reason,
+        }
         described.update({key: int(self.counts.get(key, 0)) for key in _COUNT_NOUNS})
         if self.payload_versions:
             described["payload_versions"] = list(self.payload_versions)
@@ -75,12 +83,16 @@ class Problem:
 
     def render(self) -> str:
         """One line for people: the reason, the counts, the ids of the jobs and runs."""
+        return f"{self.reason}: {self.referred()}"
+
+    def referred(self) -> str:
+        """What refers to it: the counts, then the ids of the jobs and runs."""
         counted = [
             f"{count} {_COUNT_NOUNS[key]}{'s' if count != 1 else ''}"
             for key in _COUNT_NOUNS
             if (count := int(self.counts.get(key, 0)))
         ]
-        line = f"{self.reason}: {', '.join(counted) or 'referred to'}"
+        line = ", ".join(counted) or "referred to"
         if self.jobs:
             line += f"; jobs {', '.join(self.jobs)}"
         if self.runs:
@@ -135,7 +147,7 @@ def _removed(entry: Mapping[str, Any], code: CodeHandlers, unpinned: Mapping[int
             reason += "; its queued count includes the name's unbound runs"
     if not any(counts.values()):
         return None
-    return Problem(name, version, reason, counts, *_examples(entry))
+    return Problem("removed", name, version, reason, counts, *_examples(entry))
 
 
 def _still_missing(entry: Mapping[str, Any], code: CodeHandlers) -> Problem | None:
@@ -150,7 +162,7 @@ def _still_missing(entry: Mapping[str, Any], code: CodeHandlers) -> Problem | No
         return None
     what = f"handler {name!r}" if version is None else f"handler {name!r} version {version}"
     reason = f"{what} is missing from the deployed code and not in the new code either"
-    return Problem(name, version, reason, counts, *_examples(entry))
+    return Problem("missing", name, version, reason, counts, *_examples(entry))
 
 
 def _payload_problem(
@@ -174,7 +186,7 @@ def _payload_problem(
         f"version {newest} neither takes nor upgrades them (it upgrades from {upgrades})"
     )
     jobs, _runs = _examples(example)
-    return Problem(name, newest, reason, {"jobs": sum(refused.values())}, jobs, (), tuple(refused))
+    return Problem("payload", name, newest, reason, {"jobs": sum(refused.values())}, jobs, (), tuple(refused))
 
 
 def _unpinned_payload_versions(raw: Mapping[str, Any]) -> dict[str, dict[int, int]]:

@@ -177,6 +177,7 @@ def test_a_problem_names_its_jobs_and_runs_and_what_the_new_code_has() -> None:
         "jobs j-1; runs j-1.20261201T090000Z"
     )
     assert problem.describe() == {
+        "kind": "removed",
         "name": "report",
         "version": 1,
         "problem": "handler 'report' version 1 is not in the new code (it has version 2)",
