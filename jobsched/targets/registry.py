@@ -206,7 +206,8 @@ def job(
     bad = [k for k in steps if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < version]
     if bad:
         raise ValidationError(
-            f"upgrades of {name!r} version {version} must be keyed by older versions (1..{version - 1}): {bad}",
+            f"upgrades of {name!r} version {version} must be keyed by older versions "
+            f"(1..{version - 1}): {bad}",
             field="upgrades",
         )
     contract = PayloadContract.of(payload) if payload is not None else None

@@ -81,8 +81,8 @@ def test_a_tenant_referring_to_an_unregistered_version_gets_one_line_naming_it_a
     lines = handler_warnings(api, TOKENS)
     # Then one line for acme names the handler, the version, and the job and run referring to it
     assert lines == [
-        "warning: handler 'shop.report' version 1 is not registered by the loaded handler modules; tenant acme "
-        "refers to it: 1 job, 1 dead-lettered run; jobs job-r; runs job-r.20261201T090000Z"
+        "warning: handler 'shop.report' version 1 is not registered by the loaded handler modules; "
+        "tenant acme refers to it: 1 job, 1 dead-lettered run; jobs job-r; runs job-r.20261201T090000Z"
     ]
     # And each tenant was asked with its own token, on GET /handlers
     assert [(e["rawPath"], e["requestContext"]["http"]["method"]) for e in api.events] == [

@@ -57,8 +57,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--handler-modules",
         metavar="M,...",
-        help=f"the new code's handler modules (default: ${ENV_HANDLER_MODULES}, else cdk.json's handler_modules); "
-        "jobsched.targets.demo is always loaded",
+        help=f"the new code's handler modules (default: ${ENV_HANDLER_MODULES}, else cdk.json's "
+        "handler_modules); jobsched.targets.demo is always loaded",
     )
     parser.add_argument(
         "--force",
