@@ -168,9 +168,8 @@ def validate_target(target: Any, known_handlers: KnownHandlers | None = None) ->
             raise ValidationError("target.handler must be a handler name", field="target")
         version = target.get("version")
         if "version" in target and (isinstance(version, bool) or not isinstance(version, int) or version < 1):
-            raise ValidationError(
-                "target.version must be an integer >= 1 (the handler version to pin)", field="target.version"
-            )
+            raise ValidationError("target.version must be an integer >= 1 (the handler version to pin)",
+                                  field="target.version")
         if known_handlers is not None and not known_handlers(name):
             raise ValidationError(
                 f"unknown handler {name!r}: register it with @job({name!r})", field="target"

@@ -107,9 +107,7 @@ def _json_schema_check(schema: dict[str, Any]) -> Callable[[dict], dict]:
         except fastjsonschema.JsonSchemaValueException as exc:
             path = [str(p) for p in (exc.path or [])[1:]]  # path[0] is "data", the payload itself
             if exc.rule == "required" and isinstance(exc.rule_definition, list):
-                missing = [
-                    k for k in exc.rule_definition if not isinstance(exc.value, dict) or k not in exc.value
-                ]
+                missing = [k for k in exc.rule_definition if not isinstance(exc.value, dict) or k not in exc.value]
                 if missing:
                     raise _Invalid([*path, str(missing[0])], "field required") from None
             raise _Invalid(path, exc.message.replace("data.", "", 1).replace("data ", "", 1)) from None
@@ -138,9 +136,7 @@ class Registered:
         """True when a payload written for ``version`` can be given to this version (same, or upgradable)."""
         return version == self.version or version in self.upgrades
 
-    def payload_for(
-        self, payload: dict, payload_version: int | None, *, field_prefix: str = "payload"
-    ) -> dict:
+    def payload_for(self, payload: dict, payload_version: int | None, *, field_prefix: str = "payload") -> dict:
         """The payload this version is called with: upgraded from ``payload_version`` (``None``: this
         version's own) and checked against the contract.
 
@@ -206,8 +202,7 @@ def job(
     bad = [k for k in steps if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k < version]
     if bad:
         raise ValidationError(
-            f"upgrades of {name!r} version {version} must be keyed by older versions "
-            f"(1..{version - 1}): {bad}",
+            f"upgrades of {name!r} version {version} must be keyed by older versions (1..{version - 1}): {bad}",
             field="upgrades",
         )
     contract = PayloadContract.of(payload) if payload is not None else None
