@@ -30,6 +30,9 @@ from tests.local.devproc import DevProcess
 pytestmark = pytest.mark.slow
 
 TENANT, TOKEN = "ops", "tok-e2e-versions"
+#: The one-off run is due this long after its job is created: the code switches before (a few seconds
+#: on an idle machine), inside the look-ahead (60 s), so it is queued at once.
+SWITCH_WITHIN_SECONDS = 40
 REPORT = "mixed.report"
 
 SCHEMAS = """
@@ -239,7 +242,7 @@ def test_a_deploy_of_version_2_keeps_every_run_meaning_what_it_meant(
             retry={"max_attempts": 3, "base_seconds": 1, "max_seconds": 2},
         )
     )
-    due = (datetime.now(UTC) + timedelta(seconds=25)).replace(microsecond=0)
+    due = (datetime.now(UTC) + timedelta(seconds=SWITCH_WITHIN_SECONDS)).replace(microsecond=0)
     queued = client.create_job(job_spec("queued ahead", {"rows": 3}, schedule=f"at({due:%Y-%m-%dT%H:%M:%S})"))
     pinned = client.create_job(job_spec("pinned", {"rows": 5}, version=1))
     assert [j.get("payload_version") for j in (holding, retrying, queued, pinned)] == [1, 1, 1, 1]
@@ -252,6 +255,9 @@ def test_a_deploy_of_version_2_keeps_every_run_meaning_what_it_meant(
 
     # When version 2 is registered beside version 1 (the first deploy)
     switch_code(client, "v1+v2")
+    assert client.get_run(queued_run["id"])["state"] == "queued", (
+        f"the code took over {SWITCH_WITHIN_SECONDS} s to switch: the one-off run started before it"
+    )
 
     # Then the runs bound to version 1 before the switch end as version 1, retries included
     held = ended(client, held_run)
