@@ -14,6 +14,7 @@ import pytest
 
 from jobsched.targets import registry
 from tests.cli.conftest import ContractServer
+from tests.handlers_listing import entry, listing
 
 MODULE = """
 from jobsched.targets.registry import job
@@ -55,27 +56,9 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callabl
 
 
 def handlers_doc(name: str, *entries: dict[str, Any], unpinned: dict[str, int] | None = None) -> dict:
-    """A GET /handlers document (docs/api.md) for one handler name."""
-    base = {
-        "name": name,
-        "status": "active",
-        "description": "",
-        "payload_schema": None,
-        "upgrades_from": [],
-        "jobs": 0,
-        "queued": 0,
-        "running": 0,
-        "retrying": 0,
-        "dead_lettered": 0,
-        "examples": {"jobs": [], "runs": []},
-    }
-    return {
-        "code_version": "old0001",
-        "scope": "all",
-        "handlers": [{**base, **e} for e in entries],
-        "unpinned_payload_versions": {name: unpinned or {}},
-        "missing": [],
-    }
+    """A GET /handlers document for one handler name, the deployed code's version ``old0001``."""
+    versions = [entry(name, e.pop("version"), **e) for e in entries]
+    return {**listing(*versions, unpinned={name: unpinned or {}}), "code_version": "old0001"}
 
 
 def test_passes_when_the_new_code_keeps_every_referenced_version(

@@ -8,39 +8,17 @@ import json
 from typing import Any
 
 from jobsched.local.handler_check import handler_warnings
+from tests.handlers_listing import entry, listing
 
 TOKENS = {"acme": "tok-acme", "globex": "tok-globex"}
 
 
 def document(missing: list[dict[str, Any]] | None = None, unpinned: dict | None = None) -> dict[str, Any]:
-    echo = {
-        "name": "demo.echo",
-        "version": 1,
-        "newest": True,
-        "status": "active",
-        "description": "",
-        "payload_schema": None,
-        "upgrades_from": [],
-        "jobs": 1,
-        "queued": 0,
-        "running": 0,
-        "retrying": 0,
-        "dead_lettered": 0,
-        "examples": {"jobs": ["job-echo"], "runs": []},
-    }
-    return {
-        "code_version": "dev",
-        "scope": "tenant",
-        "handlers": [echo],
-        "unpinned_payload_versions": unpinned or {"demo.echo": {"1": 1}},
-        "missing": missing or [],
-    }
-
-
-def missing(name: str, version: int | None, **counts: Any) -> dict[str, Any]:
-    examples = {"jobs": counts.pop("job_ids", []), "runs": counts.pop("run_ids", [])}
-    zero = dict.fromkeys(("jobs", "queued", "running", "retrying", "dead_lettered"), 0)
-    return {"name": name, "version": version, **zero, **counts, "examples": examples}
+    """A tenant's GET /handlers: its job of demo.echo, and what the loaded modules lack."""
+    echo = entry("demo.echo", 1, newest=True, jobs=1, job_ids=["job-echo"])
+    return listing(
+        echo, unpinned=unpinned or {"demo.echo": {"1": 1}}, missing=tuple(missing or ()), scope="tenant"
+    )
 
 
 class StandInApi:
@@ -66,7 +44,7 @@ def test_a_tenant_referring_to_an_unregistered_version_gets_one_line_naming_it_a
     # and globex refers only to registered handlers
     acme = document(
         [
-            missing(
+            entry(
                 "shop.report",
                 1,
                 dead_lettered=1,
@@ -91,7 +69,7 @@ def test_a_tenant_referring_to_an_unregistered_version_gets_one_line_naming_it_a
 
 
 def test_unbound_references_to_an_unregistered_name_are_named_without_a_version() -> None:
-    acme = document([missing("shop.gone", None, queued=2, run_ids=["a", "b"])])
+    acme = document([entry("shop.gone", None, queued=2, run_ids=["a", "b"])])
     lines = handler_warnings(StandInApi({"tok-acme": (200, acme)}), {"acme": "tok-acme"})
     assert lines == [
         "warning: handler 'shop.gone' is not registered by the loaded handler modules; tenant acme refers to "

@@ -4,41 +4,10 @@ deployed. Tables of cases: each row a listing, a new code, and the problems expe
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from jobsched.core.deploy_guard import code_from, strandings
-
-
-def entry(name: str, version: int, *, newest: bool = False, **counts: Any) -> dict[str, Any]:
-    """One ``handlers`` (or ``missing``) entry of GET /handlers; counts default to 0."""
-    return {
-        "name": name,
-        "version": version,
-        "newest": newest,
-        "status": "active",
-        "description": "",
-        "payload_schema": None,
-        "upgrades_from": [],
-        "jobs": 0,
-        "queued": 0,
-        "running": 0,
-        "retrying": 0,
-        "dead_lettered": 0,
-        "examples": {"jobs": counts.pop("job_ids", []), "runs": counts.pop("run_ids", [])},
-        **counts,
-    }
-
-
-def listing(*handlers: dict, unpinned: dict | None = None, missing: tuple[dict, ...] = ()) -> dict:
-    return {
-        "code_version": "abc1234",
-        "scope": "all",
-        "handlers": list(handlers),
-        "unpinned_payload_versions": unpinned or {},
-        "missing": list(missing),
-    }
+from tests.handlers_listing import entry, listing
 
 
 def code(*versions: tuple[str, int, list[int]]) -> dict[str, dict[int, frozenset[int]]]:
@@ -141,13 +110,13 @@ CASES = [
     ),
     (
         "unbound references to a missing name, still absent",
-        listing(missing=({**entry("gone", 1, jobs=1, queued=3), "version": None},)),
+        listing(missing=(entry("gone", None, jobs=1, queued=3),)),
         code(V1),
         [("gone", None, {"jobs": 1, "queued": 3})],
     ),
     (
         "a missing handler restored by the new code",
-        listing(missing=(entry("report", 1, retrying=1), {**entry("report", 1, queued=1), "version": None})),
+        listing(missing=(entry("report", 1, retrying=1), entry("report", None, queued=1))),
         code(V1),
         [],
     ),
