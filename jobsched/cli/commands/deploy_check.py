@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from jobsched.cli.commands._api_args import EXIT_API_ERROR, EXIT_OK, UsageError, api_options, command
+from jobsched.cli.commands._api_args import EXIT_OK, UsageError, api_options, command
 from jobsched.cli.commands._output import print_json
 from jobsched.client import ApiClient, ApiError
 from jobsched.core.deploy_guard import Problem, code_from, strandings
@@ -38,6 +38,8 @@ from jobsched.targets import registry
 ALWAYS_LOADED = ("jobsched.targets.demo",)
 #: The code version the deployment's functions record on each attempt (decision 0048).
 ENV_CODE_VERSION = "JOBSCHED_CODE_VERSION"
+#: The exit status of a refusal (the same as an API error's: the deploy must not go on).
+EXIT_REFUSED = 1
 HANDLERS_PATH = "/handlers"
 DEPLOY_CHECKS_PATH = "/handlers/deploy-checks"
 
@@ -127,7 +129,7 @@ def cmd_deploy_check(args: argparse.Namespace, client: ApiClient) -> int:
         )
     elif not args.quiet or problems:
         print(report(problems, versions, listing.get("code_version"), forced=recorded is not None))
-    return EXIT_OK if not problems or args.force else EXIT_API_ERROR
+    return EXIT_OK if not problems or args.force else EXIT_REFUSED
 
 
 def new_code_modules(flag: str | None, environ: Mapping[str, str], cdk_json: Path) -> tuple[str, ...]:
