@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "admin",
     "health",
     "dev",
+    "deploy_check",
     "bench",
 ]
 

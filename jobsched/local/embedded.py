@@ -3,7 +3,9 @@
 :class:`EmbeddedMode` starts, in order: the moto server, the process environment (the same variables
 infra sets on the Lambda functions, plus ``AWS_ENDPOINT_URL`` and fake credentials), the resources
 (from :mod:`jobsched.runtime.resources`), the functions (imported only now, so they build their clients
-exactly as on AWS), then the queue pollers, the schedules (dispatcher ticks, the sweeper, and the
+exactly as on AWS), a check that the loaded handler modules have every handler version the tenants'
+jobs and runs refer to (a warning line for each one they lack, :mod:`jobsched.local.handler_check`),
+then the queue pollers, the schedules (dispatcher ticks, the sweeper, and the
 housekeeping that does what DynamoDB TTL and the bucket's lifecycle rule do on AWS,
 :mod:`jobsched.local.housekeeping`), the HTTP bridge and the run-event log.
 ``stop()`` undoes all of it -- threads joined, server closed, environment restored -- in a few seconds.
@@ -38,6 +40,7 @@ from jobsched.aws.clients import set_lane_source
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.events import RunEventWatcher
 from jobsched.local.fair_poller import FairQueuePoller
+from jobsched.local.handler_check import handler_warnings
 from jobsched.local.housekeeping import Housekeeper
 from jobsched.local.http_bridge import HttpBridge
 from jobsched.local.iam import recorder as iam_recorder
@@ -262,6 +265,7 @@ class EmbeddedMode:
             # installed before the handlers are loaded, so that the loaded ones are attributed.
             iam_recorder.install_from_env()
             self.functions = self._load_functions()
+            self._warn_unregistered_handlers()
             self._start_pollers()
             self._start_schedules()
             if self.bridge is not None and "api" in self.functions:
@@ -410,6 +414,21 @@ class EmbeddedMode:
             except (ImportError, AttributeError) as exc:
                 self.out(f"warning: {spec.name} function unavailable ({exc}); it is not run")
         return functions
+
+    def _warn_unregistered_handlers(self) -> None:
+        """One warning line per handler version the tenants' jobs and runs refer to that the loaded
+        handler modules lack (:mod:`jobsched.local.handler_check`). A check that cannot run is one
+        warning line too: it never stops the start."""
+        if "api" not in self.functions or not self.config.tenants:
+            return
+        try:
+            lines = handler_warnings(self.functions["api"].invoke, self.config.tenants)
+        except Exception as exc:  # advisory: whatever went wrong is said, the embedded mode starts
+            lines = [
+                f"warning: the handlers could not be checked against the data: {type(exc).__name__}: {exc}"
+            ]
+        for line in lines:
+            self.out(line)
 
     def _start_pollers(self) -> None:
         assert self.provisioned is not None

@@ -1,9 +1,11 @@
 """``make deploy-rehearsal``: the first-deploy checklist of docs/deploy.md, run against an emulated account.
 
 Step by step, as the checklist: the pinned CDK CLI (``npm ci``), an account (a moto server on loopback,
-:mod:`jobsched.rehearsal.server`), ``cdk bootstrap``, ``cdk deploy``, the checks of what was deployed
-(:mod:`jobsched.rehearsal.checks`), an update (``cdk deploy`` again with ``shards`` changed), the checks
-again, the quickstart on the deployed stack (:mod:`jobsched.rehearsal.scenario`), ``cdk destroy``.
+:mod:`jobsched.rehearsal.server`), ``cdk bootstrap``, ``jobsched deploy-check --first-deploy``,
+``cdk deploy``, the checks of what was deployed (:mod:`jobsched.rehearsal.checks`), ``jobsched
+deploy-check`` against the deployed API (:mod:`jobsched.rehearsal.guard`), an update (``cdk deploy``
+again with ``shards`` changed), the checks again, the quickstart on the deployed stack
+(:mod:`jobsched.rehearsal.scenario`), ``cdk destroy``.
 Exits 1 when a step or a check fails; the last line summarises the run either way.
 """
 
@@ -23,6 +25,7 @@ import boto3
 from jobsched.rehearsal import checks
 from jobsched.rehearsal.cdk import CdkCli, RehearsalError, cli_environment, deploy_args, install_cli
 from jobsched.rehearsal.emulator import GAPS, HARNESS_GAPS, PLACEHOLDER_TYPES
+from jobsched.rehearsal.guard import check_before_first_deploy, check_before_update
 from jobsched.rehearsal.scenario import CHUNKED_MODULE, run_scenario
 from jobsched.rehearsal.server import EmulatedAccount
 from jobsched.runtime import resources
@@ -73,6 +76,20 @@ def _stack_gone(clients: dict[str, Any], stack: str) -> bool:
     return all(s["StackStatus"] == "DELETE_COMPLETE" for s in stacks)
 
 
+def _existing(deployment: checks.Deployment, endpoint_url: str) -> dict[str, str]:
+    """The environment the deployed functions run with in the embedded mode: their variables, the
+    emulated account's endpoint and credentials."""
+    return {
+        **deployment.environment(),
+        "AWS_ENDPOINT_URL": endpoint_url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_REGION": REGION,
+        "AWS_DEFAULT_REGION": REGION,
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }
+
+
 class Rehearsal:
     def __init__(self, root: Path, workdir: Path, out: Any = print):
         self.root, self.workdir, self.out = root, workdir, out
@@ -110,25 +127,22 @@ class Rehearsal:
         context = (f"handler_modules={CHUNKED_MODULE}", f"admin_principals={admin}")
         # Bootstrapping needs no app: run outside the project, the CLI does not synthesize it first.
         self._step(cli, "bootstrap", f"aws://{account}/{REGION}", cwd=self.workdir)
+        check_before_first_deploy(self.report, self.out)
         self._step(cli, *deploy_args(context, outputs_file=self.workdir / "outputs.json"))
-        check_deployment(self.report, clients, stack, self.root)
+        deployment = check_deployment(self.report, clients, stack, self.root)
         self._count(clients, stack)
+        check_before_update(
+            self.report, _existing(deployment, server.endpoint_url), admin=admin, out=self.out
+        )
         self._step(cli, *deploy_args((*context, *UPDATE_CONTEXT)))
         deployment = check_deployment(self.report, clients, stack, self.root)
         self._check_update(clients, stack, deployment)
         self._count(clients, stack)
-        existing = {
-            **deployment.environment(),
-            "AWS_ENDPOINT_URL": server.endpoint_url,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_REGION": REGION,
-            "AWS_DEFAULT_REGION": REGION,
-            "POWERTOOLS_METRICS_DISABLED": "true",
-        }
         started = time.monotonic()
         with (self.workdir / "functions.log").open("w") as functions_log:
-            run_scenario(self.report, existing, admin=admin, log=functions_log)
+            run_scenario(
+                self.report, _existing(deployment, server.endpoint_url), admin=admin, log=functions_log
+            )
         self.out(f"quickstart on the deployed stack: {time.monotonic() - started:.1f} s")
         # The assembly the update deployed (the app is not synthesized a fourth time).
         self._step(cli, "destroy", "--force", "--app", str(cli.outdir), stack)

@@ -98,3 +98,14 @@ def test_the_iam_gateway_names_the_caller_as_api_gateway_does() -> None:
 def test_the_iam_gateway_leaves_an_unsigned_request_unauthorized() -> None:
     event = iam_gateway(f"{__name__}.echo")({"headers": {}, "requestContext": {}}, None)
     assert "authorizer" not in event["requestContext"]
+
+
+def test_the_iam_gateway_names_a_default_caller_for_requests_without_the_header() -> None:
+    """Given the gateway the rehearsal puts before deploy-check (every request signed as the
+    administrator), Then a request without the header is the administrator's, one with it its own."""
+    admin, alice = "arn:aws:iam::123456789012:user/rehearsal-admin", "arn:aws:iam::123456789012:user/alice"
+    handler = iam_gateway(f"{__name__}.echo", default_caller=admin)
+    unsigned = handler({"headers": {}, "requestContext": {}}, None)
+    assert unsigned["requestContext"]["authorizer"]["iam"]["userArn"] == admin
+    named = handler({"headers": {CALLER_HEADER: alice}, "requestContext": {}}, None)
+    assert named["requestContext"]["authorizer"]["iam"]["userArn"] == alice
