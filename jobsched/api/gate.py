@@ -96,6 +96,11 @@ def check_body(event: Mapping[str, Any]) -> None:
         raise ValidationError("body: a JSON object is required", field="body")
 
 
+#: Deployment-wide routes an administrator with no tenant may call (the code's handlers are not a
+#: tenant's).
+HANDLERS_PREFIX = "/handlers/"
+
+
 def admit(event: Mapping[str, Any], authenticator: Authenticator) -> Identity | None:
     """The caller's identity (``None`` on a public route); raises the 4xx error that stops the request."""
     path = request_path(event)
@@ -105,7 +110,10 @@ def admit(event: Mapping[str, Any], authenticator: Authenticator) -> Identity | 
     if (path + "/").startswith(ADMIN_PREFIX):
         if not identity.is_admin:
             raise ForbiddenError(f"principal {identity.principal} is not an administrator")
-    elif identity.tenant is None:
+    elif identity.tenant is None and not (identity.is_admin and (path + "/").startswith(HANDLERS_PREFIX)):
+        # An administrator mapped to no tenant may still read every tenant's references to handlers
+        # (GET /handlers?scope=all, what `jobsched deploy-check` asks) and mark versions draining; the
+        # tenant-scoped view answers 401 for it in the route (decision 0050).
         raise UnauthorizedError(
             f"principal {identity.principal} is mapped to no tenant; an administrator maps it with "
             "PUT /admin/principals"

@@ -200,3 +200,18 @@ def test_a_mapping_change_in_this_container_shows_at_once(aws):
 
 def test_a_deployment_that_names_no_mode_gets_iam():
     assert AuthConfig.from_env({}).mode == "iam"
+
+
+def test_an_iam_admin_mapped_to_no_tenant_reads_every_tenants_handlers_but_no_tenant_route(make_app):
+    # Given an administrator's session that no mapping gives a tenant (how deploy-check is run)
+    app = make_app("iam")
+    admin = iam_authorizer(ADMIN_SESSION)
+    # When it asks for every tenant's references to handlers, for its own tenant's, and for a tenant route
+    everyone = app.resolve(http_event("GET", "/handlers", query={"scope": "all"}, authorizer=admin), None)
+    own = app.resolve(http_event("GET", "/handlers", authorizer=admin), None)
+    jobs = app.resolve(http_event("GET", "/jobs", authorizer=admin), None)
+    # Then the deployment-wide view answers; the tenant-scoped ones say it is mapped to no tenant
+    assert everyone["statusCode"] == 200, everyone["body"]
+    assert body_of(everyone)["scope"] == "all"
+    assert [own["statusCode"], jobs["statusCode"]] == [401, 401]
+    assert "mapped to no tenant" in body_of(own)["message"]
