@@ -37,6 +37,7 @@ from botocore.config import Config
 
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
 from jobsched.aws.clients import set_lane_source
+from jobsched.local.code_version import local_code_version
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.events import RunEventWatcher
 from jobsched.local.fair_poller import FairQueuePoller
@@ -147,23 +148,6 @@ class MotoProcess(MotoServer):
 
 #: How long :meth:`EmbeddedMode.stop` waits, past its grace, for a tick in progress to end.
 TICK_FINISH_SECONDS = 10.0
-
-
-#: The code version of an embedded mode outside a git work tree (or without git).
-NO_GIT_CODE_VERSION = "dev"
-
-
-def local_code_version(cwd: str | None = None) -> str:
-    """The embedded mode's code version: ``git rev-parse --short HEAD`` of ``cwd`` (default: the
-    working directory, the project ``jobsched dev`` runs in), else :data:`NO_GIT_CODE_VERSION`."""
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return NO_GIT_CODE_VERSION
-    revision = done.stdout.strip()
-    return revision if done.returncode == 0 and revision else NO_GIT_CODE_VERSION
 
 
 class EmbeddedMode:

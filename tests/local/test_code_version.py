@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import subprocess
 
-from jobsched.local.embedded import NO_GIT_CODE_VERSION, local_code_version
+from jobsched.local.code_version import NO_GIT_CODE_VERSION, local_code_version
 
 
 def test_the_code_version_is_the_git_revision_of_the_working_directory(tmp_path):

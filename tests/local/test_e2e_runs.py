@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from jobsched.cli.client import ApiClient
-from jobsched.local.embedded import local_code_version
+from jobsched.local.code_version import local_code_version
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import (
     ROOT,

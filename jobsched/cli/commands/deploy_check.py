@@ -20,7 +20,6 @@ import argparse
 import importlib
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,14 +29,14 @@ from jobsched.cli.commands._api_args import EXIT_OK, UsageError, api_options, co
 from jobsched.cli.commands._output import print_json
 from jobsched.client import ApiClient, ApiError
 from jobsched.core.deploy_guard import Problem, code_from, strandings
-from jobsched.runtime.resources import ENV_HANDLER_MODULES
+from jobsched.local.code_version import local_code_version
+from jobsched.runtime.resources import ENV_CODE_VERSION, ENV_HANDLER_MODULES
 from jobsched.runtime.settings import handler_modules_from
 from jobsched.targets import registry
 
 #: Every deployment loads the demo handlers (jobsched.compose.api.DEFAULT_HANDLER_MODULES).
 ALWAYS_LOADED = ("jobsched.targets.demo",)
 #: The code version the deployment's functions record on each attempt (decision 0048).
-ENV_CODE_VERSION = "JOBSCHED_CODE_VERSION"
 #: The exit status of a refusal (the same as an API error's: the deploy must not go on).
 EXIT_REFUSED = 1
 HANDLERS_PATH = "/handlers"
@@ -170,17 +169,9 @@ def import_handler_modules(modules: Sequence[str]) -> None:
 
 
 def code_version_of(environ: Mapping[str, str], directory: Path) -> str:
-    """``$JOBSCHED_CODE_VERSION``, else ``git rev-parse --short HEAD`` of ``directory``, else ``dev``."""
-    given = environ.get(ENV_CODE_VERSION, "").strip()
-    if given:
-        return given
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=directory, capture_output=True, text=True, timeout=10
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "dev"
-    return done.stdout.strip() if done.returncode == 0 and done.stdout.strip() else "dev"
+    """``$JOBSCHED_CODE_VERSION``, else the git revision of ``directory`` as the embedded mode reads it
+    (:func:`jobsched.local.code_version.local_code_version`), else ``dev``."""
+    return environ.get(ENV_CODE_VERSION, "").strip() or local_code_version(str(directory))
 
 
 def record_forced(client: ApiClient, code_version: str, problems: Sequence[Problem]) -> Any:
