@@ -40,38 +40,28 @@ fmt: install
 	$(VENV)/bin/ruff format .
 
 # The suite on TEST_WORKERS pytest-xdist workers (decision 0044): tests that share a fixture wider than
-# a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py). Beside
-# them, at the normal priority and in one process, the tests marked serial: real-time assertions a busy
-# CPU breaks. The parallel run and the deploy rehearsal run at `nice` TEST_NICE: on two cores the suite
-# is CPU-bound while the serial tests mostly wait on real time, and the kernel runs a waking serial
-# process ahead of niced work (so the serial tests see an idle CPU, and the CPU they leave is used).
-# Their output goes to TEST_LOGS and is printed after the parallel run's. Last, the permissions check
-# judges every call the whole run recorded into one IAM_CALLS_DIR. TEST_NICE=0 runs the three at one priority.
+# a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py). Then,
+# in one process, the tests marked serial (real-time assertions a busy CPU breaks) and, last, the
+# permissions check, which judges every call the whole run recorded into the same IAM_CALLS_DIR. Beside
+# the serial tests, the deploy rehearsal at `nice` REHEARSAL_NICE: the serial tests mostly wait on real
+# time, and the kernel runs a waking serial process ahead of niced work. The rehearsal's output goes to
+# TEST_LOGS and is printed after the serial tests'; `make test` fails if either failed.
 TEST_WORKERS ?= 3
-TEST_NICE ?= 19
+REHEARSAL_NICE ?= 19
 TEST_LOGS := .jobsched/test
-PERMISSIONS_CHECK := tests/infra/test_permissions_by_use.py
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: install lint
 	@rm -rf $(TEST_LOGS) && mkdir -p $(TEST_LOGS)
-	nice -n $(TEST_NICE) $(PY) -m jobsched.rehearsal > $(TEST_LOGS)/rehearsal.log 2>&1 & rehearsal=$$!; \
-	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
-	  $(PY) -m pytest -m serial --deselect $(PERMISSIONS_CHECK) > $(TEST_LOGS)/serial.log 2>&1 & serial=$$!; \
-	  trap 'kill $$serial $$rehearsal 2>/dev/null' INT TERM; \
-	  nice -n $(TEST_NICE) $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial"; parallel_rc=$$?; \
-	  wait $$serial; serial_rc=$$?; \
-	  echo "== the serial tests (beside the parallel run): $(TEST_LOGS)/serial.log"; \
-	  cat $(TEST_LOGS)/serial.log; \
-	  check_rc=skipped; \
-	  if [ $$parallel_rc = 0 ] && [ $$serial_rc = 0 ]; then \
-	    echo "== the permissions check, on the whole run's recording"; \
-	    $(PY) -m pytest $(PERMISSIONS_CHECK); check_rc=$$?; \
-	  fi; \
-	  wait $$rehearsal; rehearsal_rc=$$?; \
-	  echo "== make deploy-rehearsal (beside the tests): $(TEST_LOGS)/rehearsal.log"; \
-	  cat $(TEST_LOGS)/rehearsal.log; \
-	  echo "== make test: exit codes: parallel $$parallel_rc, serial $$serial_rc, check $$check_rc, rehearsal $$rehearsal_rc"; \
-	  [ $$parallel_rc = 0 ] && [ $$serial_rc = 0 ] && [ $$check_rc = 0 ] && [ $$rehearsal_rc = 0 ]
+	export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$" && \
+	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial" && \
+	  { env -u IAM_CALLS_DIR nice -n $(REHEARSAL_NICE) $(PY) -m jobsched.rehearsal > $(TEST_LOGS)/rehearsal.log 2>&1 & \
+	    rehearsal=$$!; trap 'kill $$rehearsal 2>/dev/null' INT TERM; \
+	    $(PY) -m pytest -m serial; serial_rc=$$?; \
+	    wait $$rehearsal; rehearsal_rc=$$?; \
+	    echo "== make deploy-rehearsal (beside the serial tests): $(TEST_LOGS)/rehearsal.log"; \
+	    cat $(TEST_LOGS)/rehearsal.log; \
+	    echo "== make test: exit codes: serial tests $$serial_rc, deploy rehearsal $$rehearsal_rc"; \
+	    [ $$serial_rc = 0 ] && [ $$rehearsal_rc = 0 ]; }
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded
 # mode, no CDK synthesis and no browser — the core (tests/unit), the fakes and their contract with moto
