@@ -94,9 +94,7 @@ def test_a_handler_that_raises_fails_the_whole_batch(machinery: Machinery) -> No
     # And after maxReceiveCount (5) failed batches it is redriven to the DLQ: it leaves the high queue,
     # where it would fail any later batch it is received with (the machinery is shared by the package)
     wait_for(
-        lambda: [
-            r for r in machinery.handlers["dlq_consumer"].records("raise") if r["messageId"] == message_id
-        ],
+        lambda: [r for r in machinery.handlers["dlq_consumer"].records("raise") if r["messageId"] == message_id],
         timeout=20,
     )
     deliveries = [r for r in machinery.handlers["worker"].records("raise") if r["messageId"] == message_id]
