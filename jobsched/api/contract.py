@@ -221,8 +221,27 @@ def _tighten_bodies(schemas: dict[str, Any], facts: DeploymentFacts) -> None:
         "version": {"anyOf": [version, {"type": "null"}]},
         "http": {"anyOf": [http, {"type": "null"}]},
     }
+    # One branch per handler, so a pinned version is one that handler registers (a version of another
+    # handler, or none at all, is a 422 the document says); a handler with no versions listed is
+    # version 1, as every handler registered without one.
+    registered: dict[str, list[int]] = {name: [] for name in facts.handlers}
+    for described in facts.handler_versions:
+        registered.setdefault(str(described["name"]), []).append(int(described["version"]))
+    per_handler = [
+        {
+            "properties": {
+                "handler": {"type": "string", "const": name},
+                "version": {
+                    "anyOf": [{"type": "integer", "enum": sorted(versions) or [1]}, {"type": "null"}]
+                },
+                "http": {"type": "null"},
+            },
+            "required": ["handler"],
+        }
+        for name, versions in sorted(registered.items())
+    ]
     target["oneOf"] = [
-        {"properties": {"handler": handler, "http": {"type": "null"}}, "required": ["handler"]},
+        *per_handler,
         {
             "properties": {"http": http, "handler": {"type": "null"}, "version": {"type": "null"}},
             "required": ["http"],
@@ -240,6 +259,9 @@ def _tighten_bodies(schemas: dict[str, Any], facts: DeploymentFacts) -> None:
             {"type": "null"},
         ],
     }
+    checks = schemas.get("DeployCheckIn")
+    if checks is not None:  # each problem as stored: an object of values DynamoDB can hold
+        checks["properties"]["problems"]["items"] = payload
     schemas["HttpTargetIn"]["properties"]["url"].update(
         {"pattern": "^https?://", "format": HTTP_URL_FORMAT, "description": "http:// or https:// URL"}
     )

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from jobsched.api.schemas import _In
+from jobsched.api.storable import check_storable
+from jobsched.ports.handlers import MAX_DEPLOY_CHECK_BYTES
+
+#: Problems one forced deploy-check may record (one per handler version or name it refused).
+MAX_DEPLOY_CHECK_PROBLEMS = 100
 
 
 class ExamplesOut(BaseModel):
@@ -58,8 +64,18 @@ class DeployCheckIn(_In):
     forced: Literal[True]
     code_version: str = Field(min_length=1, max_length=200, description="the code version deployed")
     problems: list[dict[str, Any]] = Field(
-        max_length=1000, description="what the check refused, as it listed it"
+        max_length=MAX_DEPLOY_CHECK_PROBLEMS,
+        description=f"what the check refused, as listed (at most {MAX_DEPLOY_CHECK_BYTES} bytes of JSON)",
     )
+
+    @field_validator("problems")
+    @classmethod
+    def _storable_problems(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        check_storable(value, "problems")
+        size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+        if size > MAX_DEPLOY_CHECK_BYTES:
+            raise ValueError(f"problems are {size} bytes of JSON; at most {MAX_DEPLOY_CHECK_BYTES}")
+        return value
 
 
 class DeployCheckOut(BaseModel):

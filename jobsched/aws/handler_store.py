@@ -3,7 +3,8 @@ deploy-checks (decision 0049).
 
 Two items, each small and read whole with one GetItem: ``handlers#draining`` (``marks``: one entry per
 marked version, ``<name>#<version>`` -> when and by whom) and ``handlers#deploy-checks`` (``checks``:
-the last :data:`~jobsched.ports.handlers.MAX_DEPLOY_CHECKS` records, oldest first). Writes are rare
+the last records, oldest first, as many as
+:func:`~jobsched.ports.handlers.kept_checks` keeps). Writes are rare
 (an administrator's call) and read-modify-write, conditional on the item's revision, so two writes
 that race are both kept: the one refused reads again and writes over the other's result.
 """
@@ -18,7 +19,7 @@ from typing import Any
 from jobsched.aws.metering import Dynamo
 from jobsched.core.errors import ConflictError
 from jobsched.core.instants import to_iso
-from jobsched.ports.handlers import MAX_DEPLOY_CHECKS
+from jobsched.ports.handlers import kept_checks
 from jobsched.ports.tables import ConditionFailed, Table
 
 DRAINING_KEY = "handlers#draining"
@@ -63,7 +64,7 @@ class HandlerMarksStore:
 
     def record_deploy_check(self, record: dict[str, Any]) -> dict[str, Any]:
         def change(item: dict[str, Any]) -> bool:
-            item["checks"] = [*item.get("checks", []), dict(record)][-MAX_DEPLOY_CHECKS:]
+            item["checks"] = kept_checks([*item.get("checks", []), dict(record)])
             return True
 
         self._change(DEPLOY_CHECKS_KEY, change)

@@ -9,6 +9,7 @@ references from the Jobs and Runs tables (decision 0049).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
@@ -20,6 +21,23 @@ from jobsched.core.handlers import Reference
 DEPLOY_CHECK_FIELDS = ("forced", "code_version", "problems")
 #: Forced deploy-checks kept (the oldest is dropped beyond it).
 MAX_DEPLOY_CHECKS = 100
+#: One record's ``problems`` as compact JSON, at most (``POST /handlers/deploy-checks`` refuses more).
+MAX_DEPLOY_CHECK_BYTES = 64 * 1024
+#: The records kept, together, at most: they are one DynamoDB item, which holds at most 400 KB, so
+#: beyond it the oldest records are dropped too (at least four of the largest records are kept).
+MAX_DEPLOY_CHECKS_BYTES = 300 * 1024
+
+
+def kept_checks(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The newest of ``checks`` (oldest first) that are kept: at most :data:`MAX_DEPLOY_CHECKS`, and
+    together at most :data:`MAX_DEPLOY_CHECKS_BYTES` of JSON."""
+    kept = checks[-MAX_DEPLOY_CHECKS:]
+    sizes = [
+        len(json.dumps(c, separators=(",", ":"), ensure_ascii=False, default=str).encode()) for c in kept
+    ]
+    while len(kept) > 1 and sum(sizes) > MAX_DEPLOY_CHECKS_BYTES:
+        kept, sizes = kept[1:], sizes[1:]
+    return kept
 
 
 class DrainingMarks(Protocol):

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from jobsched.core.errors import ValidationError
-from jobsched.ports.handlers import MAX_DEPLOY_CHECKS
+from jobsched.ports.handlers import kept_checks
 from jobsched.targets.registry import Registered
 
 
@@ -38,7 +38,7 @@ class InMemoryHandlerMarks:
 
     def record_deploy_check(self, record: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
-            self._checks = [*self._checks, copy.deepcopy(record)][-MAX_DEPLOY_CHECKS:]
+            self._checks = kept_checks([*self._checks, copy.deepcopy(record)])
         return copy.deepcopy(record)
 
     def deploy_checks(self) -> list[dict[str, Any]]:

@@ -239,6 +239,22 @@ def test_a_forced_deploy_check_is_recorded_and_listed(call, clock):
     assert call("GET", "/handlers/deploy-checks", headers=ACME)["statusCode"] == 403
 
 
+@pytest.mark.parametrize(
+    ("problems", "says"),
+    [
+        ([{"name": "r", "n": 5.4e254}], "problems[0].n"),  # beyond DynamoDB's numbers
+        ([{"": 1}], "empty key"),
+        ([{"name": "x" * 70_000}], "at most 65536"),
+    ],
+)
+def test_a_deploy_check_that_could_not_be_stored_is_a_422_naming_why(call, problems, says):
+    body = {"forced": True, "code_version": "abc123", "problems": problems}
+    response = call("POST", "/handlers/deploy-checks", body=body, headers=ROOT)
+    assert response["statusCode"] == 422, response["body"]
+    assert says in body_of(response)["message"]
+    assert body_of(call("GET", "/handlers/deploy-checks", headers=ROOT))["items"] == []
+
+
 # --- OpenAPI ----------------------------------------------------------------------------------------
 
 

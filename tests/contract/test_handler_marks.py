@@ -4,10 +4,12 @@ adapter (jobsched.aws.handler_store.HandlerMarksStore) on the fake table and on 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from jobsched.aws.handler_store import HandlerMarksStore
-from jobsched.ports.handlers import MAX_DEPLOY_CHECKS
+from jobsched.ports.handlers import MAX_DEPLOY_CHECK_BYTES, MAX_DEPLOY_CHECKS, MAX_DEPLOY_CHECKS_BYTES
 from jobsched.testing import InMemoryHandlerMarks
 from tests.aws.conftest import T0
 
@@ -49,3 +51,16 @@ def test_deploy_checks_are_listed_newest_first_and_the_oldest_dropped_beyond_the
     assert [c["code_version"] for c in listed[:2]] == [f"c{MAX_DEPLOY_CHECKS + 1}", f"c{MAX_DEPLOY_CHECKS}"]
     assert listed[-1]["code_version"] == "c2"
     assert listed[0]["problems"] == [{"name": "report", "version": 1}]
+
+
+def test_large_deploy_checks_are_kept_while_together_they_fit_one_item(marks):
+    # Given records of the largest size a request may send (64 KiB of problems each)
+    problems = [{"name": "report", "version": 1, "detail": "x" * (MAX_DEPLOY_CHECK_BYTES // 2 - 100)}] * 2
+    # When ten are recorded (on DynamoDB they are one item, which holds at most 400 KB)
+    for i in range(10):
+        marks.record_deploy_check({"forced": True, "code_version": f"c{i}", "problems": problems})
+    # Then every write succeeded, and the newest that fit in MAX_DEPLOY_CHECKS_BYTES are listed
+    listed = [c["code_version"] for c in marks.deploy_checks()]
+    assert listed == [f"c{i}" for i in range(9, 9 - len(listed), -1)]
+    assert 4 <= len(listed) < 10
+    assert sum(len(json.dumps(c)) for c in marks.deploy_checks()) <= MAX_DEPLOY_CHECKS_BYTES
