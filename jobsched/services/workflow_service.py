@@ -57,10 +57,11 @@ class WorkflowService:
 
     # --- definitions -----------------------------------------------------------------------------
 
-    def check(self, definition: Mapping[str, Any]) -> CheckedSpec:
+    def check(self, definition: Mapping[str, Any], now: datetime | None = None) -> CheckedSpec:
         """Validate a new workflow's definition (as the job it is stored as) without writing anything;
-        :meth:`create` takes the result and does not validate it again."""
-        return self.jobs.check(job_definition(definition))
+        with ``now``, also that its schedule has an occurrence from then. :meth:`create` takes the
+        result and does not validate it again."""
+        return self.jobs.check(job_definition(definition), now)
 
     def create(
         self,

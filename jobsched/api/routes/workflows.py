@@ -67,7 +67,9 @@ def create_workflow(
     clock: ClockDep,
 ) -> Response[WorkflowOut]:
     now = clock.now()
-    checked = workflows.check(workflow.to_domain())  # validated once, before the quota is touched
+    # validated once, before the quota is touched: a schedule with no occurrence left is refused
+    # before the tenant's job counter is written (a refused request writes nothing)
+    checked = workflows.check(workflow.to_domain(), now)
     if quota is not None:
         quota.take(tenant)
     try:
