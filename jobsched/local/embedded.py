@@ -278,8 +278,12 @@ class EmbeddedMode:
         # A tick (dispatcher, sweeper, housekeeping) is short and bounded, unlike a handler's
         # invocation: one still running at the deadline (a busy machine) is let finish while the
         # emulator still answers, so none of its calls is made after the environment is restored.
+        # One deadline for them all, so a stop stays within the grace plus TICK_FINISH_SECONDS however
+        # many ticks are stuck (each waited its own 10 s before: a `jobsched dev` under a loaded CI
+        # took over 30 s to stop).
+        finish_by = time.monotonic() + TICK_FINISH_SECONDS
         for schedule in self.schedules:
-            schedule.join(TICK_FINISH_SECONDS)
+            schedule.join(max(0.0, finish_by - time.monotonic()))
         self.server.stop()
         self.dynamodb_server.stop()
         set_lane_source(None)

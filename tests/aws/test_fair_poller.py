@@ -111,6 +111,10 @@ def test_a_quiet_tenants_message_sent_behind_a_backlog_goes_out_in_the_next_batc
     assert len(bodies[1]) == 10 and all(b.startswith("a-") for b in bodies[1][1:])
 
 
+# Real time: the poller extends the visibility (3 s here) of the messages it holds; beside two other
+# xdist workers on two cores (a clean-clone CI run, 2026-12-05) an extension came late and a message
+# came back with ApproximateReceiveCount 2.
+@pytest.mark.serial
 def test_held_messages_stay_invisible_past_the_visibility_timeout_and_are_delivered_once(sqs: Any) -> None:
     """Given a queue with a 3 s visibility timeout and one slot, whose first batch blocks for 7 s
     (extending its own records' visibility, as the worker does) while 20 more messages are held by
