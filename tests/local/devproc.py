@@ -24,6 +24,7 @@ class DevProcess:
         child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JOBSCHED_"))}
         child_env.update(env or {})
         child_env["PYTHONUNBUFFERED"] = "1"
+        child_env["PYTHONFAULTHANDLER"] = "1"  # a stop that hangs shows its threads (see stop)
         self.process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=child_env, cwd=cwd
         )
@@ -71,7 +72,21 @@ class DevProcess:
         """Send ``sig`` and wait for the exit; returns (exit status, seconds it took)."""
         started = time.monotonic()
         self.process.send_signal(sig)
-        code = self.process.wait(timeout)
+        try:
+            code = self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            # Say why: SIGABRT makes the child's faulthandler (PYTHONFAULTHANDLER) print every thread's
+            # stack into the output this object collects.
+            self.process.send_signal(signal.SIGABRT)
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+            time.sleep(0.5)  # the reader thread takes the last lines
+            raise AssertionError(
+                f"jobsched dev did not stop within {timeout} s of signal {sig}; its last output:\n"
+                + "\n".join(self.lines[-200:])
+            ) from None
         return code, time.monotonic() - started
 
     def kill(self) -> None:
