@@ -147,12 +147,14 @@ def test_the_runs_of_a_batch_share_one_read_request_and_each_pays_its_own_unit(a
         )
         for i in range(5)
     ]
-    victim = runs[2][0]
+    # The victim is one of beta's two runs: it stops early, so acme's three runs read more than beta's
+    # one and the victim's few (with an acme victim the two tenants could tie: 12.0 > 12.0 in a CI run)
+    victim = runs[1][0]
     started = threading.Barrier(5)
 
     def body(payload, ctx):
         started.wait(5.0)
-        if payload["i"] == 2:
+        if payload["i"] == 1:
             kit.runs.request_cancel(kit.runs.get(victim.id))
         return "cancelled" if ctx.cancel_event.wait(1.2) else "done"
 
@@ -182,7 +184,7 @@ def test_the_runs_of_a_batch_share_one_read_request_and_each_pays_its_own_unit(a
     assert (
         sum(units["rru"] for units in by_tenant.values()) == snap["dynamodb"]["rcu"]
     )  # the victim's GetItem too
-    assert by_tenant["acme"]["rru"] > by_tenant["beta"]["rru"] > 0  # three runs against two
+    assert by_tenant["acme"]["rru"] > by_tenant["beta"]["rru"] > 0  # three whole runs against one
 
 
 def test_a_failed_batched_read_fails_no_run_and_is_tried_again(kit, clock, handler_slot):
