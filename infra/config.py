@@ -28,7 +28,7 @@ from jobsched.runtime.resources import (
     MAX_DISPATCH_CONCURRENCY,
     MAX_RETENTION_DAYS,
     MIN_BACKPRESSURE_AGE_SECONDS,
-    QUEUE_KINDS,
+    LAMBDA_QUEUE_KINDS,
 )
 
 AUTH_MODES = ("iam", "jwt")
@@ -112,8 +112,8 @@ class StackConfig:
                 f"shards must be between 1 and {DUE_PARTITIONS} (the due index's partitions), "
                 f"got {self.shards}"
             )
-        if set(self.max_concurrency) != set(QUEUE_KINDS):
-            raise ConfigError(f"max_concurrency needs exactly the queues {list(QUEUE_KINDS)}")
+        if set(self.max_concurrency) != set(LAMBDA_QUEUE_KINDS):
+            raise ConfigError(f"max_concurrency needs exactly the queues {list(LAMBDA_QUEUE_KINDS)}")
         for kind, value in self.max_concurrency.items():
             if not 2 <= value <= 1000:
                 raise ConfigError(f"max_concurrency[{kind}] must be between 2 and 1000, got {value}")
@@ -224,7 +224,7 @@ class StackConfig:
         """Each queue's share of the workers when every queue has work: its mapping's
         MaximumConcurrency over their sum (docs/semantics/limits.md, "Priorities")."""
         total = sum(self.max_concurrency.values())
-        return {kind: self.max_concurrency[kind] / total for kind in QUEUE_KINDS}
+        return {kind: self.max_concurrency[kind] / total for kind in LAMBDA_QUEUE_KINDS}
 
     @classmethod
     def from_context(cls, get: Any) -> StackConfig:

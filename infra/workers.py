@@ -31,7 +31,7 @@ from infra.nag import acknowledge, rendered
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
-from jobsched.runtime.resources import IDEMPOTENCY_TABLE, LEASES_TABLE, RUNS_TABLE
+from jobsched.runtime.resources import IDEMPOTENCY_TABLE, LAMBDA_QUEUE_KINDS, LEASES_TABLE, RUNS_TABLE
 
 #: The queues the high worker consumes; every other queue feeds the shared worker.
 HIGH_KINDS = ("high",)
@@ -90,7 +90,7 @@ class Workers(Construct):
             log_group=self.worker.log_group,
         )
         self.consumers = {
-            kind: self.high_worker if kind in HIGH_KINDS else self.worker for kind in queues.kinds
+            kind: self.high_worker if kind in HIGH_KINDS else self.worker for kind in LAMBDA_QUEUE_KINDS
         }
         for function in (self.worker, self.high_worker):
             self._grant(function, tables=tables, queues=queues, payloads=payloads, config=config)
@@ -99,7 +99,7 @@ class Workers(Construct):
             chunks = self.consumers.get("long") is function
             self._grant_state_machine(function, state_machine, chunks=chunks)
         self.mappings: dict[str, sources.SqsEventSource] = {}
-        for kind in queues.kinds:
+        for kind in LAMBDA_QUEUE_KINDS:
             source = sources.SqsEventSource(
                 queues.queue(kind),
                 batch_size=BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),

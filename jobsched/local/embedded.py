@@ -422,7 +422,7 @@ class EmbeddedMode:
         assert self.provisioned is not None
         config = self.config
         for kind, ref in self.provisioned.queues.items():
-            if "worker" in self.functions:
+            if "worker" in self.functions and kind in resources.LAMBDA_QUEUE_KINDS:
                 slots, batch = config.slots.get(kind, 1), config.batch_sizes.get(kind, config.batch_size)
                 self._add_poller(ref.url, ref.arn, self.functions["worker"], slots, kind, batch)
             if "dlq_consumer" in self.functions:

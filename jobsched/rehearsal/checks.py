@@ -160,7 +160,8 @@ def check_queues(
             (dlq["QueueArn"], spec.max_receive_count),
         )
         batch = LONG_BATCH_SIZE if spec.kind == "long" else worker_batch
-        _check_consumer(report, label, queue, mappings, timeouts, batch, max_concurrency.get(spec.kind))
+        if spec.kind in resources.LAMBDA_QUEUE_KINDS:
+            _check_consumer(report, label, queue, mappings, timeouts, batch, max_concurrency.get(spec.kind))
         _check_consumer(report, f"{label} DLQ", dlq, mappings, timeouts, worker_batch, None)
 
 

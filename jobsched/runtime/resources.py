@@ -77,7 +77,23 @@ ENV_TENANT_BURST = "JOBSCHED_TENANT_BURST"
 LANE_HEADER = "x-jobsched-lane"
 
 PRIORITIES = ("high", "default", "low")
-QUEUE_KINDS = (*PRIORITIES, "long")
+#: The pools a run may execute in (decision 0051): ``lambda`` (the priority's queue: high, default or
+#: low), ``long`` (the long queue's own Lambda function: chunks and long jobs up to Lambda's limit) and
+#: ``container`` (ECS Fargate tasks running the same worker loop; timeouts up to 12 hours).
+POOLS = ("lambda", "long", "container")
+#: The queue the container pool consumes (no Lambda function consumes it).
+CONTAINER_KIND = "container"
+#: The queues Lambda event source mappings consume (the worker functions; the embedded mode's pollers).
+LAMBDA_QUEUE_KINDS = (*PRIORITIES, "long")
+QUEUE_KINDS = (*LAMBDA_QUEUE_KINDS, CONTAINER_KIND)
+#: Lambda's own limit on an invocation: the longest timeout a run on the ``lambda`` or ``long`` pool
+#: may have. The embedded mode may lower it (``ENV_LAMBDA_TIME_LIMIT``) to test long work quickly.
+LAMBDA_TIME_LIMIT_SECONDS = 900
+#: The longest timeout a run on the ``container`` pool may have: SQS's maximum visibility timeout.
+MAX_CONTAINER_TIMEOUT_SECONDS = 12 * 3600
+#: The embedded mode only (``jobsched dev --lambda-time-limit``): Lambda's time limit in seconds, in
+#: place of 900, for the API's checks and the embedded invocations (infra never sets it).
+ENV_LAMBDA_TIME_LIMIT = "JOBSCHED_LAMBDA_TIME_LIMIT_SECONDS"
 #: The priorities backpressure may hold back: never ``high`` (docs/decisions/0028).
 BACKPRESSURE_PRIORITIES = ("default", "low")
 

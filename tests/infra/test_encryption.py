@@ -49,7 +49,9 @@ def test_every_store_uses_the_key(cmk_synth):
     for table in cmk_synth.resources("AWS::DynamoDB::Table").values():
         assert table["Properties"]["SSESpecification"]["KMSMasterKeyId"] == arn
     queues = cmk_synth.resources("AWS::SQS::Queue").values()
-    assert len(queues) == 9  # four queues, their DLQs, the scheduler's DLQ
+    assert (
+        len(queues) == 11
+    )  # five run queues (four for Lambda, the container pool's), DLQs, the scheduler's DLQ
     for queue in queues:
         assert queue["Properties"]["KmsMasterKeyId"] == arn
     for group in cmk_synth.resources("AWS::Logs::LogGroup").values():

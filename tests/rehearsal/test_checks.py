@@ -98,13 +98,14 @@ def deployed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Deployed]:
             functions[spec.name] = config
         for ref in provisioned.queues.values():
             clients["sqs"].set_queue_attributes(QueueUrl=ref.dlq_url, Attributes={"VisibilityTimeout": "360"})
-            clients["lambda"].create_event_source_mapping(
-                EventSourceArn=ref.arn,
-                FunctionName="worker",
-                BatchSize=1 if ref.kind == "long" else 10,
-                FunctionResponseTypes=["ReportBatchItemFailures"],
-                ScalingConfig={"MaximumConcurrency": MAX_CONCURRENCY[ref.kind]},
-            )
+            if ref.kind in MAX_CONCURRENCY:  # the container queue has no Lambda consumer
+                clients["lambda"].create_event_source_mapping(
+                    EventSourceArn=ref.arn,
+                    FunctionName="worker",
+                    BatchSize=1 if ref.kind == "long" else 10,
+                    FunctionResponseTypes=["ReportBatchItemFailures"],
+                    ScalingConfig={"MaximumConcurrency": MAX_CONCURRENCY[ref.kind]},
+                )
             clients["lambda"].create_event_source_mapping(
                 EventSourceArn=ref.dlq_arn,
                 FunctionName="dlq_consumer",
