@@ -15,6 +15,7 @@ from jobsched.core.clock import FakeClock
 from jobsched.core.ids import shard_for
 from jobsched.core.messages import Outgoing, RunMessage
 from jobsched.core.models import from_iso
+from jobsched.runtime.resources import QUEUE_KINDS
 from jobsched.services.send_alignment import AlignedSends
 from tests.aws.conftest import REGION, T0, build_pipeline
 
@@ -238,7 +239,7 @@ def test_send_align_ms_out_of_range_is_refused(monkeypatch):
         "JOBSCHED_RUNS_TABLE": "r",
         "JOBSCHED_LEASES_TABLE": "l",
         "JOBSCHED_SEND_ALIGN_MS": "900",
-    } | {f"JOBSCHED_QUEUE_URL_{k.upper()}": f"https://q/{k}" for k in ("high", "default", "low", "long")}
+    } | {f"JOBSCHED_QUEUE_URL_{k.upper()}": f"https://q/{k}" for k in QUEUE_KINDS}
     with pytest.raises(ConfigurationError, match="JOBSCHED_SEND_ALIGN_MS"):
         Settings.from_env(env)
     assert Settings.from_env(env | {"JOBSCHED_SEND_ALIGN_MS": "0"}).send_align_ms == 0
