@@ -112,6 +112,7 @@ def job_service_from_settings(
         dispatcher,
         catalog=catalog,
         notify_policy=notify_policy_from_settings(settings),
+        lambda_time_limit_seconds=settings.lambda_time_limit_seconds,
     )
 
 

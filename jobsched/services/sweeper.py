@@ -83,6 +83,7 @@ from jobsched.core.inflight import compacted, partitions, unripe, written_at
 from jobsched.core.instants import from_iso
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
+from jobsched.core.pools import queue_for
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.ports.stores import AttemptRecords, JobRecords, RunQueue
@@ -366,7 +367,8 @@ class Sweeper:
     ) -> bool:
         """End a run still stranded after ``max_sweeps`` re-sends: ``failed``, reason ``stranded`` (a
         dead letter, replayable), unless its queue holds a backlog its message may be waiting in."""
-        if sweep.backlog(self.queues, run.priority):
+        queue = queue_for(run.pool, run.priority)
+        if sweep.backlog(self.queues, queue):
             summary.deferred += 1
             logger.warning(
                 "run %s is still %s after %s re-sends, but the %s queue holds a backlog: not declared "
@@ -374,7 +376,7 @@ class Sweeper:
                 run.id,
                 run.state,
                 sweeps,
-                run.priority,
+                queue,
             )
             return True
         error = (
@@ -463,15 +465,15 @@ class _Sweep:
         oldest = self.oldest_queued.get(priority)
         return 0.0 if oldest is None else max(0.0, (self.now - oldest).total_seconds())
 
-    def backlog(self, queues: RunQueue, priority: str) -> bool:
-        """Whether the ``priority`` queue holds visible messages (read once per sweep; unreadable
-        counts as a backlog: never declare a run stranded on a guess)."""
-        if priority not in self._backlogs:
+    def backlog(self, queues: RunQueue, queue: str) -> bool:
+        """Whether the ``queue`` (a run's ``queue_for(pool, priority)``) holds visible messages (read
+        once per sweep; unreadable counts as a backlog: never declare a run stranded on a guess)."""
+        if queue not in self._backlogs:
             try:
-                self._backlogs[priority] = queues.visible_messages(priority) > 0
+                self._backlogs[queue] = queues.visible_messages(queue) > 0
             except QueueReadError:
-                self._backlogs[priority] = True
-        return self._backlogs[priority]
+                self._backlogs[queue] = True
+        return self._backlogs[queue]
 
 
 def _since(run: Run, item: dict[str, Any] | None) -> str:
