@@ -191,6 +191,7 @@ def chunk_runner_from_settings(
         owner=owner,
         heartbeat_seconds=heartbeat_seconds,
         metrics=metrics,
+        queue_urls=settings.queue_urls,
     )
 
 
