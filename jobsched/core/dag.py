@@ -355,7 +355,7 @@ BODY_FIELDS = ("target", "payload")
 
 def structure_of(workflow: Workflow) -> dict[str, Any]:
     """The small part of a definition every advance needs: ids, parents, trigger rules, timeouts,
-    retry policies and priorities (no targets, no payloads)."""
+    retry policies, priorities and pools (no targets, no payloads)."""
     return {"nodes": [{k: v for k, v in n.to_dict().items() if k not in BODY_FIELDS} for n in workflow.nodes]}
 
 
@@ -380,6 +380,7 @@ def workflow_from_structure(
                 timeout_seconds=int(data.get("timeout_seconds", 300)),
                 retry=RetrySpec.from_dict(data.get("retry")),
                 priority=data.get("priority", "default"),
+                pool=data.get("pool") or LAMBDA_POOL,  # a structure stored before nodes had pools
                 depends_on=tuple(data.get("depends_on", ())),
                 trigger_rule=TriggerRule(data.get("trigger_rule", TriggerRule.ALL_SUCCESS)),
             )
