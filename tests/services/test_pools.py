@@ -136,6 +136,31 @@ def test_a_job_stored_before_pools_reads_as_unchosen_and_an_edit_chooses_its_poo
     assert edited.pool == "lambda"
 
 
+@pytest.fixture
+def chunked_jobs(pipeline):
+    """The job service checking targets against this process's registry, demo.chunked_sum included."""
+    import jobsched.long_jobs.demo  # noqa: F401  (registers demo.chunked_sum, a chunked job)
+    from jobsched.targets.registry import RegistryCatalog
+
+    pipeline.jobs.catalog = RegistryCatalog()
+    return pipeline.jobs
+
+
+def test_a_chunked_job_runs_on_the_long_pool_unless_it_names_container(chunked_jobs, clock):
+    chunked = job_def(target={"handler": "demo.chunked_sum"})
+    assert chunked_jobs.create("acme", chunked, clock.now()).pool == "long"
+    assert chunked_jobs.create("acme", {**chunked, "pool": "container"}, clock.now()).pool == "container"
+
+
+def test_a_chunked_job_on_the_lambda_pool_is_refused_naming_pool(chunked_jobs, clock):
+    with pytest.raises(ValidationError) as refused:
+        chunked_jobs.create(
+            "acme", job_def(target={"handler": "demo.chunked_sum"}, pool="lambda"), clock.now()
+        )
+    assert refused.value.field == "pool"
+    assert "use long, container" in refused.value.message
+
+
 # --- routing every send ----------------------------------------------------------------------------
 
 
