@@ -196,7 +196,7 @@ def _pool(value: Any) -> str:
     that names no pool is poison."""
     if value is None:
         return LAMBDA_POOL
-    if value not in POOLS:
+    if not isinstance(value, str) or value not in POOLS:
         raise ValidationError(f"run message: pool must be one of {', '.join(POOLS)}, got {value!r}")
     return value
 

@@ -4,10 +4,10 @@ One function, :func:`chunked_job_definition`, builds it. The CDK stack passes a 
 placeholder for the ``long`` queue's URL (the real URL is a CloudFormation token); the embedded mode
 passes the moto queue URL. Both get the same workflow::
 
-    Queue ─(no queue_url)─> LongQueue ─┐
-      └──────(queue_url)───────────────┴─> Plan ──> Chunks (Map, MaxConcurrency) ──> Complete ──> (end)
-                                             │            │ each item: RunChunk         │
-                                             └────────────┴──────── Catch ──────────────┴──> RecordFailure ──> Failed
+    Queue ──(no queue_url)──> LongQueue ──┐
+      └─────(queue_url)───────────────────┴──> Plan ──> Chunks (Map) ──> Complete ──> (end)
+                                                 │        │ each: RunChunk  │
+                                                 └────────┴──── Catch ──────┴──> RecordFailure ──> Failed
 
 Every task is a message on the run's chunk queue, sent with
 ``arn:aws:states:::sqs:sendMessage.waitForTaskToken``: a worker receives it, does the work, sends

@@ -222,9 +222,7 @@ def test_a_retry_is_re_sent_to_the_runs_pool(kit, clock, aws, pool):
 
 
 def test_a_retry_beyond_the_sqs_delay_is_re_delayed_on_the_container_queue(kit, clock, aws):
-    run, msg = kit.new_run(
-        {"handler": "demo.fail"}, {}, base_seconds=3000, max_seconds=3000, pool="container"
-    )
+    _, msg = kit.new_run({"handler": "demo.fail"}, {}, base_seconds=3000, max_seconds=3000, pool="container")
     kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     [(body, _)] = sent_messages(aws, "container")
     clock.advance(seconds=900)
