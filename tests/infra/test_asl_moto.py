@@ -87,12 +87,20 @@ def test_first_task_message_arrives_on_the_long_queue_with_a_task_token(aws):
     assert plan["run"] == {**INPUT, "queue_url": url}
 
 
+def _start_on_a_container_queue(aws, run_id: str) -> tuple[str, dict, str]:
+    """Start the execution of a chunked run on the container pool, its input naming a queue of its
+    own: (that queue's URL, the input, the execution ARN)."""
+    sqs, sfn, _, arn = aws
+    container_url = sqs.create_queue(QueueName=f"container-{uuid.uuid4().hex[:12]}")["QueueUrl"]
+    run = {**INPUT, "run_id": run_id, "queue_url": container_url}
+    execution = sfn.start_execution(stateMachineArn=arn, name=run_id, input=json.dumps(run))["executionArn"]
+    return container_url, run, execution
+
+
 def test_an_input_naming_the_container_queue_sends_every_task_there(aws):
     # Given a chunked run on the container pool: its execution input names the container queue
-    sqs, sfn, long_url, arn = aws
-    container_url = sqs.create_queue(QueueName=f"container-{uuid.uuid4().hex[:12]}")["QueueUrl"]
-    run = {**INPUT, "run_id": "run-c", "queue_url": container_url}
-    execution = sfn.start_execution(stateMachineArn=arn, name="run-c", input=json.dumps(run))["executionArn"]
+    sqs, sfn, long_url, _ = aws
+    container_url, run, execution = _start_on_a_container_queue(aws, "run-c")
     # When the worker answers the plan with two chunks, each chunk, then the completion
     (plan,) = _next_messages(sqs, container_url, 1)
     assert (plan["kind"], plan["run"]) == (KIND_PLAN, run)
@@ -111,10 +119,8 @@ def test_an_input_naming_the_container_queue_sends_every_task_there(aws):
 
 def test_a_failure_on_the_container_pool_is_recorded_on_the_container_queue(aws):
     # Given a chunked run on the container pool whose only chunk fails for good
-    sqs, sfn, long_url, arn = aws
-    container_url = sqs.create_queue(QueueName=f"container-{uuid.uuid4().hex[:12]}")["QueueUrl"]
-    run = {**INPUT, "run_id": "run-cf", "queue_url": container_url}
-    execution = sfn.start_execution(stateMachineArn=arn, name="run-cf", input=json.dumps(run))["executionArn"]
+    sqs, sfn, long_url, _ = aws
+    container_url, _, execution = _start_on_a_container_queue(aws, "run-cf")
     (plan,) = _next_messages(sqs, container_url, 1)
     sfn.send_task_success(taskToken=plan["task_token"], output=json.dumps({"chunks": ["only"]}))
     (chunk,) = _next_messages(sqs, container_url, 1)
