@@ -42,9 +42,10 @@ handed to the notifier (:mod:`jobsched.services.notifications`), which claims it
 write, so a sweep racing the worker's own delivery sends nothing twice. A ledger item is kept while
 one of its runs owes a notification, so the run stays in reach until it is paid.
 
-**The age of the oldest queued run.** Of the runs it reads, the sweep notes per priority the earliest
+**The age of the oldest queued run.** Of the runs it reads, the sweep notes per queue the earliest
 due instant of a run still ``queued`` (past due, not waiting for a limit: its message is in the
-queue, ready). It writes the ``default`` and ``low`` ones for the dispatcher's backpressure by age
+queue, ready); a run of the ``long`` or ``container`` pool counts for its pool's queue, never for its
+priority's (``queue_for(pool, priority)``), so a backlog there holds back no Lambda priority. It writes the ``default`` and ``low`` ones for the dispatcher's backpressure by age
 (:mod:`jobsched.aws.queue_ages`, decision 0028) and emits, for every priority, the seconds since
 then (0 when there is none) as the metric ``OldestQueuedRunAge<Priority>``: what the
 ``OldestRun-<priority>`` alarms watch, since SQS's ``ApproximateAgeOfOldestMessage`` counts the
@@ -83,7 +84,7 @@ from jobsched.core.inflight import compacted, partitions, unripe, written_at
 from jobsched.core.instants import from_iso
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
-from jobsched.core.pools import queue_for
+from jobsched.core.pools import POOLS, queue_for
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.ports.stores import AttemptRecords, JobRecords, RunQueue
@@ -442,23 +443,25 @@ class _Sweep:
         self.seen: dict[tuple[str, str], tuple[bool, str]] = {}
         self.jobs: dict[str, Job | None] = {}
         self._backlogs: dict[str, bool] = {}
-        #: priority -> the earliest due instant of a run found ``queued``, past due and not waiting
-        #: for a limit (its message is in the queue, ready): the age backpressure reads (default,
-        #: low) and the OldestRun alarms watch (every priority).
+        #: queue kind (``queue_for(pool, priority)``: a priority for the lambda pool, else ``long`` or
+        #: ``container``) -> the earliest due instant of a run found ``queued``, past due and not
+        #: waiting for a limit (its message is in the queue, ready): the age backpressure reads
+        #: (default, low) and the OldestRun alarms watch (every priority).
         self.oldest_queued: dict[str, datetime] = {}
 
     def note_queued(self, item: Mapping[str, Any]) -> None:
-        """Count ``item`` toward its priority's oldest queued run if it waits in its queue, ready."""
+        """Count ``item`` toward its queue's oldest queued run if it waits in its queue, ready."""
         if item.get("state") != RunState.QUEUED or item.get("waiting_for") or not item.get("due_at"):
             return
         due = from_iso(item["due_at"])
         if due > self.now:
             return
         priority = str(item.get("priority", "default"))
-        if priority not in PRIORITIES:
+        if priority not in PRIORITIES or item.get("pool") not in (None, *POOLS):
             return
-        if priority not in self.oldest_queued or due < self.oldest_queued[priority]:
-            self.oldest_queued[priority] = due
+        queue = queue_for(item.get("pool"), priority)
+        if queue not in self.oldest_queued or due < self.oldest_queued[queue]:
+            self.oldest_queued[queue] = due
 
     def oldest_queued_age(self, priority: str) -> float:
         """Seconds the oldest queued, past-due run of ``priority`` has waited since due (0: none)."""
