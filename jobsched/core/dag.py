@@ -39,9 +39,6 @@ MAX_EDGES = 500
 #: The whole definition (compact JSON) travels in the workflow run's message and is kept on the
 #: workflow run: at most as large as a payload.
 MAX_DEFINITION_BYTES = MAX_PAYLOAD_BYTES
-#: A node's longest timeout on the ``lambda`` and ``long`` pools (Lambda's limit; the deployment's
-#: may be lower in the embedded mode); on ``container`` it is :data:`MAX_CONTAINER_TIMEOUT_SECONDS`.
-MAX_NODE_TIMEOUT_SECONDS = LAMBDA_TIME_LIMIT_SECONDS
 #: Keys the engine adds to a node's payload (so a node's own payload may not use them).
 UPSTREAM_KEY = "upstream"
 INPUT_KEY = "workflow_input"

@@ -34,9 +34,6 @@ from jobsched.core.pools import (
 )
 from jobsched.core.schedules import Schedule, parse_schedule
 
-#: The longest timeout on the ``lambda`` and ``long`` pools (Lambda's limit; a deployment's may be
-#: lower in the embedded mode); the ``container`` pool allows up to MAX_CONTAINER_TIMEOUT_SECONDS.
-MAX_TIMEOUT_SECONDS = LAMBDA_TIME_LIMIT_SECONDS
 MAX_NAME_LENGTH = 200
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 SPEC_FIELDS = frozenset(JobSpec.__dataclass_fields__)
