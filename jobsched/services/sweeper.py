@@ -42,14 +42,15 @@ handed to the notifier (:mod:`jobsched.services.notifications`), which claims it
 write, so a sweep racing the worker's own delivery sends nothing twice. A ledger item is kept while
 one of its runs owes a notification, so the run stays in reach until it is paid.
 
-**The age of the oldest queued run.** Of the runs it reads, the sweep notes per queue the earliest
-due instant of a run still ``queued`` (past due, not waiting for a limit: its message is in the
-queue, ready); a run of the ``long`` or ``container`` pool counts for its pool's queue, never for its
-priority's (``queue_for(pool, priority)``), so a backlog there holds back no Lambda priority. It writes the ``default`` and ``low`` ones for the dispatcher's backpressure by age
-(:mod:`jobsched.aws.queue_ages`, decision 0028) and emits, for every priority, the seconds since
-then (0 when there is none) as the metric ``OldestQueuedRunAge<Priority>``: what the
-``OldestRun-<priority>`` alarms watch, since SQS's ``ApproximateAgeOfOldestMessage`` counts the
-time a message sent ahead with ``DelaySeconds`` waits for its due instant (decision 0040).
+**The age of the oldest queued run.** Of the runs it reads, the sweep notes per queue the earliest due
+instant of a run still ``queued`` (past due, not waiting for a limit: its message is in the queue,
+ready); a run of the ``long`` or ``container`` pool counts for its pool's queue, never for its
+priority's (``queue_for(pool, priority)``), so a backlog there holds back no Lambda priority. It writes
+the ``default`` and ``low`` ones for the dispatcher's backpressure by age
+(:mod:`jobsched.aws.queue_ages`, decision 0028) and emits, for every priority, the seconds since then (0
+when there is none) as the metric ``OldestQueuedRunAge<Priority>``: what the ``OldestRun-<priority>``
+alarms watch, since SQS's ``ApproximateAgeOfOldestMessage`` counts the time a message sent ahead with
+``DelaySeconds`` waits for its due instant (decision 0040).
 
 Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
 items' size; the runs named, for every sweep that finds their item due and still in flight (usually
