@@ -51,8 +51,13 @@ class Ahead(StrEnum):
 
 
 def carried_changed(before: Job, after: Job) -> bool:
-    """Whether the edit from ``before`` to ``after`` changes anything a queued run carries."""
-    return any(getattr(before, name) != getattr(after, name) for name in CARRIED_FIELDS)
+    """Whether the edit from ``before`` to ``after`` changes anything a queued run carries (a job
+    stored before jobs had pools is a ``lambda`` job: its first edit storing ``lambda`` changes none)."""
+    return any(_carried(before, name) != _carried(after, name) for name in CARRIED_FIELDS)
+
+
+def _carried(job: Job, name: str) -> object:
+    return (job.pool or LAMBDA_POOL) if name == "pool" else getattr(job, name)
 
 
 def timing_changed(before: Job, after: Job) -> bool:

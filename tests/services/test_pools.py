@@ -358,3 +358,20 @@ def test_a_run_never_leaves_its_pool(kit, clock, aws):
     kit.worker().handle(Delivery.of(msg.to_json()), clock.now())
     assert kit.runs.get(run.id).state is RunState.SUCCEEDED
     assert kit.runs.get(run.id).pool == "container"
+
+
+def test_the_first_edit_of_a_job_stored_before_pools_re_plans_nothing_for_its_pool(pipeline, clock, aws):
+    # Given a lambda job stored before jobs had pools, with runs queued ahead
+    job = pipeline.jobs.create("acme", job_def(schedule="* * * * *"), clock.now())
+    pipeline.tick(job, clock.now())
+    store = pipeline.dispatcher.jobs
+    item = store.get("acme", job.id).to_item()
+    del item["pool"]
+    store.dynamo.put(store.table, item)
+    before = len(sent_messages(aws, "default"))
+    # When it is edited (its name only) / Then its pool is stored as lambda and no run is re-sent
+    old = pipeline.jobs.get("acme", job.id)
+    assert (
+        pipeline.jobs.update("acme", job.id, {"name": "renamed"}, old.version, clock.now()).pool == "lambda"
+    )
+    assert len(sent_messages(aws, "default")) == before
