@@ -1,8 +1,10 @@
 """The chunked-job state machine (Step Functions, standard workflow).
 
 The definition comes from :func:`jobsched.long_jobs.asl.chunked_job_definition`, the same function
-the embedded mode uses; the real ``long`` queue URL and the partition of the SQS integrations' ARNs
-are put in by ``definition_substitutions``.
+the embedded mode uses; the real ``long`` queue URL (the chunk queue of an execution whose input names
+none) and the partition of the SQS integrations' ARNs are put in by ``definition_substitutions``. An
+execution's tasks go to the queue its input names (``queue_url``: the long or the container queue,
+from the run's pool), so the state machine's role may send to both.
 Logging ALL (with execution data) to its own log group, X-Ray tracing on.
 """
 
@@ -27,7 +29,8 @@ PARTITION_PLACEHOLDER = "Partition"  # the SQS integrations' ARNs: arn:aws-cn:st
 
 
 class LongJobs(Construct):
-    """``state_machine``: Plan -> Map(chunks) -> Complete, every task on the ``long`` queue."""
+    """``state_machine``: Plan -> Map(chunks) -> Complete, every task on the run's chunk queue: the
+    ``long`` queue, or ``container_queue`` for a chunked job on the container pool."""
 
     def __init__(
         self,
@@ -35,6 +38,7 @@ class LongJobs(Construct):
         construct_id: str,
         *,
         long_queue: sqs.IQueue,
+        container_queue: sqs.IQueue | None = None,
         config: StackConfig,
         key: kms.IKey | None = None,
     ):
@@ -60,8 +64,12 @@ class LongJobs(Construct):
             # A run's whole workflow: generous, each task is bounded by its own timeout and heartbeat.
             timeout=cdk.Duration.seconds(DEFAULT_TASK_TIMEOUT_SECONDS * 4),
         )
-        # sendMessage.waitForTaskToken runs under the state machine's role: a producer of the long queue.
-        grant_send(long_queue, self.state_machine)
+        # sendMessage.waitForTaskToken runs under the state machine's role: a producer of the chunk
+        # queues (the long queue, and the container queue for chunked jobs on the container pool).
+        self.container_queue = container_queue
+        for queue in (long_queue, container_queue):
+            if queue is not None:
+                grant_send(queue, self.state_machine)
         acknowledge(
             self.state_machine,
             "AwsSolutions-IAM5[Resource::*]",

@@ -26,8 +26,19 @@ from pydantic import (
 from jobsched.api.auth import TENANT_PATTERN
 from jobsched.api.storable import check_storable
 from jobsched.core.limits import KEY_PATTERN as LIMIT_KEY_PATTERN
+from jobsched.core.pools import MAX_CONTAINER_TIMEOUT_SECONDS
 
 Priority = Literal["high", "default", "low"]
+#: Where a job's runs execute (docs/pools.md; :mod:`jobsched.core.pools`).
+Pool = Literal["lambda", "long", "container"]
+POOL_DESCRIPTION = (
+    "where its runs execute: lambda (the priority's queue), long (the long queue's own function) or "
+    "container (container workers); absent: container when timeout_seconds is beyond the Lambda limit "
+    "(900 s), long for a chunked job, else lambda. Timeouts: up to the Lambda limit on lambda and long, "
+    "up to 43200 s on container (docs/pools.md)"
+)
+#: The schema's bound on a timeout: the container pool's; the service checks the job's own pool.
+MAX_TIMEOUT = MAX_CONTAINER_TIMEOUT_SECONDS
 MisfirePolicy = Literal["run_once", "run_all", "skip"]
 OverlapPolicy = Literal["allow", "skip", "buffer_one", "replace"]
 DstGap = Literal["shift", "skip"]
@@ -130,7 +141,9 @@ class HttpTargetIn(_In):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
     headers: dict[Annotated[str, Field(min_length=1)], str] = Field(default_factory=dict, max_length=50)
     body: Payload | list[Any] | str | None = Field(default=None, description="request body (JSON or text)")
-    timeout_seconds: JsonInt | None = Field(default=None, ge=1, le=900)
+    timeout_seconds: JsonInt | None = Field(
+        default=None, ge=1, le=MAX_TIMEOUT, description="up to the job's pool's limit (900 s off container)"
+    )
 
     @field_validator("url")
     @classmethod
@@ -272,8 +285,14 @@ class JobIn(_In):
     timezone: str = Field(default="UTC", min_length=1, max_length=64, description="IANA time zone")
     target: TargetIn
     payload: Payload = Field(default_factory=dict)
-    priority: Priority = "default"
-    timeout_seconds: JsonInt = Field(default=300, ge=1, le=900)
+    priority: Priority = Field(
+        default="default",
+        description="orders runs within the lambda pool; recorded, not used, on long and container",
+    )
+    pool: Pool | None = Field(default=None, description=POOL_DESCRIPTION)
+    timeout_seconds: JsonInt = Field(
+        default=300, ge=1, le=MAX_TIMEOUT, description="up to 900 s on lambda and long, 43200 s on container"
+    )
     retry: RetryIn = Field(default_factory=RetryIn)
     misfire_policy: MisfirePolicy = "run_once"
     misfire_grace_seconds: JsonInt = Field(default=60, ge=0, le=86400 * 7)
@@ -317,7 +336,12 @@ class JobPatch(_In):
     target: TargetIn | None = None
     payload: Payload | None = None
     priority: Priority | None = None
-    timeout_seconds: JsonInt | None = Field(default=None, ge=1, le=900)
+    pool: Pool | None = Field(
+        default=None,
+        description="moves the job (and its runs queued ahead) to this pool; a timeout beyond the Lambda "
+        "limit needs container",
+    )
+    timeout_seconds: JsonInt | None = Field(default=None, ge=1, le=MAX_TIMEOUT)
     retry: RetryIn | None = None
     misfire_policy: MisfirePolicy | None = None
     misfire_grace_seconds: JsonInt | None = Field(default=None, ge=0, le=86400 * 7)
@@ -389,6 +413,9 @@ class JobOut(BaseModel):
     target: dict[str, Any]
     payload: dict[str, Any]
     priority: str
+    pool: str = Field(
+        default="lambda", description="where its runs execute: lambda, long or container (docs/pools.md)"
+    )
     timeout_seconds: int
     retry: dict[str, Any]
     misfire_policy: str
@@ -484,6 +511,9 @@ class RunOut(BaseModel):
     scheduled_at: str
     started_at: str | None = None
     finished_at: str | None = None
+    pool: str = Field(
+        default="lambda", description="where the run executes: lambda, long or container (docs/pools.md)"
+    )
     handler: str | None = Field(
         default=None, description="the handler the run executes (null: an HTTP target)"
     )

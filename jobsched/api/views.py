@@ -9,6 +9,7 @@ from jobsched.api.schemas import AttemptOut, BackfillOut, DeadLetterOut, JobOut,
 from jobsched.core.backfills import Backfill
 from jobsched.core.instants import to_iso
 from jobsched.core.models import Attempt, Job, JobState, Run
+from jobsched.core.pools import LAMBDA_POOL
 from jobsched.core.progress import progress_view
 from jobsched.core.run_records import with_key
 from jobsched.core.schedules import parse_schedule
@@ -39,6 +40,7 @@ def job_view(job: Job, now: datetime) -> JobOut:
         target=job.target,
         payload=job.payload,
         priority=job.priority,
+        pool=job.pool or LAMBDA_POOL,
         timeout_seconds=job.timeout_seconds,
         retry=job.retry.to_dict(),
         misfire_policy=job.misfire_policy,
@@ -86,6 +88,7 @@ def run_view(run: Run) -> RunOut:
         scheduled_at=iso_z(run.scheduled_at),
         started_at=_opt(run.started_at),
         finished_at=_opt(run.finished_at),
+        pool=run.pool,
         handler=run.handler,
         handler_version=run.handler_version,
         attempt=run.attempt,

@@ -2,7 +2,7 @@
 
 A workflow's definition is a job's (schedule, zone, DST, misfire, overlap, jitter, notify, ...) with
 ``nodes`` in place of ``target`` and ``timeout_seconds``: each node has its own target, payload,
-timeout, retry policy, priority, parents and trigger rule. Shape and ranges are checked here; the
+timeout, retry policy, priority, pool, parents and trigger rule. Shape and ranges are checked here; the
 graph (unknown parents, duplicate ids, cycles, size limits) by :func:`jobsched.core.dag.parse_workflow`.
 """
 
@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from jobsched.api.schemas import (
+    MAX_TIMEOUT,
+    POOL_DESCRIPTION,
     DstGap,
     DstOverlap,
     JsonInt,
@@ -20,6 +22,7 @@ from jobsched.api.schemas import (
     NotifyIn,
     OverlapPolicy,
     Payload,
+    Pool,
     Priority,
     RetryIn,
     RunStateName,
@@ -46,9 +49,12 @@ class NodeIn(_In):
     id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
     target: TargetIn
     payload: Payload = Field(default_factory=dict)
-    timeout_seconds: JsonInt = Field(default=300, ge=1, le=900)
+    timeout_seconds: JsonInt = Field(
+        default=300, ge=1, le=MAX_TIMEOUT, description="up to 900 s on lambda and long, 43200 s on container"
+    )
     retry: RetryIn = Field(default_factory=RetryIn)
     priority: Priority = "default"
+    pool: Pool | None = Field(default=None, description=POOL_DESCRIPTION)
     depends_on: list[str] = Field(default_factory=list, max_length=100, description="parent node ids")
     trigger_rule: TriggerRuleName = Field(
         default="all_success",
@@ -61,6 +67,8 @@ class NodeIn(_In):
     def to_domain(self) -> dict[str, Any]:
         data = self.model_dump()
         data["target"] = self.target.to_domain()
+        if data["pool"] is None:  # chosen from the timeout (jobsched.core.dag.with_node_pools)
+            del data["pool"]
         return data
 
 

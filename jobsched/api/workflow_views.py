@@ -18,7 +18,7 @@ def _opt(value: datetime | None) -> str | None:
 
 def workflow_view(job: Job, now: datetime) -> WorkflowOut:
     data = job_view(job, now).model_dump()
-    for name in ("target", "timeout_seconds", "retry"):
+    for name in ("target", "timeout_seconds", "retry", "pool"):  # each node names its own pool
         data.pop(name)
     data["nodes"] = [n.to_dict() for n in workflow_of(job.target).nodes]
     return WorkflowOut(**data)

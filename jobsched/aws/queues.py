@@ -19,6 +19,7 @@ from typing import Any
 from jobsched.aws.errors import AwsError, aws_call
 from jobsched.aws.metering import Meter
 from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
+from jobsched.core.pools import queue_for
 from jobsched.ports.stores import SendReport
 
 __all__ = [
@@ -93,7 +94,8 @@ def queue_url_for_arn(queue_urls: Mapping[str, str], arn: str) -> str | None:
 
 
 class RunQueues:
-    """The priority queues by kind (``high``, ``default``, ``low``, ``long``), every call metered."""
+    """The run queues by kind (``high``, ``default``, ``low``, ``long``, ``container``), every call
+    metered."""
 
     def __init__(self, sqs: Any, queue_urls: Mapping[str, str], meter: Meter | None = None):
         self.sqs = sqs
@@ -101,8 +103,9 @@ class RunQueues:
         self.meter = meter or Meter()
 
     def send_one(self, msg: RunMessage, now: datetime) -> None:
-        """Send ``msg`` to its priority's queue (:func:`send_run_message`); SQS errors propagate."""
-        send_run_message(self.sqs, self.queue_urls[msg.priority], msg, now, self.meter)
+        """Send ``msg`` to its run's queue, ``queue_for(pool, priority)`` (:func:`send_run_message`);
+        SQS errors propagate."""
+        send_run_message(self.sqs, self.queue_urls[queue_for(msg.pool, msg.priority)], msg, now, self.meter)
 
     def send_body(self, queue: str, body: str, tenant: str) -> None:
         """Send a message that is not a run's (a backfill's: :mod:`jobsched.services.backfills`) to the

@@ -60,10 +60,12 @@ _WITHDRAWN = "#state = :skipped AND skip_reason = :reason AND attribute_not_exis
 
 
 def _handler_update(run: Run) -> tuple[str, dict[str, Any]]:
-    """The update clauses that write ``run``'s handler and pinned version (removed when None);
-    ``#handler`` names ``handler``, a DynamoDB reserved word."""
+    """The update clauses that write ``run``'s handler and pinned version (removed when None) and its
+    pool (removed when ``lambda``, as :meth:`Run.to_item` leaves it out); ``#handler`` and ``#pool``
+    name ``handler`` and ``pool``, DynamoDB reserved words."""
     sets, values, removes = "", {}, []
-    for path, value in (("#handler", run.handler), ("handler_version", run.handler_version)):
+    pool = run.pool if run.pool != "lambda" else None
+    for path, value in (("#handler", run.handler), ("handler_version", run.handler_version), ("#pool", pool)):
         if value is None:
             removes.append(path)
         else:
@@ -218,7 +220,7 @@ class RunsStore:
                 "SET send_token = :token, due_at = :due, priority = :priority, max_attempts = :max, "
                 "job_version = :v" + handler_sets,
                 condition="#state = :queued AND " + _OLDER_VERSION,
-                names={"#state": "state", "#handler": "handler"},
+                names={"#state": "state", "#handler": "handler", "#pool": "pool"},
                 values={
                     ":queued": str(RunState.QUEUED),
                     ":token": self.token(),

@@ -111,6 +111,7 @@ def build_services(
         draining=marks,
         id_factory=lambda: newest_first_job_id(clock.now()),
         notify_policy=notify_policy_from_settings(settings),
+        lambda_time_limit_seconds=settings.lambda_time_limit_seconds,
     )
     runs = RunService(
         runs=jobs.runs,

@@ -112,6 +112,7 @@ def job_service_from_settings(
         dispatcher,
         catalog=catalog,
         notify_policy=notify_policy_from_settings(settings),
+        lambda_time_limit_seconds=settings.lambda_time_limit_seconds,
     )
 
 
@@ -190,6 +191,7 @@ def chunk_runner_from_settings(
         owner=owner,
         heartbeat_seconds=heartbeat_seconds,
         metrics=metrics,
+        queue_urls=settings.queue_urls,
     )
 
 

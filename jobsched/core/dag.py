@@ -23,6 +23,14 @@ from typing import Any
 from jobsched.core.errors import PayloadTooLargeError, ValidationError
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, payload_size
 from jobsched.core.models import PRIORITIES, RetrySpec, RunState
+from jobsched.core.pools import (
+    CONTAINER_POOL,
+    LAMBDA_POOL,
+    LAMBDA_TIME_LIMIT_SECONDS,
+    check_pool,
+    check_timeout,
+    default_pool,
+)
 
 #: The key of a job target that makes the job a workflow.
 WORKFLOW_TARGET = "workflow"
@@ -31,12 +39,11 @@ MAX_EDGES = 500
 #: The whole definition (compact JSON) travels in the workflow run's message and is kept on the
 #: workflow run: at most as large as a payload.
 MAX_DEFINITION_BYTES = MAX_PAYLOAD_BYTES
-MAX_NODE_TIMEOUT_SECONDS = 900
 #: Keys the engine adds to a node's payload (so a node's own payload may not use them).
 UPSTREAM_KEY = "upstream"
 INPUT_KEY = "workflow_input"
 NODE_FIELDS = frozenset(
-    {"id", "target", "payload", "timeout_seconds", "retry", "priority", "depends_on", "trigger_rule"}
+    {"id", "target", "payload", "timeout_seconds", "retry", "priority", "pool", "depends_on", "trigger_rule"}
 )
 #: Attribute of a node's run item naming its node (what tells a node run from any other run).
 NODE_ATTRIBUTE = "wf_node"
@@ -86,6 +93,8 @@ class Node:
     timeout_seconds: int = 300
     retry: RetrySpec = field(default_factory=RetrySpec)
     priority: str = "default"
+    #: Where the node's run executes (:mod:`jobsched.core.pools`); a stored node without one: ``lambda``.
+    pool: str = LAMBDA_POOL
     depends_on: tuple[str, ...] = ()
     trigger_rule: TriggerRule = TriggerRule.ALL_SUCCESS
 
@@ -97,6 +106,7 @@ class Node:
             "timeout_seconds": self.timeout_seconds,
             "retry": self.retry.to_dict(),
             "priority": self.priority,
+            "pool": self.pool,
             "depends_on": list(self.depends_on),
             "trigger_rule": str(self.trigger_rule),
         }
@@ -137,12 +147,17 @@ def workflow_of(target: Mapping[str, Any]) -> Workflow:
     return parse_workflow(target[WORKFLOW_TARGET])
 
 
-def parse_workflow(definition: Any, validate_node_target: Any = None) -> Workflow:
+def parse_workflow(
+    definition: Any, validate_node_target: Any = None, *, time_limit: int = LAMBDA_TIME_LIMIT_SECONDS
+) -> Workflow:
     """Validate a definition ``{"nodes": [...]}`` and return it in topological order.
 
-    ``validate_node_target(target)`` checks each node's target (the job target rules: a registered
-    handler or an HTTP call). Every error is a :class:`ValidationError` naming the field: duplicate
-    ids, an unknown parent, a cycle (with its nodes, in order), the size limits.
+    ``validate_node_target(target, pool)`` checks each node's target (the job target rules: a
+    registered handler or an HTTP call, its timeout within the node's pool). A node's ``pool`` is
+    ``container`` or ``lambda`` from its timeout when it names none (:func:`default_pool`, with
+    ``time_limit``, the deployment's Lambda limit; the API stores the choice: :func:`with_node_pools`).
+    Every error is a :class:`ValidationError` naming the field: duplicate ids, an unknown parent, a
+    cycle (with its nodes, in order), the size limits, a timeout beyond the node's pool.
     """
     if not isinstance(definition, Mapping) or set(definition) != {"nodes"}:
         raise ValidationError('a workflow is {"nodes": [...]}', field="nodes")
@@ -159,7 +174,7 @@ def parse_workflow(definition: Any, validate_node_target: Any = None) -> Workflo
         raise ValidationError("nodes must be a non-empty list", field="nodes")
     if len(raw) > MAX_NODES:
         raise ValidationError(f"a workflow has at most {MAX_NODES} nodes, got {len(raw)}", field="nodes")
-    nodes = [_node(i, data, validate_node_target) for i, data in enumerate(raw)]
+    nodes = [_node(i, data, validate_node_target, time_limit) for i, data in enumerate(raw)]
     seen: set[str] = set()
     for node in nodes:
         if node.id in seen:
@@ -180,7 +195,26 @@ def parse_workflow(definition: Any, validate_node_target: Any = None) -> Workflo
     return Workflow(tuple(_topological(nodes)))
 
 
-def _node(index: int, data: Any, validate_node_target: Any) -> Node:
+def with_node_pools(
+    definition: Mapping[str, Any], time_limit: int = LAMBDA_TIME_LIMIT_SECONDS
+) -> dict[str, Any]:
+    """A valid definition with ``"pool": "container"`` written into each node that names no pool and
+    whose timeout is beyond ``time_limit``: what the API stores, so the engine (which parses stored
+    definitions with Lambda's own limit) starts each node on the pool the API chose. A node left
+    without a pool is a ``lambda`` node."""
+    nodes = []
+    for data in definition["nodes"]:
+        node = dict(data)
+        if (
+            node.get("pool") is None
+            and default_pool(node.get("timeout_seconds", 300), time_limit) == CONTAINER_POOL
+        ):
+            node["pool"] = CONTAINER_POOL
+        nodes.append(node)
+    return {**definition, "nodes": nodes}
+
+
+def _node(index: int, data: Any, validate_node_target: Any, time_limit: int) -> Node:
     where = f"nodes[{index}]"
     if not isinstance(data, Mapping):
         raise ValidationError(f"{where} must be an object", field="nodes")
@@ -199,9 +233,13 @@ def _node(index: int, data: Any, validate_node_target: Any) -> Node:
     target = data["target"]
     if is_workflow_target(target):
         raise ValidationError(f"node {node_id!r}: a node cannot be a workflow", field="target")
+    timeout = data.get("timeout_seconds", 300)
+    pool = check_pool(data["pool"], where=f"node {node_id!r}: ") if data.get("pool") is not None else None
+    pool = pool or default_pool(timeout, time_limit)
+    check_timeout(timeout, pool, time_limit, where=f"node {node_id!r}: ")
     if validate_node_target is not None:
         try:
-            validate_node_target(target)
+            validate_node_target(target, pool)
         except ValidationError as exc:
             raise ValidationError(f"node {node_id!r}: {exc.message}", field="target") from exc
     payload = data.get("payload", {})
@@ -212,17 +250,6 @@ def _node(index: int, data: Any, validate_node_target: Any) -> Node:
         raise ValidationError(
             f"node {node_id!r}: payload keys {', '.join(sorted(reserved))} are reserved for the engine",
             field="payload",
-        )
-    timeout = data.get("timeout_seconds", 300)
-    if (
-        isinstance(timeout, bool)
-        or not isinstance(timeout, int)
-        or not 1 <= timeout <= MAX_NODE_TIMEOUT_SECONDS
-    ):
-        raise ValidationError(
-            f"node {node_id!r}: timeout_seconds must be a whole number between 1 and "
-            f"{MAX_NODE_TIMEOUT_SECONDS}, got {timeout!r}",
-            field="timeout_seconds",
         )
     priority = data.get("priority", "default")
     if priority not in PRIORITIES:
@@ -258,6 +285,7 @@ def _node(index: int, data: Any, validate_node_target: Any) -> Node:
         timeout_seconds=timeout,
         retry=retry,
         priority=priority,
+        pool=pool,
         depends_on=tuple(depends_on),
         trigger_rule=trigger_rule,
     )
@@ -324,7 +352,7 @@ BODY_FIELDS = ("target", "payload")
 
 def structure_of(workflow: Workflow) -> dict[str, Any]:
     """The small part of a definition every advance needs: ids, parents, trigger rules, timeouts,
-    retry policies and priorities (no targets, no payloads)."""
+    retry policies, priorities and pools (no targets, no payloads)."""
     return {"nodes": [{k: v for k, v in n.to_dict().items() if k not in BODY_FIELDS} for n in workflow.nodes]}
 
 
@@ -349,6 +377,7 @@ def workflow_from_structure(
                 timeout_seconds=int(data.get("timeout_seconds", 300)),
                 retry=RetrySpec.from_dict(data.get("retry")),
                 priority=data.get("priority", "default"),
+                pool=data.get("pool") or LAMBDA_POOL,  # a structure stored before nodes had pools
                 depends_on=tuple(data.get("depends_on", ())),
                 trigger_rule=TriggerRule(data.get("trigger_rule", TriggerRule.ALL_SUCCESS)),
             )

@@ -1,8 +1,9 @@
 """What an edit of a job does to its runs queued ahead of their due instant. Pure.
 
 A run queued ahead carries part of its job's definition: its message holds the target, payload,
-timeout, retry policy, priority, ``notify`` and limits (:func:`jobsched.core.run_records.outgoing_for`),
-its item the priority, ``max_attempts`` and the due instant (the job's jitter). An edit of any of those
+timeout, retry policy, priority, pool, ``notify`` and limits
+(:func:`jobsched.core.run_records.outgoing_for`), its item the priority, the pool, ``max_attempts``
+and the due instant (the job's jitter); the queue it waits in follows the pool. An edit of any of those
 (:data:`CARRIED_FIELDS`) must reach the runs already queued, and an edit of the schedule's timing
 (:data:`TIMING_FIELDS`) must take back the old schedule's occurrences still ahead: the services decide
 each run with :func:`decide_ahead` (docs/decisions/0030-edits-replan-and-the-900-s-horizon.md).
@@ -16,6 +17,7 @@ from enum import StrEnum
 
 from jobsched.core.models import Job, Run, Trigger
 from jobsched.core.policies import jitter_offset
+from jobsched.core.pools import LAMBDA_POOL
 from jobsched.core.run_records import handler_fields
 from jobsched.core.schedules import Schedule
 from jobsched.core.timeline import iter_fires
@@ -25,6 +27,7 @@ CARRIED_FIELDS = (
     "target",
     "payload",
     "priority",
+    "pool",
     "timeout_seconds",
     "retry",
     "notify",
@@ -48,8 +51,13 @@ class Ahead(StrEnum):
 
 
 def carried_changed(before: Job, after: Job) -> bool:
-    """Whether the edit from ``before`` to ``after`` changes anything a queued run carries."""
-    return any(getattr(before, name) != getattr(after, name) for name in CARRIED_FIELDS)
+    """Whether the edit from ``before`` to ``after`` changes anything a queued run carries (a job
+    stored before jobs had pools is a ``lambda`` job: its first edit storing ``lambda`` changes none)."""
+    return any(_carried(before, name) != _carried(after, name) for name in CARRIED_FIELDS)
+
+
+def _carried(job: Job, name: str) -> object:
+    return (job.pool or LAMBDA_POOL) if name == "pool" else getattr(job, name)
 
 
 def timing_changed(before: Job, after: Job) -> bool:
@@ -95,4 +103,11 @@ def refreshed(run: Run, job: Job) -> Run:
     if run.trigger in (*_SCHEDULED, Trigger.MANUAL):
         due_at = run.scheduled_at + jitter_offset(run.id, job.jitter_seconds)
     handler = handler_fields(job.target) if run.attempt == 0 else {}
-    return replace(run, priority=job.priority, max_attempts=job.retry.max_attempts, due_at=due_at, **handler)
+    return replace(
+        run,
+        priority=job.priority,
+        pool=job.pool or LAMBDA_POOL,
+        max_attempts=job.retry.max_attempts,
+        due_at=due_at,
+        **handler,
+    )

@@ -43,6 +43,11 @@ class HandlerVersion(Protocol):
 
     def describe(self) -> dict[str, Any]: ...
 
+    @property
+    def chunked(self) -> bool:
+        """Whether the version is a chunked job (its runs' pool is ``long`` or ``container``)."""
+        ...
+
 
 class HandlerCatalog(Protocol):
     """The handler versions the code registers: what job targets and payloads are checked against."""

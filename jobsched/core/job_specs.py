@@ -25,9 +25,15 @@ from jobsched.core.messages import MAX_PAYLOAD_BYTES, payload_size
 from jobsched.core.models import PRIORITIES, JobSpec, RetrySpec
 from jobsched.core.notify import validate_notify
 from jobsched.core.policies import validate_policies
+from jobsched.core.pools import (
+    LAMBDA_TIME_LIMIT_SECONDS,
+    check_chunk_pool,
+    check_pool,
+    check_timeout,
+    default_pool,
+)
 from jobsched.core.schedules import Schedule, parse_schedule
 
-MAX_TIMEOUT_SECONDS = 900  # the worker function's own limit; longer work is a chunked job
 MAX_NAME_LENGTH = 200
 HTTP_METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 SPEC_FIELDS = frozenset(JobSpec.__dataclass_fields__)
@@ -86,13 +92,57 @@ def spec_from_dict(data: Mapping[str, Any]) -> JobSpec:
     return JobSpec(**values)
 
 
-def check_spec(data: JobSpec | Mapping[str, Any], catalog: HandlerCatalog | None = None) -> CheckedSpec:
-    """Validate a job definition (:func:`spec_from_dict`, then :func:`validate_spec`) into a
-    :class:`CheckedSpec`; with ``catalog``, also its payload against the contract of the handler
-    version it will run (:func:`check_contract`)."""
+def check_spec(
+    data: JobSpec | Mapping[str, Any],
+    catalog: HandlerCatalog | None = None,
+    *,
+    time_limit: int = LAMBDA_TIME_LIMIT_SECONDS,
+) -> CheckedSpec:
+    """Validate a job definition (:func:`spec_from_dict`, :func:`with_pool`, then
+    :func:`validate_spec`) into a :class:`CheckedSpec` whose spec names its pool; with ``catalog``,
+    also its payload against the contract of the handler version it will run (:func:`check_contract`).
+    ``time_limit`` is the deployment's Lambda limit (``Settings.lambda_time_limit_seconds``)."""
     spec = data if isinstance(data, JobSpec) else spec_from_dict(data)
-    schedule = validate_spec(spec, catalog)
+    spec = with_pool(spec, catalog, time_limit)
+    schedule = validate_spec(spec, catalog, time_limit=time_limit)
     return CheckedSpec(spec, schedule, check_contract(spec, catalog))
+
+
+def is_chunked(target: Any, catalog: HandlerCatalog | None) -> bool:
+    """Whether ``target`` names a chunked job (a handler the catalogue registers as one, at its pinned
+    version or the newest). False without a catalogue, or for a handler it does not register."""
+    if catalog is None or not isinstance(target, Mapping) or not isinstance(target.get("handler"), str):
+        return False
+    name = target["handler"]
+    if catalog.newest_version(name) is None:
+        return False
+    version = target.get("version")
+    try:
+        entry = catalog.lookup(
+            name, version if isinstance(version, int) and not isinstance(version, bool) else None
+        )
+    except ValidationError:
+        return False
+    return bool(entry.chunked)
+
+
+def with_pool(
+    spec: JobSpec, catalog: HandlerCatalog | None, time_limit: int = LAMBDA_TIME_LIMIT_SECONDS
+) -> JobSpec:
+    """``spec`` with the pool it runs on: its own, else :func:`~jobsched.core.pools.default_pool`
+    (``long`` for a chunked job, ``container`` for a timeout beyond ``time_limit``, else ``lambda``);
+    a workflow's nodes get theirs written in the same way (:func:`~jobsched.core.dag.with_node_pools`)."""
+    target = spec.target
+    if isinstance(target, dict) and set(target) == {"workflow"} and isinstance(target["workflow"], Mapping):
+        from jobsched.core.dag import with_node_pools  # dag validates its nodes' targets with this module
+
+        nodes = target["workflow"].get("nodes")
+        if isinstance(nodes, list) and all(isinstance(n, Mapping) for n in nodes):
+            target = {"workflow": with_node_pools(target["workflow"], time_limit)}
+    if spec.pool is not None:
+        return replace(spec, target=target) if target is not spec.target else spec
+    pool = default_pool(spec.timeout_seconds, time_limit, chunked=is_chunked(spec.target, catalog))
+    return replace(spec, pool=pool, target=target)
 
 
 def check_contract(spec: JobSpec, catalog: HandlerCatalog | None) -> int | None:
@@ -119,11 +169,19 @@ def normalize_limit(data: Any, field: str) -> dict[str, Any]:
     return stored
 
 
-def validate_spec(spec: JobSpec, catalog: HandlerCatalog | None = None, *, versions: bool = True) -> Schedule:
+def validate_spec(
+    spec: JobSpec,
+    catalog: HandlerCatalog | None = None,
+    *,
+    versions: bool = True,
+    time_limit: int = LAMBDA_TIME_LIMIT_SECONDS,
+) -> Schedule:
     """Check every field of ``spec``; return the parsed schedule. Raises ValidationError naming the field.
 
     ``versions=False`` leaves out the check that a pinned version is registered (an edit that does
-    not touch the target or the payload of a job written earlier)."""
+    not touch the target or the payload of a job written earlier). The timeouts (the job's, an HTTP
+    target's, a workflow node's) are checked against the pool's limit (``time_limit`` on ``lambda``
+    and ``long``); a spec that names no pool is checked as :func:`with_pool` would choose it."""
     if not isinstance(spec.name, str) or not spec.name.strip() or len(spec.name) > MAX_NAME_LENGTH:
         raise ValidationError(f"name must be 1-{MAX_NAME_LENGTH} characters", field="name")
     if not isinstance(spec.description, str) or len(spec.description) > 1000:
@@ -135,7 +193,12 @@ def validate_spec(spec: JobSpec, catalog: HandlerCatalog | None = None, *, versi
         raise ValidationError(
             f"priority {spec.priority!r} is not allowed: use {', '.join(PRIORITIES)}", field="priority"
         )
-    _int_in_range("timeout_seconds", spec.timeout_seconds, 1, MAX_TIMEOUT_SECONDS)
+    if spec.pool is None:
+        spec = with_pool(spec, catalog, time_limit)
+    pool = check_pool(spec.pool)
+    check_timeout(spec.timeout_seconds, pool, time_limit)
+    if is_chunked(spec.target, catalog):
+        check_chunk_pool(pool)
     validate_policies(
         misfire_policy=spec.misfire_policy,
         misfire_grace_seconds=spec.misfire_grace_seconds,
@@ -146,7 +209,7 @@ def validate_spec(spec: JobSpec, catalog: HandlerCatalog | None = None, *, versi
         backoff_base_seconds=spec.retry.base_seconds,
         backoff_max_seconds=spec.retry.max_seconds,
     )
-    validate_target(spec.target, catalog, versions=versions)
+    validate_target(spec.target, catalog, versions=versions, pool=pool, time_limit=time_limit)
     validate_payload(spec.payload)
     validate_notify(spec.notify)
     normalize_limit(spec.concurrency, "concurrency")
@@ -168,14 +231,25 @@ def validate_payload(payload: Any, field: str = "payload") -> None:
         )
 
 
-def validate_target(target: Any, catalog: HandlerCatalog | None = None, *, versions: bool = True) -> None:
+def validate_target(
+    target: Any,
+    catalog: HandlerCatalog | None = None,
+    *,
+    versions: bool = True,
+    pool: str = "lambda",
+    time_limit: int = LAMBDA_TIME_LIMIT_SECONDS,
+) -> None:
     """A target is ``{"handler": name}`` (registered in ``catalog``, and with ``"version": n`` that
-    version too unless ``versions`` is False) or ``{"http": {url, method, headers, ...}}``, or
-    ``{"workflow": {"nodes": [...]}}`` (a DAG of such targets: :func:`jobsched.core.dag.parse_workflow`)."""
+    version too unless ``versions`` is False) or ``{"http": {url, method, headers, ...}}`` (its own
+    ``timeout_seconds`` within ``pool``'s limit), or ``{"workflow": {"nodes": [...]}}`` (a DAG of such
+    targets, each node on its own pool: :func:`jobsched.core.dag.parse_workflow`)."""
     if isinstance(target, dict) and set(target) == {"workflow"}:
         from jobsched.core.dag import parse_workflow  # dag validates its nodes' targets with this module
 
-        parse_workflow(target["workflow"], lambda t: validate_target(t, catalog, versions=versions))
+        def node_target(node_target: Any, node_pool: str) -> None:
+            validate_target(node_target, catalog, versions=versions, pool=node_pool, time_limit=time_limit)
+
+        parse_workflow(target["workflow"], node_target, time_limit=time_limit)
         return
     shape_ok = isinstance(target, dict) and (
         (len(target) == 1 and next(iter(target)) in ("handler", "http"))
@@ -220,11 +294,4 @@ def validate_target(target: Any, catalog: HandlerCatalog | None = None, *, versi
     ):
         raise ValidationError("target.http.headers must map strings to strings", field="target")
     if "timeout_seconds" in http:
-        _int_in_range("target.http.timeout_seconds", http["timeout_seconds"], 1, MAX_TIMEOUT_SECONDS)
-
-
-def _int_in_range(name: str, value: Any, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ValidationError(
-            f"{name} must be a whole number between {low} and {high}, got {value!r}", field=name
-        )
+        check_timeout(http["timeout_seconds"], pool, time_limit, field="target.http.timeout_seconds")

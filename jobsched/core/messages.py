@@ -27,6 +27,7 @@ from typing import Any
 
 from jobsched.core.errors import ValidationError
 from jobsched.core.models import RetrySpec, from_iso, parse_run_id, to_iso
+from jobsched.core.pools import LAMBDA_POOL, POOLS
 
 #: The envelope written; :data:`READABLE_VERSIONS` are the ones a worker reads (the current and the
 #: previous one, so messages, retries and dead letters written before a deploy stay readable).
@@ -72,6 +73,9 @@ class RunMessage:
     timeout_seconds: int = 300
     retry: RetrySpec = field(default_factory=RetrySpec)
     priority: str = "default"
+    #: The run's pool (:mod:`jobsched.core.pools`): every re-send of the run goes to
+    #: ``queue_for(pool, priority)``. A message written before runs had pools has none: ``lambda``.
+    pool: str = "lambda"
     #: The job's ``notify`` (:mod:`jobsched.core.notify`) at dispatch; kept on a dead letter with the
     #: rest of the snapshot. Left out of the body when empty.
     notify: dict[str, str] = field(default_factory=dict)
@@ -120,6 +124,7 @@ class RunMessage:
             "timeout_seconds": self.timeout_seconds,
             "retry": self.retry.to_dict(),
             "priority": self.priority,
+            "pool": self.pool,
             "payload_version": self.payload_version,
             **({"token": self.token} if self.token is not None else {}),
         } | _present(
@@ -165,6 +170,7 @@ class RunMessage:
             timeout_seconds=int(data.get("timeout_seconds", 300)),
             retry=RetrySpec.from_dict(data.get("retry")),
             priority=data.get("priority", "default"),
+            pool=_pool(data.get("pool")),
             notify=data["notify"] if isinstance(data.get("notify"), dict) else {},
             token=data.get("token") if isinstance(data.get("token"), str) else None,
             concurrency=data["concurrency"] if isinstance(data.get("concurrency"), dict) else {},
@@ -185,6 +191,16 @@ def _payload_version(value: Any) -> int | None:
     return value
 
 
+def _pool(value: Any) -> str:
+    """A message's ``pool``: absent (a message written before runs had pools) is ``lambda``; a value
+    that names no pool is poison."""
+    if value is None:
+        return LAMBDA_POOL
+    if not isinstance(value, str) or value not in POOLS:
+        raise ValidationError(f"run message: pool must be one of {', '.join(POOLS)}, got {value!r}")
+    return value
+
+
 def _present(**fields: Any) -> dict[str, Any]:
     """The optional fields that carry something (absent fields keep the message small)."""
     return {name: value for name, value in fields.items() if value}
@@ -194,7 +210,7 @@ def _present(**fields: Any) -> dict[str, Any]:
 class Outgoing:
     """One message to send: which queue, the body, and its delay."""
 
-    queue: str  # high | default | low | long
+    queue: str  # high | default | low | long | container: jobsched.core.pools.queue_for(pool, priority)
     message: RunMessage
     delay_seconds: int
 

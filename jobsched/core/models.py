@@ -140,6 +140,10 @@ class JobSpec:
     target: dict[str, Any] = field(default_factory=dict)  # {"handler": n} | {"http": {url, method, ...}}
     payload: dict[str, Any] = field(default_factory=dict)
     priority: str = "default"
+    #: Where its runs execute (:mod:`jobsched.core.pools`): ``lambda``, ``long`` or ``container``. None
+    #: in a definition that names none (the job service stores :func:`~jobsched.core.pools.default_pool`)
+    #: and on a job stored before jobs had pools (its runs go to the ``lambda`` pool).
+    pool: str | None = None
     timeout_seconds: int = 300
     retry: RetrySpec = field(default_factory=RetrySpec)
     misfire_policy: str = "run_once"
@@ -205,6 +209,7 @@ class Job(JobSpec):
             "target": self.target,
             "payload": self.payload,
             "priority": self.priority,
+            "pool": self.pool,
             "timeout_seconds": self.timeout_seconds,
             "retry": {k: Decimal(str(v)) for k, v in self.retry.to_dict().items()},
             "misfire_policy": self.misfire_policy,
@@ -263,6 +268,7 @@ class Job(JobSpec):
             target=data.get("target", {}),
             payload=data.get("payload", {}),
             priority=data.get("priority", "default"),
+            pool=data.get("pool"),
             timeout_seconds=data.get("timeout_seconds", 300),
             retry=RetrySpec.from_dict(data.get("retry")),
             misfire_policy=data.get("misfire_policy", "run_once"),
@@ -376,6 +382,10 @@ class Run:
     scheduled_at: datetime
     due_at: datetime
     priority: str = "default"
+    #: The pool it executes on (:mod:`jobsched.core.pools`; its queue is ``queue_for(pool, priority)``).
+    #: Stored only when not ``lambda``: an item without it (and one written before runs had pools) is
+    #: a ``lambda`` run.
+    pool: str = "lambda"
     attempt: int = 0
     max_attempts: int = 3
     lease_until: datetime | None = None
@@ -431,6 +441,7 @@ class Run:
             "scheduled_at": to_iso(self.scheduled_at),
             "due_at": to_iso(self.due_at),
             "priority": self.priority,
+            "pool": self.pool if self.pool != "lambda" else None,
             "attempt": self.attempt,
             "max_attempts": self.max_attempts,
             "lease_until": _opt_iso(self.lease_until),
@@ -477,6 +488,7 @@ class Run:
             scheduled_at=from_iso(data["scheduled_at"]),
             due_at=from_iso(data["due_at"]),
             priority=data.get("priority", "default"),
+            pool=data.get("pool") or "lambda",
             attempt=data.get("attempt", 0),
             max_attempts=data.get("max_attempts", 3),
             lease_until=_opt_dt(data.get("lease_until")),

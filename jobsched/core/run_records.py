@@ -18,6 +18,7 @@ from typing import Any
 from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
 from jobsched.core.models import Job, Run, RunState, Trigger, make_run_id
 from jobsched.core.policies import jitter_offset
+from jobsched.core.pools import LAMBDA_POOL, queue_for
 
 
 def new_run(
@@ -39,6 +40,7 @@ def new_run(
         scheduled_at=scheduled_at,
         due_at=scheduled_at + jitter_offset(run_id, job.jitter_seconds),
         priority=job.priority,
+        pool=job.pool or LAMBDA_POOL,
         max_attempts=job.retry.max_attempts,
         payload_override=payload_override,
         created_at=now,
@@ -57,6 +59,7 @@ def skipped_run(job: Job, scheduled_at: datetime, reason: str, now: datetime) ->
         scheduled_at=scheduled_at,
         due_at=scheduled_at,
         priority=job.priority,
+        pool=job.pool or LAMBDA_POOL,
         max_attempts=job.retry.max_attempts,
         skip_reason=reason,
         created_at=now,
@@ -80,12 +83,15 @@ def outgoing_for(job: Job, run: Run, now: datetime) -> Outgoing:
         timeout_seconds=job.timeout_seconds,
         retry=job.retry,
         priority=run.priority,
+        pool=run.pool,
         notify=job.notify,
         token=run.send_token,
         concurrency=with_key(job.concurrency, job.id),
         rate_limit=with_key(job.rate_limit, job.id),
     )
-    return Outgoing(queue=run.priority, message=message, delay_seconds=delay_seconds(run.due_at, now))
+    return Outgoing(
+        queue=queue_for(run.pool, run.priority), message=message, delay_seconds=delay_seconds(run.due_at, now)
+    )
 
 
 def handler_fields(target: dict[str, Any]) -> dict[str, Any]:

@@ -1,25 +1,29 @@
 """The Step Functions definition (Amazon States Language, JSONPath) of a chunked job.
 
 One function, :func:`chunked_job_definition`, builds it. The CDK stack passes a substitution
-placeholder for the queue URL (the real URL is a CloudFormation token); the embedded mode passes the
-moto queue URL. Both get the same workflow::
+placeholder for the ``long`` queue's URL (the real URL is a CloudFormation token); the embedded mode
+passes the moto queue URL. Both get the same workflow::
 
-    Plan ──> Chunks (Map, MaxConcurrency) ──> Complete ──> (end)
-      │            │ each item: RunChunk         │
-      └────────────┴──────── Catch ──────────────┴──> RecordFailure ──> Failed
+    Queue ──(no queue_url)──> LongQueue ──┐
+      └─────(queue_url)───────────────────┴──> Plan ──> Chunks (Map) ──> Complete ──> (end)
+                                                 │        │ each: RunChunk  │
+                                                 └────────┴──── Catch ──────┴──> RecordFailure ──> Failed
 
-Every task is a message on the ``long`` queue sent with
+Every task is a message on the run's chunk queue, sent with
 ``arn:aws:states:::sqs:sendMessage.waitForTaskToken``: a worker receives it, does the work, sends
 ``SendTaskHeartbeat`` at least every ``heartbeat_seconds`` and ends it with ``SendTaskSuccess`` or
-``SendTaskFailure``. Why a queue and not a Lambda task: the chunk runs on the same worker pool, under
-the ``long`` queue's concurrency ceiling (its event source mapping's ``MaximumConcurrency``, on the shared
-worker function: a ceiling, not reserved capacity), with the same leases and checkpoints as any run.
+``SendTaskFailure``. The chunk queue is the execution input's ``queue_url``, set by whoever starts
+the execution from the run's pool (:func:`jobsched.core.pools.chunk_queue_for`: the ``container``
+queue on the container pool, else the ``long`` queue); an input without one (an execution started by
+code from before pools) gets the ``long`` queue's URL, the one the definition was built with. Why a
+queue and not a Lambda task: the chunk runs on the same worker pools, under the ``long`` queue's own
+function's capacity or the container pool's, with the same leases and checkpoints as any run.
 
 Execution input (execution name = run id, so a start is never duplicated)::
 
-    {"run_id": str, "job_id": str, "tenant": str, ...anything else the planner needs}
+    {"run_id": str, "job_id": str, "tenant": str, "queue_url": str, ...anything else the planner needs}
 
-Messages on the long queue (JSON; ``kind`` tells the worker what to do):
+Messages on the chunk queue (JSON; ``kind`` tells the worker what to do):
 
 * ``chunk.plan``     ``{"v", "kind", "task_token", "execution_id", "run": <execution input>}``;
   the worker answers ``SendTaskSuccess(output={"chunks": [<chunk>, ...]})`` (keep chunks small:
@@ -74,6 +78,8 @@ def integration_arn(resource: str, partition: str = DEFAULT_PARTITION) -> str:
 
 
 # State names: the embedded mode, tests and the docs refer to them.
+QUEUE = "Queue"
+LONG_QUEUE = "LongQueue"
 PLAN = "Plan"
 CHUNKS = "Chunks"
 RUN_CHUNK = "RunChunk"
@@ -105,8 +111,11 @@ def _retry(max_attempts: int, interval_seconds: int) -> list[dict[str, Any]]:
 _CATCH = [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error", "Next": RECORD_FAILURE}]
 
 
+#: Where in the state (JSONPath) the tasks read the chunk queue's URL: the execution input's.
+QUEUE_URL_PATH = "$.queue_url"
+
+
 def _callback_task(
-    queue_url: str,
     body: dict[str, Any],
     *,
     heartbeat_seconds: int,
@@ -115,12 +124,13 @@ def _callback_task(
     interval_seconds: int,
     partition: str,
 ) -> dict[str, Any]:
-    """A task that sends ``body`` to the queue with a task token and waits for the worker's answer."""
+    """A task that sends ``body`` to the run's chunk queue with a task token and waits for the
+    worker's answer."""
     return {
         "Type": "Task",
         "Resource": integration_arn(SEND_WAIT, partition),
         "Parameters": {
-            "QueueUrl": queue_url,
+            "QueueUrl.$": QUEUE_URL_PATH,
             "MessageGroupId.$": "$.tenant",
             "MessageBody": {
                 "v": MESSAGE_VERSION,
@@ -148,7 +158,8 @@ def chunked_job_definition(
     """Return the ASL (a JSON-serialisable dict) of the chunked-job state machine.
 
     ``long_queue_url`` is the URL of the ``long`` queue, or a placeholder such as
-    ``"${LongQueueUrl}"`` that CDK's ``definition_substitutions`` replaces with the real URL;
+    ``"${LongQueueUrl}"`` that CDK's ``definition_substitutions`` replaces with the real URL: the
+    chunk queue of an execution whose input names no ``queue_url``;
     ``partition`` likewise names the partition of the SQS integrations' ARNs (``aws``, ``aws-cn``,
     ``aws-us-gov``, or a placeholder such as ``"${Partition}"``).
     ``max_concurrency`` bounds the chunks in flight per run (0 would mean unbounded, so it must be
@@ -170,12 +181,17 @@ def chunked_job_definition(
         "interval_seconds": retry_interval_seconds,
         "partition": partition,
     }
-    plan = _callback_task(long_queue_url, {"kind": KIND_PLAN, "run.$": "$"}, **task)
+    queue = {
+        "Type": "Choice",
+        "Choices": [{"Variable": QUEUE_URL_PATH, "IsPresent": True, "Next": PLAN}],
+        "Default": LONG_QUEUE,
+    }
+    long_queue = {"Type": "Pass", "Result": long_queue_url, "ResultPath": QUEUE_URL_PATH, "Next": PLAN}
+    plan = _callback_task({"kind": KIND_PLAN, "run.$": "$"}, **task)
     plan.update({"ResultSelector": {"chunks.$": "$.chunks"}, "ResultPath": "$.plan", "Next": CHUNKS})
     plan["Catch"] = _CATCH
 
     run_chunk = _callback_task(
-        long_queue_url,
         {
             "kind": KIND_RUN,
             "run_id.$": "$.run_id",
@@ -194,6 +210,7 @@ def chunked_job_definition(
         "ItemsPath": "$.plan.chunks",
         "MaxConcurrency": max_concurrency,
         "ItemSelector": {
+            "queue_url.$": QUEUE_URL_PATH,
             "run_id.$": "$.run_id",
             "job_id.$": "$.job_id",
             "tenant.$": "$.tenant",
@@ -212,14 +229,14 @@ def chunked_job_definition(
     }
 
     # The completion message carries the execution input with the plan; its answer is the result.
-    complete = _callback_task(long_queue_url, {"kind": KIND_COMPLETE, "run.$": "$"}, **task)
+    complete = _callback_task({"kind": KIND_COMPLETE, "run.$": "$"}, **task)
     complete.update({"ResultPath": "$.result", "Catch": _CATCH, "End": True})
 
     record_failure = {
         "Type": "Task",
         "Resource": integration_arn(SEND, partition),
         "Parameters": {
-            "QueueUrl": long_queue_url,
+            "QueueUrl.$": QUEUE_URL_PATH,
             "MessageGroupId.$": "$.tenant",
             "MessageBody": {
                 "v": MESSAGE_VERSION,
@@ -244,10 +261,13 @@ def chunked_job_definition(
     }
 
     return {
-        "Comment": "jobsched chunked job: Plan -> Map(chunks) -> Complete, each task on the long queue",
+        "Comment": "jobsched chunked job: Plan -> Map(chunks) -> Complete, each task on the run's chunk "
+        "queue (the input's queue_url, else the long queue)",
         "QueryLanguage": "JSONPath",
-        "StartAt": PLAN,
+        "StartAt": QUEUE,
         "States": {
+            QUEUE: queue,
+            LONG_QUEUE: long_queue,
             PLAN: plan,
             CHUNKS: chunks,
             COMPLETE: complete,

@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -115,6 +115,7 @@ class ChunkRunner:
         heartbeat_seconds: float = 20.0,
         safety_margin_seconds: float = 5.0,
         metrics: obs.MetricSink | None = None,
+        queue_urls: Mapping[str, str] | None = None,
     ):
         self.parents = ParentStore(attempts)
         self.outputs = outputs
@@ -127,7 +128,11 @@ class ChunkRunner:
         self.heartbeat_seconds = heartbeat_seconds
         self.safety_margin_seconds = safety_margin_seconds
         self.metrics = metrics or obs.NullSink()
-        self.starter = ExecutionStarter(self.parents, self.sfn, state_machine_arn, owner, self.metrics)
+        #: The queue URLs by kind: an execution's chunk queue is the one of its run's pool
+        #: (``long`` or ``container``; without it, the state machine's default, the long queue).
+        self.starter = ExecutionStarter(
+            self.parents, self.sfn, state_machine_arn, owner, self.metrics, queue_urls=queue_urls
+        )
 
     # --- starting --------------------------------------------------------------------------------
 

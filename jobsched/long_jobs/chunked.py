@@ -52,6 +52,9 @@ _NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 class ChunkedJob:
     """A registered chunked job: its three steps. Callable only to fail clearly (see module docstring)."""
 
+    #: Tells the handler registry (and so the API's pool check) that this handler is a chunked job.
+    chunked = True
+
     def __init__(
         self, name: str, plan: PlanFn, run_chunk: RunChunkFn, complete: CompleteFn | None, origin: Any
     ):

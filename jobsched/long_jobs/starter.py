@@ -4,7 +4,9 @@ The execution name is derived from the run id (and the number of replays), so a 
 same run, from a duplicate delivery or from a worker that took the run over after its lease expired,
 cannot create a second execution: Step Functions answers the same execution (same name and input,
 still running) or ``ExecutionAlreadyExists`` (closed, or other input). The input is the run message
-with its delivery details (attempt, due instant) normalised away, so every start sends the same one.
+with its delivery details (attempt, due instant) normalised away, so every start sends the same one,
+and the URL of the queue its chunks go to (``queue_url``: the container queue for a run on the
+container pool, else the long queue; :func:`jobsched.core.pools.chunk_queue_for`).
 
 If the execution already ended while the run did not (the run's last write was lost), the run takes
 the execution's ending: succeeded with the completion output, or failed and dead-lettered.
@@ -13,6 +15,7 @@ the execution's ending: succeeded with the completion output, or failed and dead
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
@@ -21,6 +24,7 @@ from jobsched.aws.attempts import Claim
 from jobsched.aws.step_functions import StepFunctions
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.messages import RunMessage
+from jobsched.core.pools import chunk_queue_for
 from jobsched.long_jobs.chunked import ChunkedJob, execution_name
 from jobsched.long_jobs.parent import ParentStore
 from jobsched.runtime import observability as obs
@@ -31,9 +35,17 @@ class ExecutionStarter:
     """Starts executions for claimed chunked runs (clients and stores injected)."""
 
     def __init__(
-        self, parents: ParentStore, stepfunctions: Any, state_machine_arn: str, owner: str, metrics: Any
+        self,
+        parents: ParentStore,
+        stepfunctions: Any,
+        state_machine_arn: str,
+        owner: str,
+        metrics: Any,
+        *,
+        queue_urls: Mapping[str, str] | None = None,
     ):
         self.parents = parents
+        self.queue_urls = dict(queue_urls or {})
         self.sfn = StepFunctions.of(stepfunctions)
         self.state_machine_arn = state_machine_arn
         self.owner = owner
@@ -54,6 +66,11 @@ class ExecutionStarter:
             "tenant": run.tenant,
             "message": snapshot.to_dict(),
         }
+        # The chunk queue of the run's pool (the state machine sends every task there); a deployment
+        # that names no such queue leaves it out: the state machine's default, the long queue.
+        queue_url = self.queue_urls.get(chunk_queue_for(msg.pool))
+        if queue_url:
+            execution_input["queue_url"] = queue_url
         # Another error than "already exists" propagates: the delivery fails and comes back; the next
         # one takes the run over.
         started = self.sfn.start_execution(

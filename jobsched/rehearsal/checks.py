@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from jobsched.long_jobs.asl import LONG_QUEUE, QUEUE_URL_PATH
 from jobsched.runtime import resources
 
 #: AWS's rule for a queue feeding a Lambda function: visibility timeout at least 6x its timeout.
@@ -210,15 +211,20 @@ def _all_mappings(lambda_: Any) -> list[dict[str, Any]]:
 
 
 def check_state_machine(report: Report, stepfunctions: Any, env: Mapping[str, str], partition: str) -> None:
-    """The chunked-job state machine: substitutions resolved, every task sent to the long queue."""
+    """The chunked-job state machine: substitutions resolved, every task sent to the execution's
+    chunk queue (its input's ``queue_url``), the long queue when the input names none."""
     arn = env.get(resources.ENV_STATE_MACHINE_ARN)
     if not report.check(f"state machine: named by {resources.ENV_STATE_MACHINE_ARN}", bool(arn)):
         return
     described = stepfunctions.describe_state_machine(stateMachineArn=arn)
     definition = described["definition"]
     report.check("state machine: no unresolved ${...} left", "${" not in definition, _excerpt(definition))
-    urls = sorted(set(_values(json.loads(definition), "QueueUrl")))
+    parsed = json.loads(definition)
+    default = parsed.get("States", {}).get(LONG_QUEUE, {}).get("Result")
+    urls = sorted(set(_values(parsed, "QueueUrl")) | ({default} if isinstance(default, str) else set()))
     report.equal("state machine: its tasks go to the long queue", urls, [env.get("JOBSCHED_QUEUE_URL_LONG")])
+    paths = sorted(set(_values(parsed, "QueueUrl.$")))
+    report.equal("state machine: its tasks go to the input's queue_url", paths, [QUEUE_URL_PATH])
     tasks = sorted(set(_values(json.loads(definition), "Resource")))
     report.check(
         f"state machine: task ARNs in partition {partition}",

@@ -68,6 +68,9 @@ class Settings:
     tenant_max_running: int = 0
     tenant_runs_per_second: float = 0.0
     tenant_burst: int = 1
+    #: Lambda's limit on an invocation, in seconds (``JOBSCHED_LAMBDA_TIME_LIMIT_SECONDS``, embedded mode
+    #: only; 900 on AWS): the longest timeout the API accepts on the ``lambda`` and ``long`` pools.
+    lambda_time_limit_seconds: int = r.LAMBDA_TIME_LIMIT_SECONDS
 
     @property
     def retention(self) -> timedelta:
@@ -147,6 +150,12 @@ class Settings:
             retention_seconds = integer(
                 r.ENV_RETENTION_SECONDS, r.MIN_RETENTION_SECONDS, r.MIN_RETENTION_SECONDS
             )
+        lambda_time_limit = integer(r.ENV_LAMBDA_TIME_LIMIT, r.LAMBDA_TIME_LIMIT_SECONDS, 1)
+        if lambda_time_limit > r.LAMBDA_TIME_LIMIT_SECONDS:
+            raise ConfigurationError(
+                f"environment variable {r.ENV_LAMBDA_TIME_LIMIT} must be <= {r.LAMBDA_TIME_LIMIT_SECONDS} "
+                f"(Lambda's own limit), got {lambda_time_limit}"
+            )
         return cls(
             jobs_table=required(r.ENV_JOBS_TABLE),
             runs_table=required(r.ENV_RUNS_TABLE),
@@ -182,6 +191,7 @@ class Settings:
             tenant_max_running=integer(r.ENV_TENANT_MAX_RUNNING, 0, 0),
             tenant_runs_per_second=rate_setting(env.get(r.ENV_TENANT_RUNS_PER_SECOND)),
             tenant_burst=integer(r.ENV_TENANT_BURST, 1, 1),
+            lambda_time_limit_seconds=lambda_time_limit,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -202,6 +212,11 @@ class Settings:
             r.ENV_TENANT_MAX_RUNNING: str(self.tenant_max_running),
             r.ENV_TENANT_RUNS_PER_SECOND: str(self.tenant_runs_per_second),
             r.ENV_TENANT_BURST: str(self.tenant_burst),
+            **(
+                {r.ENV_LAMBDA_TIME_LIMIT: str(self.lambda_time_limit_seconds)}
+                if self.lambda_time_limit_seconds != r.LAMBDA_TIME_LIMIT_SECONDS
+                else {}
+            ),
         }
         for kind, url in self.queue_urls.items():
             env[r.ENV_QUEUE_URL_PREFIX + kind.upper()] = url

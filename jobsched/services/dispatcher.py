@@ -43,6 +43,7 @@ from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shard_for, validate_shard_count
 from jobsched.core.messages import Outgoing
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
+from jobsched.core.pools import LAMBDA_POOL
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.core.send_timing import DEFAULT_ALIGN_BUDGET_SECONDS, DEFAULT_LATE_MARGIN_SECONDS
 from jobsched.ports.stores import JobRecords, Lease, RunQueue, RunRecords, ShardLeases
@@ -327,7 +328,8 @@ class Dispatcher:
 
         With a ``lease`` the lease is re-checked before any job is advanced and its token fences every
         advance; without one (the API's immediate dispatch) only the job's own conditions protect it.
-        A ``gate`` (the tick's backpressure) may hold due ``default``/``low`` jobs back, untouched.
+        A ``gate`` (the tick's backpressure) may hold due ``default``/``low`` jobs of the ``lambda``
+        pool back, untouched.
         With ``sends`` (a tick's :class:`AlignedSends`) the messages are sent aligned to the second;
         without, with each batch's delays rounded down from the clock when it is sent
         (:meth:`timed_sends`; from ``now`` for a dispatcher that does not read its clock).
@@ -340,7 +342,8 @@ class Dispatcher:
                 # The index (eventually consistent) lagged behind an advance: nothing is due, write nothing.
                 summary.jobs_held += 1
                 continue
-            if gate is not None and gate.holds(job.priority):
+            # Backpressure watches the Lambda priority queues: a long or container job is never held.
+            if gate is not None and (job.pool or LAMBDA_POOL) == LAMBDA_POOL and gate.holds(job.priority):
                 summary.jobs_held_back += 1
                 continue
             previous = self._previous(job)

@@ -30,9 +30,11 @@ from jobsched.core.job_specs import (
     spec_from_dict,
     validate_payload,
     validate_spec,
+    with_pool,
 )
 from jobsched.core.models import Job, JobSpec, JobState, Run, RunState, Trigger, require_aware
 from jobsched.core.policies import MISFIRE_POLICIES
+from jobsched.core.pools import LAMBDA_TIME_LIMIT_SECONDS
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
 from jobsched.ports.handlers import DrainingMarks
@@ -74,6 +76,7 @@ class JobService:
         id_factory: Callable[[], str] = new_job_id,
         nonce_factory: Callable[[], str] = lambda: secrets.token_urlsafe(9),
         notify_policy: NotifyPolicy | None = None,
+        lambda_time_limit_seconds: int = LAMBDA_TIME_LIMIT_SECONDS,
     ):
         self.jobs = jobs
         self.runs = runs
@@ -87,6 +90,10 @@ class JobService:
         #: What a job's ``notify`` may name in this deployment (default: no SNS topic, any webhook
         #: whose host is not literally refused by the SSRF guard).
         self.notify_policy = notify_policy or NotifyPolicy()
+        #: Lambda's limit in this deployment (``Settings.lambda_time_limit_seconds``): the longest
+        #: timeout on the lambda and long pools, and the timeout beyond which a job's pool defaults to
+        #: container.
+        self.time_limit = lambda_time_limit_seconds
 
     # --- definitions ----------------------------------------------------------------------------
 
@@ -94,7 +101,7 @@ class JobService:
         """Validate a new job's definition without writing anything; with ``now``, also that its
         schedule has an occurrence from then. :meth:`create` takes the result and does not validate
         it again (the API checks a definition before it counts the job in the tenant's limit)."""
-        checked = check_spec(definition, self.catalog)
+        checked = check_spec(definition, self.catalog, time_limit=self.time_limit)
         self._refuse_draining(checked.spec.target)
         if now is None:
             return checked
@@ -177,11 +184,12 @@ class JobService:
             nonlocal rescheduled
             read.append(current)
             merged = {**_spec_dict(current), **dict(changes)}
-            spec = spec_from_dict(merged)
+            # A job stored before jobs had pools gets one chosen as at creation (a chunked job: long).
+            spec = with_pool(spec_from_dict(merged), self.catalog, self.time_limit)
             # A job written before handlers had versions keeps working for edits of anything else:
             # its pinned version and payload contract are checked when the target or payload changes.
             contract = spec.target != current.target or spec.payload != current.payload
-            schedule = validate_spec(spec, self.catalog, versions=contract)
+            schedule = validate_spec(spec, self.catalog, versions=contract, time_limit=self.time_limit)
             payload_version = current.payload_version
             if contract:
                 payload_version = check_contract(spec, self.catalog)

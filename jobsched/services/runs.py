@@ -151,6 +151,7 @@ class RunService:
             snapshot,
             attempt=run.attempt + 1,
             due_at=now,
+            pool=run.pool,  # the run's own pool: a snapshot from before runs had pools has none
             payload=payload if payload is not None else snapshot.payload,
             token=new_send_token(),  # recorded by step 1: an older message of the run cannot run it
         )

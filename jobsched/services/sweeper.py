@@ -42,13 +42,15 @@ handed to the notifier (:mod:`jobsched.services.notifications`), which claims it
 write, so a sweep racing the worker's own delivery sends nothing twice. A ledger item is kept while
 one of its runs owes a notification, so the run stays in reach until it is paid.
 
-**The age of the oldest queued run.** Of the runs it reads, the sweep notes per priority the earliest
-due instant of a run still ``queued`` (past due, not waiting for a limit: its message is in the
-queue, ready). It writes the ``default`` and ``low`` ones for the dispatcher's backpressure by age
-(:mod:`jobsched.aws.queue_ages`, decision 0028) and emits, for every priority, the seconds since
-then (0 when there is none) as the metric ``OldestQueuedRunAge<Priority>``: what the
-``OldestRun-<priority>`` alarms watch, since SQS's ``ApproximateAgeOfOldestMessage`` counts the
-time a message sent ahead with ``DelaySeconds`` waits for its due instant (decision 0040).
+**The age of the oldest queued run.** Of the runs it reads, the sweep notes per queue the earliest due
+instant of a run still ``queued`` (past due, not waiting for a limit: its message is in the queue,
+ready); a run of the ``long`` or ``container`` pool counts for its pool's queue, never for its
+priority's (``queue_for(pool, priority)``), so a backlog there holds back no Lambda priority. It writes
+the ``default`` and ``low`` ones for the dispatcher's backpressure by age
+(:mod:`jobsched.aws.queue_ages`, decision 0028) and emits, for every priority, the seconds since then (0
+when there is none) as the metric ``OldestQueuedRunAge<Priority>``: what the ``OldestRun-<priority>``
+alarms watch, since SQS's ``ApproximateAgeOfOldestMessage`` counts the time a message sent ahead with
+``DelaySeconds`` waits for its due instant (decision 0040).
 
 Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
 items' size; the runs named, for every sweep that finds their item due and still in flight (usually
@@ -83,6 +85,7 @@ from jobsched.core.inflight import compacted, partitions, unripe, written_at
 from jobsched.core.instants import from_iso
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
+from jobsched.core.pools import POOLS, queue_for
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.ports.stores import AttemptRecords, JobRecords, RunQueue
@@ -366,7 +369,8 @@ class Sweeper:
     ) -> bool:
         """End a run still stranded after ``max_sweeps`` re-sends: ``failed``, reason ``stranded`` (a
         dead letter, replayable), unless its queue holds a backlog its message may be waiting in."""
-        if sweep.backlog(self.queues, run.priority):
+        queue = queue_for(run.pool, run.priority)
+        if sweep.backlog(self.queues, queue):
             summary.deferred += 1
             logger.warning(
                 "run %s is still %s after %s re-sends, but the %s queue holds a backlog: not declared "
@@ -374,7 +378,7 @@ class Sweeper:
                 run.id,
                 run.state,
                 sweeps,
-                run.priority,
+                queue,
             )
             return True
         error = (
@@ -440,38 +444,40 @@ class _Sweep:
         self.seen: dict[tuple[str, str], tuple[bool, str]] = {}
         self.jobs: dict[str, Job | None] = {}
         self._backlogs: dict[str, bool] = {}
-        #: priority -> the earliest due instant of a run found ``queued``, past due and not waiting
-        #: for a limit (its message is in the queue, ready): the age backpressure reads (default,
-        #: low) and the OldestRun alarms watch (every priority).
+        #: queue kind (``queue_for(pool, priority)``: a priority for the lambda pool, else ``long`` or
+        #: ``container``) -> the earliest due instant of a run found ``queued``, past due and not
+        #: waiting for a limit (its message is in the queue, ready): the age backpressure reads
+        #: (default, low) and the OldestRun alarms watch (every priority).
         self.oldest_queued: dict[str, datetime] = {}
 
     def note_queued(self, item: Mapping[str, Any]) -> None:
-        """Count ``item`` toward its priority's oldest queued run if it waits in its queue, ready."""
+        """Count ``item`` toward its queue's oldest queued run if it waits in its queue, ready."""
         if item.get("state") != RunState.QUEUED or item.get("waiting_for") or not item.get("due_at"):
             return
         due = from_iso(item["due_at"])
         if due > self.now:
             return
         priority = str(item.get("priority", "default"))
-        if priority not in PRIORITIES:
+        if priority not in PRIORITIES or item.get("pool") not in (None, *POOLS):
             return
-        if priority not in self.oldest_queued or due < self.oldest_queued[priority]:
-            self.oldest_queued[priority] = due
+        queue = queue_for(item.get("pool"), priority)
+        if queue not in self.oldest_queued or due < self.oldest_queued[queue]:
+            self.oldest_queued[queue] = due
 
     def oldest_queued_age(self, priority: str) -> float:
         """Seconds the oldest queued, past-due run of ``priority`` has waited since due (0: none)."""
         oldest = self.oldest_queued.get(priority)
         return 0.0 if oldest is None else max(0.0, (self.now - oldest).total_seconds())
 
-    def backlog(self, queues: RunQueue, priority: str) -> bool:
-        """Whether the ``priority`` queue holds visible messages (read once per sweep; unreadable
-        counts as a backlog: never declare a run stranded on a guess)."""
-        if priority not in self._backlogs:
+    def backlog(self, queues: RunQueue, queue: str) -> bool:
+        """Whether the ``queue`` (a run's ``queue_for(pool, priority)``) holds visible messages (read
+        once per sweep; unreadable counts as a backlog: never declare a run stranded on a guess)."""
+        if queue not in self._backlogs:
             try:
-                self._backlogs[priority] = queues.visible_messages(priority) > 0
+                self._backlogs[queue] = queues.visible_messages(queue) > 0
             except QueueReadError:
-                self._backlogs[priority] = True
-        return self._backlogs[priority]
+                self._backlogs[queue] = True
+        return self._backlogs[queue]
 
 
 def _since(run: Run, item: dict[str, Any] | None) -> str:

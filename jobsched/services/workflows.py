@@ -59,6 +59,7 @@ from jobsched.core.dag import (
 from jobsched.core.errors import ConflictError, NotFoundError
 from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
 from jobsched.core.models import Run, RunState, parse_run_id, to_iso
+from jobsched.core.pools import queue_for
 from jobsched.core.run_records import bound_target, handler_fields
 from jobsched.ports.stores import RunQueue, RunRecords
 from jobsched.ports.tables import Table
@@ -266,7 +267,8 @@ class WorkflowEngine:
             stored, created = self.runs.put_announced(run)
             if created:  # only the writer that created the node run sends its first message
                 message = self._message(view, stored, now)
-                outgoing.append(Outgoing(stored.priority, message, delay_seconds(stored.due_at, now)))
+                queue = queue_for(stored.pool, stored.priority)
+                outgoing.append(Outgoing(queue, message, delay_seconds(stored.due_at, now)))
         if outgoing:
             report = self.queues.send(outgoing)
             if report.failed:  # queued and in the ledger: the sweeper re-sends them
@@ -308,6 +310,7 @@ class WorkflowEngine:
             scheduled_at=wf.scheduled_at,
             due_at=now,
             priority=node.priority,
+            pool=node.pool,
             max_attempts=node.retry.max_attempts,
             skip_reason=reason if state is RunState.SKIPPED else None,
             error=reason if state is RunState.CANCELLED else None,
@@ -352,6 +355,7 @@ class WorkflowEngine:
             timeout_seconds=node.timeout_seconds,
             retry=node.retry,
             priority=node.priority,
+            pool=node.pool,
             notify=dict(view.item.get(NOTIFY) or {}),
             token=run.send_token,
         )

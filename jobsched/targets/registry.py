@@ -134,6 +134,12 @@ class Registered:
     def identity(self) -> str:
         return _identity(self.fn)
 
+    @property
+    def chunked(self) -> bool:
+        """Whether this version is a chunked job (``@chunked_job``: its chunks run on the long or the
+        container pool, never on ``lambda``)."""
+        return getattr(self.fn, "chunked", False) is True
+
     def accepts_payload_of(self, version: int) -> bool:
         """True when a payload written for ``version`` can be given to this version (same, or upgradable)."""
         return version == self.version or version in self.upgrades

@@ -18,11 +18,14 @@ from urllib.parse import urlsplit
 import urllib3
 
 from jobsched.core.errors import PermanentError, RetryableError, TimeoutExceeded, ValidationError
+from jobsched.core.pools import MAX_CONTAINER_TIMEOUT_SECONDS
 from jobsched.targets.ssrf import Resolver, resolve_checked
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 MAX_RESPONSE_BYTES = 1024 * 1024
-MAX_TIMEOUT_SECONDS = 900.0
+#: The longest call the worker makes: the container pool's limit. The API checks a target's timeout
+#: against its job's pool (:func:`jobsched.core.pools.check_timeout`: Lambda's limit on lambda and long).
+MAX_TIMEOUT_SECONDS = float(MAX_CONTAINER_TIMEOUT_SECONDS)
 USER_AGENT = "jobsched-webhook/1"
 
 

@@ -216,3 +216,29 @@ def test_the_openapi_document_describes_the_202_and_links_it_to_the_backfill(cal
     }
     assert any(p["name"] == "idempotency-key" for p in post["parameters"])
     assert "from" in doc["components"]["schemas"]["BackfillOut"]["properties"]
+
+
+def test_an_async_backfill_of_a_container_job_queues_its_runs_on_the_container_queue(
+    call, create_job, aws, clock
+):
+    # Given an hourly job on the container pool and a 300-occurrence backfill accepted (its own
+    # message waits in the job's priority queue: it only makes runs, a Lambda worker's short work)
+    job = create_job(ACME, schedule="0 * * * *", pool="container")
+    call("POST", f"/jobs/{job['id']}/backfill", body=HOURLY_300, headers=ACME)
+    # When the worker takes its message
+    assert work_backfills(aws, clock) == ["backfill_done"]
+    # Then every run it made waits in the container queue, none in a priority queue
+    url = aws.settings.queue_url("container")
+    run_ids: set[str] = set()
+    while got := aws.clients.sqs.receive_message(
+        QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=600
+    ).get("Messages", []):
+        run_ids |= {json.loads(m["Body"])["run_id"] for m in got}
+    backfilled = {r["id"] for r in all_runs(call, job["id"]) if r["trigger"] == "backfill"}
+    assert len(backfilled) == 300 and backfilled <= run_ids
+    assert backfill_messages(aws) == []
+    for kind in ("high", "default", "low", "long"):
+        visible = aws.clients.sqs.get_queue_attributes(
+            QueueUrl=aws.settings.queue_url(kind), AttributeNames=["ApproximateNumberOfMessages"]
+        )["Attributes"]["ApproximateNumberOfMessages"]
+        assert int(visible) == 0, kind

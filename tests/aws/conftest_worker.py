@@ -70,6 +70,7 @@ class Kit:
         max_seconds: float = 300.0,
         timeout_seconds: int = 30,
         priority: str = "default",
+        pool: str = "lambda",
     ) -> tuple[Run, RunMessage]:
         """Create a queued run (as the dispatcher would) and the message for its first attempt."""
         at = scheduled_at or self.clock.now()
@@ -80,6 +81,7 @@ class Kit:
             scheduled_at=at,
             due_at=at,
             priority=priority,
+            pool=pool,
             max_attempts=max_attempts,
             created_at=at - timedelta(seconds=30),
         )
@@ -96,6 +98,7 @@ class Kit:
             timeout_seconds=timeout_seconds,
             retry=RetrySpec(max_attempts=max_attempts, base_seconds=base_seconds, max_seconds=max_seconds),
             priority=priority,
+            pool=pool,
         )
         return run, msg
 

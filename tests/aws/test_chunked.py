@@ -132,6 +132,7 @@ class Env:
             owner=owner,
             heartbeat_seconds=heartbeat,
             metrics=self.kit.metrics,
+            queue_urls=settings.queue_urls,  # as the deployment wires it: the chunk queue by pool
         )
 
     def worker(self, owner: str = "worker-a", heartbeat: float = 3600.0) -> Deliveries:
@@ -159,26 +160,29 @@ class Env:
         worker: Worker,
         until: Callable[[], bool],
         on_message: Callable[[dict, str], None] | None = None,
+        queue_url: str | None = None,
     ) -> list[str]:
-        """Feed every long-queue message to ``worker`` until ``until()``; return the outcomes."""
+        """Feed every message of the long queue (or ``queue_url``'s) to ``worker`` until ``until()``;
+        return the outcomes."""
         sqs = self.kit.aws.clients.sqs
+        url = queue_url or self.long_url
         outcomes: list[str] = []
         deadline = time.monotonic() + DEADLINE_SECONDS
         while not until():
             assert time.monotonic() < deadline, f"workflow did not finish; outcomes so far {outcomes}"
-            got = sqs.receive_message(QueueUrl=self.long_url, MaxNumberOfMessages=10, VisibilityTimeout=30)
+            got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, VisibilityTimeout=30)
             for message in got.get("Messages", []):
                 body, receipt = message["Body"], message["ReceiptHandle"]
                 self.seen.append(json.loads(body))
                 out = worker.handle(
-                    Delivery(message_id="", body=body, receipt_handle=receipt, queue_url=self.long_url),
+                    Delivery(message_id="", body=body, receipt_handle=receipt, queue_url=url),
                     self.kit.clock.now(),
                 )
                 outcomes.append(out.status)
                 if on_message is not None:
                     on_message(json.loads(body), out.status)
                 if not out.defer:
-                    sqs.delete_message(QueueUrl=self.long_url, ReceiptHandle=receipt)
+                    sqs.delete_message(QueueUrl=url, ReceiptHandle=receipt)
             if not got.get("Messages"):
                 time.sleep(0.02)  # poll interval of moto's real-time interpreter, not a wait for an outcome
         return outcomes

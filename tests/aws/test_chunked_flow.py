@@ -111,6 +111,32 @@ def test_heartbeats_keep_a_chunk_longer_than_heartbeat_seconds_alive(env):
     assert len(beats) >= int(SLOW_CHUNK_SECONDS / 0.2) // 2
 
 
+def test_a_chunked_job_on_the_container_pool_runs_every_step_from_the_container_queue(env):
+    # Given a chunked run on the container pool (3 chunks)
+    run, _, out = _start(env, pool="container")
+    assert out.status == "chunked_started"
+    name = execution_name(run.id)
+    container_url = env.kit.aws.settings.queue_urls["container"]
+    # Then its execution was started with the container queue as its chunk queue
+    described = env.status(name)
+    assert json.loads(described["input"])["queue_url"] == container_url
+    # When a worker drains the container queue
+    outcomes = env.drain(env.worker(), env.finished(name), queue_url=container_url)
+    # Then the plan, every chunk and the completion came from it, and the run succeeded
+    kinds = [m["kind"] for m in env.seen]
+    assert (
+        kinds.count("chunk.plan") == 1
+        and kinds.count("chunk.run") == 3
+        and kinds.count("chunk.complete") == 1
+    )
+    assert outcomes
+    assert env.status(name)["status"] == "SUCCEEDED"
+    assert env.kit.runs.get(run.id).state is RunState.SUCCEEDED
+    # And nothing of it went to the long queue
+    sqs = env.kit.aws.clients.sqs
+    assert sqs.receive_message(QueueUrl=env.long_url, MaxNumberOfMessages=10).get("Messages", []) == []
+
+
 def test_a_run_whose_execution_succeeded_without_it_takes_the_execution_result(env, clock):
     # Given a chunked run whose workflow completed, but whose own success write was lost
     run, msg, _ = _start(env, payload={"chunks": 2})

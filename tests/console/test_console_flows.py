@@ -133,6 +133,35 @@ def test_the_run_page_shows_what_ran_each_attempt(console, api):
     assert tab.errors == []
 
 
+def test_a_job_created_on_the_long_pool_shows_its_pool_on_the_job_and_run_pages(console, api):
+    """Given a signed-in operator, when they create a job in the New job dialog with the pool long and
+    a 600 s timeout, then the job page names the pool, and the run page of its run (which ran on the
+    long queue's worker) names it too (docs/pools.md)."""
+    tab = console()
+    tab.sign_in("alpha")
+    page = tab.page
+    page.get_by_role("link", name="Jobs", exact=True).click()
+    page.get_by_role("button", name="New job").click()
+    dialog = page.get_by_role("dialog", name="New job")
+    dialog.get_by_label("Name").fill("console.longpool")
+    dialog.get_by_label("Handler").fill("demo.echo")
+    dialog.get_by_label("Schedule").fill(YEARLY)
+    dialog.get_by_label("Timeout (seconds)").fill("600")
+    dialog.get_by_label("Pool").select_option("long")
+    dialog.get_by_role("button", name="Create").click()
+    page.get_by_role("status").get_by_role("link", name="console.longpool").click()
+    expect(tab.heading(re.compile("console.longpool"))).to_be_visible()
+    expect(
+        page.locator("dt", has_text=re.compile("^Pool$")).locator("xpath=following-sibling::dd[1]")
+    ).to_have_text("long")
+    job = next(j for j in api("alpha").list_jobs()["items"] if j["name"] == "console.longpool")
+    assert (job["pool"], job["timeout_seconds"]) == ("long", 600)
+    run = _wait_run(api, api("alpha").trigger_job(job["id"])["id"], "succeeded")
+    tab.open(f"runs/{run['id']}")
+    expect(page.locator("#pool")).to_have_text("long")
+    assert tab.errors == []
+
+
 def test_a_run_held_by_a_concurrency_limit_shows_what_it_waits_for(console, api):
     """Given a job limited to one run at a time whose first run sleeps, when a second run is
     triggered and the operator opens it, then its page says it waits for a concurrency slot."""

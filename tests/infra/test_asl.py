@@ -14,8 +14,10 @@ from jobsched.long_jobs.asl import (
     KIND_FAILED,
     KIND_PLAN,
     KIND_RUN,
+    LONG_QUEUE,
     PERMANENT_ERROR,
     PLAN,
+    QUEUE,
     RECORD_FAILURE,
     RUN_CHUNK,
     SEND,
@@ -32,8 +34,11 @@ def definition() -> dict:
 
 
 def test_definition_is_json_with_plan_map_complete_and_a_failure_path(definition):
-    assert definition["StartAt"] == PLAN
-    assert set(definition["States"]) == {PLAN, CHUNKS, COMPLETE, RECORD_FAILURE, FAILED}
+    # The chunk queue is chosen first (Queue, LongQueue), then Plan as before
+    assert definition["StartAt"] == QUEUE
+    assert definition["States"][QUEUE]["Choices"][0]["Next"] == PLAN
+    assert definition["States"][LONG_QUEUE]["Next"] == PLAN
+    assert set(definition["States"]) == {QUEUE, LONG_QUEUE, PLAN, CHUNKS, COMPLETE, RECORD_FAILURE, FAILED}
     assert definition["States"][PLAN]["Next"] == CHUNKS
     assert definition["States"][CHUNKS]["Next"] == COMPLETE
     assert definition["States"][COMPLETE]["End"] is True
@@ -45,12 +50,19 @@ def test_definition_uses_jsonpath(definition):
     assert definition["QueryLanguage"] == "JSONPath"
 
 
-def test_every_task_waits_for_a_token_from_the_long_queue_with_a_heartbeat(definition):
+def test_every_task_waits_for_a_token_from_the_chunk_queue_with_a_heartbeat(definition):
+    # Given the definition / Then every task sends to the execution's queue_url (the run's pool's
+    # chunk queue), which is the long queue when the input names none
     states = definition["States"]
+    assert states[QUEUE]["Choices"] == [{"Variable": "$.queue_url", "IsPresent": True, "Next": PLAN}]
+    assert states[QUEUE]["Default"] == LONG_QUEUE
+    assert states[LONG_QUEUE] == {"Type": "Pass", "Result": URL, "ResultPath": "$.queue_url", "Next": PLAN}
+    assert states[CHUNKS]["ItemSelector"]["queue_url.$"] == "$.queue_url"
+    assert states[RECORD_FAILURE]["Parameters"]["QueueUrl.$"] == "$.queue_url"
     tasks = [states[PLAN], states[CHUNKS]["ItemProcessor"]["States"][RUN_CHUNK], states[COMPLETE]]
     for task, kind in zip(tasks, (KIND_PLAN, KIND_RUN, KIND_COMPLETE), strict=True):
         assert task["Resource"] == SEND_WAIT
-        assert task["Parameters"]["QueueUrl"] == URL
+        assert task["Parameters"]["QueueUrl.$"] == "$.queue_url"
         assert task["Parameters"]["MessageBody"]["task_token.$"] == "$$.Task.Token"
         assert task["Parameters"]["MessageBody"]["kind"] == kind
         assert task["HeartbeatSeconds"] == 45

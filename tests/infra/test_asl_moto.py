@@ -79,11 +79,57 @@ def test_first_task_message_arrives_on_the_long_queue_with_a_task_token(aws):
     sqs, sfn, url, arn = aws
     # When a chunked run starts (execution name = run id)
     sfn.start_execution(stateMachineArn=arn, name=INPUT["run_id"], input=json.dumps(INPUT))
-    # Then the plan task is a message on the long queue carrying a task token and the run
+    # Then the plan task is a message on the long queue carrying a task token and the run (its input
+    # names no queue_url: the long queue's is filled in)
     (plan,) = _next_messages(sqs, url, 1)
     assert plan["kind"] == KIND_PLAN
     assert plan["task_token"]
-    assert plan["run"] == INPUT
+    assert plan["run"] == {**INPUT, "queue_url": url}
+
+
+def _start_on_a_container_queue(aws, run_id: str) -> tuple[str, dict, str]:
+    """Start the execution of a chunked run on the container pool, its input naming a queue of its
+    own: (that queue's URL, the input, the execution ARN)."""
+    sqs, sfn, _, arn = aws
+    container_url = sqs.create_queue(QueueName=f"container-{uuid.uuid4().hex[:12]}")["QueueUrl"]
+    run = {**INPUT, "run_id": run_id, "queue_url": container_url}
+    execution = sfn.start_execution(stateMachineArn=arn, name=run_id, input=json.dumps(run))["executionArn"]
+    return container_url, run, execution
+
+
+def test_an_input_naming_the_container_queue_sends_every_task_there(aws):
+    # Given a chunked run on the container pool: its execution input names the container queue
+    sqs, sfn, long_url, _ = aws
+    container_url, run, execution = _start_on_a_container_queue(aws, "run-c")
+    # When the worker answers the plan with two chunks, each chunk, then the completion
+    (plan,) = _next_messages(sqs, container_url, 1)
+    assert (plan["kind"], plan["run"]) == (KIND_PLAN, run)
+    sfn.send_task_success(taskToken=plan["task_token"], output=json.dumps({"chunks": ["a", "b"]}))
+    chunks = _next_messages(sqs, container_url, 2)
+    assert sorted((c["kind"], c["index"]) for c in chunks) == [(KIND_RUN, 0), (KIND_RUN, 1)]
+    for chunk in chunks:
+        sfn.send_task_success(taskToken=chunk["task_token"], output="{}")
+    (complete,) = _next_messages(sqs, container_url, 1)
+    assert complete["kind"] == KIND_COMPLETE
+    sfn.send_task_success(taskToken=complete["task_token"], output=json.dumps({"rows": 2}))
+    # Then the execution succeeds and nothing was sent to the long queue
+    assert _final_status(sfn, execution)["status"] == "SUCCEEDED"
+    assert sqs.receive_message(QueueUrl=long_url, MaxNumberOfMessages=10).get("Messages", []) == []
+
+
+def test_a_failure_on_the_container_pool_is_recorded_on_the_container_queue(aws):
+    # Given a chunked run on the container pool whose only chunk fails for good
+    sqs, sfn, long_url, _ = aws
+    container_url, _, execution = _start_on_a_container_queue(aws, "run-cf")
+    (plan,) = _next_messages(sqs, container_url, 1)
+    sfn.send_task_success(taskToken=plan["task_token"], output=json.dumps({"chunks": ["only"]}))
+    (chunk,) = _next_messages(sqs, container_url, 1)
+    sfn.send_task_failure(taskToken=chunk["task_token"], error="jobsched.PermanentError", cause="bad row")
+    # Then the failure notice goes to the container queue too
+    (failed,) = _next_messages(sqs, container_url, 1)
+    assert (failed["kind"], failed["run_id"]) == (KIND_FAILED, "run-cf")
+    assert _final_status(sfn, execution)["status"] == "FAILED"
+    assert sqs.receive_message(QueueUrl=long_url, MaxNumberOfMessages=10).get("Messages", []) == []
 
 
 def test_chunks_then_completion_then_success(aws):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from jobsched.long_jobs.asl import CHUNKS, COMPLETE, PLAN, RUN_CHUNK
+from jobsched.long_jobs.asl import CHUNKS, COMPLETE, LONG_QUEUE, PLAN, QUEUE, RUN_CHUNK
 
 
 def _state_machine(synth) -> dict:
@@ -30,19 +30,23 @@ def test_definition_is_the_shared_asl_with_the_real_long_queue_url(synth):
         "Partition": {"Ref": "AWS::Partition"},
     }
     definition = json.loads(props["DefinitionString"])
-    assert definition["StartAt"] == PLAN
+    assert definition["StartAt"] == QUEUE
     assert (
         definition["States"][PLAN]["Resource"] == "arn:${Partition}:states:::sqs:sendMessage.waitForTaskToken"
     )
-    assert definition["States"][PLAN]["Parameters"]["QueueUrl"] == "${LongQueueUrl}"
+    # The long queue is the chunk queue of an execution whose input names none; tasks send to the input's
+    assert definition["States"][LONG_QUEUE]["Result"] == "${LongQueueUrl}"
+    assert definition["States"][PLAN]["Parameters"]["QueueUrl.$"] == "$.queue_url"
     item = definition["States"][CHUNKS]["ItemProcessor"]["States"][RUN_CHUNK]
-    assert item["Parameters"]["QueueUrl"] == "${LongQueueUrl}"
+    assert item["Parameters"]["QueueUrl.$"] == "$.queue_url"
     assert definition["States"][CHUNKS]["MaxConcurrency"] == synth.stack.config.long_job_max_concurrency
     assert item["HeartbeatSeconds"] == synth.stack.config.long_job_heartbeat_seconds
     assert definition["States"][COMPLETE]["End"] is True
 
 
-def test_state_machine_role_may_send_to_the_long_queue_only(synth):
+def test_state_machine_role_may_send_to_the_chunk_queues_only(synth):
+    # Given the stack / Then the role sends to the long queue, and to the container queue when the
+    # stack hands it to LongJobs (chunked jobs on the container pool), nothing else
     role = {"Ref": synth.logical_id(synth.stack.long_jobs.state_machine.role)}
     sends = []
     for policy in synth.resources("AWS::IAM::Policy").values():
@@ -53,4 +57,7 @@ def test_state_machine_role_may_send_to_the_long_queue_only(synth):
                 )
                 if "sqs:SendMessage" in actions:
                     sends.append(statement["Resource"])
-    assert sends == [{"Fn::GetAtt": [synth.logical_id(synth.stack.queues.queue("long")), "Arn"]}]
+    expected = [{"Fn::GetAtt": [synth.logical_id(synth.stack.queues.queue("long")), "Arn"]}]
+    if synth.stack.long_jobs.container_queue is not None:
+        expected.append({"Fn::GetAtt": [synth.logical_id(synth.stack.queues.queue("container")), "Arn"]})
+    assert sends == expected

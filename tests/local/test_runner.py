@@ -113,6 +113,18 @@ def test_the_chunked_job_state_machine_is_provisioned_for_the_long_queue(machine
     assert machinery.queue("long").url in described["definition"]
 
 
+def test_the_container_queue_is_provisioned_with_its_dlq_and_no_lambda_poller(machinery: Machinery) -> None:
+    # Given the embedded mode / Then the container pool's queue and its DLQ exist and are named in the
+    # functions' environment (the state machine's chunk queue for container-pool chunked jobs), and no
+    # Lambda poller takes a slot for it (the container worker is a process of its own)
+    from jobsched.local.config import DEFAULT_SLOTS
+
+    url = os.environ[resources.ENV_QUEUE_URL_PREFIX + "CONTAINER"]
+    assert url == machinery.queue("container").url
+    assert os.environ[resources.ENV_DLQ_URL_PREFIX + "CONTAINER"] == machinery.queue("container").dlq_url
+    assert "container" not in DEFAULT_SLOTS
+
+
 def test_a_private_environ_is_what_the_embedded_mode_s_own_clients_use(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -197,3 +197,22 @@ def test_creating_a_due_low_job_dispatches_it_at_once_despite_the_backlog(aws):
     # Then its first runs are queued at once (the API's immediate dispatch does not check the queue)
     assert [_run(p, job, m).state for m in (0, 1)] == [RunState.QUEUED] * 2
     assert p.meter.requests[READS] == 0
+
+
+def test_a_deep_low_queue_never_holds_back_low_jobs_of_the_long_or_container_pool(aws):
+    # Given a low lambda job, and low jobs on the long and the container pool, every minute
+    p = _pipeline(aws)
+    held = _job(p, "low-lambda", "low")
+    pooled = [_job(p, "low-long", "low", pool="long"), _job(p, "low-container", "low", pool="container")]
+    # and the low queue's visible backlog at the limit
+    _fill_low_to(p, LIMIT)
+    # When the shard ticks at 12:02
+    summary = _tick(p, T0 + timedelta(minutes=2))
+    # Then only the lambda job is held back (backpressure watches the Lambda priority queues); the
+    # others' 12:02 runs are made and sent to their pools' queues
+    assert summary.jobs_held_back == 1
+    assert _run(p, held, 2) is None
+    for job, kind in zip(pooled, ("long", "container"), strict=True):
+        run = _run(p, job, 2)
+        assert run is not None and run.pool == kind
+        assert any(m["body"]["run_id"] == run.id for m in p.messages(kind))

@@ -74,3 +74,16 @@ def test_a_running_run_is_not_waiting(aws):
     # queued, is the oldest: 2 minutes
     ages = _sweep(p, minutes=3)
     assert ages["high"] == [120.0]
+
+
+def test_a_waiting_run_of_the_long_or_container_pool_ages_no_lambda_priority(aws):
+    # Given low jobs on the long and the container pool whose 12:00 runs were never taken (a container
+    # pool scaling from zero), and no job on the lambda pool
+    p = _pipeline(aws, horizon_seconds=60)
+    _job(p, "long", "low", pool="long")
+    _job(p, "container", "low", pool="container")
+    # When the sweeper sweeps at 12:07
+    ages = _sweep(p, minutes=7)
+    # Then no priority's oldest queued run has waited: backpressure by age and the OldestRun alarms
+    # watch the Lambda priority queues only
+    assert ages == {priority: [0.0] for priority in PRIORITIES}

@@ -61,7 +61,13 @@ def test_nodes_come_out_parents_first():
         ([n("a", "zz")], "node 'a' depends on unknown node 'zz'"),
         ([n("a", trigger_rule="one_success")], "trigger_rule 'one_success' is not one of"),
         ([n("a", payload={"upstream": 1})], "reserved for the engine"),
-        ([n("a", timeout_seconds=901)], "timeout_seconds must be a whole number between 1 and 900"),
+        # 901 s names lambda: a node without a pool would go to the container pool (issue 30)
+        (
+            [n("a", timeout_seconds=901, pool="lambda")],
+            "timeout_seconds must be a whole number between 1 and 900",
+        ),
+        ([n("a", timeout_seconds=43201, pool="container")], "between 1 and 43200 on the container pool"),
+        ([n("a", pool="fargate")], "pool 'fargate' is not allowed: use lambda, long, container"),
         ([n("bad id")], "nodes[0].id must be 1-64"),
         ([{"id": "a"}], "node 'a' needs a target"),
         ([n("a", extra=1)], "unknown fields in nodes[0]: extra"),

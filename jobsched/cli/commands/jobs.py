@@ -28,6 +28,7 @@ from jobsched.cli.commands._output import (
 from jobsched.client import ApiClient, ApiError, is_backfill
 
 PRIORITIES = ("high", "default", "low")
+POOLS = ("lambda", "long", "container")
 MISFIRE_POLICIES = ("run_once", "run_all", "skip")
 OVERLAP_POLICIES = ("allow", "skip", "buffer_one", "replace")
 DST_GAP = ("shift", "skip")
@@ -67,6 +68,7 @@ JOB_FIELDS = (
     ("target", _target),
     ("payload", field("payload")),
     ("priority", field("priority")),
+    ("pool", field("pool")),
     ("timeout", field("timeout_seconds")),
     ("retry", field("retry")),
     ("misfire", lambda j: f"{j.get('misfire_policy') or '-'} (grace {j.get('misfire_grace_seconds', '-')}s)"),
@@ -197,7 +199,15 @@ def _add_spec_flags(parser: argparse.ArgumentParser, *, patch: bool = False) -> 
     parser.add_argument("--http-timeout-seconds", type=int, help="webhook request timeout")
     parser.add_argument("--payload", metavar="JSON|@FILE", help="the payload object, inline or @file")
     parser.add_argument("--priority", choices=PRIORITIES)
-    parser.add_argument("--timeout-seconds", type=int, help="run timeout")
+    parser.add_argument(
+        "--pool",
+        choices=POOLS,
+        help="where its runs execute (docs/pools.md); default: container when --timeout-seconds is over "
+        "the Lambda limit (900), long for a chunked job, else lambda",
+    )
+    parser.add_argument(
+        "--timeout-seconds", type=int, help="run timeout (up to 900 on lambda and long, 43200 on container)"
+    )
     parser.add_argument("--retry-max-attempts", type=int)
     parser.add_argument("--retry-base-seconds", type=float)
     parser.add_argument("--retry-max-seconds", type=float)
@@ -260,7 +270,7 @@ def _fields_from_args(args: argparse.Namespace, what: str) -> dict[str, Any]:
         if not isinstance(loaded, dict):
             raise UsageError(f"--file must hold a JSON object ({what})")
         spec.update(loaded)
-    for key in ("name", "description", "schedule", "timezone", "priority", "timeout_seconds"):
+    for key in ("name", "description", "schedule", "timezone", "priority", "pool", "timeout_seconds"):
         _put(spec, key, getattr(args, key))
     for key in (
         "misfire_policy",

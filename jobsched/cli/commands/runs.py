@@ -104,6 +104,7 @@ RUN_FIELDS = (
     ("cancel", _cancel),
     ("trigger", lambda r: r.get("trigger") or OMIT),
     ("handler", handler_at_version),
+    ("pool", lambda r: r.get("pool") or OMIT),
     ("scheduled", key("scheduled_at")),
     ("started", key("started_at")),
     ("finished", key("finished_at")),

@@ -69,6 +69,7 @@ export function JobDetail({ id }) {
       <dt>Time zone</dt><dd>${job.timezone}</dd>
       <dt>Target</dt><dd><code>${handlerOf(job)}</code></dd>
       <dt>Priority</dt><dd>${job.priority}</dd>
+      <dt>Pool</dt><dd>${job.pool}</dd>
       ${job.description && html`<dt>Description</dt><dd>${job.description}</dd>`}
       <dt>Next runs</dt><dd>${job.next_fire_times.length ? job.next_fire_times.map((t) => html`<div><${When} iso=${t} timezone=${job.timezone} /></div>`) : "none"}</dd>
     </dl>

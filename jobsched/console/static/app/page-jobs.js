@@ -18,7 +18,7 @@ async function lastRuns(jobs) {
 }
 
 function CreateJob({ onCreated }) {
-  const blank = { name: "", handler: "demo.echo", version: "", schedule: "rate(1 minute)", timezone: "UTC", payload: "{}", max_attempts: "3" };
+  const blank = { name: "", handler: "demo.echo", version: "", schedule: "rate(1 minute)", timezone: "UTC", payload: "{}", max_attempts: "3", pool: "", timeout_seconds: "300" };
   const [open, setOpen] = useState(false);
   const [form, setForm] = useState(blank);
   const [versions, loadVersions] = useHandlerVersions();
@@ -30,10 +30,12 @@ function CreateJob({ onCreated }) {
   const submit = async (e) => {
     e.preventDefault();
     const target = form.version ? { handler: form.handler, version: Number(form.version) } : { handler: form.handler };
+    const pool = form.pool ? { pool: form.pool } : {}; // none: the API chooses from the timeout (docs/pools.md)
     const job = await action.run(() => post("/jobs", {
       name: form.name, schedule: form.schedule, timezone: form.timezone,
       target, payload: parseJsonObject(form.payload),
       retry: { max_attempts: Number(form.max_attempts) },
+      timeout_seconds: Number(form.timeout_seconds), ...pool,
     }));
     if (job) { setOpen(false); setForm(blank); onCreated(job); }
   };
@@ -58,6 +60,16 @@ function CreateJob({ onCreated }) {
           <label>Time zone<input required ...${field("timezone")} /></label>
           <label>Max attempts<input type="number" min="1" max="100" required ...${field("max_attempts")} /></label>
         </div>
+        <div class="row">
+          <label>Timeout (seconds)<input type="number" min="1" max="43200" required aria-describedby="pool-help" ...${field("timeout_seconds")} /></label>
+          <label>Pool<select value=${form.pool} aria-describedby="pool-help" onChange=${(e) => setForm({ ...form, pool: e.target.value })}>
+            <option value="">automatic</option>
+            <option value="lambda">lambda</option>
+            <option value="long">long</option>
+            <option value="container">container</option>
+          </select></label>
+        </div>
+        <p id="pool-help" class="muted">Automatic: container when the timeout is over 900 s, long for a chunked job, else lambda. Up to 900 s on lambda and long, 43200 s (12 h) on container.</p>
         <p id="schedule-help" class="muted">${scheduleInWords(form.schedule, form.timezone)} — cron, @daily, cron(…), rate(5 minutes) or at(2026-12-01T09:00:00).</p>
         ${chosen && html`<section aria-label="Payload schema"><h3>Payload of ${chosen.name} v${chosen.version}</h3><${PayloadFields} schema=${chosen.payload_schema} /></section>`}
         <label>Payload (JSON object)<textarea ...${field("payload")}></textarea></label>

@@ -40,6 +40,7 @@ export function RunDetail({ id }) {
     <dl class="props">
       <dt>Job</dt><dd><a href=${link("jobs", run.job_id)}><code>${run.job_id}</code></a></dd>
       <dt>Trigger</dt><dd>${run.trigger}</dd>
+      <dt>Pool</dt><dd id="pool">${run.pool}</dd>
       ${run.handler && html`<dt>Handler</dt><dd id="handler"><code>${ranBy(run)}</code>${run.handler_version == null ? html` <span class="muted">(binds to the newest version when its first attempt starts)</span>` : ""}</dd>`}
       <dt>Scheduled</dt><dd><${When} iso=${run.scheduled_at} /></dd>
       <dt>Started</dt><dd><${When} iso=${run.started_at} /></dd>
