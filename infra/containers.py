@@ -202,7 +202,7 @@ class ContainerPool(Construct):
             self,
             "TaskRole",
             assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"),
-            description="jobsched container_worker tasks: only what the worker loop uses, granted per resource",
+            description="jobsched container_worker tasks: only what the worker loop uses, per resource",
         )
         grant_runs(self.task_role, tables=tables, queues=queues, payloads=payloads, config=config)
         queue.grant_consume_messages(self.task_role)  # Receive, Delete, ChangeMessageVisibility, ...
@@ -277,6 +277,7 @@ class ContainerPool(Construct):
             # A deploy replaces tasks as scale-in does: each old one finishes or hands its run back.
             min_healthy_percent=0,
             max_healthy_percent=100,
+            circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
         )
         if self.network.public_ip:
             skip_checkov(self.service, "CKV_AWS_333", CONTAINER_CHECK_REASONS["CKV_AWS_333"])
@@ -415,4 +416,3 @@ class Scaling(Construct):
         )
         alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))
         return alarm
-
