@@ -50,17 +50,16 @@ from constructs import Construct
 from infra.bundling import PROJECT_ROOT
 from infra.config import StackConfig
 from infra.nag import acknowledge, skip_checkov
-from infra.queues import Queues
+from infra.observability import waiting_age
+from infra.queues import QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
 from infra.workers import grant_runs, grant_state_machine
 from jobsched.runtime.observability import NAMESPACE
 from jobsched.runtime.resources import CONTAINER_KIND
 
-#: The function name the container loop's metrics, log lines and recorded AWS calls carry
-#: (``POWERTOOLS_SERVICE_NAME``; jobsched/local/iam/recorder.py attributes its calls so).
-CONTAINER_FUNCTION = "container_worker"
-#: What the container runs (the image's own CMD is the same).
+#: What the container runs (the image's own CMD is the same; jobsched/local/iam/template.py finds the
+#: task definition by it, and judges the loop's recorded calls, ``container_worker``, by its task role).
 COMMAND = ("jobsched", "worker", "--pool", CONTAINER_KIND)
 DOCKERFILE = "Dockerfile"
 #: Seconds between SIGTERM and SIGKILL when a task is stopped (scale-in, deploy, Spot interruption:
@@ -225,7 +224,9 @@ class ContainerPool(Construct):
             image=image_of(self, config),
             command=list(COMMAND),
             environment={
-                "POWERTOOLS_SERVICE_NAME": CONTAINER_FUNCTION,
+                # The worker's: its run metrics (RunDuration, RunsDeadLettered, ...) are the worker
+                # functions', so the dashboard and the alarms on them count the container pool's runs.
+                "POWERTOOLS_SERVICE_NAME": QUEUE_CONSUMER,
                 "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
                 **environment,
@@ -314,7 +315,6 @@ class Scaling(Construct):
         in_flight = queue.metric_approximate_number_of_messages_not_visible(
             period=METRIC_PERIOD, statistic="Maximum"
         )
-        age = queue.metric_approximate_age_of_oldest_message(period=METRIC_PERIOD, statistic="Maximum")
         cooldown = cdk.Duration.seconds(SCALING_COOLDOWN_SECONDS)
 
         depth = appscaling.StepScalingAction(
@@ -339,12 +339,7 @@ class Scaling(Construct):
             description="container queue: runs wait (visible messages): add container tasks",
         )
 
-        waiting_age = cloudwatch.MathExpression(
-            expression="IF(visible > 0, age, 0)",
-            using_metrics={"visible": visible, "age": age},
-            period=METRIC_PERIOD,
-            label="age of the oldest message while messages wait",
-        )
+        waiting = waiting_age(queue)
         by_age = appscaling.StepScalingAction(
             self,
             "ScaleOutOnAge",
@@ -356,7 +351,7 @@ class Scaling(Construct):
         by_age.add_adjustment(adjustment=1, lower_bound=0)
         self._alarm(
             "AgeAlarm",
-            waiting_age,
+            waiting,
             threshold=SCALE_OUT_AGE_SECONDS,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             periods=1,

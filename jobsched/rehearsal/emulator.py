@@ -96,6 +96,15 @@ GAPS = (
         upstream=True,
     ),
     Gap(
+        "ecs-task-definition-update",
+        "an update of AWS::ECS::TaskDefinition registers a new revision whose containers keep the "
+        "template's PascalCase keys, and the AWS::ECS::Service that refers to it goes on running the "
+        "old, deregistered revision (its own properties did not change)",
+        "the new revision's containers are stored as ECS answers them, and the services of the old "
+        "revision are moved to the new one, as CloudFormation's update of the service does",
+        upstream=True,
+    ),
+    Gap(
         "sqs-mapping-invokes",
         "an SQS event source mapping invokes its function inside moto on every send (in Docker, which "
         "is not here), and a failed invoke moves the messages towards the DLQ",
@@ -300,10 +309,30 @@ def _apply_task_definition(task: Any, properties: dict[str, Any], account_id: st
 
 
 def _patch_task_definition() -> None:
-    from moto.ecs.models import TaskDefinition
+    from moto.core.utils import pascal_to_camelcase, remap_nested_keys
+    from moto.ecs.models import TaskDefinition, ecs_backends
 
-    for method in ("create_from_cloudformation_json", "update_from_cloudformation_json"):
-        _wrap(TaskDefinition, method, after=_apply_task_definition)
+    _wrap(TaskDefinition, "create_from_cloudformation_json", after=_apply_task_definition)
+    update = TaskDefinition.update_from_cloudformation_json.__func__
+
+    def update_and_follow(
+        cls: Any,
+        original_resource: Any,
+        new_resource_name: str,
+        cloudformation_json: Any,
+        account_id: str,
+        region_name: str,
+    ) -> Any:
+        made = update(cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name)
+        if made is not original_resource:
+            made.container_definitions = remap_nested_keys(made.container_definitions, pascal_to_camelcase)
+            for service in ecs_backends[account_id][region_name].services.values():
+                if service.task_definition == original_resource.arn:
+                    service.task_definition = made.arn
+        _apply_task_definition(made, cloudformation_json.get("Properties", {}), account_id, region_name)
+        return made
+
+    _replace(TaskDefinition, "update_from_cloudformation_json", classmethod(update_and_follow))
 
 
 def _ec2(account_id: str, region: str) -> Any:

@@ -24,7 +24,6 @@ from infra.bundling import (
 from infra.config import ConfigError, StackConfig
 from infra.containers import (
     COMMAND,
-    CONTAINER_FUNCTION,
     IDLE_MINUTES,
     IMAGE_DEV_ONLY,
     SCALE_OUT_AGE_SECONDS,
@@ -87,17 +86,14 @@ def test_the_task_definition_is_fargate_arm64_of_the_configured_size(synth):
 
 def test_the_container_runs_the_worker_loop_with_the_worker_functions_environment(synth):
     # Given the worker function's environment / Then the container runs `jobsched worker --pool
-    # container` with every variable the worker has (names, settings, code version), but its own
-    # service name (the metrics' and the IAM recorder's `container_worker`)
+    # container` with exactly the variables the worker has (names, settings, code version; the
+    # worker's service name, so its run metrics and the alarms on them count the container's runs)
     container = _container(synth.template)
     assert container["Command"] == list(COMMAND) == ["jobsched", "worker", "--pool", "container"]
     env = {item["Name"]: item["Value"] for item in container["Environment"]}
     worker = synth.template["Resources"][synth.logical_id(synth.stack.functions["worker"])]["Properties"]
-    worker_env = worker["Environment"]["Variables"]
-    assert env["POWERTOOLS_SERVICE_NAME"] == CONTAINER_FUNCTION
-    assert {k: v for k, v in env.items() if k != "POWERTOOLS_SERVICE_NAME"} == {
-        k: v for k, v in worker_env.items() if k != "POWERTOOLS_SERVICE_NAME"
-    }
+    assert env == worker["Environment"]["Variables"]
+    assert env["POWERTOOLS_SERVICE_NAME"] == "worker"
     expected = {t.env_var for t in TABLES} | {q.env_var for q in QUEUES} | {q.dlq_env_var for q in QUEUES}
     assert expected <= set(env)
 

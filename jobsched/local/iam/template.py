@@ -37,6 +37,7 @@ WORKER_CONSTRUCTS = {"WorkerHigh": "worker_high", "WorkerLong": "worker_long"}
 #: role: the recorder attributes the container loop's calls to it (jobsched/local/iam/recorder.py).
 CONTAINER_FUNCTION = "container_worker"
 CONTAINER_QUEUE_ENV = ENV_QUEUE_URL_PREFIX + CONTAINER_KIND.upper()
+CONTAINER_COMMAND = ("jobsched", "worker", "--pool", CONTAINER_KIND)
 
 
 class TemplateError(ValueError):
@@ -176,14 +177,16 @@ class Roles:
 
 def _function_ids(template: Mapping[str, Any]) -> dict[str, str]:
     """Function name -> logical id of its AWS::Lambda::Function, or of the container pool's
-    AWS::ECS::TaskDefinition (``container_worker``: its container's ``POWERTOOLS_SERVICE_NAME``). A
+    AWS::ECS::TaskDefinition (``container_worker``: the task whose container runs
+    :data:`CONTAINER_COMMAND`). A
     function is named by its handler (``functions.<name>.handler``); of the three running
     ``functions.worker.handler``, those whose constructs are ``WorkerHigh`` and ``WorkerLong``
     (infra/workers.py) are ``worker_high`` and ``worker_long``."""
     found: dict[str, str] = {}
     for logical_id, resource in template["Resources"].items():
         if resource["Type"] == "AWS::ECS::TaskDefinition":
-            if CONTAINER_FUNCTION not in _task_environment(resource).values():
+            containers = resource["Properties"].get("ContainerDefinitions", [])
+            if not containers or containers[0].get("Command") != list(CONTAINER_COMMAND):
                 continue
             name = CONTAINER_FUNCTION
         elif resource["Type"] == "AWS::Lambda::Function":
