@@ -49,7 +49,7 @@ from constructs import Construct
 
 from infra.bundling import PROJECT_ROOT
 from infra.config import StackConfig
-from infra.nag import acknowledge, skip_checkov
+from infra.nag import acknowledge
 from infra.observability import waiting_age
 from infra.queues import QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
@@ -84,20 +84,6 @@ SCALE_OUT_AGE_SECONDS = 120
 IDLE_MINUTES = 5
 SCALING_COOLDOWN_SECONDS = 60
 METRIC_PERIOD = cdk.Duration.minutes(1)  # SQS publishes its queue metrics every minute
-
-#: The checkov checks that do not fit the container pool, with their reasons (docs/deploy.md).
-CONTAINER_CHECK_REASONS = {
-    "CKV_AWS_333": "The default network has no NAT gateway (about $32 a month per AZ plus data, for a "
-    "service that is at 0 most of the time): tasks reach the AWS APIs and webhook targets with a public "
-    "IP of their own, and their security group admits no inbound traffic. With vpc_id/vpc_subnet_ids "
-    "(private subnets with a NAT gateway or VPC endpoints) no public IP is assigned and this passes.",
-    "CKV2_AWS_11": "No flow logs on the pool's VPC: it holds only the container tasks, whose security "
-    "group admits no inbound traffic and lets out HTTPS only; flow logs would cost per GB ingested for "
-    "traffic that is all calls to AWS APIs and webhook targets, already in CloudTrail and the run log.",
-    "CKV2_AWS_12": "CDK's default-security-group restriction is a custom resource (a Lambda function "
-    "of its own); nothing in the VPC uses the default security group: the tasks have their own with no "
-    "ingress and HTTPS egress only.",
-}
 
 
 def image_of(scope: Construct, config: StackConfig) -> ecs.ContainerImage:
@@ -151,15 +137,15 @@ def network_of(scope: Construct, config: StackConfig) -> Network:
         "Vpc",
         max_azs=2,
         nat_gateways=0,
-        restrict_default_security_group=False,  # a custom resource function; see CKV2_AWS_12
+        # CDK's restriction of the default security group is a custom resource (a Lambda function of its
+        # own); nothing uses the default group: the tasks have their own, with no ingress.
+        restrict_default_security_group=False,
         subnet_configuration=[
             ec2.SubnetConfiguration(
                 name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24, map_public_ip_on_launch=False
             )
         ],
     )
-    for check_id in ("CKV2_AWS_11", "CKV2_AWS_12"):
-        skip_checkov(vpc, check_id, CONTAINER_CHECK_REASONS[check_id])
     acknowledge(
         vpc,
         "AwsSolutions-VPC7",
@@ -280,8 +266,6 @@ class ContainerPool(Construct):
             max_healthy_percent=100,
             circuit_breaker=ecs.DeploymentCircuitBreaker(rollback=True),
         )
-        if self.network.public_ip:
-            skip_checkov(self.service, "CKV_AWS_333", CONTAINER_CHECK_REASONS["CKV_AWS_333"])
         self.scaling = Scaling(self, "Scaling", service=self.service, queue=queue, config=config)
 
 

@@ -15,13 +15,8 @@ import pytest
 
 from infra.nag import skip_checkov
 
-# Skipped in both variants, each for the reason written on the resource (docs/deploy.md); the last
-# three on the container pool's service (public IP) and VPC (flow logs, default security group).
-ALWAYS_SKIPPED = {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_18", "CKV_AWS_21"} | {
-    "CKV_AWS_333",
-    "CKV2_AWS_11",
-    "CKV2_AWS_12",
-}
+# Skipped in both variants, each for the reason written on the resource (docs/deploy.md).
+ALWAYS_SKIPPED = {"CKV_AWS_115", "CKV_AWS_116", "CKV_AWS_117", "CKV_AWS_18", "CKV_AWS_21"}
 # "Use a customer-managed key": skipped with encryption=aws, passed with encryption=cmk.
 CMK_CHECKS = {"CKV_AWS_27", "CKV_AWS_119", "CKV_AWS_158", "CKV_AWS_173"}
 

@@ -355,9 +355,6 @@ def test_the_users_vpc_runs_the_tasks_in_its_subnets_without_a_public_ip():
     assert network["AssignPublicIp"] == "DISABLED"
     assert network["Subnets"] == subnets.split(",")
     assert _one(template, "AWS::EC2::SecurityGroup")["VpcId"] == "vpc-0123456789abcdef0"
-    service = next(r for r in template["Resources"].values() if r["Type"] == "AWS::ECS::Service")
-    skipped = {s["id"] for s in service.get("Metadata", {}).get("checkov", {}).get("skip", [])}
-    assert "CKV_AWS_333" not in skipped  # no public IP: the check passes, nothing to skip
 
 
 @pytest.mark.slow
