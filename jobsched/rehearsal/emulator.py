@@ -33,7 +33,7 @@ class Gap:
 GAPS = (
     Gap(
         "unsupported-types",
-        "no CloudFormation support for 13 resource types (61 of the stack's resources); a GetAtt of one "
+        "no CloudFormation support for 13 resource types (58 of the stack's resources); a GetAtt of one "
         "fails the create",
         "a placeholder model per type answers Ref and GetAtt and keeps the resource's properties",
     ),
