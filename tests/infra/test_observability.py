@@ -156,7 +156,7 @@ def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_d
     depth, _ = widgets["Queue depth (visible messages); jobs held back"]
     assert len(_named(depth, "AWS/SQS", "ApproximateNumberOfMessagesVisible")) == len(QUEUES)
     assert any("JobsHeldBack" in m[0].get("expression", "") for m in depth if isinstance(m[0], dict))
-    age, _ = widgets[
+    age, tokens = widgets[
         "Oldest due run still queued (s since due, per sweep); long and container queues: oldest message"
     ]
     assert {m[1] for m in _named_prefix(age, "jobsched", "OldestQueuedRunAge")} == {
@@ -167,10 +167,13 @@ def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_d
     sqs_ages = _named(age, "AWS/SQS", "ApproximateAgeOfOldestMessage")
     assert len(sqs_ages) == 2
     (hidden,) = [m for m in sqs_ages if m[-1].get("visible") is False]
+    (visible,) = _named(age, "AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert (hidden[-1]["id"], visible[-1]["id"], visible[-1]["visible"]) == ("age", "visible", False)
     expressions = [m[0]["expression"] for m in age if isinstance(m[0], dict) and "expression" in m[0]]
-    assert (
-        f"IF(visible > 0, {hidden[-1]['id']}, 0)" in expressions or "IF(visible > 0, age, 0)" in expressions
-    )
+    assert expressions == ["IF(visible > 0, age, 0)"]
+    container = {"Fn::GetAtt": [synth.logical_id(synth.stack.queues.queue("container")), "QueueName"]}
+    assert tokens[int(hidden[3].strip("_").removeprefix("TOKEN"))] == container
+    assert tokens[int(visible[3].strip("_").removeprefix("TOKEN"))] == container
     dlq, _ = widgets["Dead-letter queue depth"]
     assert len(_named(dlq, "AWS/SQS", "ApproximateNumberOfMessagesVisible")) == len(QUEUES) + 1
     errors, _ = widgets["Function errors"]
