@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jobsched.runtime import resources
@@ -353,7 +354,7 @@ def check_container_pool(
     report.equal(f"container pool: it consumes the queue {queue} names", variables.get(queue), env.get(queue))
 
 
-def check_image_asset(report: Report, assembly: Any) -> None:
+def check_image_asset(report: Report, assembly: Path) -> None:
     """The default synthesis (no ``container_image``) carries the repository's Dockerfile as an image
     asset for linux/arm64: what ``cdk deploy`` would build and push (the rehearsal cannot: no Docker)."""
     manifest = json.loads((assembly / "Jobsched.assets.json").read_text())
