@@ -319,7 +319,7 @@ def check_container_pool(
     here: the image build and push, the tasks themselves, the scaling policies (placeholders)."""
     cluster, service_name = outputs.get("ContainerCluster", ""), outputs.get("ContainerService", "")
     if not report.check(
-        "container pool: ContainerCluster and ContainerService outputs", cluster and service_name
+        "container pool: ContainerCluster and ContainerService outputs", bool(cluster and service_name)
     ):
         return
     clusters = ecs.describe_clusters(clusters=[cluster])["clusters"]

@@ -313,7 +313,7 @@ def _patch_task_definition() -> None:
     from moto.ecs.models import TaskDefinition, ecs_backends
 
     _wrap(TaskDefinition, "create_from_cloudformation_json", after=_apply_task_definition)
-    update = TaskDefinition.update_from_cloudformation_json.__func__
+    update = getattr(TaskDefinition, "update_from_cloudformation_json").__func__  # noqa: B009
 
     def update_and_follow(
         cls: Any,
