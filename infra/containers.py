@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_applicationautoscaling as appscaling
@@ -300,91 +301,86 @@ class Scaling(Construct):
             period=METRIC_PERIOD, statistic="Maximum"
         )
         cooldown = cdk.Duration.seconds(SCALING_COOLDOWN_SECONDS)
-
-        depth = appscaling.StepScalingAction(
-            self,
-            "ScaleOutOnDepth",
-            scaling_target=self.target,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
-            cooldown=cooldown,
-        )
         first = SCALE_OUT_STEPS[0][0]
         bounds = [at - first for at, _ in SCALE_OUT_STEPS[1:]] + [None]
-        for (at, tasks), upper in zip(SCALE_OUT_STEPS, bounds, strict=True):
-            depth.add_adjustment(adjustment=tasks, lower_bound=at - first, upper_bound=upper)
-        self._alarm(
+        self._policy(
+            "ScaleOutOnDepth",
             "DepthAlarm",
             visible,
             threshold=first,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             periods=1,
-            action=depth,
+            cooldown=cooldown,
+            steps=[
+                {"adjustment": tasks, "lower_bound": at - first, "upper_bound": upper}
+                for (at, tasks), upper in zip(SCALE_OUT_STEPS, bounds, strict=True)
+            ],
             description="container queue: runs wait (visible messages): add container tasks",
         )
-
-        waiting = waiting_age(queue)
-        by_age = appscaling.StepScalingAction(
-            self,
+        self._policy(
             "ScaleOutOnAge",
-            scaling_target=self.target,
-            adjustment_type=appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
-            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
-            cooldown=cdk.Duration.seconds(SCALE_OUT_AGE_SECONDS),
-        )
-        by_age.add_adjustment(adjustment=1, lower_bound=0)
-        self._alarm(
             "AgeAlarm",
-            waiting,
+            waiting_age(queue),
             threshold=SCALE_OUT_AGE_SECONDS,
             comparison=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             periods=1,
-            action=by_age,
+            cooldown=cdk.Duration.seconds(SCALE_OUT_AGE_SECONDS),
+            steps=[{"adjustment": 1, "lower_bound": 0}],
             description="container queue: its oldest waiting run waits although tasks run: add one",
         )
-
         backlog = cloudwatch.MathExpression(
             expression="visible + inflight",
             using_metrics={"visible": visible, "inflight": in_flight},
             period=METRIC_PERIOD,
             label="messages visible or in flight",
         )
-        idle = appscaling.StepScalingAction(
-            self,
+        self._policy(
             "ScaleInWhenIdle",
-            scaling_target=self.target,
-            adjustment_type=appscaling.AdjustmentType.EXACT_CAPACITY,
-            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
-            cooldown=cooldown,
-        )
-        idle.add_adjustment(adjustment=0, upper_bound=0)
-        self._alarm(
             "IdleAlarm",
             backlog,
             threshold=0,
             comparison=cloudwatch.ComparisonOperator.LESS_THAN_OR_EQUAL_TO_THRESHOLD,
             periods=IDLE_MINUTES,
-            action=idle,
+            cooldown=cooldown,
+            steps=[{"adjustment": 0, "upper_bound": 0}],
+            exact=True,
             description="container queue: no message visible or in flight: scale the tasks to 0",
             # SQS stops publishing a queue's metrics after 6 hours without activity: that is idle too.
             missing=cloudwatch.TreatMissingData.BREACHING,
         )
 
-    def _alarm(
+    def _policy(
         self,
-        construct_id: str,
+        policy_id: str,
+        alarm_id: str,
         metric: cloudwatch.IMetric,
         *,
         threshold: float,
         comparison: cloudwatch.ComparisonOperator,
         periods: int,
-        action: appscaling.StepScalingAction,
+        cooldown: cdk.Duration,
+        steps: list[dict[str, Any]],
         description: str,
+        exact: bool = False,
         missing: cloudwatch.TreatMissingData = cloudwatch.TreatMissingData.NOT_BREACHING,
-    ) -> cloudwatch.Alarm:
+    ) -> appscaling.StepScalingAction:
+        """A step scaling policy on the service's count (``exact``: set it, else change it by the
+        steps' adjustments) and the one alarm that drives it (``periods`` minutes out of as many)."""
+        action = appscaling.StepScalingAction(
+            self,
+            policy_id,
+            scaling_target=self.target,
+            adjustment_type=appscaling.AdjustmentType.EXACT_CAPACITY
+            if exact
+            else appscaling.AdjustmentType.CHANGE_IN_CAPACITY,
+            metric_aggregation_type=appscaling.MetricAggregationType.MAXIMUM,
+            cooldown=cooldown,
+        )
+        for step in steps:
+            action.add_adjustment(**step)
         alarm = cloudwatch.Alarm(
             self,
-            construct_id,
+            alarm_id,
             metric=metric,
             threshold=threshold,
             comparison_operator=comparison,
@@ -394,4 +390,4 @@ class Scaling(Construct):
             alarm_description=description,
         )
         alarm.add_alarm_action(cloudwatch_actions.ApplicationScalingAction(action))
-        return alarm
+        return action

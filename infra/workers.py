@@ -74,27 +74,22 @@ class Workers(Construct):
         # The high and long queues' own functions: the same code and entry point, each with its own
         # reserved concurrency (0 = none) and mapping, writing to the worker's log group.
         self._warn_about_the_quota(config)
-        self.high_worker = make_function(
-            self,
-            function_spec(QUEUE_CONSUMER),
-            code=code,
-            config=config,
-            environment=environment,
-            key=key,
-            construct_id="WorkerHigh",
-            reserved_concurrency=config.high_reservation,
-            log_group=self.worker.log_group,
-        )
-        self.long_worker = make_function(
-            self,
-            function_spec(QUEUE_CONSUMER),
-            code=code,
-            config=config,
-            environment=environment,
-            key=key,
-            construct_id="WorkerLong",
-            reserved_concurrency=config.long_reservation,
-            log_group=self.worker.log_group,
+        self.high_worker, self.long_worker = (
+            make_function(
+                self,
+                function_spec(QUEUE_CONSUMER),
+                code=code,
+                config=config,
+                environment=environment,
+                key=key,
+                construct_id=construct_id,
+                reserved_concurrency=reserved,
+                log_group=self.worker.log_group,
+            )
+            for construct_id, reserved in (
+                ("WorkerHigh", config.high_reservation),
+                ("WorkerLong", config.long_reservation),
+            )
         )
         self.consumers = {kind: self.worker for kind in LAMBDA_QUEUE_KINDS}
         self.consumers.update({kind: self.high_worker for kind in HIGH_KINDS})
