@@ -36,9 +36,10 @@ AUTH_MODES = ("iam", "jwt")
 ENCRYPTION_MODES = ("aws", "cmk")
 
 # Per queue, the event source mapping's MaximumConcurrency (minimum 2): a ceiling on the concurrent
-# worker invocations that queue may start. `default`, `low` and `long` share one worker function and
-# the account's unreserved concurrency; `high` has a function of its own whose reserved concurrency
-# (high_reserved_concurrency) no other function can take (infra/workers.py, docs/decisions/0028).
+# worker invocations that queue may start. `default` and `low` share one worker function and the
+# account's unreserved concurrency; `high` and `long` have a function each whose reserved concurrency
+# (high_reserved_concurrency, long_reserved_concurrency) no other function can take (infra/workers.py,
+# docs/decisions/0028 and 0051). The `container` queue has no mapping: the container pool consumes it.
 DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 20, "low": 5, "long": 5}
 MAX_RESERVED_CONCURRENCY = 1000
 
