@@ -208,3 +208,20 @@ def test_api_may_scan_the_jobs_table_and_the_dead_letter_index_for_handler_count
     leases = _arn_of(synth, tables.table(LEASES_TABLE))
     assert leases in _resources_for(synth, "api", "dynamodb:GetItem")
     assert leases in _resources_for(synth, "api", "dynamodb:PutItem")
+
+
+def test_the_permissions_reader_judges_the_container_loop_by_the_task_role(synth):
+    # Given the synthesized template / When the permissions-by-use reader reads it (decision 0038)
+    from jobsched.local.iam.template import read_roles
+
+    roles = read_roles(synth.template)
+    # Then WorkerLong is worker_long, and the container loop (container_worker) is the task definition,
+    # judged by its task role (not the execution role), consuming the container queue
+    assert roles.roles["worker_long"].logical_id == synth.logical_id(synth.stack.workers.long_worker)
+    container = roles.roles["container_worker"]
+    assert container.logical_id == synth.logical_id(synth.stack.containers.task_definition)
+    actions = {action for statement in container.statements for action in statement.actions or ()}
+    assert {"sqs:ReceiveMessage", "states:SendTaskSuccess", "dynamodb:PutItem"} <= actions
+    assert not {a for a in actions if a.startswith(("ecr:", "logs:", "xray:"))}
+    queue = "arn:aws:sqs:us-east-1:123456789012:<JOBSCHED_QUEUE_URL_CONTAINER>"
+    assert ("container_worker", queue) in roles.consumed
