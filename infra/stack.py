@@ -232,6 +232,13 @@ class JobschedStack(cdk.Stack):
             )
         self._acknowledge_function_findings()
 
+    @property
+    def availability_zones(self) -> list[str]:
+        """The region's first two AZs as CloudFormation resolves them at deploy (``Fn::GetAZs``), in
+        every synthesis: bound to an account, CDK would otherwise look them up at synth and write them
+        to ``cdk.context.json`` (the container pool's VPC is the only user: infra/containers.py)."""
+        return [cdk.Fn.select(index, cdk.Fn.get_azs()) for index in range(2)]
+
     def _acknowledge_function_findings(self) -> None:
         """cdk-nag findings that every function (and the container pool's task role) shares, each
         with its reason."""

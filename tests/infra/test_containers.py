@@ -417,3 +417,27 @@ def test_the_dockerfile_passes_checkovs_dockerfile_checks():
     # Then no check fails, and it did run checks
     assert report["results"]["failed_checks"] == []
     assert report["summary"]["passed"] > 20
+
+
+@pytest.mark.slow
+def test_a_synth_bound_to_an_account_looks_nothing_up(tmp_path):
+    # Given a stack bound to an account and region (as the CDK CLI synthesizes it for a deploy)
+    app = cdk.App(outdir=str(tmp_path))
+    JobschedStack(
+        app,
+        "Bound",
+        config=StackConfig(),
+        code=lambda_.Code.from_inline("def handler(e, c): pass"),
+        env=cdk.Environment(account="123456789012", region="eu-west-1"),
+    )
+    app.synth()
+    # Then the VPC's AZs are resolved by CloudFormation (Fn::GetAZs), not looked up at synth: no
+    # missing context, so the CLI writes no cdk.context.json into the project
+    assert "missing" not in json.loads((tmp_path / "manifest.json").read_text())
+    template = json.loads((tmp_path / "Bound.template.json").read_text())
+    zones = [
+        r["Properties"]["AvailabilityZone"]
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::EC2::Subnet"
+    ]
+    assert zones == [{"Fn::Select": [i, {"Fn::GetAZs": ""}]} for i in range(2)]
