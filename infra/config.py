@@ -36,11 +36,30 @@ AUTH_MODES = ("iam", "jwt")
 ENCRYPTION_MODES = ("aws", "cmk")
 
 # Per queue, the event source mapping's MaximumConcurrency (minimum 2): a ceiling on the concurrent
-# worker invocations that queue may start. `default`, `low` and `long` share one worker function and
-# the account's unreserved concurrency; `high` has a function of its own whose reserved concurrency
-# (high_reserved_concurrency) no other function can take (infra/workers.py, docs/decisions/0028).
+# worker invocations that queue may start. `default` and `low` share one worker function and the
+# account's unreserved concurrency; `high` and `long` have a function each whose reserved concurrency
+# (high_reserved_concurrency, long_reserved_concurrency) no other function can take (infra/workers.py,
+# docs/decisions/0028 and 0051). The `container` queue has no mapping: the container pool consumes it.
 DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 20, "low": 5, "long": 5}
 MAX_RESERVED_CONCURRENCY = 1000
+
+#: Fargate's task sizes: CPU units -> the memory sizes (MiB) a task of that CPU may have.
+FARGATE_MEMORY: dict[int, tuple[int, ...]] = {
+    256: (512, 1024, 2048),
+    512: tuple(range(1024, 4096 + 1, 1024)),
+    1024: tuple(range(2048, 8192 + 1, 1024)),
+    2048: tuple(range(4096, 16384 + 1, 1024)),
+    4096: tuple(range(8192, 30720 + 1, 1024)),
+    8192: tuple(range(16384, 61440 + 1, 4096)),
+    16384: tuple(range(32768, 122880 + 1, 8192)),
+}
+MAX_CONTAINER_TASKS = 1000
+#: An image URI with its registry host, a repository and a tag or digest.
+CONTAINER_IMAGE_PATTERN = re.compile(
+    r"^[a-z0-9][a-z0-9.-]*(?::\d+)?/[a-z0-9._/-]+(?::[\w.-]+|@sha256:[0-9a-f]{64})$"
+)
+VPC_ID_PATTERN = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+SUBNET_ID_PATTERN = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 
 #: A ``notify_topic_arns`` pattern: an SNS topic ARN of one literal account; ``*``/``?`` allowed in the
 #: region and the topic name only (so an allow-list never covers every account's topics).
@@ -71,6 +90,23 @@ class StackConfig:
     # invocation its mapping may start is reserved), 0 = none (a ceiling only, for accounts whose
     # concurrency quota cannot spare it), else at least max_concurrency["high"].
     high_reserved_concurrency: int | None = None
+    # The long worker function's reserved concurrency (WorkerLong: chunks and long-pool jobs); unset =
+    # max_concurrency["long"], 0 = none, else at least max_concurrency["long"].
+    long_reserved_concurrency: int | None = None
+    #: Build the container pool (infra/containers.py): an ECS Fargate service consuming the container
+    #: queue. false leaves it out (the queue stays; jobs of the container pool then wait in it).
+    container_pool: bool = True
+    # Each container task's size (Fargate's valid cpu/memory pairs), its ceiling of tasks, Fargate Spot.
+    container_cpu: int = 1024
+    container_memory: int = 2048
+    container_max_tasks: int = 10
+    container_spot: bool = False
+    #: A prebuilt image URI (e.g. <account>.dkr.ecr.<region>.amazonaws.com/jobsched:1.4) instead of the
+    #: image CDK builds from the repository's Dockerfile (which needs Docker at deploy time).
+    container_image: str | None = None
+    #: The user's own VPC for the tasks (with vpc_subnet_ids); unset = a VPC the stack creates.
+    vpc_id: str | None = None
+    vpc_subnet_ids: tuple[str, ...] = ()
     retention_days: int = DEFAULT_RETENTION_DAYS  # run items (DynamoDB TTL) and bucket objects (lifecycle)
     log_retention_days: int = 30
     auth_mode: str = "iam"
@@ -181,14 +217,52 @@ class StackConfig:
                 f"got {self.dispatch_concurrency}"
             )
         self._check_backpressure()
-        high = self.max_concurrency["high"]
-        reserved = self.high_reservation
-        if reserved != 0 and not high <= reserved <= MAX_RESERVED_CONCURRENCY:
+        self._check_reservations()
+        self._check_containers()
+
+    def _check_reservations(self) -> None:
+        for name, kind, reserved in (
+            ("high_reserved_concurrency", "high", self.high_reservation),
+            ("long_reserved_concurrency", "long", self.long_reservation),
+        ):
+            ceiling = self.max_concurrency[kind]
+            if reserved != 0 and not ceiling <= reserved <= MAX_RESERVED_CONCURRENCY:
+                raise ConfigError(
+                    f"{name} must be 0 (no reservation) or between max_concurrency[{kind}] "
+                    f"({ceiling}) and {MAX_RESERVED_CONCURRENCY}, got {reserved}: a reservation below the "
+                    f"{kind} mapping's MaximumConcurrency would throttle its deliveries"
+                )
+
+    def _check_containers(self) -> None:
+        cpu, memory = self.container_cpu, self.container_memory
+        if cpu not in FARGATE_MEMORY:
+            raise ConfigError(f"container_cpu must be one of {sorted(FARGATE_MEMORY)} (CPU units), got {cpu}")
+        sizes = FARGATE_MEMORY[cpu]
+        if memory not in sizes:
+            step = f" in steps of {sizes[1] - sizes[0]}" if len(sizes) > 3 else ""
             raise ConfigError(
-                f"high_reserved_concurrency must be 0 (no reservation) or between max_concurrency[high] "
-                f"({high}) and {MAX_RESERVED_CONCURRENCY}, got {reserved}: a reservation below the high "
-                "mapping's MaximumConcurrency would throttle its deliveries"
+                f"container_memory must be one of {sizes[0]}..{sizes[-1]} MiB{step} for container_cpu={cpu} "
+                f"(Fargate's task sizes: {', '.join(map(str, sizes[:3]))}, ...), got {memory}"
             )
+        if not 1 <= self.container_max_tasks <= MAX_CONTAINER_TASKS:
+            raise ConfigError(
+                f"container_max_tasks must be 1 to {MAX_CONTAINER_TASKS}, got {self.container_max_tasks}"
+            )
+        if self.container_image is not None and not CONTAINER_IMAGE_PATTERN.match(self.container_image):
+            raise ConfigError(
+                f"container_image must be an image URI such as "
+                f"123456789012.dkr.ecr.eu-west-1.amazonaws.com/jobsched:1.4, got {self.container_image!r}"
+            )
+        if bool(self.vpc_id) != bool(self.vpc_subnet_ids):
+            raise ConfigError(
+                "vpc_id and vpc_subnet_ids go together: name your VPC and the subnets (comma-separated) "
+                "its container tasks run in, or neither for a VPC the stack creates"
+            )
+        if self.vpc_id is not None and not VPC_ID_PATTERN.match(self.vpc_id):
+            raise ConfigError(f"vpc_id must look like vpc-0123456789abcdef0, got {self.vpc_id!r}")
+        for subnet in self.vpc_subnet_ids:
+            if not SUBNET_ID_PATTERN.match(subnet):
+                raise ConfigError(f"vpc_subnet_ids: {subnet!r} must look like subnet-0123456789abcdef0")
 
     def _check_backpressure(self) -> None:
         for name, limits in (
@@ -219,6 +293,13 @@ class StackConfig:
         if self.high_reserved_concurrency is None:
             return self.max_concurrency["high"]
         return self.high_reserved_concurrency
+
+    @property
+    def long_reservation(self) -> int:
+        """The long worker's reserved concurrency: the setting, or by default long's ceiling."""
+        if self.long_reserved_concurrency is None:
+            return self.max_concurrency["long"]
+        return self.long_reserved_concurrency
 
     def worker_shares(self) -> dict[str, float]:
         """Each queue's share of the workers when every queue has work: its mapping's

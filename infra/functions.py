@@ -168,18 +168,20 @@ def make_function(
     return function
 
 
-def grant_notify_publish(function: lambda_.Function, config: StackConfig) -> None:
-    """``sns:Publish`` for a function that sends dead-letter notifications, on exactly the topics of
-    the deployment's ``notify_topic_arns`` allow-list (nothing when it is empty: webhooks only)."""
+def grant_notify_publish(grantee: iam.IGrantable, config: StackConfig) -> None:
+    """``sns:Publish`` for a function (or the container pool's task role) that sends dead-letter
+    notifications, on exactly the topics of the deployment's ``notify_topic_arns`` allow-list (nothing
+    when it is empty: webhooks only)."""
     patterns = list(config.notify_topic_arns)
     if not patterns:
         return
-    assert function.role is not None
-    function.add_to_role_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=patterns))
+    iam.Grant.add_to_principal(grantee=grantee, actions=["sns:Publish"], resource_arns=patterns)
+    role = grantee.role if isinstance(grantee, lambda_.Function) else grantee
+    assert role is not None
     for pattern in patterns:
         if "*" in pattern or "?" in pattern:
             acknowledge(
-                function.role,
+                role,
                 f"AwsSolutions-IAM5[Resource::{pattern}]",
                 "Dead-letter notifications go to the teams' own SNS topics, named when a job is written; the "
                 "operator's notify_topic_arns allow-list (docs/deploy.md) bounds them to one account and a "

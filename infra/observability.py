@@ -14,7 +14,9 @@ sat in ALARM on any queue with runs ahead. The ``OldestRun-<priority>`` alarms w
 ``OldestQueuedRunAge<Priority>`` instead: seconds since the due instant of the oldest run still
 ``queued``. The ``long`` queue carries chunk tasks from Step Functions, never delayed, so it keeps
 the SQS metric, with the time a chunk may be in flight (the worker's timeout) added to the threshold
-(docs/decisions/0040).
+(docs/decisions/0040). The ``container`` queue's messages may be in flight for hours (a run of up to
+12 hours), so its ``OldestMessage-container`` alarm reads SQS's age only while messages are visible:
+work that waits and that no container task takes (the pool at its ceiling, or tasks failing to start).
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER
 from jobsched.runtime import observability as obs
-from jobsched.runtime.resources import FUNCTIONS, PRIORITIES
+from jobsched.runtime.resources import CONTAINER_KIND, FUNCTIONS, PRIORITIES
 
 MINUTE = cdk.Duration.minutes(1)
 #: How long a message of the ``long`` queue may be in flight: a chunk task runs in one worker invocation.
@@ -50,6 +52,22 @@ RUN_OUTCOMES = (
     obs.RUNS_SKIPPED,
     obs.RUNS_CANCELLED,
 )
+
+
+def waiting_age(queue: sqs.IQueue) -> cw.MathExpression:
+    """SQS's age of the queue's oldest message while messages are visible, else 0: SQS counts messages
+    in flight too, and a container run may be in flight for hours (infra/containers.py scales on it)."""
+    return cw.MathExpression(
+        expression="IF(visible > 0, age, 0)",
+        using_metrics={
+            "visible": queue.metric_approximate_number_of_messages_visible(
+                period=MINUTE, statistic="Maximum"
+            ),
+            "age": queue.metric_approximate_age_of_oldest_message(period=MINUTE, statistic="Maximum"),
+        },
+        period=MINUTE,
+        label="container: oldest message while messages wait (SQS, s)",
+    )
 
 
 @dataclass(frozen=True)
@@ -175,6 +193,22 @@ class Observability(Construct):
                 treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
             ),
         )
+        if CONTAINER_KIND in watched.queues:
+            self._alarm(
+                f"OldestMessage-{CONTAINER_KIND}",
+                waiting_age(watched.queues[CONTAINER_KIND]).create_alarm(
+                    self,
+                    "OldestMessageContainer",
+                    alarm_description="The container queue has held visible messages for 3 minutes while "
+                    f"its oldest message is more than {config.alarm_oldest_run_seconds} s old: runs wait "
+                    "that no container task takes (the pool at container_max_tasks, or tasks failing to "
+                    "start: see the service's events).",
+                    threshold=config.alarm_oldest_run_seconds,
+                    evaluation_periods=3,
+                    comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+                ),
+            )
         self._alarm(
             "RunsStranded",
             app_metric(obs.RUNS_STRANDED, "Sum", "sweeper").create_alarm(
@@ -278,7 +312,8 @@ class Observability(Construct):
                 width=8,
             ),
             cw.GraphWidget(
-                title="Oldest due run still queued (s since due, per sweep); long queue: oldest message",
+                title="Oldest due run still queued (s since due, per sweep); long and container queues: "
+                "oldest message",
                 left=[
                     app_metric(obs.oldest_queued_run_age(p), "Maximum", "sweeper").with_(
                         period=sweep_period, label=p
@@ -288,7 +323,12 @@ class Observability(Construct):
                 right=[
                     watched.queues["long"].metric_approximate_age_of_oldest_message(
                         period=MINUTE, statistic="Maximum", label="long: oldest message (SQS, s)"
-                    )
+                    ),
+                    *(
+                        [waiting_age(watched.queues[CONTAINER_KIND])]
+                        if CONTAINER_KIND in watched.queues
+                        else []
+                    ),
                 ],
                 width=8,
             ),

@@ -1,4 +1,4 @@
-"""SQS queues ``high``, ``default``, ``low`` and ``long``, each with its dead-letter queue.
+"""SQS queues ``high``, ``default``, ``low``, ``long`` and ``container``, each with its dead-letter queue.
 
 Each queue redrives to its DLQ after ``max_receive_count`` receives, is encrypted (SSE-SQS, or the
 stack's customer-managed key with ``encryption=cmk``: infra/encryption.py) and
@@ -20,7 +20,7 @@ from infra.nag import skip_checkov
 from jobsched.runtime.resources import PRIORITIES, QUEUES, QueueSpec
 
 VISIBILITY_FACTOR = 6
-QUEUE_CONSUMER = "worker"  # consumes every queue (the long queue too: chunk tasks)
+QUEUE_CONSUMER = "worker"  # the spec of the three worker functions (infra/workers.py): every Lambda queue
 DLQ_CONSUMER = "dlq_consumer"  # consumes every DLQ
 
 

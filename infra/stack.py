@@ -9,6 +9,7 @@ each construct what it needs and sets the stack outputs (API URL, dashboard URL,
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
@@ -22,6 +23,7 @@ from infra.bundling import (
 )
 from infra.config import StackConfig
 from infra.console import ConsoleUserPool
+from infra.containers import ContainerPool
 from infra.dispatch import Dispatch
 from infra.encryption import stack_key
 from infra.functions import function_spec
@@ -129,6 +131,23 @@ class JobschedStack(cdk.Stack):
             state_machine=self.long_jobs.state_machine,
             **shared,
         )
+        # Runs over Lambda's 15 minutes, and jobs of the container pool: ECS Fargate tasks on the
+        # container queue, logging into the worker's log group (infra/containers.py).
+        self.containers = (
+            ContainerPool(
+                self,
+                "ContainerPool",
+                config=config,
+                environment=environment,
+                tables=self.tables,
+                queues=self.queues,
+                payloads=self.storage,
+                state_machine=self.long_jobs.state_machine,
+                log_group=self.workers.worker.log_group,
+            )
+            if config.container_pool
+            else None
+        )
         self.console_pool = (
             ConsoleUserPool(self, "Console", config=config) if config.console_user_pool else None
         )
@@ -147,6 +166,7 @@ class JobschedStack(cdk.Stack):
             "dispatcher": self.dispatch.dispatcher,
             "worker": self.workers.worker,
             "worker_high": self.workers.high_worker,  # the same spec as worker, for the high queue
+            "worker_long": self.workers.long_worker,  # the same spec as worker, for the long queue
             "dlq_consumer": self.workers.dlq_consumer,
             "sweeper": self.dispatch.sweeper,
         }
@@ -197,12 +217,37 @@ class JobschedStack(cdk.Stack):
             value=self.long_jobs.state_machine.state_machine_arn,
             description="Chunked-job state machine",
         )
+        if self.containers is not None:
+            cdk.CfnOutput(
+                self,
+                "ContainerCluster",
+                value=self.containers.cluster.cluster_name,
+                description="ECS cluster of the container pool",
+            )
+            cdk.CfnOutput(
+                self,
+                "ContainerService",
+                value=self.containers.service.service_name,
+                description="Fargate service of the container pool (scaled from 0 on its queue)",
+            )
         self._acknowledge_function_findings()
 
+    @property
+    def availability_zones(self) -> list[str]:
+        """The region's first two AZs as CloudFormation resolves them at deploy (``Fn::GetAZs``), in
+        every synthesis: bound to an account, CDK would otherwise look them up at synth and write them
+        to ``cdk.context.json`` (the container pool's VPC is the only user: infra/containers.py)."""
+        return [cdk.Fn.select(index, cdk.Fn.get_azs()) for index in range(2)]
+
     def _acknowledge_function_findings(self) -> None:
-        """cdk-nag findings that every function shares, each with its reason."""
+        """cdk-nag findings that every function (and the container pool's task role) shares, each
+        with its reason."""
         indexed = [self.tables.table(spec) for spec in TABLES if spec.indexes]
         logical_ids = [self.resolve(table.node.default_child.logical_id) for table in indexed]  # type: ignore[union-attr]
+        task_roles = [self.containers.task_role] if self.containers is not None else []
+        for role in task_roles:
+            acknowledge_index_access(role, logical_ids)
+            self._acknowledge_key_actions(role)
         for function in self.functions.values():
             acknowledge_index_access(function.role, logical_ids)  # type: ignore[arg-type]
             acknowledge(
@@ -212,13 +257,17 @@ class JobschedStack(cdk.Stack):
                 "no resource-level permissions, so CDK grants it on Resource '*'; no action is a "
                 "wildcard.",
             )
-            if self.key is not None:
-                for action in ("kms:ReEncrypt*", "kms:GenerateDataKey*"):
-                    acknowledge(
-                        function.role,  # type: ignore[arg-type]
-                        f"AwsSolutions-IAM5[Action::{action}]",
-                        "CDK's DynamoDB grant_read_write_data adds the key actions a principal of a "
-                        "table encrypted with a customer-managed key may need (kms:Decrypt, "
-                        "kms:DescribeKey, kms:Encrypt, kms:ReEncrypt*, kms:GenerateDataKey*), on the "
-                        "stack's one key only; SQS and S3 grants name their key actions exactly.",
-                    )
+            self._acknowledge_key_actions(function.role)  # type: ignore[arg-type]
+
+    def _acknowledge_key_actions(self, role: iam.IRole) -> None:
+        if self.key is None:
+            return
+        for action in ("kms:ReEncrypt*", "kms:GenerateDataKey*"):
+            acknowledge(
+                role,
+                f"AwsSolutions-IAM5[Action::{action}]",
+                "CDK's DynamoDB grant_read_write_data adds the key actions a principal of a "
+                "table encrypted with a customer-managed key may need (kms:Decrypt, "
+                "kms:DescribeKey, kms:Encrypt, kms:ReEncrypt*, kms:GenerateDataKey*), on the "
+                "stack's one key only; SQS and S3 grants name their key actions exactly.",
+            )

@@ -70,8 +70,9 @@ class PayloadStore(Construct):
         skip_checkov(self.bucket, "CKV_AWS_18", ACCESS_LOGS_REASON)
         skip_checkov(self.bucket, "CKV_AWS_21", VERSIONING_REASON)
 
-    def grant_objects(self, function: lambda_.Function, *actions: str) -> None:
-        """Let ``function`` perform exactly ``actions`` (e.g. ``s3:GetObject``) on the bucket's objects.
+    def grant_objects(self, function: lambda_.Function | iam.Role, *actions: str) -> None:
+        """Let ``function`` (or a role: the container pool's task role) perform exactly ``actions``
+        (e.g. ``s3:GetObject``) on the bucket's objects.
 
         Explicit actions instead of CDK's ``grant_read``/``grant_read_write``, which add wildcard actions
         (``s3:GetObject*``, ``s3:List*``, ...) that the functions do not use. With a KMS-encrypted
@@ -79,15 +80,15 @@ class PayloadStore(Construct):
         """
         if not actions or any(action not in _KEY_ACTIONS for action in actions):
             raise ValueError(f"name the S3 actions explicitly ({sorted(_KEY_ACTIONS)}), got {actions!r}")
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=list(actions), resources=[self.bucket.arn_for_objects("*")])
+        iam.Grant.add_to_principal(
+            grantee=function, actions=list(actions), resource_arns=[self.bucket.arn_for_objects("*")]
         )
         if self.bucket.encryption_key is not None:
             key_actions = dict.fromkeys(a for action in actions for a in _KEY_ACTIONS[action])
             self.bucket.encryption_key.grant(function, *key_actions)
         logical_id = cdk.Stack.of(self).resolve(self.bucket.node.default_child.logical_id)  # type: ignore[union-attr]
         acknowledge(
-            function.role,  # type: ignore[arg-type]
+            function.role if isinstance(function, lambda_.Function) else function,  # type: ignore[arg-type]
             f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>/*]",
             "Payloads and outputs are objects under run-specific keys created at run time, so object "
             "actions apply to '<bucket ARN>/*' of this one bucket; the actions are listed explicitly.",

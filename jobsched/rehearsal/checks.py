@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from jobsched.long_jobs.asl import LONG_QUEUE, QUEUE_URL_PATH
@@ -308,3 +309,63 @@ def check_log_group(report: Report, logs: Any, env: Mapping[str, str]) -> None:
     if report.check(f"log group: named by {resources.ENV_RUN_LOG_GROUP}", bool(name)):
         found = logs.describe_log_groups(logGroupNamePrefix=name)["logGroups"]
         report.check("log group: exists", any(group["logGroupName"] == name for group in found), name)
+
+
+#: What the container pool's task definition must be (infra/containers.py, config defaults).
+CONTAINER_COMMAND = ["jobsched", "worker", "--pool", resources.CONTAINER_KIND]
+CONTAINER_PLATFORM = {"cpuArchitecture": "ARM64", "operatingSystemFamily": "LINUX"}
+
+
+def check_container_pool(
+    report: Report, ecs: Any, outputs: Mapping[str, str], env: Mapping[str, str], image: str
+) -> None:
+    """The container pool as ECS answers it: its cluster, its service (desired 0: it scales from 0 on
+    the container queue), the task definition the service runs (arm64, the worker loop's command, the
+    prebuilt ``image``) with the functions' variables. What the emulator cannot hold is not checked
+    here: the image build and push, the tasks themselves, the scaling policies (placeholders)."""
+    cluster, service_name = outputs.get("ContainerCluster", ""), outputs.get("ContainerService", "")
+    if not report.check(
+        "container pool: ContainerCluster and ContainerService outputs", bool(cluster and service_name)
+    ):
+        return
+    clusters = ecs.describe_clusters(clusters=[cluster])["clusters"]
+    report.check(
+        "container pool: the cluster exists", any(c["status"] == "ACTIVE" for c in clusters), cluster
+    )
+    services = ecs.describe_services(cluster=cluster, services=[service_name])["services"]
+    if not report.check("container pool: the service exists", len(services) == 1, service_name):
+        return
+    (service,) = services
+    report.equal("container pool: the service starts with no task", service["desiredCount"], 0)
+    task = ecs.describe_task_definition(taskDefinition=service["taskDefinition"])["taskDefinition"]
+    report.equal(
+        "container pool: the task runs on arm64 Linux", task.get("runtimePlatform"), CONTAINER_PLATFORM
+    )
+    report.check(
+        "container pool: the task is a Fargate task", "FARGATE" in (task.get("requiresCompatibilities") or [])
+    )
+    (container,) = task["containerDefinitions"]
+    report.equal(
+        "container pool: the container runs the worker loop", container.get("command"), CONTAINER_COMMAND
+    )
+    report.equal("container pool: the container runs the prebuilt image", container.get("image"), image)
+    variables = {item["name"]: item["value"] for item in container.get("environment", [])}
+    differing = sorted(
+        k for k, v in variables.items() if k != "POWERTOOLS_SERVICE_NAME" and env.get(k) not in (None, v)
+    )
+    report.check(
+        "container pool: its variables agree with the functions'", not differing, f"differing: {differing}"
+    )
+    queue = resources.QueueSpec(resources.CONTAINER_KIND).env_var
+    report.equal(f"container pool: it consumes the queue {queue} names", variables.get(queue), env.get(queue))
+
+
+def check_image_asset(report: Report, assembly: Path) -> None:
+    """The default synthesis (no ``container_image``) carries the repository's Dockerfile as an image
+    asset for linux/arm64: what ``cdk deploy`` would build and push (the rehearsal cannot: no Docker)."""
+    manifest = json.loads((assembly / "Jobsched.assets.json").read_text())
+    images = list(manifest.get("dockerImages", {}).values())
+    if report.check("image asset: the default synth has one", len(images) == 1, f"found {len(images)}"):
+        source = images[0]["source"]
+        report.equal("image asset: built from the Dockerfile", source.get("dockerFile"), "Dockerfile")
+        report.equal("image asset: for linux/arm64", source.get("platform"), "linux/arm64")

@@ -33,7 +33,7 @@ class Gap:
 GAPS = (
     Gap(
         "unsupported-types",
-        "no CloudFormation support for 10 resource types (45 of the stack's resources); a GetAtt of one "
+        "no CloudFormation support for 13 resource types (58 of the stack's resources); a GetAtt of one "
         "fails the create",
         "a placeholder model per type answers Ref and GetAtt and keeps the resource's properties",
     ),
@@ -77,6 +77,31 @@ GAPS = (
         "forgets the resource: every Ref to it then resolves to nothing, and the functions lose the "
         "variables that name it",
         "the resource is kept as it was (a property change moto cannot make is then caught by the checks)",
+        upstream=True,
+    ),
+    Gap(
+        "ec2-network-delete",
+        "AWS::EC2::RouteTable, Route, SubnetRouteTableAssociation, VPCGatewayAttachment and "
+        "InternetGateway are created but never deleted: deleting a stack with a VPC (the container "
+        "pool's) fails with 'The vpc ... has dependencies and cannot be deleted'",
+        "each of the five is deleted with the EC2 backend's own calls (disassociate, delete the route "
+        "and the table, detach and delete the gateway)",
+        upstream=True,
+    ),
+    Gap(
+        "ecs-task-definition-properties",
+        "AWS::ECS::TaskDefinition keeps only the family, containers, volumes and memory: the CPU, the "
+        "runtime platform (arm64), the network mode, the compatibilities and the two roles are dropped",
+        "they are applied to the task definition moto registers",
+        upstream=True,
+    ),
+    Gap(
+        "ecs-task-definition-update",
+        "an update of AWS::ECS::TaskDefinition registers a new revision whose containers keep the "
+        "template's PascalCase keys, and the AWS::ECS::Service that refers to it goes on running the "
+        "old, deregistered revision (its own properties did not change)",
+        "the new revision's containers are stored as ECS answers them, and the services of the old "
+        "revision are moved to the new one, as CloudFormation's update of the service does",
         upstream=True,
     ),
     Gap(
@@ -261,6 +286,104 @@ def _patch_kept_on_update() -> None:
     _replace(parsing, "parse_and_update_resource", update_or_keep)
 
 
+#: AWS::ECS::TaskDefinition properties moto's CloudFormation drops -> the attribute its model keeps.
+_TASK_DEFINITION_PROPERTIES = {
+    "Cpu": "cpu",
+    "RuntimePlatform": "runtime_platform",
+    "NetworkMode": "network_mode",
+    "RequiresCompatibilities": "requires_compatibilities",
+    "TaskRoleArn": "task_role_arn",
+    "ExecutionRoleArn": "execution_role_arn",
+}
+
+
+def _apply_task_definition(task: Any, properties: dict[str, Any], account_id: str, region: str) -> None:
+    for name, attribute in _TASK_DEFINITION_PROPERTIES.items():
+        if name in properties:
+            value = properties[name]
+            if name == "RuntimePlatform":
+                value = {k[0].lower() + k[1:]: v for k, v in value.items()}
+            setattr(task, attribute, value)
+    if "FARGATE" in properties.get("RequiresCompatibilities", []):
+        task.compatibilities = ["EC2", "FARGATE"]
+
+
+def _patch_task_definition() -> None:
+    from moto.core.utils import pascal_to_camelcase, remap_nested_keys
+    from moto.ecs.models import TaskDefinition, ecs_backends
+
+    _wrap(TaskDefinition, "create_from_cloudformation_json", after=_apply_task_definition)
+    update = getattr(TaskDefinition, "update_from_cloudformation_json").__func__  # noqa: B009
+
+    def update_and_follow(
+        cls: Any,
+        original_resource: Any,
+        new_resource_name: str,
+        cloudformation_json: Any,
+        account_id: str,
+        region_name: str,
+    ) -> Any:
+        made = update(cls, original_resource, new_resource_name, cloudformation_json, account_id, region_name)
+        if made is not original_resource:
+            made.container_definitions = remap_nested_keys(made.container_definitions, pascal_to_camelcase)
+            for service in ecs_backends[account_id][region_name].services.values():
+                if service.task_definition == original_resource.arn:
+                    service.task_definition = made.arn
+        _apply_task_definition(made, cloudformation_json.get("Properties", {}), account_id, region_name)
+        return made
+
+    _replace(TaskDefinition, "update_from_cloudformation_json", classmethod(update_and_follow))
+
+
+def _ec2(account_id: str, region: str) -> Any:
+    from moto.ec2.models import ec2_backends
+
+    return ec2_backends[account_id][region]
+
+
+def _delete_route_table(self: Any, account_id: str, region: str) -> None:
+    _ec2(account_id, region).delete_route_table(self.id)
+
+
+def _delete_route(self: Any, account_id: str, region: str) -> None:
+    backend = _ec2(account_id, region)
+    if self.route_table.id in backend.route_tables:  # deleting the table took its routes with it
+        backend.delete_route(
+            self.route_table.id, self.destination_cidr_block or self.destination_ipv6_cidr_block
+        )
+
+
+def _delete_association(self: Any, account_id: str, region: str) -> None:
+    _ec2(account_id, region).subnet_associations.pop(f"{self.route_table_id}:{self.subnet_id}", None)
+
+
+def _delete_attachment(self: Any, account_id: str, region: str) -> None:
+    if self.gateway_id and self.gateway_id.startswith("igw-"):
+        _ec2(account_id, region).detach_internet_gateway(self.gateway_id, self.vpc_id)
+
+
+def _delete_gateway(self: Any, account_id: str, region: str) -> None:
+    _ec2(account_id, region).delete_internet_gateway(self.id)
+
+
+def _patch_network_deletes() -> None:
+    from moto.ec2.models.internet_gateways import InternetGateway
+    from moto.ec2.models.route_tables import Route, RouteTable
+    from moto.ec2.models.subnets import SubnetRouteTableAssociation
+    from moto.ec2.models.vpn_gateway import VPCGatewayAttachment
+
+    # moto's stack delete calls resource.delete(account, region) and retries what fails (a dependency)
+    # in a later pass, so the order in which the five go does not matter.
+    for model, delete in (
+        (RouteTable, _delete_route_table),
+        (Route, _delete_route),
+        (SubnetRouteTableAssociation, _delete_association),
+        (VPCGatewayAttachment, _delete_attachment),
+        (InternetGateway, _delete_gateway),
+    ):
+        _replace(model, "delete", delete)
+
+
 _applied = False
 
 
@@ -276,6 +399,8 @@ def apply() -> tuple[Gap, ...]:
         _patch_mappings()
         _patch_previous_parameters()
         _patch_kept_on_update()
+        _patch_network_deletes()
+        _patch_task_definition()
         _applied = True
     return GAPS
 

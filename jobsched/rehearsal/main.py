@@ -15,6 +15,7 @@ import argparse
 import json
 import os
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +40,18 @@ def _clients(endpoint_url: str) -> dict[str, Any]:
     session = boto3.session.Session(
         aws_access_key_id="testing", aws_secret_access_key="testing", region_name=REGION
     )
-    names = ("cloudformation", "lambda", "dynamodb", "sqs", "s3", "sns", "stepfunctions", "sts", "logs")
+    names = (
+        "cloudformation",
+        "lambda",
+        "dynamodb",
+        "sqs",
+        "s3",
+        "sns",
+        "stepfunctions",
+        "sts",
+        "logs",
+        "ecs",
+    )
     return {name: session.client(name, endpoint_url=endpoint_url) for name in names}
 
 
@@ -61,6 +73,8 @@ def check_deployment(
     )
     checks.check_outputs(report, deployment.outputs, env)
     checks.check_log_group(report, clients["logs"], env)
+    account = clients["sts"].get_caller_identity()["Account"]
+    checks.check_container_pool(report, clients["ecs"], deployment.outputs, env, container_image(account))
     return deployment
 
 
@@ -88,6 +102,12 @@ def _existing(deployment: checks.Deployment, endpoint_url: str) -> dict[str, str
         "AWS_DEFAULT_REGION": REGION,
         "POWERTOOLS_METRICS_DISABLED": "true",
     }
+
+
+def container_image(account: str) -> str:
+    """The prebuilt image the rehearsal deploys the container pool with (``-c container_image``): the
+    machine has no Docker daemon to build the Dockerfile's image, and the emulator runs no container."""
+    return f"{account}.dkr.ecr.{REGION}.amazonaws.com/jobsched:rehearsal"
 
 
 class Rehearsal:
@@ -124,7 +144,11 @@ class Rehearsal:
             self.workdir / "cdk.out",
         )
         stack = json.loads((self.root / "cdk.json").read_text())["context"].get("stack_name", "Jobsched")
-        context = (f"handler_modules={CHUNKED_MODULE}", f"admin_principals={admin}")
+        context = (
+            f"handler_modules={CHUNKED_MODULE}",
+            f"admin_principals={admin}",
+            f"container_image={container_image(account)}",
+        )
         # Bootstrapping needs no app: run outside the project, the CLI does not synthesize it first.
         self._step(cli, "bootstrap", f"aws://{account}/{REGION}", cwd=self.workdir)
         check_before_first_deploy(self.report, self.out)
@@ -138,12 +162,27 @@ class Rehearsal:
         deployment = check_deployment(self.report, clients, stack, self.root)
         self._check_update(clients, stack, deployment)
         self._count(clients, stack)
+        # The default synthesis (the Dockerfile's image asset, which needs Docker to deploy), made while
+        # the quickstart runs: the same context as the update but container_image.
+        default = [*context[:2], *UPDATE_CONTEXT]
+        synth = threading.Thread(
+            target=cli.run, args=("synth", "--quiet", *(a for c in default for a in ("-c", c)))
+        )
+        synth.start()
         started = time.monotonic()
         with (self.workdir / "functions.log").open("w") as functions_log:
             run_scenario(
                 self.report, _existing(deployment, server.endpoint_url), admin=admin, log=functions_log
             )
         self.out(f"quickstart on the deployed stack: {time.monotonic() - started:.1f} s")
+        synth.join()
+        step = cli.steps[-1]
+        if self.report.check("cdk synth (default: the image asset)", step.ok, step.output[-800:]):
+            checks.check_image_asset(self.report, cli.outdir)
+        self.out(
+            f"cdk synth (the image asset, not deployed: no Docker): exit {step.returncode} "
+            f"in {step.seconds:.1f} s"
+        )
         # The assembly the update deployed (the app is not synthesized a fourth time).
         self._step(cli, "destroy", "--force", "--app", str(cli.outdir), stack)
         self.report.check("destroy: the stack is gone", _stack_gone(clients, stack))

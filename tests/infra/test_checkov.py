@@ -122,10 +122,12 @@ def test_skips_of_one_resource_accumulate_and_a_repeat_is_refused():
 
 
 @pytest.mark.parametrize("variant", ["aws", "cmk"])
-def test_the_high_worker_passes_the_reserved_concurrency_check(reports, synth, variant):
-    # Given the high worker's reserved concurrency (docs/decisions/0028) / When checkov scans the
-    # template / Then CKV_AWS_115 passes on that function (it is skipped, with its reason, on the others)
-    high = synth.logical_id(synth.stack.functions["worker_high"])
+@pytest.mark.parametrize("name", ["worker_high", "worker_long"])
+def test_the_high_and_long_workers_pass_the_reserved_concurrency_check(reports, synth, variant, name):
+    # Given the high and long workers' reserved concurrency (docs/decisions/0028) / When checkov scans
+    # the template / Then CKV_AWS_115 passes on those functions (it is skipped, with its reason, on the
+    # others)
+    high = synth.logical_id(synth.stack.functions[name])
     results = reports[variant][0]["results"]
     passed = {c["resource"] for c in results["passed_checks"] if c["check_id"] == "CKV_AWS_115"}
     skipped = {c["resource"] for c in results["skipped_checks"] if c["check_id"] == "CKV_AWS_115"}

@@ -120,21 +120,27 @@ def _stack(context: dict[str, str]):
 
 @pytest.mark.slow
 def test_synthesis_warns_about_the_concurrency_quota_the_reservation_needs():
-    # Given the default reservation of the high worker (20)
+    # Given the default reservations of the high worker (20) and the long worker (5)
     from aws_cdk.assertions import Annotations, Match
 
-    warnings = Annotations.from_stack(_stack({})).find_warning(
+    stack = _stack({})
+    warnings = Annotations.from_stack(stack).find_warning(
         "*", Match.string_like_regexp("high_reserved_concurrency")
     )
-    # Then the synth warns once, naming the setting and the quota it needs (20 + Lambda's 100)
+    # Then the synth warns once per reserving function, naming its setting and the quota both need
+    # (20 + 5 + Lambda's 100)
     assert len(warnings) == 1
     text = str(warnings[0].entry.data)
-    assert "at least 120" in text and "-c high_reserved_concurrency=0" in text
+    assert "at least 125" in text and "-c high_reserved_concurrency=0" in text
+    (long,) = Annotations.from_stack(stack).find_warning(
+        "*", Match.string_like_regexp("long_reserved_concurrency")
+    )
+    assert "WorkerLong reserves 5" in str(long.entry.data) and "at least 125" in str(long.entry.data)
 
 
 @pytest.mark.slow
 def test_no_quota_warning_without_a_reservation():
     from aws_cdk.assertions import Annotations, Match
 
-    stack = _stack({"high_reserved_concurrency": "0"})
+    stack = _stack({"high_reserved_concurrency": "0", "long_reserved_concurrency": "0"})
     assert Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("reserves")) == []

@@ -23,9 +23,9 @@ def _function(synth, spec: FunctionSpec) -> dict:
     return synth.template["Resources"][synth.logical_id(synth.stack.functions[spec.name])]["Properties"]
 
 
-def test_one_lambda_function_per_spec_and_one_for_the_high_queue(synth):
-    # Given the five specs, the worker's built twice (the shared worker and the high worker)
-    synth.assertions.resource_count_is("AWS::Lambda::Function", len(FUNCTIONS) + 1)
+def test_one_lambda_function_per_spec_and_one_each_for_the_high_and_long_queues(synth):
+    # Given the five specs, the worker's built three times (the shared, the high and the long worker)
+    synth.assertions.resource_count_is("AWS::Lambda::Function", len(FUNCTIONS) + 2)
 
 
 @pytest.mark.parametrize("spec", FUNCTIONS, ids=lambda s: s.name)
@@ -109,16 +109,22 @@ def _by_queue(synth, function_name: str) -> dict[str, dict]:
     return {kinds[m["EventSourceArn"]["Fn::GetAtt"][0]]: m for m in _mappings(synth, function_name)}
 
 
-def test_the_high_queue_has_its_own_function_and_the_others_share_the_worker(synth):
-    # Given the four run queues / Then the high worker consumes high alone, the worker every other one
+def test_the_high_and_long_queues_have_their_own_functions_and_the_others_share_the_worker(synth):
+    # Given the four Lambda run queues / Then the high worker consumes high alone, the long worker long
+    # alone, the worker default and low; no function consumes the container queue
     assert set(_by_queue(synth, "worker_high")) == {"high"}
-    assert set(_by_queue(synth, "worker")) == {"default", "low", "long"}
+    assert set(_by_queue(synth, "worker_long")) == {"long"}
+    assert set(_by_queue(synth, "worker")) == {"default", "low"}
 
 
 def test_each_queue_mapping_carries_its_maximum_concurrency(synth):
     # Given the configured MaximumConcurrency per queue / Then each mapping carries its queue's value
     config = synth.stack.config
-    mappings = {**_by_queue(synth, "worker"), **_by_queue(synth, "worker_high")}
+    mappings = {
+        **_by_queue(synth, "worker"),
+        **_by_queue(synth, "worker_high"),
+        **_by_queue(synth, "worker_long"),
+    }
     assert set(mappings) == set(LAMBDA_QUEUE_KINDS)  # the container queue has no Lambda consumer
     for kind, mapping in mappings.items():
         assert mapping["ScalingConfig"] == {"MaximumConcurrency": config.max_concurrency[kind]}
@@ -133,12 +139,21 @@ def test_the_high_worker_has_reserved_concurrency_and_the_worker_none(synth):
     assert "ReservedConcurrentExecutions" not in worker
 
 
-def test_the_high_worker_runs_the_worker_code_and_writes_to_its_log_group(synth):
-    # Given one code asset / Then the high worker is the worker (handler, memory, timeout, environment)
-    # and its logs go to the worker's group (the run view's Logs Insights query reads one group)
-    high, worker = _function_named(synth, "worker_high"), _function_named(synth, "worker")
+def test_the_long_worker_has_reserved_concurrency_of_its_own(synth):
+    # Given the default long_reserved_concurrency (= max_concurrency["long"]) / Then the long worker
+    # reserves that many executions: long work never takes short work's capacity, nor the reverse
+    long = _function_named(synth, "worker_long")
+    assert long["ReservedConcurrentExecutions"] == synth.stack.config.long_reservation == 5
+    assert long["Timeout"] == 900
+
+
+@pytest.mark.parametrize("name", ["worker_high", "worker_long"])
+def test_the_high_and_long_workers_run_the_worker_code_and_write_to_its_log_group(synth, name):
+    # Given one code asset / Then the high and long workers are the worker (handler, memory, timeout,
+    # environment) and their logs go to the worker's group (the run view's Logs Insights query reads one)
+    own, worker = _function_named(synth, name), _function_named(synth, "worker")
     for prop in ("Handler", "MemorySize", "Timeout", "Code", "Environment", "LoggingConfig"):
-        assert high[prop] == worker[prop], prop
+        assert own[prop] == worker[prop], prop
 
 
 def _function_named(synth, name: str) -> dict:
@@ -147,7 +162,9 @@ def _function_named(synth, name: str) -> dict:
 
 def test_long_queue_delivers_one_chunk_task_per_invocation(synth):
     long_queue = synth.logical_id(synth.stack.queues.queue("long"))
-    (mapping,) = [m for m in _mappings(synth, "worker") if m["EventSourceArn"]["Fn::GetAtt"][0] == long_queue]
+    (mapping,) = [
+        m for m in _mappings(synth, "worker_long") if m["EventSourceArn"]["Fn::GetAtt"][0] == long_queue
+    ]
     assert mapping["BatchSize"] == 1
 
 

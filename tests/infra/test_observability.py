@@ -14,8 +14,21 @@ from jobsched.runtime.resources import FUNCTIONS, PRIORITIES, QUEUES
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 
 
-def _alarms(synth) -> list[dict]:
+def _all_alarms(synth) -> list[dict]:
+    """Every alarm of the template: the alerting ones and the container pool's scaling alarms."""
     return [a["Properties"] for a in synth.resources("AWS::CloudWatch::Alarm").values()]
+
+
+def _scaling_policies(synth) -> set[str]:
+    return set(synth.resources("AWS::ApplicationAutoScaling::ScalingPolicy"))
+
+
+def _alarms(synth) -> list[dict]:
+    """The alerting alarms: every alarm but those that drive a scaling policy of the container pool."""
+    policies = _scaling_policies(synth)
+    return [
+        a for a in _all_alarms(synth) if not {action.get("Ref") for action in a["AlarmActions"]} & policies
+    ]
 
 
 def _widgets(synth) -> dict[str, tuple[list[Any], list[Any]]]:
@@ -62,21 +75,26 @@ def test_every_alarm_notifies_the_alert_topic(synth):
     alarms = _alarms(synth)
     assert alarms
     assert all(a["AlarmActions"] == [topic] and a["OKActions"] == [topic] for a in alarms)
+    # but the container pool's three scaling alarms, each of which drives one scaling policy and no more
+    scaling = [a for a in _all_alarms(synth) if a not in alarms]
+    assert len(scaling) == 3
+    assert sorted(a["AlarmActions"][0]["Ref"] for a in scaling) == sorted(_scaling_policies(synth))
+    assert all(len(a["AlarmActions"]) == 1 and "OKActions" not in a for a in scaling)
 
 
 def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_stranded_runs_and_error_rates(synth):
-    # Given 4 queues (+ the scheduler DLQ) and 6 functions (5 specs, the worker's twice: the high
-    # worker) / Then: a DLQ-not-empty alarm per DLQ, an oldest-run alarm per priority and one on the
-    # long queue's oldest message, one lag p99 alarm, one dead-letter alarm, one on runs declared
-    # stranded and an error-rate alarm per function
+    # Given 5 queues (+ the scheduler DLQ) and 7 functions (5 specs, the worker's three times: the high
+    # and long workers) / Then: a DLQ-not-empty alarm per DLQ, an oldest-run alarm per priority and one
+    # on each of the long and container queues' oldest message, one lag p99 alarm, one dead-letter
+    # alarm, one on runs declared stranded and an error-rate alarm per function
     names = set(synth.stack.observability.alarms)
     expected = (
         {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
         | {"DlqNotEmpty-schedule", "ScheduleLagP99", "DeadLetters", "RunsStranded"}
         | {f"OldestRun-{p}" for p in PRIORITIES}
-        | {"OldestMessage-long"}
+        | {"OldestMessage-long", "OldestMessage-container"}
         | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
-        | {"ErrorRate-worker_high"}
+        | {"ErrorRate-worker_high", "ErrorRate-worker_long"}
     )
     assert names == expected
     assert len(_alarms(synth)) == len(expected)
@@ -138,12 +156,24 @@ def test_dashboard_shows_lag_outcomes_queues_dlqs_errors_throttles_concurrency_d
     depth, _ = widgets["Queue depth (visible messages); jobs held back"]
     assert len(_named(depth, "AWS/SQS", "ApproximateNumberOfMessagesVisible")) == len(QUEUES)
     assert any("JobsHeldBack" in m[0].get("expression", "") for m in depth if isinstance(m[0], dict))
-    age, _ = widgets["Oldest due run still queued (s since due, per sweep); long queue: oldest message"]
+    age, tokens = widgets[
+        "Oldest due run still queued (s since due, per sweep); long and container queues: oldest message"
+    ]
     assert {m[1] for m in _named_prefix(age, "jobsched", "OldestQueuedRunAge")} == {
         f"OldestQueuedRunAge{p.title()}" for p in PRIORITIES
     }
-    # SQS's own age only for the long queue (chunk tasks are never sent with a delay, decision 0040)
-    assert len(_named(age, "AWS/SQS", "ApproximateAgeOfOldestMessage")) == 1
+    # SQS's own age only for the long queue (chunk tasks are never sent with a delay, decision 0040),
+    # and for the container queue (runs in flight for hours) only while messages are visible
+    sqs_ages = _named(age, "AWS/SQS", "ApproximateAgeOfOldestMessage")
+    assert len(sqs_ages) == 2
+    (hidden,) = [m for m in sqs_ages if m[-1].get("visible") is False]
+    (visible,) = _named(age, "AWS/SQS", "ApproximateNumberOfMessagesVisible")
+    assert (hidden[-1]["id"], visible[-1]["id"], visible[-1]["visible"]) == ("age", "visible", False)
+    expressions = [m[0]["expression"] for m in age if isinstance(m[0], dict) and "expression" in m[0]]
+    assert expressions == ["IF(visible > 0, age, 0)"]
+    container = {"Fn::GetAtt": [synth.logical_id(synth.stack.queues.queue("container")), "QueueName"]}
+    assert tokens[int(hidden[3].strip("_").removeprefix("TOKEN"))] == container
+    assert tokens[int(visible[3].strip("_").removeprefix("TOKEN"))] == container
     dlq, _ = widgets["Dead-letter queue depth"]
     assert len(_named(dlq, "AWS/SQS", "ApproximateNumberOfMessagesVisible")) == len(QUEUES) + 1
     errors, _ = widgets["Function errors"]
@@ -180,12 +210,13 @@ def test_deploy_md_prices_the_alarm_metrics_the_stack_builds(synth):
     docs/deploy.md's idle cost names their number and kinds, Then they are the template's
     (issue 27 §4: the page said 20 while the stack built 26)."""
     per_alarm = [
-        1 if "MetricName" in a else sum(1 for m in a["Metrics"] if "MetricStat" in m) for a in _alarms(synth)
+        1 if "MetricName" in a else sum(1 for m in a["Metrics"] if "MetricStat" in m)
+        for a in _all_alarms(synth)
     ]
     text = " ".join(DEPLOY_DOC.read_text().split())
     match = re.search(
-        r"(\d+) alarm metrics ≈ \$([\d.]+)/month \((\d+) single-metric alarms, (\d+) error-rate alarms of "
-        r"two metrics each, (\d+) dead-letter alarm of three\)",
+        r"(\d+) alarm metrics ≈ \$([\d.]+)/month \((\d+) single-metric alarms, (\d+) alarms of "
+        r"two metrics each [^;]*; (\d+) dead-letter alarm of three\)",
         text,
     )
     assert match, "docs/deploy.md no longer prices the alarm metrics in the form this test reads"

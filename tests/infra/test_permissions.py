@@ -51,7 +51,7 @@ def _arn_of(synth, construct) -> dict:
     return {"Fn::GetAtt": [synth.logical_id(construct), "Arn"]}
 
 
-WORKERS = ["worker", "worker_high"]
+WORKERS = ["worker", "worker_high", "worker_long"]
 
 
 @pytest.mark.parametrize("function_name", WORKERS)
@@ -71,24 +71,26 @@ TASK_RESPONSES = ("states:SendTaskSuccess", "states:SendTaskFailure", "states:Se
 def test_worker_may_answer_task_tokens_of_the_state_machine_only(synth):
     state_machine = {"Ref": synth.logical_id(synth.stack.long_jobs.state_machine)}
     for action in TASK_RESPONSES:
-        assert _resources_for(synth, "worker", action) == [state_machine]
+        assert _resources_for(synth, "worker_long", action) == [state_machine]
 
 
-def test_the_two_workers_may_do_the_same_but_consume_different_queues(synth):
-    # Given one worker code for both functions / Then their roles allow the same actions but for the
-    # chunk tasks' (which arrive on the long queue, consumed by the shared worker only: decision 0038);
-    # the consume-only actions (ReceiveMessage, DeleteMessage) name high for the high worker alone
+def test_the_three_workers_may_do_the_same_but_consume_different_queues(synth):
+    # Given one worker code for the three functions / Then their roles allow the same actions but for
+    # the chunk tasks' (which arrive on the long queue, consumed by the long worker only: decision
+    # 0038); the consume-only actions (ReceiveMessage, DeleteMessage) name each one's own queues
     chunk_only = {*TASK_RESPONSES, "states:StopExecution"}
-    assert _actions(synth, "worker") - chunk_only == _actions(synth, "worker_high")
-    assert chunk_only <= _actions(synth, "worker")
+    assert _actions(synth, "worker_long") - chunk_only == _actions(synth, "worker_high")
+    assert _actions(synth, "worker") == _actions(synth, "worker_high")
+    assert chunk_only <= _actions(synth, "worker_long")
     queue = {
         kind: _arn_of(synth, synth.stack.queues.queue(kind)) for kind in ("high", "default", "low", "long")
     }
     for action in ("sqs:ReceiveMessage", "sqs:DeleteMessage"):
         assert _resources_for(synth, "worker_high", action) == [queue["high"]]
+        assert _resources_for(synth, "worker_long", action) == [queue["long"]]
         assert queue["high"] not in _resources_for(synth, "worker", action)
         assert {str(r) for r in _resources_for(synth, "worker", action)} == {
-            str(queue[k]) for k in ("default", "low", "long")
+            str(queue[k]) for k in ("default", "low")
         }
 
 
@@ -137,7 +139,7 @@ def test_worker_may_read_and_stop_executions_of_chunked_runs_only(synth):
     # Chunked runs: the worker reads an execution's result and stops the execution of a cancelled run;
     # both are scoped to executions of our state machine, and no other function may do either.
     for action in ("states:DescribeExecution", "states:StopExecution"):
-        resources = _resources_for(synth, "worker", action)
+        resources = _resources_for(synth, "worker_long", action)
         assert resources and all("execution" in str(r) for r in resources), resources
         for other in ("api", "dispatcher", "dlq_consumer", "sweeper"):
             assert action not in _actions(synth, other)
@@ -152,7 +154,7 @@ def test_functions_that_create_runs_may_batch_write_the_run_feed(synth, function
     assert runs in _resources_for(synth, function_name, "dynamodb:BatchWriteItem")
 
 
-@pytest.mark.parametrize("function_name", ["worker", "worker_high", "sweeper"])
+@pytest.mark.parametrize("function_name", ["worker", "worker_high", "worker_long", "sweeper"])
 def test_the_functions_that_send_notifications_may_publish_to_the_allow_listed_topics_only(
     synth, function_name
 ):
@@ -206,3 +208,20 @@ def test_api_may_scan_the_jobs_table_and_the_dead_letter_index_for_handler_count
     leases = _arn_of(synth, tables.table(LEASES_TABLE))
     assert leases in _resources_for(synth, "api", "dynamodb:GetItem")
     assert leases in _resources_for(synth, "api", "dynamodb:PutItem")
+
+
+def test_the_permissions_reader_judges_the_container_loop_by_the_task_role(synth):
+    # Given the synthesized template / When the permissions-by-use reader reads it (decision 0038)
+    from jobsched.local.iam.template import read_roles
+
+    roles = read_roles(synth.template)
+    # Then WorkerLong is worker_long, and the container loop (container_worker) is the task definition,
+    # judged by its task role (not the execution role), consuming the container queue
+    assert roles.roles["worker_long"].logical_id == synth.logical_id(synth.stack.workers.long_worker)
+    container = roles.roles["container_worker"]
+    assert container.logical_id == synth.logical_id(synth.stack.containers.task_definition)
+    actions = {action for statement in container.statements for action in statement.actions or ()}
+    assert {"sqs:ReceiveMessage", "states:SendTaskSuccess", "dynamodb:PutItem"} <= actions
+    assert not {a for a in actions if a.startswith(("ecr:", "logs:", "xray:"))}
+    queue = "arn:aws:sqs:us-east-1:123456789012:<JOBSCHED_QUEUE_URL_CONTAINER>"
+    assert ("container_worker", queue) in roles.consumed

@@ -95,6 +95,16 @@ def test_a_worker_batch_from_the_high_queue_is_the_high_worker(monkeypatch: pyte
     assert recorder.function_of_event("sweeper", high) == "sweeper"
 
 
+def test_a_worker_batch_from_the_long_queue_is_the_long_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the long queue's URL in the environment, Then a batch of its records is WorkerLong's.
+    monkeypatch.setenv("JOBSCHED_QUEUE_URL_HIGH", "http://127.0.0.1:1/123456789012/p-high")
+    monkeypatch.setenv("JOBSCHED_QUEUE_URL_LONG", "http://127.0.0.1:1/123456789012/p-long")
+    long = {"Records": [{"eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:p-long"}]}
+    mixed = {"Records": [*long["Records"], {"eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:p-high"}]}
+    assert recorder.function_of_event("worker", long) == "worker_long"
+    assert recorder.function_of_event("worker", mixed) == "worker"
+
+
 def test_recordings_round_trip_through_files(tmp_path) -> None:
     recording = recorder.Recording()
     recording.add("sweeper", "sqs:SendMessage", [("sqs:SendMessage", "arn:q")])

@@ -230,3 +230,72 @@ def test_outputs_are_checked_against_the_functions_variables() -> None:
         "outputs: every documented output",
         "outputs: PayloadBucket is the functions' bucket",
     ]
+
+
+IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/jobsched:rehearsal"
+
+
+def _container_pool(ecs: Any, env: dict[str, str], *, cpu_architecture: str = "ARM64") -> dict[str, str]:
+    """A cluster, a Fargate task definition as infra/containers.py makes it, and its service at 0."""
+    cluster = ecs.create_cluster(clusterName="pool")["cluster"]["clusterName"]
+    task = ecs.register_task_definition(
+        family="worker",
+        requiresCompatibilities=["FARGATE"],
+        networkMode="awsvpc",
+        cpu="1024",
+        memory="2048",
+        runtimePlatform={"cpuArchitecture": cpu_architecture, "operatingSystemFamily": "LINUX"},
+        containerDefinitions=[
+            {
+                "name": "Worker",
+                "image": IMAGE,
+                "command": ["jobsched", "worker", "--pool", "container"],
+                "environment": [{"name": k, "value": v} for k, v in env.items()],
+            }
+        ],
+    )["taskDefinition"]["taskDefinitionArn"]
+    service = ecs.create_service(cluster=cluster, serviceName="svc", taskDefinition=task, desiredCount=0)
+    return {"ContainerCluster": cluster, "ContainerService": service["service"]["serviceName"]}
+
+
+@mock_aws
+def test_the_container_pool_as_infra_makes_it_passes_and_an_x86_task_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    ecs = boto3.client("ecs", region_name=REGION)
+    queue = resources.QueueSpec(resources.CONTAINER_KIND).env_var
+    env = {queue: "https://sqs/container", resources.ENV_RUNS_TABLE: "runs"}
+    # Given the pool as infra makes it, with the functions' variables / Then every check passes
+    report = checks.Report()
+    checks.check_container_pool(report, ecs, _container_pool(ecs, env), env, IMAGE)
+    assert report.failures == [] and len(report.results) >= 9
+    # Given an x86 task whose variables name another Runs table / Then those two checks fail, by name
+    ecs.delete_cluster(cluster="pool")
+    outputs = _container_pool(ecs, {**env, resources.ENV_RUNS_TABLE: "other"}, cpu_architecture="X86_64")
+    report = checks.Report()
+    checks.check_container_pool(report, ecs, outputs, env, IMAGE)
+    assert _failed(report) == [
+        "container pool: the task runs on arm64 Linux",
+        "container pool: its variables agree with the functions'",
+    ]
+
+
+def test_the_default_synth_must_carry_an_arm64_image_asset(tmp_path) -> None:
+    # Given an assets manifest with the Dockerfile's image for linux/arm64 / Then the checks pass
+    source = {"directory": "asset.abc", "dockerFile": "Dockerfile", "platform": "linux/arm64"}
+    (tmp_path / "Jobsched.assets.json").write_text(json.dumps({"dockerImages": {"abc": {"source": source}}}))
+    report = checks.Report()
+    checks.check_image_asset(report, tmp_path)
+    assert report.failures == [] and len(report.results) == 3
+    # Given one built for amd64 / Then its platform check fails; Given none / Then the first fails
+    source["platform"] = "linux/amd64"
+    (tmp_path / "Jobsched.assets.json").write_text(json.dumps({"dockerImages": {"abc": {"source": source}}}))
+    report = checks.Report()
+    checks.check_image_asset(report, tmp_path)
+    assert _failed(report) == ["image asset: for linux/arm64"]
+    (tmp_path / "Jobsched.assets.json").write_text(json.dumps({"dockerImages": {}}))
+    report = checks.Report()
+    checks.check_image_asset(report, tmp_path)
+    assert _failed(report) == ["image asset: the default synth has one"]

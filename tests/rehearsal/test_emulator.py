@@ -234,3 +234,109 @@ def test_restore_undoes_every_replacement() -> None:
     assert StateMachine.__dict__["create_from_cloudformation_json"] is not patched
     emulator.apply()
     assert StateMachine.__dict__["create_from_cloudformation_json"] is not patched  # a fresh wrapper
+
+
+_NETWORK = {
+    "Vpc": {"Type": "AWS::EC2::VPC", "Properties": {"CidrBlock": "10.0.0.0/16"}},
+    "Subnet": {
+        "Type": "AWS::EC2::Subnet",
+        "Properties": {"VpcId": {"Ref": "Vpc"}, "CidrBlock": "10.0.0.0/24"},
+    },
+    "Routes": {"Type": "AWS::EC2::RouteTable", "Properties": {"VpcId": {"Ref": "Vpc"}}},
+    "Association": {
+        "Type": "AWS::EC2::SubnetRouteTableAssociation",
+        "Properties": {"RouteTableId": {"Ref": "Routes"}, "SubnetId": {"Ref": "Subnet"}},
+    },
+    "Gateway": {"Type": "AWS::EC2::InternetGateway", "Properties": {}},
+    "Attachment": {
+        "Type": "AWS::EC2::VPCGatewayAttachment",
+        "Properties": {"VpcId": {"Ref": "Vpc"}, "InternetGatewayId": {"Ref": "Gateway"}},
+    },
+    "DefaultRoute": {
+        "Type": "AWS::EC2::Route",
+        "DependsOn": ["Attachment"],
+        "Properties": {
+            "RouteTableId": {"Ref": "Routes"},
+            "DestinationCidrBlock": "0.0.0.0/0",
+            "GatewayId": {"Ref": "Gateway"},
+        },
+    },
+}
+
+
+@mock_aws
+def test_a_stack_with_a_public_subnets_vpc_is_deleted_with_its_network() -> None:
+    # Given a VPC with a public subnet: route table, association, internet gateway, its attachment, route
+    _deploy({"Resources": _NETWORK})
+    ec2 = boto3.client("ec2", region_name=REGION)
+    # When the stack is deleted
+    boto3.client("cloudformation", region_name=REGION).delete_stack(StackName="s")
+    # Then every one of them is gone (moto alone refuses: the VPC has dependencies)
+    assert [v for v in ec2.describe_vpcs()["Vpcs"] if not v["IsDefault"]] == []
+    assert ec2.describe_internet_gateways()["InternetGateways"] == []
+
+
+def _task_definition(command: list[str], shards: str) -> dict:
+    return {
+        "Type": "AWS::ECS::TaskDefinition",
+        "Properties": {
+            "Cpu": "1024",
+            "Memory": "2048",
+            "NetworkMode": "awsvpc",
+            "RequiresCompatibilities": ["FARGATE"],
+            "RuntimePlatform": {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"},
+            "ContainerDefinitions": [
+                {
+                    "Name": "Worker",
+                    "Image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/jobsched:1",
+                    "Command": command,
+                    "Environment": [{"Name": "JOBSCHED_SHARDS", "Value": shards}],
+                }
+            ],
+        },
+    }
+
+
+def _service_stack(shards: str) -> dict:
+    return {
+        "Resources": {
+            "Cluster": {"Type": "AWS::ECS::Cluster", "Properties": {}},
+            "TaskDef": _task_definition(["jobsched", "worker", "--pool", "container"], shards),
+            "Service": {
+                "Type": "AWS::ECS::Service",
+                "Properties": {
+                    "Cluster": {"Ref": "Cluster"},
+                    "TaskDefinition": {"Ref": "TaskDef"},
+                    "DesiredCount": 0,
+                },
+            },
+        },
+        "Outputs": {"Cluster": {"Value": {"Ref": "Cluster"}}},
+    }
+
+
+def _task_of_service(cluster: str) -> dict:
+    ecs = boto3.client("ecs", region_name=REGION)
+    (arn,) = ecs.list_services(cluster=cluster)["serviceArns"]
+    (service,) = ecs.describe_services(cluster=cluster, services=[arn])["services"]
+    return ecs.describe_task_definition(taskDefinition=service["taskDefinition"])["taskDefinition"]
+
+
+@mock_aws
+def test_a_fargate_task_definition_keeps_its_platform_and_size_and_follows_an_update() -> None:
+    # Given a Fargate task definition for arm64, run by a service
+    cluster = _deploy(_service_stack("4"))["Cluster"]
+    # Then ECS answers the platform, the CPU and the compatibilities the template gave
+    task = _task_of_service(cluster)
+    assert task["runtimePlatform"] == {"cpuArchitecture": "ARM64", "operatingSystemFamily": "LINUX"}
+    assert (task["cpu"], task["memory"], task["networkMode"]) == ("1024", "2048", "awsvpc")
+    assert "FARGATE" in task["requiresCompatibilities"]
+    # When an update changes the container's environment (a new revision)
+    cloudformation = boto3.client("cloudformation", region_name=REGION)
+    cloudformation.update_stack(StackName="s", TemplateBody=json.dumps(_service_stack("8")))
+    # Then the service runs the new revision, whose container reads as ECS answers it
+    task = _task_of_service(cluster)
+    (container,) = task["containerDefinitions"]
+    assert container["environment"] == [{"name": "JOBSCHED_SHARDS", "value": "8"}]
+    assert container["command"] == ["jobsched", "worker", "--pool", "container"]
+    assert task["runtimePlatform"]["cpuArchitecture"] == "ARM64"

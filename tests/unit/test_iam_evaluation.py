@@ -163,3 +163,84 @@ def test_a_send_to_another_priority_and_the_high_workers_copy_of_the_workers_gra
     # outputs over the inline limit: a path grant of both workers whether or not the suite wrote one
     big = Grant("worker_high", "s3:PutObject", "arn:aws:s3:::<JOBSCHED_BUCKET>/*")
     assert disposition_of(big, Context(used=frozenset(), consumed=frozenset())).kind == "path"
+
+
+def _with_long_worker_and_container_pool(template: dict) -> dict:
+    """The template plus a WorkerLong function and the container pool's task definition, each with a
+    role of its own that may read the Runs table."""
+    resources = copy.deepcopy(template["Resources"])
+    read_runs = {
+        "Effect": "Allow",
+        "Action": "dynamodb:GetItem",
+        "Resource": {"Fn::GetAtt": ["Runs1", "Arn"]},
+    }
+    environment = {"JOBSCHED_RUNS_TABLE": {"Ref": "Runs1"}, "JOBSCHED_QUEUE_URL_CONTAINER": {"Ref": "Queue2"}}
+    resources |= {
+        "Queue2": {"Type": "AWS::SQS::Queue", "Properties": {}},
+        "WorkersWorkerLongA1": {
+            "Type": "AWS::Lambda::Function",
+            "Properties": {
+                "Handler": "functions.worker.handler",
+                "Role": {"Fn::GetAtt": ["LongRole", "Arn"]},
+                "Environment": {"Variables": environment},
+            },
+        },
+        "ContainerPoolTaskDef1": {
+            "Type": "AWS::ECS::TaskDefinition",
+            "Properties": {
+                "TaskRoleArn": {"Fn::GetAtt": ["TaskRole", "Arn"]},
+                "ExecutionRoleArn": {"Fn::GetAtt": ["ExecutionRole", "Arn"]},
+                "ContainerDefinitions": [
+                    {
+                        "Command": ["jobsched", "worker", "--pool", "container"],
+                        "Environment": [{"Name": k, "Value": v} for k, v in environment.items()],
+                    }
+                ],
+            },
+        },
+    }
+    for role in ("LongRole", "TaskRole", "ExecutionRole"):
+        resources[role] = {"Type": "AWS::IAM::Role", "Properties": {}}
+        resources[f"{role}Policy"] = {
+            "Type": "AWS::IAM::Policy",
+            "Properties": {"Roles": [{"Ref": role}], "PolicyDocument": {"Statement": [read_runs]}},
+        }
+    return {"Resources": resources}
+
+
+def test_the_long_worker_and_the_container_pools_task_role_are_judged_as_functions() -> None:
+    # Given WorkerLong (the worker's handler) and the task definition running the container loop
+    roles = read_roles(_with_long_worker_and_container_pool(_template(cmk=False, key_actions=[])))
+    # Then they are read as worker_long and container_worker, the latter with its task role (not the
+    # execution role) and its container's environment, and it consumes the container queue
+    assert {"worker_long", "container_worker"} <= set(roles.roles)
+    assert roles.roles["container_worker"].environment["JOBSCHED_RUNS_TABLE"] == "<JOBSCHED_RUNS_TABLE>"
+    queue = "arn:aws:sqs:us-east-1:123456789012:<JOBSCHED_QUEUE_URL_CONTAINER>"
+    assert ("container_worker", queue) in roles.consumed
+    recording = Recording()
+    for function in ("worker_long", "container_worker"):
+        recording.add(function, "dynamodb:GetItem", [("dynamodb:GetItem", RUNS)])
+    recording.add("container_worker", "dynamodb:PutItem", [("dynamodb:PutItem", RUNS)])
+    report = check(
+        recording, _with_long_worker_and_container_pool(_template(cmk=False, key_actions=[])), "aws"
+    )
+    assert [(d.function, d.action) for d in report.evaluation.denied] == [
+        ("container_worker", "dynamodb:PutItem")
+    ]
+
+
+def test_a_grant_of_one_worker_is_justified_by_another_running_the_worker_code() -> None:
+    # Given the container loop and WorkerLong run the worker's code: a grant one of them holds is
+    # justified by another's use of it, and only by that
+    put = Grant(
+        "container_worker",
+        "dynamodb:PutItem",
+        "arn:aws:dynamodb:us-east-1:123456789012:table/<JOBSCHED_LEASES_TABLE>",
+    )
+    by_long = Context(used=frozenset({("worker_long", put.action, put.resource)}), consumed=frozenset())
+    assert disposition_of(put, by_long) is not None
+    assert disposition_of(put, Context(used=frozenset(), consumed=frozenset())) is None
+    by_itself = Context(
+        used=frozenset({("container_worker", "dynamodb:GetItem", put.resource)}), consumed=frozenset()
+    )
+    assert disposition_of(put, by_itself).kind == "cdk-grant"

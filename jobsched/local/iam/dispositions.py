@@ -54,9 +54,9 @@ class Disposition:
     #: Where the rule applies, beyond its patterns: "bundle": the function used another action of the
     #: grant on the same resource; "table": the function used the table whose indexes these are;
     #: "mapping": the function consumes the queue through an event source mapping; "sibling-queue":
-    #: the function made the same call on another priority's queue; "as-worker": the shared worker
-    #: (same code) used the same grant; "worker-bundle": for WorkerHigh, the shared worker used the
-    #: resource.
+    #: the function made the same call on another priority's queue; "as-worker": another function
+    #: running the worker's code (:data:`WORKER_CODE`) used the same grant; "worker-bundle": another of
+    #: them used the resource.
     only: tuple[str, ...] = ()
 
     def covers(self, grant: Grant, context: Context) -> bool:
@@ -84,12 +84,21 @@ class Disposition:
                 for f, a, r in context.used
             )
         if condition == "as-worker":
-            return ("worker", grant.action, grant.resource) in context.used
+            return grant.function in WORKER_CODE and any(
+                (other, grant.action, grant.resource) in context.used
+                for other in WORKER_CODE
+                if other != grant.function
+            )
         if condition == "worker-bundle":
-            return grant.function == "worker_high" and context.used_on("worker", grant.resource)
+            return grant.function in WORKER_CODE and any(
+                context.used_on(other, grant.resource) for other in WORKER_CODE if other != grant.function
+            )
         raise ValueError(f"unknown condition {condition!r}")
 
 
+#: The functions that run the worker's code on runs: the three worker functions (infra/workers.py) and
+#: the container pool's loop (infra/containers.py); any run may reach any of them.
+WORKER_CODE = ("worker", "worker_high", "worker_long", "container_worker")
 ANY_TABLE = "arn:aws:dynamodb:*:*:table/*"
 ANY_QUEUE = "arn:aws:sqs:*:*:*"
 RULES: tuple[Disposition, ...] = (
@@ -129,7 +138,7 @@ RULES: tuple[Disposition, ...] = (
         ANY_QUEUE,
         "platform",
         "The event source mapping reads the consumed queue's attributes with the function's role "
-        "(CDK's grant_consume_messages includes it).",
+        "(CDK's grant_consume_messages includes it; the container loop's grant is the same).",
         only=("mapping",),
     ),
     Disposition(
@@ -179,7 +188,7 @@ RULES: tuple[Disposition, ...] = (
         ANY_TABLE,
         "cdk-grant",
         "Part of CDK's grant_read_write_data (read and write data actions on the table and its indexes) "
-        "whose other actions the function (for WorkerHigh: the worker, same code) uses on the same table.",
+        "whose other actions the function (or another running the worker's code) uses on the same table.",
         only=("bundle", "worker-bundle"),
     ),
     Disposition(
@@ -202,13 +211,13 @@ RULES: tuple[Disposition, ...] = (
         only=("sibling-queue",),
     ),
     Disposition(
-        "worker_high",
+        "*worker*",
         "*",
         "*",
         "path",
-        "WorkerHigh runs the worker's code (functions.worker.handler) on the high queue's runs, and a "
-        "high-priority run may do whatever a run of another priority does (retry, outputs, effects, a "
-        "chunked start, a DAG node's children); the shared worker's calls used this grant.",
+        "Worker, WorkerHigh, WorkerLong and the container pool's loop run the same worker code on the "
+        "runs of their queues, and a run may do whatever a run of another queue does (retry, outputs, "
+        "effects, a chunked start, a DAG node's children); another of them used this grant.",
         only=("as-worker",),
     ),
     Disposition(
@@ -220,7 +229,7 @@ RULES: tuple[Disposition, ...] = (
         "(jobsched/aws/outputs.py); no recorded test reads such an output through the API function.",
     ),
     Disposition(
-        "worker*",
+        "*worker*",
         "s3:PutObject",
         "arn:aws:s3:::<JOBSCHED_BUCKET>/*",
         "path",
@@ -230,7 +239,7 @@ RULES: tuple[Disposition, ...] = (
         "one that large.",
     ),
     Disposition(
-        "worker*",
+        "*worker*",
         "s3:GetObject",
         "arn:aws:s3:::<JOBSCHED_BUCKET>/*",
         "path",
@@ -247,7 +256,7 @@ RULES: tuple[Disposition, ...] = (
         "service (tests/aws/test_notifications.py), not a function.",
     ),
     Disposition(
-        "worker*",
+        "*worker*",
         "states:*",
         "arn:aws:states:*",
         "path",
@@ -265,7 +274,7 @@ RULES: tuple[Disposition, ...] = (
         "declaring a run stranded (jobsched/services/backpressure.py, sweeper.py).",
     ),
     Disposition(
-        "worker*",
+        "*worker*",
         "sqs:SendMessage",
         "arn:aws:sqs:*:*:<JOBSCHED_QUEUE_URL_*>",
         "path",
@@ -274,7 +283,7 @@ RULES: tuple[Disposition, ...] = (
         "(infra/workers.py); which of these the tests reached on which queue is test data.",
     ),
     Disposition(
-        "worker*",
+        "*worker*",
         "sqs:ChangeMessageVisibility",
         "arn:aws:sqs:*:*:<JOBSCHED_QUEUE_URL_*>",
         "path",

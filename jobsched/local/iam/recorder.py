@@ -47,7 +47,8 @@ HANDLER_MODULES = {
     "functions.dlq_consumer": "dlq_consumer",
     "functions.sweeper": "sweeper",
 }
-HIGH_KIND = "high"
+#: The queues with a worker function of their own (infra/workers.py), and that function's name.
+OWN_WORKERS = {"high": "worker_high", "long": "worker_long"}
 
 _function: contextvars.ContextVar[str | None] = contextvars.ContextVar("iam_function", default=None)
 _handoff = threading.local()  # .function: the invocation a thread or pool task was started for
@@ -132,14 +133,18 @@ def invocation(function: str, recording: Recording | None = None) -> Iterator[No
 
 
 def function_of_event(module_function: str, event: Any) -> str:
-    """``worker_high`` for a worker batch whose records all come from the high queue, the module's
-    function otherwise (on AWS only WorkerHigh's mapping reads the high queue)."""
+    """``worker_high`` / ``worker_long`` for a worker batch whose records all come from the high / long
+    queue, the module's function otherwise (on AWS only WorkerHigh's mapping reads the high queue, only
+    WorkerLong's the long queue)."""
     if module_function != "worker" or not isinstance(event, dict):
         return module_function
-    high_url = os.environ.get(resources.ENV_QUEUE_URL_PREFIX + HIGH_KIND.upper(), "")
-    high_name = high_url.rstrip("/").rsplit("/", 1)[-1]
     sources = {str(rec.get("eventSourceARN", "")).rsplit(":", 1)[-1] for rec in event.get("Records") or []}
-    return "worker_high" if high_name and sources == {high_name} else module_function
+    for kind, function in OWN_WORKERS.items():
+        url = os.environ.get(resources.ENV_QUEUE_URL_PREFIX + kind.upper(), "")
+        name = url.rstrip("/").rsplit("/", 1)[-1]
+        if name and sources == {name}:
+            return function
+    return module_function
 
 
 class _State:

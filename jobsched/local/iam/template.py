@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobsched.local.iam.policy import Statement, statements_of
+from jobsched.runtime.resources import CONTAINER_KIND, ENV_QUEUE_URL_PREFIX
 
 PARTITION, REGION, ACCOUNT = "aws", "us-east-1", "123456789012"
 PSEUDO = {
@@ -29,8 +30,14 @@ PSEUDO = {
     "AWS::NoValue": None,
 }
 
-#: The construct id of the high queue's worker (infra/workers.py), in its function's logical id.
-HIGH_WORKER_CONSTRUCT = "WorkerHigh"
+#: The construct ids of the high and long queues' workers (infra/workers.py), in their functions'
+#: logical ids, and the names they are judged as.
+WORKER_CONSTRUCTS = {"WorkerHigh": "worker_high", "WorkerLong": "worker_long"}
+#: The container pool's tasks (infra/containers.py) are judged as this function, against their task
+#: role: the recorder attributes the container loop's calls to it (jobsched/local/iam/recorder.py).
+CONTAINER_FUNCTION = "container_worker"
+CONTAINER_QUEUE_ENV = ENV_QUEUE_URL_PREFIX + CONTAINER_KIND.upper()
+CONTAINER_COMMAND = ("jobsched", "worker", "--pool", CONTAINER_KIND)
 
 
 class TemplateError(ValueError):
@@ -169,23 +176,48 @@ class Roles:
 
 
 def _function_ids(template: Mapping[str, Any]) -> dict[str, str]:
-    """Function name -> logical id of its AWS::Lambda::Function: by handler (``functions.<name>.handler``);
-    of the two functions running ``functions.worker.handler``, the one whose construct is ``WorkerHigh``
-    (infra/workers.py) is ``worker_high``."""
+    """Function name -> logical id of its AWS::Lambda::Function, or of the container pool's
+    AWS::ECS::TaskDefinition (``container_worker``: the task whose container runs
+    :data:`CONTAINER_COMMAND`). A
+    function is named by its handler (``functions.<name>.handler``); of the three running
+    ``functions.worker.handler``, those whose constructs are ``WorkerHigh`` and ``WorkerLong``
+    (infra/workers.py) are ``worker_high`` and ``worker_long``."""
     found: dict[str, str] = {}
     for logical_id, resource in template["Resources"].items():
-        if resource["Type"] != "AWS::Lambda::Function":
+        if resource["Type"] == "AWS::ECS::TaskDefinition":
+            containers = resource["Properties"].get("ContainerDefinitions", [])
+            if not containers or containers[0].get("Command") != list(CONTAINER_COMMAND):
+                continue
+            name = CONTAINER_FUNCTION
+        elif resource["Type"] == "AWS::Lambda::Function":
+            handler = str(resource["Properties"].get("Handler", ""))
+            if not handler.startswith("functions.") or handler.count(".") != 2:
+                continue
+            name = handler.split(".")[1]
+            if name == "worker":
+                name = next((n for c, n in WORKER_CONSTRUCTS.items() if c in logical_id), name)
+        else:
             continue
-        handler = str(resource["Properties"].get("Handler", ""))
-        if not handler.startswith("functions.") or handler.count(".") != 2:
-            continue
-        name = handler.split(".")[1]
-        if name == "worker" and HIGH_WORKER_CONSTRUCT in logical_id:
-            name = "worker_high"
         if name in found:
             raise TemplateError(f"two functions are {name}: {found[name]} and {logical_id}")
         found[name] = logical_id
     return found
+
+
+def _task_environment(resource: Mapping[str, Any]) -> dict[str, Any]:
+    """The environment of a task definition's (first) container, as a mapping like a function's."""
+    containers = resource["Properties"].get("ContainerDefinitions", [])
+    if not containers:
+        return {}
+    return {item["Name"]: item["Value"] for item in containers[0].get("Environment", [])}
+
+
+def _environment_and_role(resource: Mapping[str, Any]) -> tuple[dict[str, Any], Any]:
+    """A function's environment variables and role, or a task definition's and its task role."""
+    props = resource["Properties"]
+    if resource["Type"] == "AWS::ECS::TaskDefinition":
+        return _task_environment(resource), props.get("TaskRoleArn")
+    return props.get("Environment", {}).get("Variables", {}), props["Role"]
 
 
 _ENCRYPTION_PATHS = {
@@ -238,7 +270,7 @@ def read_roles(template: Mapping[str, Any]) -> Roles:
     names: dict[str, str] = {}
     environments: dict[str, dict[str, Any]] = {}
     for function, logical_id in _function_ids(template).items():
-        variables = resources[logical_id]["Properties"].get("Environment", {}).get("Variables", {})
+        variables, _ = _environment_and_role(resources[logical_id])
         environments[function] = variables
         for var, value in variables.items():
             ref = _referenced_id(value)
@@ -246,7 +278,7 @@ def read_roles(template: Mapping[str, Any]) -> Roles:
                 names.setdefault(ref, env_token(var))
     resolver = Resolver(template, names)
     for function, logical_id in _function_ids(template).items():
-        role_id = _referenced_id(resources[logical_id]["Properties"]["Role"])
+        role_id = _referenced_id(_environment_and_role(resources[logical_id])[1])
         documents = []
         role_props = resources[role_id]["Properties"] if role_id else {}
         if role_props.get("ManagedPolicyArns"):
@@ -281,4 +313,11 @@ def read_roles(template: Mapping[str, Any]) -> Roles:
             mapped = by_id.get(_referenced_id(props.get("FunctionName")) or "")
             if mapped is not None:
                 consumed.add((mapped, str(resolver.resolve(props["EventSourceArn"]))))
+    if CONTAINER_FUNCTION in roles:
+        # The container loop consumes its queue itself (receive, delete, re-time), as a mapping would.
+        queue_id = _referenced_id(environments[CONTAINER_FUNCTION].get(CONTAINER_QUEUE_ENV))
+        if queue_id is not None:
+            consumed.add(
+                (CONTAINER_FUNCTION, _attribute("AWS::SQS::Queue", resolver.name_of(queue_id), "Arn"))
+            )
     return Roles(roles, keys, consumed)
