@@ -35,6 +35,7 @@ from infra.storage import PayloadStore
 from infra.tables import Tables
 from infra.workers import Workers
 from jobsched.runtime.resources import (
+    CONTAINER_KIND,
     ENV_ALLOWED_HTTP_HOSTS,
     ENV_BUCKET,
     ENV_CODE_VERSION,
@@ -91,8 +92,14 @@ class JobschedStack(cdk.Stack):
             dlq_consumer_timeout_seconds=function_spec(DLQ_CONSUMER).timeout_seconds,
             key=key,
         )
+        # A chunked job's tasks go to the long queue, or to the container queue on the container pool.
         self.long_jobs = LongJobs(
-            self, "LongJobs", long_queue=self.queues.queue("long"), config=config, key=key
+            self,
+            "LongJobs",
+            long_queue=self.queues.queue("long"),
+            container_queue=self.queues.queue(CONTAINER_KIND),
+            config=config,
+            key=key,
         )
 
         # Every function gets the whole name map (the settings object needs it); grants stay per function.

@@ -45,8 +45,8 @@ def test_definition_is_the_shared_asl_with_the_real_long_queue_url(synth):
 
 
 def test_state_machine_role_may_send_to_the_chunk_queues_only(synth):
-    # Given the stack / Then the role sends to the long queue, and to the container queue when the
-    # stack hands it to LongJobs (chunked jobs on the container pool), nothing else
+    # Given the stack / Then the role sends to the long queue and to the container queue (chunked jobs
+    # on the container pool), nothing else
     role = {"Ref": synth.logical_id(synth.stack.long_jobs.state_machine.role)}
     sends = []
     for policy in synth.resources("AWS::IAM::Policy").values():
@@ -57,7 +57,7 @@ def test_state_machine_role_may_send_to_the_chunk_queues_only(synth):
                 )
                 if "sqs:SendMessage" in actions:
                     sends.append(statement["Resource"])
-    expected = [{"Fn::GetAtt": [synth.logical_id(synth.stack.queues.queue("long")), "Arn"]}]
-    if synth.stack.long_jobs.container_queue is not None:
-        expected.append({"Fn::GetAtt": [synth.logical_id(synth.stack.queues.queue("container")), "Arn"]})
-    assert sends == expected
+    assert sends == [
+        {"Fn::GetAtt": [synth.logical_id(synth.stack.queues.queue(kind)), "Arn"]}
+        for kind in ("long", "container")
+    ]
