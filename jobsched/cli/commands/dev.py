@@ -42,7 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run jobsched locally against an embedded AWS emulator (what `make run` starts)",
         description=(
             "Run the API, dispatcher, workers, DLQ consumer and sweeper on this machine against an "
-            "in-process moto server. Without --tenant there is one tenant `default` whose token is "
+            "in-process moto server, and the container pool's worker as a process of its own. "
+            "Without --tenant there is one tenant `default` whose token is "
             f"${ENV_TOKEN} (or a generated one, printed)."
         ),
     )
@@ -133,6 +134,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="default runs started per second per tenant, as tenant_runs_per_second (0 = none)",
     )
     parser.add_argument(
+        "--container-concurrency",
+        type=_at_least_zero(int),
+        default=1,
+        metavar="N",
+        help="runs the container pool's worker process handles at once (default %(default)s; 0: no process)",
+    )
+    parser.add_argument(
+        "--lambda-time-limit",
+        type=_lambda_limit,
+        default=resources.LAMBDA_TIME_LIMIT_SECONDS,
+        metavar="SECONDS",
+        help="Lambda's time limit here, 1..900 (default %(default)s): every function invocation ends by "
+        "then, and the API refuses a Lambda-pool job whose timeout is longer",
+    )
+    parser.add_argument(
         "--verbose", action="store_true", help="also show the functions' JSON logs and EMF metrics"
     )
 
@@ -178,6 +194,16 @@ def _at_least_zero(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
     parse.__name__ = kind.__name__
     return parse
+
+
+def _lambda_limit(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of seconds") from None
+    if not 1 <= value <= resources.LAMBDA_TIME_LIMIT_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text} must be 1..{resources.LAMBDA_TIME_LIMIT_SECONDS} seconds")
+    return value
 
 
 def _shard_count(text: str) -> int:
@@ -292,6 +318,8 @@ def _run(
         admins=tuple(args.admin),
         tenant_max_running=args.tenant_max_running,
         tenant_runs_per_second=args.tenant_runs_per_second,
+        container_concurrency=args.container_concurrency,
+        lambda_time_limit_seconds=args.lambda_time_limit,
     )
     mode = EmbeddedMode(config, out=emit)
     restore = _install_signal_handlers(mode.request_stop)
