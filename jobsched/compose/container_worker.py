@@ -18,7 +18,9 @@ decides as on Lambda: deleted unless deferred; a delivery whose handling raised 
 left to SQS, which redrives it to the DLQ after ``maxReceiveCount`` receives.
 
 **Graceful stop** (SIGTERM or SIGINT; ECS sends SIGTERM, then SIGKILL after the task's
-``stopTimeout``): receiving stops at once (a message received meanwhile is made visible again); the
+``stopTimeout``): no receive is started any more, and the long poll in flight is waited for (up to its
+``--wait-seconds`` and a little: cut off by the exit, SQS could still hand it messages that would then
+stay hidden for the visibility timeout); a message it returns is made visible again at once. The
 runs in progress get up to ``--stop-timeout`` seconds (default :data:`DEFAULT_STOP_TIMEOUT_SECONDS`)
 to finish. Those still running then are handed back (:meth:`jobsched.services.worker.Worker.hand_back`:
 a fenced write that gives the run up without using its attempt, and the handler's stop event), and
@@ -76,6 +78,8 @@ POLL_WAIT_SECONDS = 20
 #: The time a delivery is given: no Lambda limit, so the longest container timeout (12 h) plus the
 #: margin the worker keeps back; the run's own timeout is then the bound.
 REMAINING_SECONDS = float(MAX_CONTAINER_TIMEOUT_SECONDS) + SAFETY_MARGIN_SECONDS
+#: Time a long poll may take past its wait (the request's round trip), which a stop waits for.
+RECEIVE_SLACK_SECONDS = 2.0
 #: Pause after an empty receive that did not wait (a short poll), and after a failed one.
 IDLE_SECONDS = 0.5
 RECEIVE_ERROR_PAUSE_SECONDS = 2.0
@@ -142,6 +146,7 @@ class ContainerWorker:
         self._protected_at: float | None = None  # monotonic instant of the last protection, if on
         self._protection_lock = threading.Lock()
         self._receiver: threading.Thread | None = None
+        self._receive_until = 0.0  # monotonic instant by which the receive in flight has returned
         self.outcomes: list[Outcome] = []
 
     # --- control ---------------------------------------------------------------------------------
@@ -192,8 +197,13 @@ class ContainerWorker:
                     break
                 self._changed.wait(min(left, 0.2))
         handed = hand_back_all(self) if self.in_progress else []
-        if self._receiver is not None:  # a receive in flight: its messages are made visible by it
-            self._receiver.join(max(0.0, min(1.0, deadline - time.monotonic())))
+        if self._receiver is not None:
+            # A long poll in flight is waited for: SQS may still hand it messages, which the receiver
+            # then makes visible again. Cut off by an exit, it would hide them for the visibility timeout.
+            until = max(deadline, self._receive_until)
+            self._receiver.join(max(0.0, until - time.monotonic()))
+            if self._receiver.is_alive():
+                logger.warning("a receive was still in flight at the exit: its messages come back late")
         self._sync_protection(idle=True)
         logger.info("container worker stopped", extra={"handed_back": handed})
         return handed
@@ -207,6 +217,7 @@ class ContainerWorker:
             free = 1
             while free < min(self.config.concurrency, 10) and self._slots.acquire(blocking=False):
                 free += 1
+            self._receive_until = time.monotonic() + self.config.wait_seconds + RECEIVE_SLACK_SECONDS
             try:
                 messages = receive_messages(self, free)
             except Exception:

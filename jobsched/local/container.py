@@ -20,6 +20,9 @@ import sys
 import threading
 from collections.abc import Mapping
 
+#: The child's long poll: a stop waits for the one in flight, so it is short here (the embedded mode
+#: stops within seconds); an idle child then makes one receive a second.
+WAIT_SECONDS = 1
 #: Each line of the child's output, in the dev log, starts with this.
 LINE_PREFIX = "[container] "
 
@@ -46,11 +49,13 @@ class ContainerProcess:
         concurrency: int = 1,
         stop_timeout_seconds: float = 2.0,
         prefix: str = LINE_PREFIX,
+        wait_seconds: int = WAIT_SECONDS,
     ):
         self.environ = dict(environ)
         self.concurrency = concurrency
         self.stop_timeout_seconds = stop_timeout_seconds
         self.prefix = prefix
+        self.wait_seconds = wait_seconds
         self.process: subprocess.Popen[str] | None = None
         self._reader: threading.Thread | None = None
 
@@ -66,6 +71,8 @@ class ContainerProcess:
             str(self.concurrency),
             "--stop-timeout",
             f"{self.stop_timeout_seconds:g}",
+            "--wait-seconds",
+            str(self.wait_seconds),
         ]
 
     def start(self) -> None:

@@ -28,7 +28,11 @@ ENV_IAM_CALLS_DIR = "IAM_CALLS_DIR"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    from jobsched.compose.container_worker import DEFAULT_CONCURRENCY, DEFAULT_STOP_TIMEOUT_SECONDS
+    from jobsched.compose.container_worker import (
+        DEFAULT_CONCURRENCY,
+        DEFAULT_STOP_TIMEOUT_SECONDS,
+        POLL_WAIT_SECONDS,
+    )
 
     parser = subparsers.add_parser(
         "worker",
@@ -61,6 +65,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="on SIGTERM, how long runs in progress may take to finish before they are handed back "
         "(default %(default)s; keep it under ECS's stopTimeout, at most 120)",
     )
+    parser.add_argument(
+        "--wait-seconds",
+        type=_poll_wait,
+        default=POLL_WAIT_SECONDS,
+        metavar="SECONDS",
+        help="the receives' long poll, 0..20 (default %(default)s); a stop waits for the one in flight",
+    )
     parser.set_defaults(func=run)
 
 
@@ -71,6 +82,16 @@ def _at_least_one(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text} must be at least 1")
+    return value
+
+
+def _poll_wait(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text} is not a whole number of seconds") from None
+    if not 0 <= value <= 20:
+        raise argparse.ArgumentTypeError(f"{text} must be 0..20 seconds (SQS's long poll)")
     return value
 
 
@@ -99,12 +120,14 @@ def run(args: argparse.Namespace) -> int:
         hint = "docs/container-worker.md lists the variables"
         print(f"error: {exc.code}: {exc.message} ({hint})", file=sys.stderr)
         return 2
-    obs.configure_function_logging(obs.make_logger("jobsched-container-worker"))
-    if os.environ.get(ENV_IAM_CALLS_DIR):
+    if os.environ.get(ENV_IAM_CALLS_DIR):  # before the logging: it imports the functions, which set theirs
         from jobsched.local.iam import recorder
 
         recorder.install_from_env()
-    config = LoopConfig(concurrency=args.concurrency, stop_timeout_seconds=args.stop_timeout)
+    obs.configure_function_logging(obs.make_logger("jobsched-container-worker"))
+    config = LoopConfig(
+        concurrency=args.concurrency, stop_timeout_seconds=args.stop_timeout, wait_seconds=args.wait_seconds
+    )
     loop = container_worker_from_settings(settings, Clients(), config=config)
     restore = _on_signals(loop.request_stop)
     try:
