@@ -114,7 +114,8 @@ class _Metrics:
 
     def flush(self) -> None:
         with self._lock:
-            self._metrics.flush_metrics()
+            if self._metrics.metric_set:  # a delivery that counted nothing prints nothing
+                self._metrics.flush_metrics()
 
 
 class ContainerWorker:
