@@ -1,6 +1,7 @@
 """The stores the guarantees rest on, over each backend's Table (the fake and DynamoDB on moto): the
-same calls give the same answers. Runs are created once per occurrence, attempts are fenced, shard
-leases carry increasing fencing tokens, a handed-back attempt is resumed, semaphores and token buckets keep their limits."""
+same calls give the same answers. Runs are created once per occurrence, attempts are fenced (a
+handed-back one is resumed), shard leases carry increasing fencing tokens, semaphores and token
+buckets keep their limits."""
 
 from __future__ import annotations
 

@@ -213,7 +213,7 @@ class Agent:
         agent = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_PUT(self) -> None:  # noqa: N802 (http.server's name)
+            def do_PUT(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 agent.requests.append(("PUT", self.path, body))
                 answer = {"protection": {"ProtectionEnabled": body["ProtectionEnabled"], "TaskArn": "arn:t"}}
