@@ -510,8 +510,10 @@ def run_scenario(scenario: Scenario, config: BatteryConfig | None = None) -> Sce
         pool = None
         if scenario.container:
             runs_queue = provisioned.queues["default"].url
-            pool = ContainerPool(settings, lambda: FaultyClients(plan), clock, runs_queue, clients["sqs"])
-            harness.skip_queues = {runs_queue}
+            pool = ContainerPool(
+                settings, lambda: FaultyClients(plan), clock, clients["sqs"], relay_from=runs_queue
+            )
+            harness.skip_queues = {runs_queue, pool.queue_url}
             stack.enter_context(killed_threads_quiet())
         job_ids = _create_jobs(config, scenario, settings, clock.now())
         skewed = None

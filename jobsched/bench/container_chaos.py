@@ -14,9 +14,12 @@ In the fault window:
   left in flight); once the lease has expired a later worker takes the run over (attempt 2, the
   killed one recorded ``lost``).
 
-The loop consumes whatever queue it is given: here the runs' own (``default``, where the battery's
-jobs are dispatched), which the Lambda worker then leaves alone (:attr:`ChaosHarness.skip_queues`).
-The ledger judges it as every other scenario: nothing lost, no effect twice, every run ended.
+The workers consume the ``container`` queue. The battery's jobs are dispatched to their priority's
+queue (``default``); each minute, before the workers run, :meth:`ContainerPool.relay` moves the
+messages visible there to the ``container`` queue (outside any function: the routing of a
+container-pool job's runs, done here by the harness), and the Lambda worker leaves both queues alone
+(:attr:`ChaosHarness.skip_queues`). The ledger judges it as every other scenario: nothing lost, no
+effect twice, every run ended.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 from jobsched.bench.faults import Killed
 from jobsched.compose.container_worker import ContainerWorker, LoopConfig, container_worker_from_settings
 from jobsched.core.clock import FakeClock
+from jobsched.runtime.resources import CONTAINER_KIND
 from jobsched.runtime.settings import Settings
 
 SIGTERM, SIGKILL = "sigterm", "sigkill"
@@ -43,12 +47,19 @@ class ContainerPool:
     """The battery's container workers over one queue (see the module docstring)."""
 
     def __init__(
-        self, settings: Settings, clients: Callable[[], Any], clock: FakeClock, queue_url: str, sqs: Any
+        self,
+        settings: Settings,
+        clients: Callable[[], Any],
+        clock: FakeClock,
+        sqs: Any,
+        *,
+        relay_from: str,
     ):
         self.settings = settings
         self.clients = clients
         self.clock = clock
-        self.queue_url = queue_url
+        self.queue_url = settings.queue_urls[CONTAINER_KIND]
+        self.relay_from = relay_from
         self.sqs = sqs
         self.workers = 0
         self.handed_back = 0
@@ -63,13 +74,27 @@ class ContainerPool:
             clock=self.clock,
             owner=f"container:chaos:{self.workers}",
         )
-        loop.consumer.queue_url = self.queue_url
         return loop
+
+    def relay(self) -> int:
+        """Move the messages visible on the runs' queue to the container queue; how many."""
+        moved = 0
+        while True:
+            messages = self.sqs.receive_message(
+                QueueUrl=self.relay_from, MaxNumberOfMessages=10, WaitTimeSeconds=0
+            ).get("Messages", [])
+            if not messages:
+                return moved
+            for message in messages:
+                self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=message["Body"])
+                self.sqs.delete_message(QueueUrl=self.relay_from, ReceiptHandle=message["ReceiptHandle"])
+                moved += 1
 
     def drain(self, fault: str | None, ledger: Any) -> None:
         """One minute of the pool: a worker drains the queue and stops; under ``fault``, as described
         in the module docstring (``ledger``: :class:`jobsched.bench.chaos.Ledger`, whose ``hold`` keeps
         the handlers working after their effect until they are told to stop)."""
+        self.relay()
         if fault == SIGTERM:
             ledger.hold(True)
             try:
