@@ -240,13 +240,7 @@ class AttemptStore:
                 bind_names,
             )
         except _Rejected as rejected:  # someone else moved first: classify what they left
-            if rejected.item is None:
-                return Claim(ClaimStatus.MISSING)
-            again = Run.from_item(rejected.item)
-            status = ClaimStatus.BUSY if again.state is RunState.RUNNING else ClaimStatus.FINISHED
-            if again.state in (RunState.QUEUED, RunState.RETRYING):
-                status = ClaimStatus.STALE
-            return Claim(status, again, rejected.item, again.attempt)
+            return _moved_on(rejected.item)
         return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, new_attempt, took_over=True)
 
     def _resume(
@@ -276,13 +270,7 @@ class AttemptStore:
                 bind_names,
             )
         except _Rejected as rejected:  # another worker resumed it first (or it moved on): classify
-            if rejected.item is None:
-                return Claim(ClaimStatus.MISSING)
-            again = Run.from_item(rejected.item)
-            status = ClaimStatus.BUSY if again.state is RunState.RUNNING else ClaimStatus.FINISHED
-            if again.state in (RunState.QUEUED, RunState.RETRYING):
-                status = ClaimStatus.STALE
-            return Claim(status, again, rejected.item, again.attempt)
+            return _moved_on(rejected.item)
         return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, run.attempt)
 
     # --- waiting for a limit (jobsched.services.limits) -----------------------------------------
@@ -529,6 +517,18 @@ class AttemptStore:
                 f"run {run.id} changed while being dead-lettered: {_state_of(rejected.item)}"
             ) from None
         return self._dead_lettered(item, now)
+
+
+def _moved_on(item: dict[str, Any] | None) -> Claim:
+    """What a claim found when another writer moved the run first (a takeover or resume refused):
+    still running (theirs now) BUSY, queued or retrying STALE, ended FINISHED, gone MISSING."""
+    if item is None:
+        return Claim(ClaimStatus.MISSING)
+    again = Run.from_item(item)
+    status = ClaimStatus.BUSY if again.state is RunState.RUNNING else ClaimStatus.FINISHED
+    if again.state in (RunState.QUEUED, RunState.RETRYING):
+        status = ClaimStatus.STALE
+    return Claim(status, again, item, again.attempt)
 
 
 def _entry(attempt: int, now: datetime, binding: Binding) -> dict[str, Any]:

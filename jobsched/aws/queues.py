@@ -87,6 +87,18 @@ def change_visibility(sqs: Any, queue_url: str, receipt_handle: str, seconds: in
     )
 
 
+def set_visibility(sqs: Any, queue_url: str, receipt_handle: str, seconds: int, meter: Meter) -> bool:
+    """:func:`change_visibility`, metered; False (logged) if SQS refused (the message may be gone)."""
+    try:
+        change_visibility(sqs, queue_url, receipt_handle, seconds)
+        return True
+    except AwsError:
+        logger.warning("could not change the visibility of a message", exc_info=True)
+        return False
+    finally:
+        meter.record_sqs("ChangeMessageVisibility", [])
+
+
 def queue_url_for_arn(queue_urls: Mapping[str, str], arn: str) -> str | None:
     """The URL of the queue an event source ARN names (``arn:aws:sqs:<region>:<account>:<name>``)."""
     name = arn.rsplit(":", 1)[-1]
@@ -126,19 +138,7 @@ class RunQueues:
     def set_visibility(self, queue_url: str, receipt_handle: str, seconds: int) -> bool:
         """Hide a received message for ``seconds`` more (0: visible now; capped at 12 h). False (logged)
         if SQS refused: the message may be gone already, and the run's lease is what fences."""
-        try:
-            aws_call(
-                self.sqs.change_message_visibility,
-                QueueUrl=queue_url,
-                ReceiptHandle=receipt_handle,
-                VisibilityTimeout=max(0, min(int(seconds), MAX_VISIBILITY_SECONDS)),
-            )
-            return True
-        except AwsError:
-            logger.warning("could not change the visibility of a message", exc_info=True)
-            return False
-        finally:
-            self.meter.record_sqs("ChangeMessageVisibility", [])
+        return set_visibility(self.sqs, queue_url, receipt_handle, seconds, self.meter)
 
     def visible_messages(self, queue: str) -> int:
         """The queue's ``ApproximateNumberOfMessages`` (ready, not delayed, not in flight); raises
@@ -249,14 +249,7 @@ class QueueConsumer:
 
     def set_visibility(self, receipt_handle: str, seconds: int) -> bool:
         """Hide a received message for ``seconds`` more (0: visible now); False (logged) if refused."""
-        try:
-            change_visibility(self.sqs, self.queue_url, receipt_handle, seconds)
-            return True
-        except AwsError:
-            logger.warning("could not change the visibility of a message", exc_info=True)
-            return False
-        finally:
-            self.meter.record_sqs("ChangeMessageVisibility", [])
+        return set_visibility(self.sqs, self.queue_url, receipt_handle, seconds, self.meter)
 
 
 def _received(message: Mapping[str, Any]) -> Received:

@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from jobsched.cli.commands._process import bounded, on_stop_signals
 from jobsched.client import ENV_TOKEN
 from jobsched.core.errors import ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
@@ -142,7 +141,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--lambda-time-limit",
-        type=_lambda_limit,
+        type=bounded(int, 1, resources.LAMBDA_TIME_LIMIT_SECONDS, "seconds"),
         default=resources.LAMBDA_TIME_LIMIT_SECONDS,
         metavar="SECONDS",
         help="Lambda's time limit here, 1..900 (default %(default)s): every function invocation ends by "
@@ -194,16 +193,6 @@ def _at_least_zero(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
     parse.__name__ = kind.__name__
     return parse
-
-
-def _lambda_limit(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number of seconds") from None
-    if not 1 <= value <= resources.LAMBDA_TIME_LIMIT_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text} must be 1..{resources.LAMBDA_TIME_LIMIT_SECONDS} seconds")
-    return value
 
 
 def _shard_count(text: str) -> int:
@@ -322,7 +311,7 @@ def _run(
         lambda_time_limit_seconds=args.lambda_time_limit,
     )
     mode = EmbeddedMode(config, out=emit)
-    restore = _install_signal_handlers(mode.request_stop)
+    restore = on_stop_signals(mode.request_stop)
     try:
         try:
             mode.start()
@@ -381,21 +370,6 @@ def _register_demo(emit: Callable[[str], None], mode: Any, tenants: dict[str, st
         emit(f"demo jobs not registered: {exc}")
         return
     emit(f"demo jobs for tenant {name}: " + ", ".join(str(job.get("name")) for job in jobs))
-
-
-def _install_signal_handlers(stop: Callable[[], None]) -> Callable[[], None]:
-    """SIGINT and SIGTERM ask the embedded mode to stop; returns a function restoring the old handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, lambda signum, frame: stop())
-
-    def restore() -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-    return restore
 
 
 def main(argv: Sequence[str] | None = None) -> int:

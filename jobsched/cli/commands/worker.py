@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
-from collections.abc import Callable
 
+from jobsched.cli.commands._process import bounded, on_stop_signals
 from jobsched.runtime import resources
 
 #: The pools a process can consume: only the container pool (the Lambda pools are consumed by Lambda).
@@ -52,14 +50,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--concurrency",
-        type=_at_least_one,
+        type=bounded(int, 1, 1000),
         default=DEFAULT_CONCURRENCY,
         metavar="N",
-        help="runs handled at once (default %(default)s)",
+        help="runs handled at once, 1..1000 (default %(default)s)",
     )
     parser.add_argument(
         "--stop-timeout",
-        type=_seconds,
+        type=bounded(float, 0, 3600, "seconds"),
         default=DEFAULT_STOP_TIMEOUT_SECONDS,
         metavar="SECONDS",
         help="on SIGTERM, how long runs in progress may take to finish before they are handed back "
@@ -67,42 +65,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--wait-seconds",
-        type=_poll_wait,
+        type=bounded(int, 0, 20, "seconds"),
         default=POLL_WAIT_SECONDS,
         metavar="SECONDS",
         help="the receives' long poll, 0..20 (default %(default)s); a stop waits for the one in flight",
     )
     parser.set_defaults(func=run)
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
-def _poll_wait(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text} is not a whole number of seconds") from None
-    if not 0 <= value <= 20:
-        raise argparse.ArgumentTypeError(f"{text} must be 0..20 seconds (SQS's long poll)")
-    return value
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text} is not a number of seconds") from None
-    if not 0 <= value <= 3600:
-        raise argparse.ArgumentTypeError(f"{text} must be 0..3600 seconds")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -129,25 +97,10 @@ def run(args: argparse.Namespace) -> int:
         concurrency=args.concurrency, stop_timeout_seconds=args.stop_timeout, wait_seconds=args.wait_seconds
     )
     loop = container_worker_from_settings(settings, Clients(), config=config)
-    restore = _on_signals(loop.request_stop)
+    restore = on_stop_signals(loop.request_stop)
     try:
         code = loop.run()
     finally:
         restore()
     logger.info("exiting", extra={"code": code})
     return code
-
-
-def _on_signals(stop: Callable[[], None]) -> Callable[[], None]:
-    """SIGTERM and SIGINT call ``stop``; returns what restores the previous handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, lambda signum, frame: stop())
-
-    def restore() -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-    return restore
