@@ -18,13 +18,13 @@ decides as on Lambda: deleted unless deferred; a delivery whose handling raised 
 left to SQS, which redrives it to the DLQ after ``maxReceiveCount`` receives.
 
 **Graceful stop** (SIGTERM or SIGINT; ECS sends SIGTERM, then SIGKILL after the task's
-``stopTimeout``): no receive is started any more, and the long poll in flight is waited for (up to its
-``--wait-seconds`` and a little: cut off by the exit, SQS could still hand it messages that would then
-stay hidden for the visibility timeout); a message it returns is made visible again at once. The
-runs in progress get up to ``--stop-timeout`` seconds (default :data:`DEFAULT_STOP_TIMEOUT_SECONDS`)
-to finish. Those still running then are handed back (:meth:`jobsched.services.worker.Worker.hand_back`:
-a fenced write that gives the run up without using its attempt, and the handler's stop event), and
-every message still held is made visible (``ChangeMessageVisibility`` 0), so another worker claims the
+``stopTimeout``): no receive is started any more, and the long poll in flight is waited for, within
+the stop timeout (cut off by the exit, SQS could still hand it messages that would then stay hidden for
+the visibility timeout: keep ``--wait-seconds`` under ``--stop-timeout``); a message it returns is made
+visible again at once. The runs in progress get up to ``--stop-timeout`` seconds (default
+:data:`DEFAULT_STOP_TIMEOUT_SECONDS`) to finish. Those still running then are handed back
+(:meth:`jobsched.services.worker.Worker.hand_back`: a fenced write that gives the run up without using
+its attempt, and the handler's stop event), and every message still held is made visible (``ChangeMessageVisibility`` 0), so another worker claims the
 run at once and runs the same attempt; the process then exits 0. A second signal ends the wait at
 once. After SIGKILL nothing is handed back: the lease expires and the next delivery takes the run
 over (the killed attempt is recorded ``lost``).
@@ -199,12 +199,13 @@ class ContainerWorker:
                 self._changed.wait(min(left, 0.2))
         handed = hand_back_all(self) if self.in_progress else []
         if self._receiver is not None:
-            # A long poll in flight is waited for: SQS may still hand it messages, which the receiver
-            # then makes visible again. Cut off by an exit, it would hide them for the visibility timeout.
-            until = max(deadline, self._receive_until)
+            # A long poll in flight is waited for, within the stop timeout: SQS may still hand it
+            # messages, which the receiver then makes visible again. Cut off by the exit, it would leave
+            # them hidden for the visibility timeout.
+            until = min(max(deadline, time.monotonic()), self._receive_until)
             self._receiver.join(max(0.0, until - time.monotonic()))
             if self._receiver.is_alive():
-                logger.warning("a receive was still in flight at the exit: its messages come back late")
+                logger.warning("a receive in flight at the stop timeout: its messages come back late")
         self._sync_protection(idle=True)
         logger.info("container worker stopped", extra={"handed_back": handed})
         return handed

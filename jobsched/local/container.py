@@ -20,9 +20,10 @@ import sys
 import threading
 from collections.abc import Mapping
 
-#: The child's long poll: a stop waits for the one in flight, so it is short here (the embedded mode
-#: stops within seconds); an idle child then makes one receive a second.
-WAIT_SECONDS = 1
+#: The child's long poll (SQS's longest is 20 s): an idle child makes one receive every 5 s. Its stop
+#: timeout (the embedded mode's 2 s grace) bounds a stop, so a poll in flight is cut off by the exit;
+#: the emulator stops right after, so nothing is left hidden.
+WAIT_SECONDS = 5
 #: Each line of the child's output, in the dev log, starts with this.
 LINE_PREFIX = "[container] "
 

@@ -89,9 +89,9 @@ def queue_run(embedded: EmbeddedProcess, effects: Path, *, seconds: float, timeo
     return msg
 
 
-def start_worker(embedded: EmbeddedProcess, log: Path, *, stop_timeout: float = 1) -> subprocess.Popen[bytes]:
+def start_worker(embedded: EmbeddedProcess, log: Path, *, stop_timeout: float = 4) -> subprocess.Popen[bytes]:
     """``jobsched worker --pool container`` with the embedded mode's environment (as on Kubernetes),
-    its output in ``log``."""
+    its output in ``log``; its long poll (2 s) shorter than its stop timeout, so a stop waits for it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JOBSCHED_"))}
     env.update(embedded.environment())
     env["PYTHONUNBUFFERED"] = "1"
@@ -144,7 +144,7 @@ def test_a_worker_stopped_with_sigterm_hands_the_run_back_and_another_finishes_i
 ) -> None:
     # Given a long run claimed by a container worker
     effects, log = tmp_path / "effects", tmp_path / "worker.log"
-    first = start_worker(embedded, log, stop_timeout=1)
+    first = start_worker(embedded, log, stop_timeout=4)
     try:
         msg = queue_run(embedded, effects, seconds=60)
         wait_for(lambda: Path(str(effects) + ".started").exists(), timeout=60, interval=0.2)
@@ -157,7 +157,7 @@ def test_a_worker_stopped_with_sigterm_hands_the_run_back_and_another_finishes_i
     assert code == 0, log.read_text()
     assert "handed back" in log.read_text()
     # When another worker receives the message
-    second = start_worker(embedded, log, stop_timeout=1)
+    second = start_worker(embedded, log, stop_timeout=4)
     try:
         run = wait_for(lambda: succeeded(embedded, msg.run_id), timeout=150, interval=0.5)
     finally:
@@ -171,7 +171,7 @@ def test_a_worker_stopped_with_sigterm_hands_the_run_back_and_another_finishes_i
 def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedded, tmp_path) -> None:
     # Given a run claimed by a container worker
     effects, log = tmp_path / "effects", tmp_path / "worker.log"
-    first = start_worker(embedded, log, stop_timeout=1)
+    first = start_worker(embedded, log, stop_timeout=4)
     try:
         msg = queue_run(embedded, effects, seconds=5)
         wait_for(lambda: Path(str(effects) + ".started").exists(), timeout=60, interval=0.2)
@@ -181,7 +181,7 @@ def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedde
     finally:
         if first.poll() is None:
             first.kill()
-    second = start_worker(embedded, log, stop_timeout=1)
+    second = start_worker(embedded, log, stop_timeout=4)
     try:
         # Then, once the killed worker's lease (60 s) expired, the run is taken over and succeeds
         run = wait_for(lambda: succeeded(embedded, msg.run_id), timeout=240, interval=1.0)

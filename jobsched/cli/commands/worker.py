@@ -68,7 +68,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=bounded(int, 0, 20, "seconds"),
         default=POLL_WAIT_SECONDS,
         metavar="SECONDS",
-        help="the receives' long poll, 0..20 (default %(default)s); a stop waits for the one in flight",
+        help="the receives' long poll, 0..20 (default %(default)s); a stop waits for the one in flight "
+        "within --stop-timeout, so keep it shorter",
     )
     parser.set_defaults(func=run)
 
