@@ -18,16 +18,16 @@ decides as on Lambda: deleted unless deferred; a delivery whose handling raised 
 left to SQS, which redrives it to the DLQ after ``maxReceiveCount`` receives.
 
 **Graceful stop** (SIGTERM or SIGINT; ECS sends SIGTERM, then SIGKILL after the task's
-``stopTimeout``): no receive is started any more, and the long poll in flight is waited for, within
-the stop timeout (cut off by the exit, SQS could still hand it messages that would then stay hidden for
-the visibility timeout: keep ``--wait-seconds`` under ``--stop-timeout``); a message it returns is made
+``stopTimeout``): no receive is started any more, and the long poll in flight is waited for, within the
+stop timeout (cut off by the exit, SQS could still hand it messages that would then stay hidden for the
+visibility timeout: keep ``--wait-seconds`` under ``--stop-timeout``); a message it returns is made
 visible again at once. The runs in progress get up to ``--stop-timeout`` seconds (default
 :data:`DEFAULT_STOP_TIMEOUT_SECONDS`) to finish. Those still running then are handed back
 (:meth:`jobsched.services.worker.Worker.hand_back`: a fenced write that gives the run up without using
-its attempt, and the handler's stop event), and every message still held is made visible (``ChangeMessageVisibility`` 0), so another worker claims the
-run at once and runs the same attempt; the process then exits 0. A second signal ends the wait at
-once. After SIGKILL nothing is handed back: the lease expires and the next delivery takes the run
-over (the killed attempt is recorded ``lost``).
+its attempt, and the handler's stop event), and every message still held is made visible
+(``ChangeMessageVisibility`` 0), so another worker claims the run at once and runs the same attempt;
+the process then exits 0. A second signal ends the wait at once. After SIGKILL nothing is handed back:
+the lease expires and the next delivery takes the run over (the killed attempt is recorded ``lost``).
 
 **Scale-in protection.** While at least one delivery is in progress the task is protected from
 scale-in through the ECS agent (:class:`jobsched.aws.task_protection.TaskProtection`, renewed while
