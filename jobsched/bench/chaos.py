@@ -481,6 +481,8 @@ def _create_jobs(config: BatteryConfig, scenario: Scenario, settings: Settings, 
     }
     if scenario.misfire_policy:
         spec["misfire_policy"] = scenario.misfire_policy
+    if scenario.container:
+        spec["pool"] = "container"
     return [service.create(TENANTS[i % 2], spec, now).id for i in range(config.jobs)]
 
 
@@ -509,11 +511,8 @@ def run_scenario(scenario: Scenario, config: BatteryConfig | None = None) -> Sce
         harness = ChaosHarness(functions, clients, provisioned, calls, plan=plan, clock=clock, dlq=dlq)
         pool = None
         if scenario.container:
-            runs_queue = provisioned.queues["default"].url
-            pool = ContainerPool(
-                settings, lambda: FaultyClients(plan), clock, clients["sqs"], relay_from=runs_queue
-            )
-            harness.skip_queues = {runs_queue, pool.queue_url}
+            pool = ContainerPool(settings, lambda: FaultyClients(plan), clock, clients["sqs"])
+            harness.skip_queues = {pool.queue_url}
             stack.enter_context(killed_threads_quiet())
         job_ids = _create_jobs(config, scenario, settings, clock.now())
         skewed = None

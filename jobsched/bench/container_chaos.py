@@ -14,12 +14,10 @@ In the fault window:
   left in flight); once the lease has expired a later worker takes the run over (attempt 2, the
   killed one recorded ``lost``).
 
-The workers consume the ``container`` queue. The battery's jobs are dispatched to their priority's
-queue (``default``); each minute, before the workers run, :meth:`ContainerPool.relay` moves the
-messages visible there to the ``container`` queue (outside any function: the routing of a
-container-pool job's runs, done here by the harness), and the Lambda worker leaves both queues alone
-(:attr:`ChaosHarness.skip_queues`). The ledger judges it as every other scenario: nothing lost, no
-effect twice, every run ended.
+The battery's jobs are on the container pool (``"pool": "container"``): the dispatcher, the worker's
+retries and the sweeper's re-sends put their runs on the ``container`` queue, which the workers
+consume and the Lambda worker leaves alone (:attr:`ChaosHarness.skip_queues`). The ledger judges it as
+every other scenario: nothing lost, no effect twice, every run ended.
 """
 
 from __future__ import annotations
@@ -52,14 +50,11 @@ class ContainerPool:
         clients: Callable[[], Any],
         clock: FakeClock,
         sqs: Any,
-        *,
-        relay_from: str,
     ):
         self.settings = settings
         self.clients = clients
         self.clock = clock
         self.queue_url = settings.queue_urls[CONTAINER_KIND]
-        self.relay_from = relay_from
         self.sqs = sqs
         self.workers = 0
         self.handed_back = 0
@@ -76,25 +71,10 @@ class ContainerPool:
         )
         return loop
 
-    def relay(self) -> int:
-        """Move the messages visible on the runs' queue to the container queue; how many."""
-        moved = 0
-        while True:
-            messages = self.sqs.receive_message(
-                QueueUrl=self.relay_from, MaxNumberOfMessages=10, WaitTimeSeconds=0
-            ).get("Messages", [])
-            if not messages:
-                return moved
-            for message in messages:
-                self.sqs.send_message(QueueUrl=self.queue_url, MessageBody=message["Body"])
-                self.sqs.delete_message(QueueUrl=self.relay_from, ReceiptHandle=message["ReceiptHandle"])
-                moved += 1
-
     def drain(self, fault: str | None, ledger: Any) -> None:
         """One minute of the pool: a worker drains the queue and stops; under ``fault``, as described
         in the module docstring (``ledger``: :class:`jobsched.bench.chaos.Ledger`, whose ``hold`` keeps
         the handlers working after their effect until they are told to stop)."""
-        self.relay()
         if fault == SIGTERM:
             ledger.hold(True)
             try:

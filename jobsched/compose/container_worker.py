@@ -66,8 +66,11 @@ from jobsched.services.worker import SAFETY_MARGIN_SECONDS, Worker
 
 logger = logging.getLogger(__name__)
 
-#: The name the IAM recorder and the logs give this loop (as a Lambda function's name).
+#: The name the IAM recorder gives this loop (as a Lambda function's name).
 FUNCTION_NAME = "container_worker"
+#: The ``service`` dimension of its metrics: the worker functions', so the dashboard and the alarms on
+#: the run metrics (RunsSucceeded, RunDuration, RunsDeadLettered, ...) count the container pool's runs.
+METRICS_SERVICE = "worker"
 #: The module functions whose AWS calls are the loop's (wrapped by the IAM recorder).
 RECORDED = ("receive_messages", "process_message", "hand_back_all")
 #: ECS's ``stopTimeout`` is at most 120 s: the default leaves 20 s for the hand-back and the exit.
@@ -104,7 +107,7 @@ class _Metrics:
     """The deliveries' metrics, shared by their threads and flushed (EMF on stdout) after each one."""
 
     def __init__(self) -> None:
-        self._metrics = obs.make_metrics(FUNCTION_NAME)
+        self._metrics = obs.make_metrics(METRICS_SERVICE)
         self._sink = obs.PowertoolsSink(self._metrics)
         self._lock = threading.Lock()
 

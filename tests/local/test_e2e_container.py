@@ -83,7 +83,7 @@ def queue_run(embedded: EmbeddedProcess, effects: Path, *, seconds: float, timeo
     msg = RunMessage(
         run_id=run.id, job_id=job_id, tenant=TENANT, attempt=1, scheduled_at=now, due_at=now,
         target={"handler": "e2e.long_work"}, payload={"seconds": seconds, "effects": str(effects)},
-        timeout_seconds=timeout, retry=RetrySpec(max_attempts=3),
+        timeout_seconds=timeout, pool="container", retry=RetrySpec(max_attempts=3),
     )  # fmt: skip
     send_run_message(sqs, settings.queue_urls[resources.CONTAINER_KIND], msg, now)
     return msg

@@ -75,7 +75,8 @@ def queue_run(aws, clock, job_id: str, handler: str, *, timeout: int = 3600) -> 
     RunsStore(dynamo_for(aws.settings, aws.clients.dynamodb), aws.settings.runs_table).create(run)
     msg = RunMessage(
         run_id=run.id, job_id=job_id, tenant="acme", attempt=1, scheduled_at=at, due_at=at,
-        target={"handler": handler}, timeout_seconds=timeout, retry=RetrySpec(max_attempts=1),
+        target={"handler": handler}, timeout_seconds=timeout, pool="container",
+        retry=RetrySpec(max_attempts=1),
     )  # fmt: skip
     aws.clients.sqs.send_message(
         QueueUrl=aws.settings.queue_urls[CONTAINER_KIND], MessageBody=msg.to_json(), MessageGroupId="acme"
