@@ -1,10 +1,10 @@
-"""Chunked jobs on the container pool: a chunked job's workflow sends its chunk tasks to the container
-queue, and the container worker loop (jobsched/compose/container_worker.py) answers them through the
-same chunk runner as the worker function. moto's Step Functions executes the workflow."""
+"""Chunked jobs on the container pool, through the container worker loop: a chunked run on the
+container pool has its execution send every chunk task to the container queue, and the loop
+(jobsched/compose/container_worker.py) answers them through the same chunk runner as the worker
+function. moto's Step Functions executes the workflow."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -13,13 +13,10 @@ import pytest
 
 from jobsched.compose.container_worker import LoopConfig, container_worker_from_settings
 from jobsched.core.models import RunState
-from jobsched.long_jobs.asl import chunked_job_definition
 from jobsched.long_jobs.chunked import execution_name
-from jobsched.runtime.resources import CONTAINER_KIND
 from tests.aws.conftest import _fake_credentials
 from tests.aws.test_chunked import (
     CALLS,
-    ROLE,
     Env,
     _start,
     chunked_environment,
@@ -37,29 +34,23 @@ def _test_handlers() -> Iterator[None]:
 
 @pytest.fixture
 def env(monkeypatch, clock) -> Iterator[Env]:
-    """The chunked-job environment with a state machine whose chunk tasks go to the container queue."""
     _fake_credentials(monkeypatch)
     CALLS.clear()
-    with chunked_environment(clock) as base:
-        container_url = base.kit.aws.settings.queue_urls[CONTAINER_KIND]
-        definition = chunked_job_definition(container_url, max_concurrency=2, retry_interval_seconds=1)
-        arn = base.sfn.create_state_machine(
-            name=f"container-{base.arn.rsplit(':', 1)[-1]}", definition=json.dumps(definition), roleArn=ROLE
-        )["stateMachineArn"]
-        yield Env(kit=base.kit, sfn=base.sfn, arn=arn, long_url=container_url)
+    with chunked_environment(clock) as environment:
+        yield environment
     CALLS.clear()
 
 
 def test_the_container_worker_runs_a_chunked_jobs_chunks_from_the_container_queue(env):
-    # Given a chunked run of three chunks whose workflow sends its tasks to the container queue
-    run, _, started = _start(env)
+    # Given a chunked run of three chunks on the container pool, started by a worker
+    run, _, started = _start(env, pool="container")
     name = execution_name(run.id)
     settings = replace(env.kit.aws.settings, state_machine_arn=env.arn)
     config = LoopConfig(concurrency=2, stop_timeout_seconds=5, wait_seconds=0)
     loop = container_worker_from_settings(
         settings, env.kit.aws.clients, config=config, clock=env.kit.clock, owner="container:chunks"
     )
-    # When the container worker consumes that queue until the execution ends
+    # When the container worker consumes the container queue until the execution ends
     loop.start()
     try:
         deadline = time.monotonic() + 60
@@ -68,7 +59,7 @@ def test_the_container_worker_runs_a_chunked_jobs_chunks_from_the_container_queu
             time.sleep(0.1)
     finally:
         loop.stop()
-    # Then every chunk task was answered by the chunk runner, and the run succeeded with its output
+    # Then every step was answered by the chunk runner in the loop, and the run succeeded
     assert started.status == "chunked_started"
     assert env.status(name)["status"] == "SUCCEEDED"
     stored = env.kit.runs.get(run.id)
