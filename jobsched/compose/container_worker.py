@@ -34,7 +34,8 @@ scale-in through the ECS agent (:class:`jobsched.aws.task_protection.TaskProtect
 busy) and the protection is cleared when it is idle; without ``ECS_AGENT_URI`` that is a no-op.
 
 The loop's AWS calls are made in :func:`receive_messages`, :func:`process_message` and
-:func:`hand_back_all` (the functions :data:`RECORDED` names): the embedded mode's IAM recorder
+:func:`hand_back_all`, and by the cancel board :func:`worker_path` builds (the functions
+:data:`RECORDED` names): the embedded mode's IAM recorder
 attributes them to the function ``container_worker`` (:mod:`jobsched.local.iam.recorder`), checked
 against the task role.
 """
@@ -71,8 +72,10 @@ FUNCTION_NAME = "container_worker"
 #: The ``service`` dimension of its metrics: the worker functions', so the dashboard and the alarms on
 #: the run metrics (RunsSucceeded, RunDuration, RunsDeadLettered, ...) count the container pool's runs.
 METRICS_SERVICE = "worker"
-#: The module functions whose AWS calls are the loop's (wrapped by the IAM recorder).
-RECORDED = ("receive_messages", "process_message", "hand_back_all")
+#: The module functions whose AWS calls are the loop's (wrapped by the IAM recorder). ``worker_path``
+#: makes none, but the cancel board it builds reads the flags on a thread of its own in the context it
+#: was built in: built in the loop's, those reads are the loop's too.
+RECORDED = ("receive_messages", "process_message", "hand_back_all", "worker_path")
 #: ECS's ``stopTimeout`` is at most 120 s: the default leaves 20 s for the hand-back and the exit.
 DEFAULT_STOP_TIMEOUT_SECONDS = 100.0
 DEFAULT_CONCURRENCY = 1
@@ -344,6 +347,13 @@ def hand_back_all(loop: ContainerWorker) -> list[str]:
 # --- assembly --------------------------------------------------------------------------------------
 
 
+def worker_path(
+    settings: Settings, clients: Clients, clock: Clock, owner: str, metrics: _Metrics
+) -> Deliveries[Worker]:
+    """The worker function's path (:func:`worker_from_settings`), built in the loop's context."""
+    return worker_from_settings(settings, clients, clock, owner, metrics=metrics)
+
+
 def owner_id() -> str:
     """This process's lease owner: host, process and a random part (a restarted process is another)."""
     return f"container:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -364,7 +374,7 @@ def container_worker_from_settings(
         importlib.import_module(module)
     clock = clock or SystemClock()
     metrics = _Metrics()
-    deliveries = worker_from_settings(settings, clients, clock, owner or owner_id(), metrics=metrics)
+    deliveries = worker_path(settings, clients, clock, owner or owner_id(), metrics)
     dynamo_meter = deliveries.worker.attempts.dynamo.meter
     consumer = QueueConsumer(clients.sqs, settings.queue_urls[CONTAINER_KIND], dynamo_meter)
     protection = TaskProtection.from_env(os.environ if environ is None else environ)

@@ -41,11 +41,13 @@ def env(monkeypatch, clock) -> Iterator[Env]:
     CALLS.clear()
 
 
-def test_the_container_worker_runs_a_chunked_jobs_chunks_from_the_container_queue(env):
+def test_the_container_worker_runs_a_chunked_jobs_chunks_from_the_container_queue(env, monkeypatch):
     # Given a chunked run of three chunks on the container pool, started by a worker
     run, _, started = _start(env, pool="container")
     name = execution_name(run.id)
     settings = replace(env.kit.aws.settings, state_machine_arn=env.arn)
+    for name_, value in settings.to_env().items():  # the loop's environment, as the stack gives it
+        monkeypatch.setenv(name_, value)
     config = LoopConfig(concurrency=2, stop_timeout_seconds=5, wait_seconds=0)
     loop = container_worker_from_settings(
         settings, env.kit.aws.clients, config=config, clock=env.kit.clock, owner="container:chunks"
