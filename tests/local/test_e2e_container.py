@@ -5,6 +5,8 @@ container worker processes the tests start with its environment (as on a user's 
   succeeds on its first attempt;
 - a container worker stopped mid-run with SIGTERM hands the run back (exit 0) and another worker
   process finishes the same attempt, with the run's idempotent effect once;
+- a job created through the API on the container pool (its timeout over the limit, which the Lambda
+  pool refuses) runs to its end in a container worker;
 - one killed with SIGKILL loses no run: another worker takes it over once its lease (60 s) expired
   (the killed attempt recorded ``lost``), and the effect is not doubled.
 
@@ -30,12 +32,13 @@ import pytest
 from jobsched.aws.metering import dynamo_for
 from jobsched.aws.queues import send_run_message
 from jobsched.aws.runs_store import RunsStore
+from jobsched.client.api_client import ApiError
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import RetrySpec, Run, make_run_id
 from jobsched.runtime import resources
 from jobsched.runtime.settings import Settings
 from tests.local.conftest import wait_for
-from tests.local.e2e_helpers import ROOT, EmbeddedProcess
+from tests.local.e2e_helpers import ROOT, EmbeddedProcess, job
 
 pytestmark = pytest.mark.slow
 
@@ -191,3 +194,29 @@ def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedde
     assert attempts(embedded, msg.run_id) == [(1, "lost"), (2, "succeeded")]
     assert run["output"]["attempt"] == 2
     assert effects.read_text().splitlines() == [f"{msg.run_id} attempt 1"]
+
+
+def test_a_container_pool_job_created_through_the_api_runs_past_the_limit_in_a_container_worker(
+    embedded, tmp_path
+) -> None:
+    # Given the embedded mode with a 4 s Lambda limit, and a container worker
+    client = embedded.client(TENANT)
+    effects = tmp_path / "effects"
+    payload = {"seconds": 6, "effects": str(effects)}
+    spec = job("long-report", "@yearly", "e2e.long_work", payload=payload, timeout_seconds=60)
+    # When a job whose timeout is over the limit asks for the Lambda pool, Then it is refused (4xx)
+    with pytest.raises(ApiError) as refused:
+        client.create_job({**spec, "pool": "lambda"})
+    assert 400 <= refused.value.status < 500 and "timeout_seconds" in refused.value.message
+    # When it asks for the container pool and is triggered
+    created = client.create_job({**spec, "pool": "container"})
+    worker = start_worker(embedded, tmp_path / "worker.log")
+    try:
+        run_id = client.trigger_job(created["id"])["id"]
+        run = wait_for(lambda: succeeded(embedded, run_id), timeout=120, interval=0.5)
+    finally:
+        code = stop(worker)
+    # Then the container worker ran it to its end, once
+    assert created["pool"] == "container" and run["output"] == {"worked": 6.0, "attempt": 1}
+    assert attempts(embedded, run_id) == [(1, "succeeded")] and code == 0
+    assert effects.read_text().splitlines() == [f"{run_id} attempt 1"]
