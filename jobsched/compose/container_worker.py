@@ -33,11 +33,10 @@ the lease expires and the next delivery takes the run over (the killed attempt i
 scale-in through the ECS agent (:class:`jobsched.aws.task_protection.TaskProtection`, renewed while
 busy) and the protection is cleared when it is idle; without ``ECS_AGENT_URI`` that is a no-op.
 
-The loop's AWS calls are made in :func:`receive_messages`, :func:`process_message` and
-:func:`hand_back_all`, and by the cancel board :func:`worker_path` builds (the functions
-:data:`RECORDED` names): the embedded mode's IAM recorder
-attributes them to the function ``container_worker`` (:mod:`jobsched.local.iam.recorder`), checked
-against the task role.
+The loop's AWS calls are made in :func:`receive_messages`, :func:`process_message`,
+:func:`release_messages` and :func:`hand_back_all`, and by the cancel board :func:`worker_path` builds
+(the functions :data:`RECORDED` names): the embedded mode's IAM recorder attributes them to the
+function ``container_worker`` (:mod:`jobsched.local.iam.recorder`), checked against the task role.
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -75,7 +75,7 @@ METRICS_SERVICE = "worker"
 #: The module functions whose AWS calls are the loop's (wrapped by the IAM recorder). ``worker_path``
 #: makes none, but the cancel board it builds reads the flags on a thread of its own in the context it
 #: was built in: built in the loop's, those reads are the loop's too.
-RECORDED = ("receive_messages", "process_message", "hand_back_all", "worker_path")
+RECORDED = ("receive_messages", "process_message", "release_messages", "hand_back_all", "worker_path")
 #: ECS's ``stopTimeout`` is at most 120 s: the default leaves 20 s for the hand-back and the exit.
 DEFAULT_STOP_TIMEOUT_SECONDS = 100.0
 DEFAULT_CONCURRENCY = 1
@@ -89,6 +89,8 @@ RECEIVE_SLACK_SECONDS = 2.0
 #: Pause after an empty receive that did not wait (a short poll), and after a failed one.
 IDLE_SECONDS = 0.5
 RECEIVE_ERROR_PAUSE_SECONDS = 2.0
+#: Outcomes a loop keeps (a process runs for weeks: the oldest are dropped).
+OUTCOMES_KEPT = 1000
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,8 @@ class ContainerWorker:
         self._protection_lock = threading.Lock()
         self._receiver: threading.Thread | None = None
         self._receive_until = 0.0  # monotonic instant by which the receive in flight has returned
-        self.outcomes: list[Outcome] = []
+        #: The latest outcomes (the newest :data:`OUTCOMES_KEPT`), for tests and a debugger.
+        self.outcomes: deque[Outcome] = deque(maxlen=OUTCOMES_KEPT)
 
     # --- control ---------------------------------------------------------------------------------
 
@@ -236,8 +239,7 @@ class ContainerWorker:
                 continue
             self._release(free - len(messages))
             if self.stopping.is_set():  # received after the stop began: visible again at once
-                for message in messages:
-                    self.consumer.set_visibility(message.receipt_handle, 0)
+                release_messages(self, messages)
                 self._release(len(messages))
                 return
             for message in messages:
@@ -328,6 +330,12 @@ def process_message(loop: ContainerWorker, message: Received) -> Outcome | None:
     if loop.metrics is not None:
         loop.metrics.flush()
     return outcome
+
+
+def release_messages(loop: ContainerWorker, messages: list[Received]) -> None:
+    """Make received messages visible again at once (received as the stop began: not handled here)."""
+    for message in messages:
+        loop.consumer.set_visibility(message.receipt_handle, 0)
 
 
 def hand_back_all(loop: ContainerWorker) -> list[str]:
