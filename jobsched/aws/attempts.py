@@ -10,6 +10,10 @@ A failed condition returns the item as it is (``ReturnValuesOnConditionCheckFail
 deciding *why* a claim failed costs no extra read. Writes return ``ALL_NEW`` (free on UpdateItem)
 so the worker learns ``max_attempts``, ``payload_override`` and ``cancel_requested`` without a GetItem.
 
+A worker that stops before its run ends (the container worker's graceful stop, decision 0052) hands
+the attempt back (:meth:`AttemptStore.hand_back`): a fenced write that ends its lease without using
+the attempt; the next delivery claims the same attempt number again.
+
 A dead-letter write (:meth:`AttemptStore.dead_letter`, :meth:`AttemptStore.fail_unclaimed`) also
 sets ``notify_pending`` (= ``dl_at``) in the same write: the outbox mark of the notification the
 dead letter owes (:mod:`jobsched.services.notifications`), removed by whoever delivers it. An
@@ -116,6 +120,7 @@ class AttemptStore:
         token is not checked.
 
         - queued/retrying with ``attempt - 1`` done: claimed (one conditional write).
+        - running and handed back (:meth:`hand_back`): claimed again for the same attempt number.
         - running with an expired lease: taken over as attempt ``current + 1`` (the old attempt is
           recorded ``lost``), or EXHAUSTED if that would exceed ``max_attempts``.
         - running with a live lease: BUSY. Terminal: FINISHED. Older attempt: STALE. No item: MISSING.
@@ -189,6 +194,8 @@ class AttemptStore:
             return Claim(ClaimStatus.STALE, run, old, run.attempt)
         if run.lease_until is not None and run.lease_until > now:
             return Claim(ClaimStatus.BUSY, run, old, run.attempt)
+        if old.get(HANDED_BACK) == run.attempt:  # given up by a stopping worker: the same attempt again
+            return self._resume(run, old, owner, now, lease_until, binding or Binding())
         if run.attempt + 1 > run.max_attempts:
             return Claim(ClaimStatus.EXHAUSTED, run, old, run.attempt)
         return self._take_over(run, old, owner, now, lease_until, binding or Binding())
@@ -233,14 +240,38 @@ class AttemptStore:
                 bind_names,
             )
         except _Rejected as rejected:  # someone else moved first: classify what they left
-            if rejected.item is None:
-                return Claim(ClaimStatus.MISSING)
-            again = Run.from_item(rejected.item)
-            status = ClaimStatus.BUSY if again.state is RunState.RUNNING else ClaimStatus.FINISHED
-            if again.state in (RunState.QUEUED, RunState.RETRYING):
-                status = ClaimStatus.STALE
-            return Claim(status, again, rejected.item, again.attempt)
+            return _moved_on(rejected.item)
         return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, new_attempt, took_over=True)
+
+    def _resume(
+        self, run: Run, old: dict, owner: str, now: datetime, lease_until: str, binding: Binding
+    ) -> Claim:
+        """Claim a handed-back run (:meth:`hand_back`) for the same attempt number: a new entry for it
+        (what runs it now), the lease to ``owner``; no attempt used, nothing recorded lost."""
+        if run.handler_version is not None:
+            binding = replace(binding, handler=run.handler or binding.handler, version=run.handler_version)
+        entry = _entry(run.attempt, now, binding)
+        bind, _, bind_values, bind_names = _bind(binding)
+        try:
+            item = self._update(
+                run.id,
+                f"SET {bind}lease_until = :lu, lease_owner = :o, "
+                f"attempts[{len(run.attempts)}] = :one REMOVE {HANDED_BACK}",
+                f"#state = :running AND attempt = :cur AND {HANDED_BACK} = :cur "
+                "AND attribute_not_exists(lease_owner)",
+                {
+                    **bind_values,
+                    ":running": "running",
+                    ":cur": run.attempt,
+                    ":lu": lease_until,
+                    ":o": owner,
+                    ":one": entry,
+                },
+                bind_names,
+            )
+        except _Rejected as rejected:  # another worker resumed it first (or it moved on): classify
+            return _moved_on(rejected.item)
+        return Claim(ClaimStatus.CLAIMED, Run.from_item(item), item, run.attempt)
 
     # --- waiting for a limit (jobsched.services.limits) -----------------------------------------
 
@@ -419,6 +450,33 @@ class AttemptStore:
         values = {":cancelled": "cancelled", ":now": to_iso(now), ":outcome": "cancelled"}
         return self._finish(claim, owner, sets, values, ["progress"])
 
+    def hand_back(self, claim: Claim, owner: str, now: datetime) -> Run:
+        """Give the run up without using its attempt (a worker that stops before the run ends,
+        decision 0052): one write fenced like every other (``running``, the attempt, ``owner``) that
+        ends the lease (``lease_until = now``, no owner), records this entry ``handed_back`` and marks
+        the run ``handed_back = <attempt>``. The next delivery of the run claims it again for the same
+        attempt number (:meth:`claim`), not as a takeover: no attempt used, no ``lost`` entry, no error.
+        Every later write of ``owner`` for this attempt is refused (:class:`LeaseLostError`), and so is
+        this one when the attempt is no longer ``owner``'s."""
+        assert claim.run is not None
+        i = claim.index
+        values = {
+            ":running": "running",
+            ":a": claim.attempt,
+            ":o": owner,
+            ":now": to_iso(now),
+            ":outcome": "handed_back",
+        }
+        update = (
+            f"SET lease_until = :now, {HANDED_BACK} = :a, "
+            f"attempts[{i}].finished_at = :now, attempts[{i}].outcome = :outcome REMOVE lease_owner"
+        )
+        try:
+            item = self._update(claim.run.id, update, self._FENCE, values)
+        except _Rejected as rejected:
+            raise LeaseLostError(_lost_message(claim.run.id, claim.attempt, rejected.item)) from None
+        return Run.from_item(item)
+
     def fail_unclaimed(self, run: Run, now: datetime, error: str, reason: str, message: str | None) -> Run:
         """Dead-letter a run nobody holds (an exhausted takeover, a poison message): conditional on
         the state and attempt read, so it cannot overwrite a concurrent owner."""
@@ -461,6 +519,18 @@ class AttemptStore:
         return self._dead_lettered(item, now)
 
 
+def _moved_on(item: dict[str, Any] | None) -> Claim:
+    """What a claim found when another writer moved the run first (a takeover or resume refused):
+    still running (theirs now) BUSY, queued or retrying STALE, ended FINISHED, gone MISSING."""
+    if item is None:
+        return Claim(ClaimStatus.MISSING)
+    again = Run.from_item(item)
+    status = ClaimStatus.BUSY if again.state is RunState.RUNNING else ClaimStatus.FINISHED
+    if again.state in (RunState.QUEUED, RunState.RETRYING):
+        status = ClaimStatus.STALE
+    return Claim(status, again, item, again.attempt)
+
+
 def _entry(attempt: int, now: datetime, binding: Binding) -> dict[str, Any]:
     """A new attempt's entry: its number, start, and what runs it (fields that are None left out)."""
     entry: dict[str, Any] = {"attempt": attempt, "started_at": to_iso(now)}
@@ -499,6 +569,9 @@ def _bound_elsewhere(item: dict[str, Any] | None, binding: Binding) -> int | Non
 
 #: The claim condition that the delivery's token (``:tok``) is the run's current one.
 _TOKEN_MATCHES = "(attribute_not_exists(send_token) OR send_token = :tok)"
+
+#: The attempt a stopping worker handed back (:meth:`AttemptStore.hand_back`): the next claim resumes it.
+HANDED_BACK = "handed_back"
 
 #: A replay's pending marker (see :mod:`jobsched.services.runs`): when the replay began, and the message it
 #: sends. A new dead letter removes it.

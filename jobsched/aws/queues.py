@@ -1,5 +1,5 @@
 """Every SQS call of the services: batched and single sends of run messages, visibility changes,
-queue depth, all metered.
+queue depth, and the container worker's receives and deletes (:class:`QueueConsumer`), all metered.
 
 ``SendMessageBatch`` takes at most 10 entries and 256 KiB in total; entries are grouped per queue and
 split on both limits. ``MessageGroupId`` is the tenant (SQS fair queues: one noisy tenant cannot
@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +25,9 @@ from jobsched.ports.stores import SendReport
 
 __all__ = [
     "Outgoing",
+    "QueueConsumer",
     "QueueReadError",
+    "Received",
     "RunQueues",
     "SendReport",
     "change_visibility",
@@ -84,6 +87,18 @@ def change_visibility(sqs: Any, queue_url: str, receipt_handle: str, seconds: in
     )
 
 
+def set_visibility(sqs: Any, queue_url: str, receipt_handle: str, seconds: int, meter: Meter) -> bool:
+    """:func:`change_visibility`, metered; False (logged) if SQS refused (the message may be gone)."""
+    try:
+        change_visibility(sqs, queue_url, receipt_handle, seconds)
+        return True
+    except AwsError:
+        logger.warning("could not change the visibility of a message", exc_info=True)
+        return False
+    finally:
+        meter.record_sqs("ChangeMessageVisibility", [])
+
+
 def queue_url_for_arn(queue_urls: Mapping[str, str], arn: str) -> str | None:
     """The URL of the queue an event source ARN names (``arn:aws:sqs:<region>:<account>:<name>``)."""
     name = arn.rsplit(":", 1)[-1]
@@ -123,19 +138,7 @@ class RunQueues:
     def set_visibility(self, queue_url: str, receipt_handle: str, seconds: int) -> bool:
         """Hide a received message for ``seconds`` more (0: visible now; capped at 12 h). False (logged)
         if SQS refused: the message may be gone already, and the run's lease is what fences."""
-        try:
-            aws_call(
-                self.sqs.change_message_visibility,
-                QueueUrl=queue_url,
-                ReceiptHandle=receipt_handle,
-                VisibilityTimeout=max(0, min(int(seconds), MAX_VISIBILITY_SECONDS)),
-            )
-            return True
-        except AwsError:
-            logger.warning("could not change the visibility of a message", exc_info=True)
-            return False
-        finally:
-            self.meter.record_sqs("ChangeMessageVisibility", [])
+        return set_visibility(self.sqs, queue_url, receipt_handle, seconds, self.meter)
 
     def visible_messages(self, queue: str) -> int:
         """The queue's ``ApproximateNumberOfMessages`` (ready, not delayed, not in flight); raises
@@ -195,6 +198,72 @@ class RunQueues:
             batch[int(f["Id"])].key: f.get("Message", f.get("Code", "failed"))
             for f in response.get("Failed", [])
         }
+
+
+@dataclass(frozen=True)
+class Received:
+    """One received message: what the worker needs of it (a Lambda SQS record's fields)."""
+
+    message_id: str
+    body: str
+    receipt_handle: str
+    receive_count: int | None  # ApproximateReceiveCount
+
+
+class QueueConsumer:
+    """One queue consumed by a long-running process (the container worker): long-poll receives, deletes
+    and visibility changes, every call metered. What a Lambda event source mapping does for a function,
+    done by the process itself."""
+
+    def __init__(self, sqs: Any, queue_url: str, meter: Meter | None = None):
+        self.sqs = sqs
+        self.queue_url = queue_url
+        self.meter = meter or Meter()
+
+    def receive(self, max_messages: int, wait_seconds: int) -> list[Received]:
+        """Up to ``max_messages`` (1-10) messages, long-polling up to ``wait_seconds`` (0-20) for the
+        first; each stays hidden for the queue's visibility timeout. SQS errors propagate."""
+        try:
+            response = aws_call(
+                self.sqs.receive_message,
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=max(1, min(int(max_messages), 10)),
+                WaitTimeSeconds=max(0, min(int(wait_seconds), 20)),
+                MessageSystemAttributeNames=["ApproximateReceiveCount"],
+            )
+        finally:
+            self.meter.record_sqs("ReceiveMessage", [])
+        return [_received(message) for message in response.get("Messages") or []]
+
+    def delete(self, receipt_handle: str) -> bool:
+        """Delete a handled message; False (logged) if SQS refused (the receipt expired: the message
+        comes back, and the run's state makes its next delivery a no-op)."""
+        try:
+            aws_call(self.sqs.delete_message, QueueUrl=self.queue_url, ReceiptHandle=receipt_handle)
+            return True
+        except AwsError:
+            logger.warning("could not delete a message", exc_info=True)
+            return False
+        finally:
+            self.meter.record_sqs("DeleteMessage", [])
+
+    def set_visibility(self, receipt_handle: str, seconds: int) -> bool:
+        """Hide a received message for ``seconds`` more (0: visible now); False (logged) if refused."""
+        return set_visibility(self.sqs, self.queue_url, receipt_handle, seconds, self.meter)
+
+
+def _received(message: Mapping[str, Any]) -> Received:
+    raw = (message.get("Attributes") or {}).get("ApproximateReceiveCount")
+    try:
+        count = int(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        count = None
+    return Received(
+        message_id=str(message["MessageId"]),
+        body=str(message.get("Body", "")),
+        receipt_handle=str(message["ReceiptHandle"]),
+        receive_count=count,
+    )
 
 
 def _queue_name(url: str) -> str:

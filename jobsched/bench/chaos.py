@@ -22,7 +22,8 @@ The evidence is not the system's own counters:
 
 Faults at the AWS call boundary come from :mod:`jobsched.bench.faults`; the process faults
 (a crashed invocation, an unacknowledged batch, duplicate deliveries, lost and double ticks, a second
-dispatcher on a skewed clock, an outage) are the harness's.
+dispatcher on a skewed clock, an outage) are the harness's; container workers stopped and killed
+mid-run are :mod:`jobsched.bench.container_chaos`'s.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.leases import LeaseHeldError
 from jobsched.aws.metering import Meter
 from jobsched.bench.bindings import bind_functions, function_module
+from jobsched.bench.container_chaos import SIGKILL, SIGTERM, ContainerPool, killed_threads_quiet
 from jobsched.bench.environment import REGION, bench_environment
 from jobsched.bench.evidence import ApiCalls
 from jobsched.bench.faults import FaultPlan, FaultyClients, Killed, Kind, Rule
@@ -73,6 +75,8 @@ class Ledger:
         self.executions: Counter[str] = Counter()
         self.effects: Counter[str] = Counter()
         self.kill_in_handler: Callable[[str, int], bool] = lambda run_id, attempt: False
+        self._hold = threading.Event()  # set: a handler keeps working after its effect until stopped
+        self._holding = 0
 
     def clear(self) -> None:
         with self._lock:
@@ -83,6 +87,33 @@ class Ledger:
     def execute(self, run_id: str) -> None:
         with self._lock:
             self.executions[run_id] += 1
+
+    def hold(self, on: bool) -> None:
+        """Make the handlers keep working after their effect (a long run) until told to stop, or not."""
+        if on:
+            self._hold.set()
+        else:
+            self._hold.clear()
+
+    def holding(self) -> int:
+        """Handlers working on after their effect right now."""
+        with self._lock:
+            return self._holding
+
+    def keep_working(self, ctx: JobContext) -> None:
+        """While :meth:`hold` is on: work on (wall clock, at most 30 s) until the run is told to stop
+        (``ctx.cancelled``: a hand-back, a cancel) or the hold ends."""
+        if not self._hold.is_set():
+            return
+        with self._lock:
+            self._holding += 1
+        try:
+            deadline = time.monotonic() + 30
+            while self._hold.is_set() and not ctx.cancelled and time.monotonic() < deadline:
+                time.sleep(0.01)
+        finally:
+            with self._lock:
+                self._holding -= 1
 
     def apply(self, run_id: str) -> dict[str, str]:
         with self._lock:
@@ -105,6 +136,7 @@ def register_handler() -> None:
         if LEDGER.kill_in_handler(ctx.run_id, ctx.attempt):
             raise Killed(f"killed mid-run {ctx.run_id}@{ctx.attempt}")
         applied = ctx.idempotent("charge", LEDGER.apply, ctx.run_id)
+        LEDGER.keep_working(ctx)  # a long run, when the scenario holds it (a container task stopped)
         if payload.get("big"):
             return {"applied": applied, "blob": "x" * 6000}  # over 4 KiB: the output goes to S3
         return applied
@@ -137,6 +169,9 @@ class Scenario:
     big_outputs: bool = False  # outputs over 4 KiB (stored in S3)
     misfire_policy: str | None = None  # the jobs' misfire policy (default: the job default)
     fault_minutes: tuple[int, int] = (2, 5)  # [first, last) minute with the fault in force
+    #: Container workers consume the runs (jobsched.bench.container_chaos): SIGTERM at the fault's
+    #: first minute, SIGKILL at its second.
+    container: bool = False
 
 
 @dataclass
@@ -284,6 +319,15 @@ def scenarios() -> list[Scenario]:
             skewed_dispatcher=30.0,
         ),
     ]
+    out.append(
+        Scenario(
+            "container_task_killed",
+            "container workers consume the runs; one is stopped with SIGTERM mid-run (stop timeout 0: "
+            "its runs handed back), the next minute's is killed with SIGKILL mid-run",
+            container=True,
+            fault_minutes=(2, 4),
+        )
+    )
     for policy in ("run_all", "run_once", "skip"):
         out.append(
             Scenario(
@@ -323,6 +367,9 @@ class ChaosHarness(Harness):
         self.crashed = 0
         self.errors: Counter[str] = Counter()  # invocations that raised, per function
         self.poison_handled = 0
+        #: Queues the Lambda worker leaves alone (consumed by the scenario's container workers).
+        self.skip_queues: set[str] = set()
+        self.handed_back = 0  # runs the container workers handed back
 
     def invoke(self, name: str, event: dict[str, Any]) -> Any:
         """One invocation; a crash (:class:`Killed`) or an error it raised ends it as Lambda would end
@@ -338,7 +385,7 @@ class ChaosHarness(Harness):
 
     def drain(self) -> None:
         for ref in self.provisioned.queues.values():
-            for _ in range(200):  # bounded: a message redelivered at once could loop
+            for _ in range(0 if ref.url in self.skip_queues else 200):  # bounded: a redelivery could loop
                 messages = self._receive(ref.url)
                 if not messages:
                     break
@@ -434,6 +481,8 @@ def _create_jobs(config: BatteryConfig, scenario: Scenario, settings: Settings, 
     }
     if scenario.misfire_policy:
         spec["misfire_policy"] = scenario.misfire_policy
+    if scenario.container:
+        spec["pool"] = "container"
     return [service.create(TENANTS[i % 2], spec, now).id for i in range(config.jobs)]
 
 
@@ -460,6 +509,11 @@ def run_scenario(scenario: Scenario, config: BatteryConfig | None = None) -> Sce
         dlq = function_module("dlq_consumer")
         stack.enter_context(dlq.seam.installed(clock=clock, settings=settings, clients=FaultyClients(plan)))
         harness = ChaosHarness(functions, clients, provisioned, calls, plan=plan, clock=clock, dlq=dlq)
+        pool = None
+        if scenario.container:
+            pool = ContainerPool(settings, lambda: FaultyClients(plan), clock, clients["sqs"])
+            harness.skip_queues = {pool.queue_url}
+            stack.enter_context(killed_threads_quiet())
         job_ids = _create_jobs(config, scenario, settings, clock.now())
         skewed = None
         if scenario.skewed_dispatcher is not None:
@@ -497,6 +551,14 @@ def run_scenario(scenario: Scenario, config: BatteryConfig | None = None) -> Sce
                             _skewed_tick(
                                 skewed, shard, clock, scenario.skewed_dispatcher or 0.0, config.shards
                             )
+                if pool is not None:
+                    fault = {first: SIGTERM, first + 1: SIGKILL}.get(minute) if in_fault else None
+                    kept = LEDGER.kill_in_handler
+                    if fault == SIGKILL:  # every first attempt the task runs dies with it, mid-run
+                        LEDGER.kill_in_handler = pool.kill_first_attempts
+                    pool.drain(fault, LEDGER)
+                    harness.handed_back, harness.crashed = pool.handed_back, pool.killed
+                    LEDGER.kill_in_handler = kept
                 harness.drain()
                 if minute % 5 == 4:
                     harness.sweep()
@@ -579,7 +641,8 @@ def _judge(
         recovery_minutes=recovery,
         injected=dict(plan.injected)
         | ({"crashed_invocations": harness.crashed} if harness.crashed else {})
-        | {f"{name}_errors": n for name, n in harness.errors.items()},
+        | {f"{name}_errors": n for name, n in harness.errors.items()}
+        | ({"handed_back": harness.handed_back} if harness.handed_back else {}),
         poison_handled=harness.poison_handled,
         elapsed_seconds=round(elapsed, 2),
         details=dict(list(details.items())[:5]),

@@ -3,13 +3,14 @@
 It starts ``jobsched dev`` (a child process, as ``make run`` does: its demo jobs, one tenant), adds
 ``per_second_jobs`` jobs firing every second (``demo.echo``), and for ``minutes`` of *real time*
 samples, every ``sample_seconds``, the CPU time and the resident memory (RSS) of each process of the
-embedded mode: ``dev`` (the API, the pollers, the workers, the ticks: one Python process),
-``moto-dynamodb`` and ``moto`` (SQS, Step Functions, S3), its two children. Linux only (``/proc``).
+embedded mode: ``dev`` (the API, the pollers, the workers, the ticks: one Python process), and its
+children ``moto-dynamodb``, ``moto`` (SQS, Step Functions, S3) and ``container`` (the container
+worker process). Linux only (``/proc``).
 
 Figures (``--json``: one object on the last line):
 
 - ``minutes``, ``per_second_jobs``, ``wall_seconds`` (measured span, from the end of the warm-up);
-- ``cpu_percent``: CPU time of all three processes over the span, in % of one core (the average);
+- ``cpu_percent``: CPU time of all its processes over the span, in % of one core (the average);
 - ``processes``: per process, ``cpu_percent`` (same unit) and ``rss_mb`` ``{start, end, max}``;
 - ``samples``: ``[{"t": seconds since the start of the span, "rss_mb": {process: MB},
   "cpu_percent": {process: % of one core since the previous sample}}]`` — memory over time;
@@ -173,6 +174,8 @@ def _processes(dev_pid: int, ports: dict[int, str]) -> dict[str, int]:
         if b"-p" in argv:
             port = int(argv[argv.index(b"-p") + 1])
             named[ports.get(port, f"child-{child}")] = child
+        elif b"--pool" in argv:  # the container worker process (jobsched/local/container.py)
+            named["container"] = child
     return named
 
 

@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "admin",
     "health",
     "dev",
+    "worker",
     "deploy_check",
     "bench",
 ]

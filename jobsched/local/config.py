@@ -72,6 +72,11 @@ class LocalConfig:
     verbose: bool = False  # keep the functions' JSON logs and EMF metrics on stdout
     log_file: str | None = None  # the file the functions write to (jobsched dev): GET /runs/{id}/logs
     shutdown_grace_seconds: float = 2.0
+    #: Runs the container worker process handles at once (``--container-concurrency``); 0: no process.
+    container_concurrency: int = 1
+    #: Lambda's time limit here (``--lambda-time-limit``): every invocation ends by then, and the API's
+    #: checks of a job's pool read it (``JOBSCHED_LAMBDA_TIME_LIMIT_SECONDS``).
+    lambda_time_limit_seconds: int = resources.LAMBDA_TIME_LIMIT_SECONDS
 
     def tenant_tokens(self) -> dict[str, str]:
         """``{token: tenant}`` as the api function reads it from ``JOBSCHED_TENANT_TOKENS``."""

@@ -5,9 +5,12 @@ infra sets on the Lambda functions, plus ``AWS_ENDPOINT_URL`` and fake credentia
 (from :mod:`jobsched.runtime.resources`), the functions (imported only now, so they build their clients
 exactly as on AWS), a check that the loaded handler modules have every handler version the tenants'
 jobs and runs refer to (a warning line for each one they lack, :mod:`jobsched.local.handler_check`),
-then the queue pollers, the schedules (dispatcher ticks, the sweeper, and the
-housekeeping that does what DynamoDB TTL and the bucket's lifecycle rule do on AWS,
-:mod:`jobsched.local.housekeeping`), the HTTP bridge and the run-event log.
+then the container worker's process (:mod:`jobsched.local.container`: the container pool, consuming
+the ``container`` queue as the ECS tasks do on AWS), the queue pollers of the Lambda queues, the
+schedules (dispatcher ticks, the sweeper, and the housekeeping that does what DynamoDB TTL and the
+bucket's lifecycle rule do on AWS, :mod:`jobsched.local.housekeeping`), the HTTP bridge and the
+run-event log. Every function invocation ends by Lambda's time limit (``--lambda-time-limit``,
+:mod:`jobsched.local.invoke`).
 ``stop()`` undoes all of it -- threads joined, server closed, environment restored -- in a few seconds.
 
 moto runs in two child processes (:class:`MotoProcess`), not in a thread of this one: everything else
@@ -39,6 +42,7 @@ from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
 from jobsched.aws.clients import set_lane_source
 from jobsched.local.code_version import local_code_version
 from jobsched.local.config import LocalConfig, tenant_tokens_json
+from jobsched.local.container import ContainerProcess
 from jobsched.local.events import RunEventWatcher
 from jobsched.local.fair_poller import FairQueuePoller
 from jobsched.local.handler_check import handler_warnings
@@ -190,6 +194,8 @@ class EmbeddedMode:
         self.pollers: list[QueuePoller] = []
         self.schedules: list[Periodic] = []
         self.watcher: RunEventWatcher | None = None
+        #: The container worker's process (``jobsched worker --pool container``), if started.
+        self.container: ContainerProcess | None = None
         self.clients: dict[str, Any] = {}
         self._saved_env: dict[str, str | None] = {}
         self._started = False
@@ -250,6 +256,7 @@ class EmbeddedMode:
             iam_recorder.install_from_env()
             self.functions = self._load_functions()
             self._warn_unregistered_handlers()
+            self._start_container_worker()
             self._start_pollers()
             self._start_schedules()
             if self.bridge is not None and "api" in self.functions:
@@ -268,6 +275,8 @@ class EmbeddedMode:
             return
         self._started = False
         self.stop_event.set()
+        if self.container is not None:  # its graceful stop (the same grace) runs beside ours
+            self.container.request_stop()
         if self.bridge is not None:
             self.bridge.stop()
         # One deadline for everything: invocations still running after it are abandoned.
@@ -284,6 +293,9 @@ class EmbeddedMode:
         finish_by = time.monotonic() + TICK_FINISH_SECONDS
         for schedule in self.schedules:
             schedule.join(max(0.0, finish_by - time.monotonic()))
+        if self.container is not None:  # handed its runs back while the emulator still answers
+            self.container.wait(max(0.0, finish_by - time.monotonic()))
+            self.container = None
         self.server.stop()
         self.dynamodb_server.stop()
         set_lane_source(None)
@@ -331,6 +343,7 @@ class EmbeddedMode:
                 if self.config.retention_minutes is not None
                 else {}
             ),
+            resources.ENV_LAMBDA_TIME_LIMIT: str(self.config.lambda_time_limit_seconds),
             resources.ENV_TENANT_MAX_RUNNING: str(self.config.tenant_max_running),
             resources.ENV_TENANT_RUNS_PER_SECOND: str(self.config.tenant_runs_per_second),
             ENV_ADMIN_PRINCIPALS: ",".join(f"token:{tenant}" for tenant in self.config.admins),
@@ -391,14 +404,15 @@ class EmbeddedMode:
 
     def _load_functions(self) -> dict[str, Function]:
         functions: dict[str, Function] = {}
+        limit = self.config.lambda_time_limit_seconds
         for spec in resources.FUNCTIONS:
             if spec.name in self.overrides:
                 handler = self.overrides[spec.name]
                 if handler is not None:
-                    functions[spec.name] = Function(spec, handler)
+                    functions[spec.name] = Function(spec, handler, time_limit_seconds=limit)
                 continue
             try:
-                functions[spec.name] = Function(spec, load_handler(spec.handler))
+                functions[spec.name] = Function(spec, load_handler(spec.handler), time_limit_seconds=limit)
             except (ImportError, AttributeError) as exc:
                 self.out(f"warning: {spec.name} function unavailable ({exc}); it is not run")
         return functions
@@ -417,6 +431,21 @@ class EmbeddedMode:
             ]
         for line in lines:
             self.out(line)
+
+    def container_environment(self) -> dict[str, str]:
+        """The environment a container worker process of this embedded mode runs with: this process's
+        (the functions' variables, the endpoints, the credentials)."""
+        return dict(self.environ)
+
+    def _start_container_worker(self) -> None:
+        if self.config.container_concurrency < 1 or "worker" in self.overrides:
+            return  # none asked for, or the worker replaced (the machinery's tests): the real loop is not run
+        self.container = ContainerProcess(
+            self.container_environment(),
+            concurrency=self.config.container_concurrency,
+            stop_timeout_seconds=self.config.shutdown_grace_seconds,
+        )
+        self.container.start()
 
     def _start_pollers(self) -> None:
         assert self.provisioned is not None

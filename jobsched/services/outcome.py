@@ -27,6 +27,7 @@ class OutcomeStatus(StrEnum):
     REDELAYED = "redelayed"  # arrived before its due instant: re-sent with the rest of the delay
     LEASE_LOST = "lease_lost"  # another worker took the run over while this one ran it
     NO_TIME = "no_time"  # too little of the invocation left to run it: deferred
+    HANDED_BACK = "handed_back"  # given up by a stopping worker (Worker.hand_back): deferred, no attempt used
     UNIDENTIFIED = "unidentified"  # a DLQ message too broken to name a run
     # a chunked run (long_jobs)
     CHUNKED_STARTED = "chunked_started"  # its Step Functions execution was started

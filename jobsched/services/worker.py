@@ -25,6 +25,11 @@
    message that finds the run and claims it; never a run waiting for a message that does not exist),
    or failed and dead-lettered (permanent error, or attempts used up).
 
+A worker that must stop before its runs end (the container worker's graceful stop, decision 0052)
+calls :meth:`Worker.hand_back`: each run it executes is given up with a fenced write that uses no
+attempt (:meth:`AttemptStore.hand_back`), its handler's stop event (``ctx.cancelled``) is set, and the
+delivery ends ``handed_back`` (deferred) whenever its handler returns, without another write.
+
 Retry delays over 900 s are carried by the message itself: each delivery before ``due_at`` re-sends
 itself with the remaining delay (step 2). That costs one SQS request per 15 minutes of backoff and no
 DynamoDB write or index entry, where a "retry due" index would cost index writes on every retry.
@@ -86,6 +91,17 @@ class WorkerConfig:
     @property
     def heartbeat_interval(self) -> float:
         return self.heartbeat_seconds if self.heartbeat_seconds is not None else self.lease_seconds / 3
+
+
+@dataclass
+class _Running:
+    """A run this worker executes: its claim, its handler's stop event, whether it was handed back, and
+    the lock that keeps a heartbeat's lease and visibility writes apart from a hand-back."""
+
+    claim: Claim
+    stop: threading.Event
+    handed: threading.Event
+    lock: threading.Lock
 
 
 #: Outcomes after which the delivery's run has ended (or had already ended: a duplicate delivery).
@@ -160,6 +176,9 @@ class Worker:
         #: Told after a delivery that found its run ended (:data:`FINISHED_OUTCOMES`): the extension
         #: point of DAG workflows (:mod:`jobsched.services.workflows` starts a node's children).
         self.on_finished = on_finished
+        #: The runs executing now, by run id (what :meth:`hand_back` gives up).
+        self._running: dict[str, _Running] = {}
+        self._running_lock = threading.Lock()
         #: Reads the cancellation flags of all the runs this worker executes, batched (decision 0013).
         self.cancel_board = CancelBoard(
             lambda run_ids: self.attempts.cancel_flags(run_ids),
@@ -282,6 +301,40 @@ class Worker:
             version = newest_version(name)
         return Binding(handler=name, version=version, code_version=self.config.code_version)
 
+    # --- stopping --------------------------------------------------------------------------------
+
+    @property
+    def running(self) -> list[str]:
+        """The ids of the runs this worker executes right now."""
+        with self._running_lock:
+            return list(self._running)
+
+    def hand_back(self, now: datetime) -> list[str]:
+        """Give up every run this worker executes (decision 0052): for each, the fenced hand-back write
+        (no attempt used, nothing recorded failed), then its handler's stop event. A heartbeat in
+        progress is waited for, and none extends the lease or the message's visibility after it. A run
+        that is no longer this worker's (taken over, ended) is left alone. Returns the runs handed back;
+        making their messages visible is the caller's (it holds the receipts)."""
+        with self._running_lock:
+            running = list(self._running.values())
+        handed: list[str] = []
+        for entry in running:
+            run_id = entry.claim.run.id if entry.claim.run is not None else "?"
+            with entry.lock:
+                try:
+                    self.attempts.hand_back(entry.claim, self.config.owner, now)
+                except LeaseLostError as lost:
+                    logger.warning("run %s not handed back: %s", run_id, lost.message)
+                    continue
+                except Exception:  # the lease then expires and the run is taken over (attempt lost)
+                    logger.exception("run %s could not be handed back", run_id)
+                    continue
+                entry.handed.set()
+            entry.stop.set()
+            handed.append(run_id)
+            logger.info("run %s attempt %s handed back", run_id, entry.claim.attempt)
+        return handed
+
     # --- not ours --------------------------------------------------------------------------------
 
     def _not_claimed(
@@ -353,22 +406,29 @@ class Worker:
             cancel_seen.set()
             ctx.cancel_event.set()
 
+        running = _Running(claim, ctx.cancel_event, threading.Event(), threading.Lock())
+
         def beat() -> None:
             progress = pending_progress[-1] if pending_progress else None
             pending_progress.clear()
             lease = self.config.lease_seconds
-            beat_at = self.clock.now()
-            if self.attempts.heartbeat(run.id, attempt, owner, beat_at, lease, progress):
-                cancel()
-            if admission is not None:
-                admission.renew(beat_at)  # the run's concurrency slots live as long as its lease
-            self._set_visibility(queue_url, receipt, int(lease) + VISIBILITY_SLACK_SECONDS)
+            with running.lock:  # never between a hand-back's write and its caller's visibility change
+                if running.handed.is_set():
+                    raise LeaseLostError(f"attempt {attempt} of run {run.id} was handed back")
+                beat_at = self.clock.now()
+                if self.attempts.heartbeat(run.id, attempt, owner, beat_at, lease, progress):
+                    cancel()
+                if admission is not None:
+                    admission.renew(beat_at)  # the run's concurrency slots live as long as its lease
+                self._set_visibility(queue_url, receipt, int(lease) + VISIBILITY_SLACK_SECONDS)
 
         started = self.clock.now()
         error: BaseException | None = None
         output: Any = None
         heartbeat = Heartbeat(beat, self.config.heartbeat_interval, ctx.cancel_event)
         watch = self.cancel_board.watch(run.id, ctx.cancel_event, cancel)
+        with self._running_lock:
+            self._running[run.id] = running
         try:
             payload = self._payload(msg, claim)
             with heartbeat:
@@ -385,8 +445,13 @@ class Worker:
                         )
         except Exception as exc:  # classified below; never escapes as a batch failure
             error = exc
+        finally:
+            with self._running_lock:
+                self._running.pop(run.id, None)
         finished = self.clock.now()
         self.metrics.add(obs.RUN_DURATION, (finished - started).total_seconds())
+        if running.handed.is_set():  # given up (hand_back): the next delivery runs the same attempt
+            return Outcome(OutcomeStatus.HANDED_BACK, run.id, attempt, defer=True)
         if heartbeat.lost:  # another worker owns the run now: any write of ours would be rejected
             logger.warning("lease of run %s attempt %s was lost while running", run.id, attempt)
             self.metrics.add(obs.RUNS_FAILED)  # the attempt is recorded `lost`; its result is discarded

@@ -43,3 +43,13 @@ def test_a_fault_that_loses_work_is_reported():
     # Then the battery says so: runs are missing and the goal is not met
     assert result.lost + result.non_terminal == result.runs and not result.ok
     assert "not recovered" in table([result])
+
+
+def test_container_workers_stopped_and_killed_mid_run_lose_nothing_and_double_no_effect():
+    # Given container workers consuming the runs, one stopped with SIGTERM mid-run, the next killed
+    result = run_scenario(BY_NAME["container_task_killed"], SHORT)
+    # Then the stopped worker's runs were handed back and the killed one's died mid-run (both injected)
+    assert result.injected.get("handed_back", 0) > 0 and result.injected.get("crashed_invocations", 0) > 0
+    # and, by the ledger, every occurrence ended, each effect done once
+    assert (result.lost, result.duplicated_effects, result.non_terminal) == (0, 0, 0), result.to_dict()
+    assert result.succeeded == result.runs == SHORT.jobs * SHORT.minutes

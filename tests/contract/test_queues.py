@@ -132,3 +132,22 @@ def test_run_queues_send_batches_with_delays_and_groups(backend):
     assert queues.visible_messages("default") == 6
     got = receive(backend)
     assert sorted(m["Attributes"]["MessageGroupId"] for m in got) == ["t0", "t0", "t1", "t1", "t2", "t2"]
+
+
+def test_a_consumer_receives_with_the_receive_count_makes_visible_again_and_deletes(backend):
+    # Given a message on the container queue and a consumer of that queue
+    from jobsched.aws.queues import QueueConsumer
+
+    consumer = QueueConsumer(backend.sqs, url(backend, "container"))
+    backend.sqs.send_message(QueueUrl=url(backend, "container"), MessageBody="run", MessageGroupId="t1")
+    # When it is received, made visible at once (a hand-back) and received again
+    [first] = consumer.receive(10, 0)
+    assert consumer.receive(10, 0) == []
+    assert consumer.set_visibility(first.receipt_handle, 0) is True
+    backend.clock.advance(seconds=0.001)  # moto shows it only after its instant; SQS and the fake at it
+    [second] = consumer.receive(10, 0)
+    # Then the second receive counts 2, and a delete with its handle empties the queue
+    assert (first.body, first.receive_count, second.receive_count) == ("run", 1, 2)
+    assert second.message_id == first.message_id
+    assert consumer.delete(second.receipt_handle) is True
+    assert counts(backend, "container") == (0, 0, 0)

@@ -1,6 +1,7 @@
 """The stores the guarantees rest on, over each backend's Table (the fake and DynamoDB on moto): the
-same calls give the same answers. Runs are created once per occurrence, attempts are fenced, shard
-leases carry increasing fencing tokens, semaphores and token buckets keep their limits."""
+same calls give the same answers. Runs are created once per occurrence, attempts are fenced (a
+handed-back one is resumed), shard leases carry increasing fencing tokens, semaphores and token
+buckets keep their limits."""
 
 from __future__ import annotations
 
@@ -89,6 +90,60 @@ def test_a_claim_of_a_run_bound_to_another_version_claims_it_for_that_version(ba
     # Then it is claimed for version 1, and its entry says version 1
     assert second.status == ClaimStatus.CLAIMED and second.run is not None
     assert second.run.handler_version == 1 and second.run.attempts[-1].handler_version == 1
+
+
+def test_a_handed_back_attempt_is_claimed_again_for_the_same_number_and_its_old_owner_is_fenced(backend):
+    # Given a run on its last attempt, claimed by worker-a
+    runs = RunsStore(backend.table, backend.settings.runs_table)
+    attempts = AttemptStore(backend.table, backend.settings.runs_table)
+    run, _ = runs.create(replace(new_run(), max_attempts=1))
+    claim = attempts.claim(run.id, 1, "worker-a", T0, 60)
+    # When worker-a hands it back (a graceful stop) and worker-b receives the message again
+    handed = attempts.hand_back(claim, "worker-a", T0 + timedelta(seconds=5))
+    again = attempts.claim(run.id, 1, "worker-b", T0 + timedelta(seconds=6), 60)
+    # Then the run is still running, free at once, and worker-b holds the same attempt (none used)
+    assert handed.state is RunState.RUNNING and handed.lease_owner is None
+    assert (again.status, again.attempt, again.took_over) == (ClaimStatus.CLAIMED, 1, False)
+    # and worker-a's late writes for that attempt are refused
+    with pytest.raises(LeaseLostError):
+        attempts.heartbeat(run.id, 1, "worker-a", T0 + timedelta(seconds=7), 60)
+    with pytest.raises(LeaseLostError):
+        attempts.succeed(claim, "worker-a", T0 + timedelta(seconds=8), output={"by": "a"})
+    done = attempts.succeed(again, "worker-b", T0 + timedelta(seconds=9), output={"by": "b"})
+    assert done.state is RunState.SUCCEEDED and done.output == {"by": "b"}
+    assert [(a.attempt, a.outcome) for a in done.attempts] == [(1, "handed_back"), (1, "succeeded")]
+
+
+def test_only_the_owner_of_the_attempt_can_hand_it_back(backend):
+    # Given a run whose attempt 1 was taken over by worker-b after worker-a's lease lapsed
+    runs = RunsStore(backend.table, backend.settings.runs_table)
+    attempts = AttemptStore(backend.table, backend.settings.runs_table)
+    run, _ = runs.create(new_run())
+    stale = attempts.claim(run.id, 1, "worker-a", T0, 60)
+    taken = attempts.claim(run.id, 1, "worker-b", T0 + timedelta(seconds=90), 60)
+    # When worker-a tries to hand back its old attempt
+    with pytest.raises(LeaseLostError):
+        attempts.hand_back(stale, "worker-a", T0 + timedelta(seconds=91))
+    # Then worker-b still holds attempt 2: another delivery finds the run busy
+    busy = attempts.claim(run.id, 1, "worker-c", T0 + timedelta(seconds=92), 60)
+    assert (taken.attempt, busy.status, busy.attempt) == (2, ClaimStatus.BUSY, 2)
+
+
+def test_a_handed_back_takeover_resumes_from_the_message_of_an_older_attempt(backend):
+    # Given attempt 2 (a takeover from the message of attempt 1) handed back by worker-b
+    runs = RunsStore(backend.table, backend.settings.runs_table)
+    attempts = AttemptStore(backend.table, backend.settings.runs_table)
+    run, _ = runs.create(new_run())
+    attempts.claim(run.id, 1, "worker-a", T0, 60)
+    taken = attempts.claim(run.id, 1, "worker-b", T0 + timedelta(seconds=90), 60)
+    attempts.hand_back(taken, "worker-b", T0 + timedelta(seconds=95))
+    # When the same message (attempt 1) is received by worker-c
+    resumed = attempts.claim(run.id, 1, "worker-c", T0 + timedelta(seconds=96), 60)
+    # Then worker-c resumes attempt 2; a second resume of it finds the run busy
+    assert (resumed.status, resumed.attempt, resumed.took_over) == (ClaimStatus.CLAIMED, 2, False)
+    assert attempts.claim(run.id, 1, "worker-d", T0 + timedelta(seconds=97), 60).status == ClaimStatus.BUSY
+    outcomes = [(a.attempt, a.outcome) for a in attempts.get(run.id).attempts]
+    assert outcomes == [(1, "lost"), (2, "handed_back"), (2, None)]
 
 
 def test_shard_leases_fence_with_increasing_tokens(backend):

@@ -111,6 +111,11 @@ class EmbeddedProcess:
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
         return sum(int(attributes.get(name, 0)) for name in names)
 
+    def environment(self) -> dict[str, str]:
+        """The embedded mode's environment for a container worker process (its ``ENV`` line)."""
+        line = next(line for line in self.lines if line.startswith("ENV "))
+        return dict(json.loads(line.removeprefix("ENV ")))
+
     def client(self, tenant: str) -> ApiClient:
         return ApiClient(self.url, token=self.tokens[tenant], timeout=60)
 
@@ -150,6 +155,8 @@ def job(name: str, schedule: str, handler: str, **extra: Any) -> dict[str, Any]:
 # --- the child process ------------------------------------------------------------------------------
 
 VALIDATE_HANDLER = "e2e.validate"
+#: The variables of the embedded mode's environment the ``ENV`` line carries.
+ENV_PREFIXES = ("AWS_", "JOBSCHED_", "POWERTOOLS_", "MOTO_", "IAM_CALLS_DIR")
 
 
 def validate(payload: dict, ctx: Any) -> dict:
@@ -192,6 +199,9 @@ def main(argv: list[str]) -> int:
         assert mode.provisioned is not None
         queues = {kind: ref.url for kind, ref in mode.provisioned.queues.items()}
         emit(f"QUEUES {json.dumps(queues)}")
+        # What a container worker process of this embedded mode runs with (the tests start their own)
+        env = {k: v for k, v in mode.container_environment().items() if k.startswith(ENV_PREFIXES)}
+        emit(f"ENV {json.dumps(env)}")
         emit(f"API on {mode.api_url}")
         mode.wait()
     finally:

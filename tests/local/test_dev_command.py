@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -205,3 +207,38 @@ def test_with_a_retention_in_minutes_a_run_expires_that_long_after_it_was_due() 
 
     kept = instant(run["expires_at"]) - instant(run["scheduled_at"])
     assert timedelta(minutes=10) - timedelta(seconds=1) <= kept <= timedelta(minutes=10)
+
+
+@pytest.mark.slow
+def test_jobsched_dev_runs_the_container_worker_as_a_process_of_its_own_and_stops_it(tmp_path) -> None:
+    # Given `jobsched dev` with a container worker of 2 slots and a 30 s Lambda limit
+    dev = DevProcess(
+        "--no-demo", "--tenant", "acme=tok-acme", "--container-concurrency", "2", "--lambda-time-limit", "30",
+        "--log-dir", str(tmp_path / "logs"),
+    )  # fmt: skip
+    try:
+        dev.wait_for_line("run events", timeout=90)
+        [log] = list((tmp_path / "logs").glob("jobsched-dev-*.log"))
+        # Then its output reaches the dev log, prefixed, once the loop consumes the container queue
+        deadline = time.monotonic() + 30
+        while "container worker started" not in log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        started = [line for line in log.read_text().splitlines() if "container worker started" in line]
+        # When jobsched dev is stopped
+        code, seconds = dev.stop(signal.SIGTERM)
+    finally:
+        dev.kill()
+    # Then the container worker stopped with the rest, within the same bound
+    assert len(started) == 1 and started[0].startswith("[container] {")
+    assert json.loads(started[0].removeprefix("[container] "))["concurrency"] == 2
+    assert (code, dev.lines[-1]) == (0, "stopped") and seconds < 5
+    assert "container worker stopped" in log.read_text()
+
+
+def test_the_lambda_time_limit_must_be_a_lambda_timeout(capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--lambda-time-limit", "901"])
+    assert "--lambda-time-limit: 901 must be 1..900 seconds" in capsys.readouterr().err
+    assert parser.parse_args(["--lambda-time-limit", "3"]).lambda_time_limit == 3

@@ -153,3 +153,21 @@ def test_the_cancel_boards_batched_reads_belong_to_the_invocation_that_made_it(s
     # Then its reads are the worker's
     assert recording.triples[("worker", "dynamodb:GetItem", TABLE_ARN)] >= 1
     assert not recording.unattributed
+
+
+def test_the_container_worker_loops_calls_are_attributed_to_container_worker(sqs_and_table) -> None:
+    # Given the container worker's receive, made by the loop outside any Lambda invocation
+    from types import SimpleNamespace
+
+    from jobsched.aws.queues import QueueConsumer
+    from jobsched.compose import container_worker
+
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = sqs.create_queue(QueueName=f"container-{uuid.uuid4().hex[:8]}")["QueueUrl"]
+    loop = SimpleNamespace(consumer=QueueConsumer(sqs, url), config=SimpleNamespace(wait_seconds=0))
+    # When it receives through the loop's function
+    with recorder.capturing() as recording:
+        container_worker.receive_messages(loop, 1)  # type: ignore[arg-type]
+    # Then the call is the container_worker's, as the task role will be judged
+    assert [(f, op) for f, op in recording.operations] == [("container_worker", "sqs:ReceiveMessage")]
+    assert not recording.unattributed

@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import signal
 import sys
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -24,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from jobsched.cli.commands._process import bounded, on_stop_signals
 from jobsched.client import ENV_TOKEN
 from jobsched.core.errors import ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
@@ -42,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run jobsched locally against an embedded AWS emulator (what `make run` starts)",
         description=(
             "Run the API, dispatcher, workers, DLQ consumer and sweeper on this machine against an "
-            "in-process moto server. Without --tenant there is one tenant `default` whose token is "
+            "in-process moto server, and the container pool's worker as a process of its own. "
+            "Without --tenant there is one tenant `default` whose token is "
             f"${ENV_TOKEN} (or a generated one, printed)."
         ),
     )
@@ -131,6 +131,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         metavar="R",
         help="default runs started per second per tenant, as tenant_runs_per_second (0 = none)",
+    )
+    parser.add_argument(
+        "--container-concurrency",
+        type=_at_least_zero(int),
+        default=1,
+        metavar="N",
+        help="runs the container pool's worker process handles at once (default %(default)s; 0: no process)",
+    )
+    parser.add_argument(
+        "--lambda-time-limit",
+        type=bounded(int, 1, resources.LAMBDA_TIME_LIMIT_SECONDS, "seconds"),
+        default=resources.LAMBDA_TIME_LIMIT_SECONDS,
+        metavar="SECONDS",
+        help="Lambda's time limit here, 1..900 (default %(default)s): every function invocation ends by "
+        "then, and the API refuses a Lambda-pool job whose timeout is longer",
     )
     parser.add_argument(
         "--verbose", action="store_true", help="also show the functions' JSON logs and EMF metrics"
@@ -292,9 +307,11 @@ def _run(
         admins=tuple(args.admin),
         tenant_max_running=args.tenant_max_running,
         tenant_runs_per_second=args.tenant_runs_per_second,
+        container_concurrency=args.container_concurrency,
+        lambda_time_limit_seconds=args.lambda_time_limit,
     )
     mode = EmbeddedMode(config, out=emit)
-    restore = _install_signal_handlers(mode.request_stop)
+    restore = on_stop_signals(mode.request_stop)
     try:
         try:
             mode.start()
@@ -353,21 +370,6 @@ def _register_demo(emit: Callable[[str], None], mode: Any, tenants: dict[str, st
         emit(f"demo jobs not registered: {exc}")
         return
     emit(f"demo jobs for tenant {name}: " + ", ".join(str(job.get("name")) for job in jobs))
-
-
-def _install_signal_handlers(stop: Callable[[], None]) -> Callable[[], None]:
-    """SIGINT and SIGTERM ask the embedded mode to stop; returns a function restoring the old handlers."""
-    if threading.current_thread() is not threading.main_thread():
-        return lambda: None
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        signal.signal(sig, lambda signum, frame: stop())
-
-    def restore() -> None:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-
-    return restore
 
 
 def main(argv: Sequence[str] | None = None) -> int:

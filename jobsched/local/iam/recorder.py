@@ -4,7 +4,8 @@ One hook, around botocore's single entry point for API calls (``BaseClient._make
 every call of every client (the ones :class:`jobsched.aws.clients.Clients` builds, Powertools' own).
 A call is attributed to the function whose invocation is running in its context (a context variable
 set around each handler call): the handlers of ``functions/`` are wrapped while the recorder is
-installed, so a direct handler call in a test, an embedded-mode invocation
+installed (and the container worker loop's functions that call AWS, attributed to ``container_worker``:
+:data:`LOOP_MODULES`), so a direct handler call in a test, an embedded-mode invocation
 (:class:`jobsched.local.invoke.Function`) and a benchmark's invocation are all attributed the same way.
 Threads that copy the context (the dispatcher's writes, heartbeats, the worker's record threads) keep
 the attribution. A call made for an invocation whose context was lost (a thread started, or a task
@@ -49,6 +50,10 @@ HANDLER_MODULES = {
 }
 #: The queues with a worker function of their own (infra/workers.py), and that function's name.
 OWN_WORKERS = {"high": "worker_high", "long": "worker_long"}
+#: Long-running loops that are functions of their own for IAM: the module, the function name, and the
+#: module attribute naming the module functions whose calls are the loop's (the container worker's
+#: receives, deliveries and hand-backs: checked against its ECS task role).
+LOOP_MODULES = {"jobsched.compose.container_worker": ("container_worker", "RECORDED")}
 
 _function: contextvars.ContextVar[str | None] = contextvars.ContextVar("iam_function", default=None)
 _handoff = threading.local()  # .function: the invocation a thread or pool task was started for
@@ -165,6 +170,16 @@ def _wrap_handler(handler: Callable[..., Any], name: str) -> Callable[..., Any]:
     return attributed
 
 
+def _wrap_loop_function(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    def attributed(*args: Any, **kwargs: Any) -> Any:
+        with invocation(name):
+            return fn(*args, **kwargs)
+
+    attributed.__iam_wrapped__ = True  # type: ignore[attr-defined]
+    return attributed
+
+
 def _in_handler_frame() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
@@ -239,6 +254,14 @@ def install(recording: Recording | None = None) -> Recording:
     ThreadPoolExecutor.submit = submit  # type: ignore[method-assign,assignment]
     _state.undo.append(lambda: setattr(ThreadPoolExecutor, "submit", original_submit))
 
+    for module_name, (name, listed) in LOOP_MODULES.items():
+        module = importlib.import_module(module_name)
+        for attribute in getattr(module, listed):
+            original = module.__dict__[attribute]
+            if getattr(original, "__iam_wrapped__", False):
+                continue
+            setattr(module, attribute, _wrap_loop_function(original, name))
+            _state.undo.append(functools.partial(setattr, module, attribute, original))
     for module_name, name in HANDLER_MODULES.items():
         module = importlib.import_module(module_name)
         original_handler = module.__dict__["handler"]
