@@ -38,7 +38,6 @@ from jobsched.runtime.resources import (
     ENV_RUN_LOG_GROUP,
     JOBS_TABLE,
     LEASES_TABLE,
-    PRIORITIES,
     RUNS_TABLE,
 )
 
@@ -102,8 +101,8 @@ class Api(Construct):
         )
         for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
             tables.table(spec).grant_read_write_data(self.function)
-        for kind in PRIORITIES:
-            queues.grant_send(kind, self.function)  # run now, replay dead letters
+        for kind in queues.kinds:  # run now, replay dead letters: to the run's pool's queue
+            queues.grant_send(kind, self.function)
         for kind in BACKPRESSURE_PRIORITIES:  # a job run now is dispatched with the dispatcher's backpressure
             queues.queue(kind).grant(self.function, "sqs:GetQueueAttributes")
         payloads.grant_objects(self.function, "s3:GetObject")  # run outputs stored in S3

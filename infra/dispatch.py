@@ -32,7 +32,6 @@ from jobsched.runtime.resources import (
     ENV_BACKPRESSURE_DEPTH_PREFIX,
     JOBS_TABLE,
     LEASES_TABLE,
-    PRIORITIES,
     RUNS_TABLE,
 )
 
@@ -76,7 +75,7 @@ class Dispatch(Construct):
         # Leases: shard leases, and the queue ages the sweeper records (backpressure by age).
         for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
             tables.table(spec).grant_read_write_data(self.dispatcher)
-        for kind in PRIORITIES:
+        for kind in queues.kinds:  # a run goes to its pool's queue: a priority's, long or container
             queues.grant_send(kind, self.dispatcher)
         for kind in BACKPRESSURE_PRIORITIES:  # backpressure reads their depth
             queues.queue(kind).grant(self.dispatcher, "sqs:GetQueueAttributes")

@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from jobsched.runtime.resources import QUEUES
+
 
 def _statements(synth, role: Any) -> list[dict]:
     """Every statement of the policies attached to ``role``."""
@@ -109,9 +111,15 @@ def test_no_sender_may_look_up_queue_urls(synth, function_name):
     assert "sqs:GetQueueUrl" not in _actions(synth, function_name)
 
 
-def test_dispatcher_cannot_send_to_the_long_queue(synth):
-    long_queue = _arn_of(synth, synth.stack.queues.queue("long"))
-    assert long_queue not in _resources_for(synth, "dispatcher", "sqs:SendMessage")
+@pytest.mark.parametrize("function_name", ["api", "dispatcher", "sweeper"])
+def test_every_sender_of_runs_may_send_to_every_pools_queue(synth, function_name):
+    # Given runs on the lambda, long and container pools (issue 30) / Then whatever sends a run (the
+    # dispatcher, the API's run-now and replay, the sweeper's re-send) may send to each pool's queue,
+    # and to no dead-letter queue
+    sends = {str(r) for r in _resources_for(synth, function_name, "sqs:SendMessage")}
+    run_queues = {str(_arn_of(synth, synth.stack.queues.queue(spec.kind))) for spec in QUEUES}
+    assert run_queues <= sends
+    assert not {str(_arn_of(synth, synth.stack.queues.dlq(spec.kind))) for spec in QUEUES} & sends
 
 
 def test_dlq_consumer_touches_only_the_runs_table(synth):
