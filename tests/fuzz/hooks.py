@@ -21,6 +21,8 @@ import schemathesis
 from hypothesis import strategies as st
 
 from jobsched.api.contract import HTTP_URL_FORMAT, IDEMPOTENCY_KEY_PATTERN, SCHEDULE_FORMAT
+from jobsched.runtime.resources import LAMBDA_TIME_LIMIT_SECONDS as LAMBDA_LIMIT
+from jobsched.runtime.resources import MAX_CONTAINER_TIMEOUT_SECONDS
 
 #: A backfill window the fuzzer draws is at most this long: with a schedule of at most one
 #: occurrence a second, that stays under the 1000 occurrences one call may create.
@@ -78,15 +80,45 @@ def _retry_ordered(retry: Any) -> bool:
     return not (isinstance(base, int | float) and isinstance(cap, int | float) and base > cap)
 
 
-def keeps_cross_field_rules(body: Any) -> bool:
-    """False for a body that breaks a rule the document states in a description."""
+def _seconds(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _keeps_pool_limits(obj: dict[str, Any], *, patch: bool = False) -> bool:
+    """False for a job or node whose timeouts are beyond its pool's limit, as ``pool``'s description
+    states: at most 900 s (Lambda's limit) on ``lambda`` and ``long``, 43200 s on ``container``; with
+    no pool, a timeout over 900 s chooses ``container``. A PATCH does not know the stored job's pool
+    or timeout, so a timeout over 900 s is kept only beside ``"pool": "container"``, and a Lambda pool
+    only beside a timeout (the stored one may be over the limit)."""
+    pool = obj.get("pool")
+    target = obj.get("target")
+    http = target.get("http") if isinstance(target, dict) else None
+    timeouts = [
+        t for t in (_seconds(obj.get("timeout_seconds")), _seconds((http or {}).get("timeout_seconds"))) if t
+    ]
+    if patch:
+        if pool != "container" and any(t > LAMBDA_LIMIT for t in timeouts):
+            return False
+        return not (pool in ("lambda", "long") and _seconds(obj.get("timeout_seconds")) is None)
+    if pool is None:
+        own = _seconds(obj.get("timeout_seconds"))
+        pool = "container" if own is not None and own > LAMBDA_LIMIT else "lambda"
+    limit = MAX_CONTAINER_TIMEOUT_SECONDS if pool == "container" else LAMBDA_LIMIT
+    return all(t <= limit for t in timeouts)
+
+
+def keeps_cross_field_rules(body: Any, *, patch: bool = False) -> bool:
+    """False for a body that breaks a rule the document states in a description (``patch``: the body
+    of a PATCH, which changes a stored object the fuzzer cannot see)."""
     if not isinstance(body, dict):
         return True
     if not _retry_ordered(body.get("retry")):
         return False
+    if not _keeps_pool_limits(body, patch=patch):
+        return False
     nodes = body.get("nodes")
     nodes = [n for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
-    if not all(_retry_ordered(node.get("retry")) for node in nodes):
+    if not all(_retry_ordered(node.get("retry")) and _keeps_pool_limits(node) for node in nodes):
         return False
     if "from" in body and "to" in body:
         start, end = _instant(body["from"]), _instant(body["to"])
@@ -198,4 +230,5 @@ def filter_case(ctx: Any, case: Any) -> bool:
     usage = _positive(case) and case.path == "/usage"
     if usage and not keeps_usage_window(case.query, datetime.now(UTC).date()):
         return False
-    return keeps_cross_field_rules(case.body) and keeps_formats(case)
+    patch = str(getattr(case, "method", "")).upper() == "PATCH"
+    return keeps_cross_field_rules(case.body, patch=patch) and keeps_formats(case)

@@ -66,3 +66,19 @@ def test_the_usage_window_rule_is_kept():
     assert keeps_usage_window({"from": "2026-11-01", "to": "2026-12-01"}, today)
     assert not keeps_usage_window({"from": "2026-10-31", "to": "2026-12-01"}, today)
     assert not keeps_usage_window({"from": "2026-12-02"}, today)
+
+
+def test_cross_field_rules_keep_the_pools_timeout_limits():
+    # Given bodies around the pools' limits (900 s on lambda and long, 43200 s on container; no pool
+    # and a timeout over 900 s: container) / Then only those the API accepts are kept; a PATCH, which
+    # cannot see the stored job, keeps a long timeout only beside pool container
+    assert keeps_cross_field_rules({"timeout_seconds": 1684})
+    assert keeps_cross_field_rules({"pool": "container", "timeout_seconds": 43200})
+    assert not keeps_cross_field_rules({"pool": "lambda", "timeout_seconds": 1684})
+    assert not keeps_cross_field_rules({"pool": "long", "target": {"http": {"timeout_seconds": 901}}})
+    assert not keeps_cross_field_rules({"nodes": [{"id": "a", "pool": "lambda", "timeout_seconds": 1684.0}]})
+    assert keeps_cross_field_rules({"nodes": [{"id": "a", "timeout_seconds": 1684}]})
+    assert not keeps_cross_field_rules({"timeout_seconds": 1684}, patch=True)
+    assert keeps_cross_field_rules({"timeout_seconds": 1684, "pool": "container"}, patch=True)
+    assert not keeps_cross_field_rules({"pool": "lambda"}, patch=True)
+    assert keeps_cross_field_rules({"pool": "lambda", "timeout_seconds": 60}, patch=True)
