@@ -39,6 +39,7 @@ from jobsched.aws.clients import Clients
 from jobsched.aws.metering import Meter
 from jobsched.aws.run_reads import READ_CONCURRENCY
 from jobsched.bench.bindings import BENCH_TENANT
+from jobsched.bench.container_cost import pool_estimate
 from jobsched.bench.environment import REGION, bench_environment
 from jobsched.bench.evidence import register_bench_handler
 from jobsched.bench.pricing import MILLION, US_EAST_1, Prices
@@ -276,11 +277,13 @@ def estimate(
         for name, figures in variants.items()
     }
     after = totals.get("after")
+    wait = float((variants.get("after") or {}).get("worker_wait_gb_seconds_per_run", 0.0))
     return {
         "usd_per_million_runs": totals,
         "request_priced": round(requests, 4),
         "lambda_duration_calls": calls,
         "early_arrival": variants,
+        "container_pool": pool_estimate(pipeline, calls, wait),
         **({"scaled": scaled} if scaled else {}),
         "latency_ms": {"dynamodb": latency.dynamodb * 1000, "sqs": latency.sqs * 1000},
         "goal_usd_per_million_runs": GOAL_USD_PER_MILLION,
@@ -491,6 +494,15 @@ def estimate_text(figures: dict[str, Any]) -> str:
         f"    request-priced (measured) {figures['request_priced']:.3f}; Lambda duration of the calls "
         f"{calls:.3f} (DynamoDB {latency['dynamodb']:g} ms, SQS {latency['sqs']:g} ms a call)",
     ]
+    pool = figures.get("container_pool")
+    if pool:
+        lines.append(
+            f"    on the container pool {pool['usd_per_million_runs']:.3f} (Fargate "
+            f"{pool['fargate_usd_per_million_runs']:.3f} for "
+            f"{pool['fargate_busy_seconds_per_run'] * 1000:.1f} ms "
+            f"of a busy task a run); a burst from 0 adds {pool['burst_overhead_usd_per_task']:.4f} a task; "
+            f"idle {pool['idle_usd_per_month']:.2f} a month"
+        )
     for name in ("before", "after"):
         e = early[name]
         lines.append(

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+from jobsched.core.prices import MILLION, US_EAST_1, Prices
 
 #: Seconds Fargate bills at least, per task.
 MINIMUM_BILLED_SECONDS = 60
@@ -113,6 +116,60 @@ def cost_table(prices: FargatePrices = US_EAST_1_ARM64) -> list[tuple[str, str, 
             )
         )
     return rows
+
+
+#: The container pool's alarm metrics billed whether or not a task runs (its three scaling alarms of
+#: 5 metrics in all and ``OldestMessage-container`` of 2, as deploy.md's alarm figure counts them),
+#: at CloudWatch's $0.10 per standard-resolution alarm metric a month.
+IDLE_ALARM_METRICS = 7
+ALARM_METRIC_MONTH_USD = 0.10
+
+
+def pool_estimate(
+    pipeline: dict[str, Any],
+    calls: dict[str, Any],
+    worker_wait_gb_seconds_per_run: float,
+    *,
+    task: Task = Task(),
+    prices: FargatePrices = US_EAST_1_ARM64,
+    lambda_prices: Prices = US_EAST_1,
+) -> dict[str, Any]:
+    """The AWS estimate's ``container_pool`` object: the pipeline's runs, priced as if the container
+    pool's loop had run them instead of the worker function.
+
+    The requests are the pipeline's measured ones (the loop makes the worker's calls, and its receives
+    are the event source mapping's) less the worker's Lambda invocation charges; the worker's modelled
+    call time (``calls``: :func:`jobsched.bench.aws_estimate.call_duration`) and its early-arrival wait
+    (``worker_wait_gb_seconds_per_run``) become a busy task's time (:func:`run_cost`) instead of Lambda
+    GB-seconds; the dispatcher's and the sweeper's Lambda duration stay. Besides the per-run figure:
+    what a burst from 0 adds per task and what the pool costs a month at 0 tasks."""
+    usd = pipeline["usd_breakdown_per_million_runs"]
+    worker = pipeline["breakdown"].get("worker", {})
+    worker_mb = float(worker.get("memory_mb") or 512)
+    worker_invocations = float(worker.get("invocations") or 0.0)
+    worker_gb_s = float(calls["functions"].get("worker", {}).get("gb_seconds_per_run", 0.0))
+    busy_seconds = (worker_gb_s + worker_wait_gb_seconds_per_run) / (worker_mb / 1024)
+    requests = (
+        usd["dynamodb_writes"]
+        + usd["dynamodb_reads"]
+        + usd["sqs"]
+        + max(0.0, usd["lambda_requests"] - worker_invocations * lambda_prices.lambda_request * MILLION)
+    )
+    other_functions = (calls["gb_seconds_per_run"] - worker_gb_s) * lambda_prices.lambda_gb_second * MILLION
+    fargate = run_cost(busy_seconds, task, prices) * MILLION
+    total = requests + other_functions + fargate
+    return {
+        "usd_per_million_runs": round(total, 4),
+        "request_priced": round(requests, 4),
+        "other_functions_lambda_duration": round(other_functions, 4),
+        "fargate_busy_seconds_per_run": round(busy_seconds, 6),
+        "fargate_usd_per_million_runs": round(fargate, 4),
+        "task": {"cpu_units": task.cpu_units, "memory_mib": task.memory_mib, "spot": task.spot},
+        "burst_overhead_usd_per_task": round(burst_overhead(1, task=task, prices=prices), 4),
+        "idle_usd_per_month": round(IDLE_ALARM_METRICS * ALARM_METRIC_MONTH_USD, 2),
+        "note": "the pipeline's runs on one busy task each (no start-up or idle time); a run's own "
+        "handler time costs its share of a task-hour on top (docs/performance.md, Container pool cost)",
+    }
 
 
 def main() -> None:

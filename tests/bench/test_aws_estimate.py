@@ -205,3 +205,36 @@ def test_the_real_dispatcher_lands_no_run_early_once_aligned():
         )
     )
     assert "AWS estimate" in text and "early arrival before" in text and "early arrival after" in text
+
+
+def test_the_estimate_prices_the_same_runs_on_the_container_pool():
+    # Given the pipeline above, its worker calls modelled (0.0005 GB-s a run at 512 MB = 1 ms) and an
+    # early-arrival wait of 0.0005 GB-s a run (1 ms more)
+    from jobsched.bench.container_cost import Task, pool_estimate, run_cost
+
+    pipeline = {
+        "usd_breakdown_per_million_runs": {
+            "dynamodb_writes": 2.0,
+            "dynamodb_reads": 0.1,
+            "sqs": 0.12,
+            "lambda_requests": 0.03,
+        },
+        "breakdown": BREAKDOWN,
+    }
+    calls = call_duration(BREAKDOWN, Latency(dynamodb=0.005, sqs=0.020), worker_concurrency=10)
+    pool = pool_estimate(pipeline, calls, 0.0005)
+    # Then the worker's 0.1 invocations a run no longer pay Lambda's request charge (0.02 of 0.03 per
+    # million), the dispatcher keeps its Lambda duration, and the worker's 2 ms a run are a busy task's
+    worker_requests = 0.1 * 0.20
+    assert pool["request_priced"] == pytest.approx(2.0 + 0.1 + 0.12 + 0.03 - worker_requests)
+    assert pool["fargate_busy_seconds_per_run"] == pytest.approx(0.002)
+    assert pool["fargate_usd_per_million_runs"] == pytest.approx(
+        run_cost(0.002, Task()) * 1_000_000, abs=1e-4
+    )
+    dispatcher_usd = calls["functions"]["dispatcher"]["gb_seconds_per_run"] * GB_SECOND_USD_PER_MILLION
+    assert pool["other_functions_lambda_duration"] == pytest.approx(dispatcher_usd, abs=1e-4)
+    assert pool["usd_per_million_runs"] == pytest.approx(
+        pool["request_priced"] + dispatcher_usd + pool["fargate_usd_per_million_runs"], abs=2e-4
+    )
+    assert pool["idle_usd_per_month"] == 0.70
+    assert pool["burst_overhead_usd_per_task"] > 0
