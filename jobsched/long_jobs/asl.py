@@ -1,8 +1,8 @@
 """The Step Functions definition (Amazon States Language, JSONPath) of a chunked job.
 
-One function, :func:`chunked_job_definition`, builds it. The CDK stack passes a substitution
-placeholder for the ``long`` queue's URL (the real URL is a CloudFormation token); the embedded mode
-passes the moto queue URL. Both get the same workflow::
+One function, :func:`chunked_job_definition`, builds it. The CDK stack passes the long queue's URL
+as a ``DefinitionSubstitutions`` key (``${...}``, filled in by CloudFormation with the queue's URL,
+a token at synthesis); the embedded mode passes the moto queue URL itself. Both get the same workflow::
 
     Queue ──(no queue_url)──> LongQueue ──┐
       └─────(queue_url)───────────────────┴──> Plan ──> Chunks (Map) ──> Complete ──> (end)

@@ -322,7 +322,9 @@ def check_container_pool(
     """The container pool as ECS answers it: its cluster, its service (desired 0: it scales from 0 on
     the container queue), the task definition the service runs (arm64, the worker loop's command, the
     prebuilt ``image``) with the functions' variables. What the emulator cannot hold is not checked
-    here: the image build and push, the tasks themselves, the scaling policies (placeholders)."""
+    here: the image build and push, the tasks themselves, and the scaling target and policies, which
+    moto's CloudFormation cannot create (the rehearsal deploys them as its stand-in resources, listed
+    in its report as deployed "as placeholders")."""
     cluster, service_name = outputs.get("ContainerCluster", ""), outputs.get("ContainerService", "")
     if not report.check(
         "container pool: ContainerCluster and ContainerService outputs", bool(cluster and service_name)
