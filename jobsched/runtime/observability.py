@@ -67,6 +67,17 @@ def oldest_queued_run_age(priority: str) -> str:
     return f"{OLDEST_QUEUED_RUN_AGE}{priority.title()}"
 
 
+#: emitted once a minute per pool: the concurrency the forecast's busiest coming minute needs, and the
+#: pool's current ceiling (names end with the pool: :func:`pool_metric`).
+FORECAST_CONCURRENCY = "ForecastConcurrency"
+POOL_CAPACITY = "PoolCapacity"
+
+
+def pool_metric(name: str, pool: str) -> str:
+    """A figure per pool is a metric per pool, as per priority: ``RunDurationLambda``, ``...Long``..."""
+    return f"{name}{pool.title()}"
+
+
 UNITS = {
     SCHEDULE_LAG: MetricUnit.Seconds,
     RUN_DURATION: MetricUnit.Seconds,
