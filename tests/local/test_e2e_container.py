@@ -149,7 +149,8 @@ def test_a_worker_stopped_with_sigterm_hands_the_run_back_and_another_finishes_i
     effects, log = tmp_path / "effects", tmp_path / "worker.log"
     first = start_worker(embedded, log, stop_timeout=4)
     try:
-        msg = queue_run(embedded, effects, seconds=60)
+        # 16 s of work: SIGTERM comes as it starts, so the 4 s stop timeout ends before the run does
+        msg = queue_run(embedded, effects, seconds=16)
         wait_for(lambda: Path(str(effects) + ".started").exists(), timeout=60, interval=0.2)
         # When it gets SIGTERM mid-run
         code = stop(first)
