@@ -1,0 +1,67 @@
+"""Bodies of the schedules-as-code routes (``PUT /jobs/by-name/{name}``, ``PUT /workflows/by-name/{name}``,
+``GET /declared``). A declaration is a whole ``POST`` body: :class:`JobPut` and :class:`WorkflowPut`
+are :class:`JobIn` and :class:`WorkflowIn` with the name optional (the path gives it), so a field
+added to jobs or workflows is declarable without a change here."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from jobsched.api.schemas import JobIn, JobOut
+from jobsched.api.workflow_schemas import WorkflowIn, WorkflowOut
+
+Outcome = Literal["created", "updated", "unchanged"]
+_OUTCOME = (
+    "created (201), updated (200: the changed fields followed PATCH's rules) or unchanged (200: "
+    "nothing written, the version stays)"
+)
+_CHANGED = "the fields an update changed (nodes for a workflow's node list); empty when created or unchanged"
+
+
+class JobPut(JobIn):
+    """``PUT /jobs/by-name/{name}``: the job's whole definition (a field left out takes its default)."""
+
+    name: str | None = Field(  # type: ignore[assignment]
+        default=None, min_length=1, max_length=200, description="the path's name, if given"
+    )
+
+
+class WorkflowPut(WorkflowIn):
+    """``PUT /workflows/by-name/{name}``: the workflow's whole definition."""
+
+    name: str | None = Field(  # type: ignore[assignment]
+        default=None, min_length=1, max_length=200, description="the path's name, if given"
+    )
+
+
+class DeclaredJobOut(BaseModel):
+    name: str
+    outcome: Outcome = Field(description=_OUTCOME)
+    changed_fields: list[str] = Field(description=_CHANGED)
+    dry_run: bool = False
+    job: JobOut | None = Field(description="the job as stored; null in a dry run that would create it")
+
+
+class DeclaredWorkflowOut(BaseModel):
+    name: str
+    outcome: Outcome = Field(description=_OUTCOME)
+    changed_fields: list[str] = Field(description=_CHANGED)
+    dry_run: bool = False
+    workflow: WorkflowOut | None = Field(
+        description="the workflow as stored; null in a dry run that would create it"
+    )
+
+
+class DeclaredNameOut(BaseModel):
+    name: str
+    kind: Literal["job", "workflow"]
+    id: str
+    version: int
+
+
+class DeclaredList(BaseModel):
+    """Every name the tenant declared by ``PUT .../by-name`` (or ``jobsched apply``), by name."""
+
+    items: list[DeclaredNameOut]

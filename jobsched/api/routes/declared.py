@@ -1,0 +1,121 @@
+"""Schedules as code: ``PUT /jobs/by-name/{name}`` and ``PUT /workflows/by-name/{name}`` create or
+update by name, idempotently; ``GET /declared`` lists the declared names (``jobsched apply --prune``
+reads it). Each route calls one :class:`jobsched.services.declared.DeclaredService` method
+(docs/decisions/0060-schedules-as-code.md)."""
+
+from typing import Annotated, Any
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+
+from jobsched.api.declared_schemas import (
+    DeclaredJobOut,
+    DeclaredList,
+    DeclaredNameOut,
+    DeclaredWorkflowOut,
+    JobPut,
+    WorkflowPut,
+)
+from jobsched.api.deps import ClockDep, JobsDep, QuotaDep, Tenant
+from jobsched.api.views import job_view
+from jobsched.api.workflow_views import workflow_view
+from jobsched.core.dag import is_workflow_target
+from jobsched.core.errors import ValidationError
+from jobsched.services.declared import Declared, DeclaredService, Outcome
+
+DryRun = Annotated[
+    bool, Query(description="true: check the definition and answer what would happen; write nothing")
+]
+
+router = Router()
+
+
+def name_of(path_name: str, body_name: str | None) -> str:
+    """The declared name: the path's, which a name in the body must equal."""
+    if not path_name or len(path_name) > 200 or path_name != path_name.strip():
+        raise ValidationError("name must be 1-200 characters without surrounding spaces", field="name")
+    if body_name is not None and body_name != path_name:
+        raise ValidationError(
+            f"name in the body ({body_name[:80]!r}) differs from the path's ({path_name[:80]!r})",
+            field="name",
+        )
+    return path_name
+
+
+def _answer(result: Declared, body: dict[str, Any], version: int | None) -> Response:
+    status = 201 if result.outcome is Outcome.CREATED and result.job is not None else 200
+    headers = {"ETag": f'"{version}"'} if version is not None else {}
+    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
+
+
+@router.put(
+    "/jobs/by-name/<name>",
+    tags=["schedules as code"],
+    summary="Create or update a job by its name (the same definition again changes nothing)",
+    responses={201: {"description": "Created"}, 200: {"description": "Updated or unchanged"}},
+)
+def put_job_by_name(
+    name: str,
+    job: Annotated[JobPut, Body()],
+    tenant: Tenant,
+    jobs: JobsDep,
+    quota: QuotaDep,
+    clock: ClockDep,
+    dry_run: DryRun = False,
+) -> Response[DeclaredJobOut]:
+    declared = name_of(name, job.name)
+    job.name = declared
+    now = clock.now()
+    result = DeclaredService(jobs, quota).put(tenant, declared, job.to_domain(), now, dry_run=dry_run)
+    view = job_view(result.job, now) if result.job is not None else None
+    out = DeclaredJobOut(
+        name=declared, outcome=result.outcome, changed_fields=list(result.changed), dry_run=dry_run, job=view
+    )
+    return _answer(result, out.model_dump(mode="json"), view.version if view else None)
+
+
+@router.put(
+    "/workflows/by-name/<name>",
+    tags=["schedules as code"],
+    summary="Create or update a workflow by its name (the same definition again changes nothing)",
+    responses={201: {"description": "Created"}, 200: {"description": "Updated or unchanged"}},
+)
+def put_workflow_by_name(
+    name: str,
+    workflow: Annotated[WorkflowPut, Body()],
+    tenant: Tenant,
+    jobs: JobsDep,
+    quota: QuotaDep,
+    clock: ClockDep,
+    dry_run: DryRun = False,
+) -> Response[DeclaredWorkflowOut]:
+    declared = name_of(name, workflow.name)
+    workflow.name = declared
+    now = clock.now()
+    result = DeclaredService(jobs, quota).put(
+        tenant, declared, workflow.to_domain(), now, workflow=True, dry_run=dry_run
+    )
+    view = workflow_view(result.job, now) if result.job is not None else None
+    out = DeclaredWorkflowOut(
+        name=declared,
+        outcome=result.outcome,
+        changed_fields=list(result.changed),
+        dry_run=dry_run,
+        workflow=view,
+    )
+    return _answer(result, out.model_dump(mode="json"), view.version if view else None)
+
+
+@router.get("/declared", tags=["schedules as code"], summary="The names the tenant declared, with their jobs")
+def list_declared(tenant: Tenant, jobs: JobsDep) -> DeclaredList:
+    items = [
+        DeclaredNameOut(
+            name=d.name,
+            kind="workflow" if is_workflow_target(d.job.target) else "job",
+            id=d.job.id,
+            version=d.job.version,
+        )
+        for d in DeclaredService(jobs).names(tenant)
+    ]
+    return DeclaredList(items=items)
