@@ -35,9 +35,16 @@ from typing import Any, Protocol
 
 from jobsched.aws.jobs_store import JobExistsError
 from jobsched.core.dag import is_workflow_target
-from jobsched.core.errors import ConflictError, JobschedError, NotFoundError, PreconditionFailedError
-from jobsched.core.job_specs import CheckedSpec, spec_from_dict, with_pool
+from jobsched.core.errors import (
+    ConflictError,
+    JobschedError,
+    NotFoundError,
+    PreconditionFailedError,
+    ValidationError,
+)
+from jobsched.core.job_specs import SPEC_FIELDS, CheckedSpec, spec_from_dict, with_pool
 from jobsched.core.models import Job, JobSpec, require_aware
+from jobsched.core.schedules import parse_schedule
 from jobsched.services.jobs import JobService
 from jobsched.services.workflow_service import job_definition
 
@@ -100,6 +107,7 @@ class DeclaredService:
         require_aware(now, "now")
         data = dict(definition) | {"name": name}
         as_job = job_definition(data) if workflow else data
+        _check_schedule(as_job)
         store = self.jobs.jobs
         for _ in range(_ATTEMPTS):
             ref = store.name_ref(tenant, name)
@@ -230,3 +238,20 @@ class DeclaredService:
             return None
         return Declared(updated.name, Outcome.UPDATED, changed, updated)
 
+
+
+def _check_schedule(as_job: Mapping[str, Any]) -> None:
+    """Parse the declared schedule first, so its error names the job field (``schedule``, ``timezone``)
+    rather than the part of the expression (``minute``) the parser names: a declaration's error is
+    placed on the line of that field (``jobsched apply``)."""
+    try:
+        parse_schedule(
+            as_job.get("schedule"),
+            as_job.get("timezone", "UTC"),
+            dst_gap=as_job.get("dst_gap", "shift"),
+            dst_overlap=as_job.get("dst_overlap", "first"),
+        )
+    except ValidationError as error:
+        if error.field not in SPEC_FIELDS:
+            error.field = "schedule"
+        raise

@@ -43,6 +43,15 @@ def name_of(path_name: str, body_name: str | None) -> str:
     return path_name
 
 
+def _field_first(error: ValidationError) -> ValidationError:
+    """The error with its message starting ``<field>: `` (as the schema's 422s do), so a client such as
+    ``jobsched apply`` can place it in the declaration it sent."""
+    if error.field and not error.message.startswith(f"{error.field}"):
+        error.message = f"{error.field}: {error.message}"
+        error.args = (error.message,)
+    return error
+
+
 def _answer(result: Declared, body: dict[str, Any], version: int | None) -> Response:
     status = 201 if result.outcome is Outcome.CREATED and result.job is not None else 200
     headers = {"ETag": f'"{version}"'} if version is not None else {}
@@ -67,7 +76,10 @@ def put_job_by_name(
     declared = name_of(name, job.name)
     job.name = declared
     now = clock.now()
-    result = DeclaredService(jobs, quota).put(tenant, declared, job.to_domain(), now, dry_run=dry_run)
+    try:
+        result = DeclaredService(jobs, quota).put(tenant, declared, job.to_domain(), now, dry_run=dry_run)
+    except ValidationError as error:
+        raise _field_first(error) from None
     view = job_view(result.job, now) if result.job is not None else None
     out = DeclaredJobOut(
         name=declared, outcome=result.outcome, changed_fields=list(result.changed), dry_run=dry_run, job=view
@@ -93,9 +105,12 @@ def put_workflow_by_name(
     declared = name_of(name, workflow.name)
     workflow.name = declared
     now = clock.now()
-    result = DeclaredService(jobs, quota).put(
-        tenant, declared, workflow.to_domain(), now, workflow=True, dry_run=dry_run
-    )
+    try:
+        result = DeclaredService(jobs, quota).put(
+            tenant, declared, workflow.to_domain(), now, workflow=True, dry_run=dry_run
+        )
+    except ValidationError as error:
+        raise _field_first(error) from None
     view = workflow_view(result.job, now) if result.job is not None else None
     out = DeclaredWorkflowOut(
         name=declared,
