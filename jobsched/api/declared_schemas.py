@@ -11,8 +11,8 @@ from pydantic import BaseModel, Field
 
 from jobsched.api.schemas import JobIn, JobOut
 from jobsched.api.workflow_schemas import WorkflowIn, WorkflowOut
+from jobsched.services.declared import Outcome
 
-Outcome = Literal["created", "updated", "unchanged"]
 _OUTCOME = (
     "created (201), updated (200: the changed fields followed PATCH's rules) or unchanged (200: "
     "nothing written, the version stays)"

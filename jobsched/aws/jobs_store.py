@@ -188,7 +188,9 @@ class JobsStore:
             return None
         return str(item["named_job"]), from_iso(str(item["claimed_at"]))
 
-    def claim_name(self, tenant: str, name: str, job_id: str, now: datetime, *, replacing: str | None = None) -> bool:
+    def claim_name(
+        self, tenant: str, name: str, job_id: str, now: datetime, *, replacing: str | None = None
+    ) -> bool:
         """Make ``name`` refer to ``job_id``: on the condition that no name item exists, or with
         ``replacing`` that it still refers to that id. False (nothing written) if the condition fails."""
         item = {**_name_key(tenant, name), "named_job": job_id, "claimed_at": to_iso(now)}

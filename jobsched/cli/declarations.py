@@ -80,7 +80,9 @@ def load(path: str) -> Declarations:
     if root is None:
         root = {}
     if not isinstance(root, dict):
-        raise DeclarationError(f"{path}:{lines.get((), 1)}: the file must be a mapping with jobs: and workflows:")
+        raise DeclarationError(
+            f"{path}:{lines.get((), 1)}: the file must be a mapping with jobs: and workflows:"
+        )
     for key in root:
         if key not in KINDS:
             raise DeclarationError(
@@ -134,7 +136,9 @@ def locate(entry: Entry, message: str) -> tuple[int, str]:
                 return entry.line_of(path), _dotted(path)
     if prefix is not None:
         return entry.line_of(prefix), _dotted(prefix)
-    fields = sorted((p for p in entry.lines if p and all(isinstance(x, str) for x in p)), key=len, reverse=True)
+    fields = sorted(
+        (p for p in entry.lines if p and all(isinstance(x, str) for x in p)), key=len, reverse=True
+    )
     for path in fields:
         if re.search(rf"(?<![\w.]){re.escape(_dotted(path))}(?![\w])", message):
             return entry.lines[path], _dotted(path)
@@ -148,9 +152,9 @@ def _dotted(path: tuple[Any, ...]) -> str:
 def _at(value: Any, path: tuple[Any, ...]) -> Any:
     """The part of ``value`` at ``path`` (None where the path leads nowhere)."""
     for key in path:
-        if isinstance(value, dict) and key in value:
-            value = value[key]
-        elif isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value):
+        in_dict = isinstance(value, dict) and key in value
+        in_list = isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value)
+        if in_dict or in_list:
             value = value[key]
         else:
             return None
@@ -179,7 +183,9 @@ def _parse(path: str, text: str) -> tuple[Any, dict[tuple[Any, ...], int]]:
         import yaml
     except ImportError:  # pragma: no cover - PyYAML is present wherever the tests run
         if not path.endswith(".json"):
-            raise DeclarationError(f"{path}: reading YAML needs PyYAML (pip install pyyaml); or use JSON") from None
+            raise DeclarationError(
+                f"{path}: reading YAML needs PyYAML (pip install pyyaml); or use JSON"
+            ) from None
         try:
             return json.loads(text), {}
         except ValueError as exc:
@@ -208,7 +214,9 @@ def _build(loader: Any, node: Any, at: tuple[Any, ...], lines: dict[tuple[Any, .
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
             if not isinstance(key, str):
-                raise DeclarationError(f"{path}:{key_node.start_mark.line + 1}: keys must be strings, got {key!r}")
+                raise DeclarationError(
+                    f"{path}:{key_node.start_mark.line + 1}: keys must be strings, got {key!r}"
+                )
             if key in out:
                 raise DeclarationError(f"{path}:{key_node.start_mark.line + 1}: {key!r} is given twice")
             out[key] = _build(loader, value_node, (*at, key), lines, path)

@@ -115,9 +115,9 @@ class DeclaredService:
                 adopted = self._adoptable(tenant, name, workflow)
                 if adopted is not None:
                     if dry_run:
-                        return self._compare(tenant, adopted, as_job, now, workflow, dry_run=True)
+                        return self._plan(adopted, as_job, workflow)[0]
                     if store.claim_name(tenant, name, adopted.id, now):
-                        result = self._compare(tenant, adopted, as_job, now, workflow, dry_run=False)
+                        result = self._compare(tenant, adopted, as_job, now, workflow)
                         if result is not None:
                             return result
                     continue
@@ -134,7 +134,9 @@ class DeclaredService:
             job = self._get(tenant, job_id)
             if job is not None and job.name == name:
                 self._same_kind(job, name, workflow)
-                result = self._compare(tenant, job, as_job, now, workflow, dry_run=dry_run)
+                if dry_run:
+                    return self._plan(job, as_job, workflow)[0]
+                result = self._compare(tenant, job, as_job, now, workflow)
                 if result is not None:
                     return result
                 continue
@@ -217,27 +219,32 @@ class DeclaredService:
             raise
         return Declared(job.name, Outcome.CREATED, (), job)
 
+    def _plan(self, job: Job, as_job: Mapping[str, Any], workflow: bool) -> tuple[Declared, dict[str, Any]]:
+        """What declaring ``as_job`` over ``job`` does, without writing: (unchanged or updated with
+        the changed field names, the changes as ``PATCH`` takes them)."""
+        desired = self._desired(as_job).spec_fields()
+        changes = {k: v for k, v in desired.items() if getattr(job, k) != v}
+        if not changes:
+            return Declared(job.name, Outcome.UNCHANGED, (), job), {}
+        self.jobs.check(as_job)  # the declared definition must be valid as a whole
+        if "retry" in changes:
+            changes["retry"] = changes["retry"].to_dict()
+        changed = tuple(sorted("nodes" if workflow and k == "target" else k for k in changes))
+        return Declared(job.name, Outcome.UPDATED, changed, job), changes
+
     def _compare(
-        self, tenant: str, job: Job, as_job: Mapping[str, Any], now: datetime, workflow: bool, *, dry_run: bool
+        self, tenant: str, job: Job, as_job: Mapping[str, Any], now: datetime, workflow: bool
     ) -> Declared | None:
         """Unchanged, or updated with the changed fields at the version read (None: the job changed
         meanwhile, the caller reads it again)."""
-        desired = self._desired(as_job).spec_fields()
-        changes = {k: v for k, v in desired.items() if getattr(job, k) != v}
-        changed = tuple(sorted("nodes" if workflow and k == "target" else k for k in changes))
+        planned, changes = self._plan(job, as_job, workflow)
         if not changes:
-            return Declared(job.name, Outcome.UNCHANGED, (), job)
-        if "retry" in changes:
-            changes["retry"] = changes["retry"].to_dict()
-        if dry_run:
-            self.jobs.check(as_job)  # the declared definition must be valid
-            return Declared(job.name, Outcome.UPDATED, changed, job)
+            return planned
         try:
             updated = self.jobs.update(tenant, job.id, changes, job.version, now)
         except (PreconditionFailedError, NotFoundError):
             return None
-        return Declared(updated.name, Outcome.UPDATED, changed, updated)
-
+        return Declared(updated.name, Outcome.UPDATED, planned.changed, updated)
 
 
 def _check_schedule(as_job: Mapping[str, Any]) -> None:
@@ -246,7 +253,7 @@ def _check_schedule(as_job: Mapping[str, Any]) -> None:
     placed on the line of that field (``jobsched apply``)."""
     try:
         parse_schedule(
-            as_job.get("schedule"),
+            str(as_job.get("schedule", "")),
             as_job.get("timezone", "UTC"),
             dst_gap=as_job.get("dst_gap", "shift"),
             dst_overlap=as_job.get("dst_overlap", "first"),

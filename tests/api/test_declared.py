@@ -29,7 +29,9 @@ def _put(call, name, body, headers=ACME, kind="jobs", **query):
 
 def _runs(call, job_id, headers=ACME):
     history = body_of(call("GET", f"/jobs/{job_id}/runs", headers=headers))["items"]
-    upcoming = body_of(call("GET", f"/jobs/{job_id}/runs", headers=headers, query={"upcoming": "true"}))["items"]
+    upcoming = body_of(call("GET", f"/jobs/{job_id}/runs", headers=headers, query={"upcoming": "true"}))[
+        "items"
+    ]
     return sorted(r["id"] for r in history + upcoming)
 
 
@@ -170,7 +172,9 @@ def test_a_bad_definition_is_422_and_writes_nothing_not_even_the_name(call, app)
     assert "no.such" in body_of(response)["message"]
     assert _jobs(call) == []
     assert _store(app).name_ref("acme", "nightly") is None
-    assert _store(app).dynamo.get(_store(app).table, {"tenant": "acme", "job_id": f"{NAME_MARK}nightly"}) is None
+    assert (
+        _store(app).dynamo.get(_store(app).table, {"tenant": "acme", "job_id": f"{NAME_MARK}nightly"}) is None
+    )
 
 
 def test_a_body_name_other_than_the_paths_is_422_naming_the_field(call):

@@ -107,8 +107,10 @@ def test_the_docs_example_applied_twice_changes_nothing_the_second_time(cli, api
 def test_a_changed_entry_is_updated_with_its_changed_fields(cli, api, tmp_path):
     path = _write(tmp_path, doc_example())
     assert cli("apply", "-f", path).code == 0
-    changed = doc_example().replace('schedule: "0 2 * * *"', 'schedule: "0 4 * * *"').replace(
-        "jitter_seconds: 10", "jitter_seconds: 20"
+    changed = (
+        doc_example()
+        .replace('schedule: "0 2 * * *"', 'schedule: "0 4 * * *"')
+        .replace("jitter_seconds: 10", "jitter_seconds: 20")
     )
     result = cli("apply", "-f", _write(tmp_path, changed))
     assert result.code == 0, result.err
@@ -139,7 +141,11 @@ def test_prune_deletes_only_the_declared_names_the_file_dropped(cli, api, tmp_pa
     kept = cli("apply", "-f", path)
     # Then the workflow is listed as not in the file, and kept
     assert "? not in the file workflow  nightly-etl" in kept.out.splitlines()
-    assert {d["name"] for d in api.declared()["items"]} == {"nightly-report", "sync-every-5-minutes", "nightly-etl"}
+    assert {d["name"] for d in api.declared()["items"]} == {
+        "nightly-report",
+        "sync-every-5-minutes",
+        "nightly-etl",
+    }
     # When --prune --dry-run, Then it says deleted and deletes nothing
     dry = cli("apply", "-f", path, "--prune", "--dry-run")
     assert "- deleted    workflow  nightly-etl" in dry.out.splitlines()
@@ -190,14 +196,21 @@ def test_an_unknown_handler_is_placed_on_the_line_holding_it(cli, api, tmp_path)
     text = "jobs:\n  - name: a\n    schedule: '@daily'\n    target:\n      handler: no.such\n"
     result = cli("apply", "-f", _write(tmp_path, text))
     assert result.code == 2
-    assert result.out.startswith(f"error: {tmp_path}/schedules.yaml:5: jobs[0] 'a' target.handler: "), result.out
+    assert result.out.startswith(f"error: {tmp_path}/schedules.yaml:5: jobs[0] 'a' target.handler: "), (
+        result.out
+    )
 
 
 def test_a_pydantic_refusal_of_a_nested_field_names_its_path_and_line(cli, api, tmp_path):
-    text = "jobs:\n  - name: a\n    schedule: '@daily'\n    target: {handler: demo.echo}\n    retry:\n      max_attempts: 0\n"
+    text = (
+        "jobs:\n  - name: a\n    schedule: '@daily'\n    target: {handler: demo.echo}\n"
+        "    retry:\n      max_attempts: 0\n"
+    )
     result = cli("apply", "-f", _write(tmp_path, text))
     assert result.code == 2
-    assert result.out.startswith(f"error: {tmp_path}/schedules.yaml:6: jobs[0] 'a' retry.max_attempts: "), result.out
+    assert result.out.startswith(f"error: {tmp_path}/schedules.yaml:6: jobs[0] 'a' retry.max_attempts: "), (
+        result.out
+    )
 
 
 def test_an_unknown_field_is_placed_on_its_line(cli, api, tmp_path):
@@ -215,21 +228,28 @@ def test_a_workflow_node_error_names_the_node_line(cli, api, tmp_path):
     )
     result = cli("apply", "-f", _write(tmp_path, text))
     assert result.code == 2
-    assert re.match(rf"error: {re.escape(str(tmp_path))}/schedules.yaml:6: workflows\[0\] 'w' ", result.out), result.out
+    assert re.match(
+        rf"error: {re.escape(str(tmp_path))}/schedules.yaml:6: workflows\[0\] 'w' ", result.out
+    ), result.out
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         ("jobs:\n  - name: a\n    schedule: [\n", r":4: not valid YAML"),
-        ("jobs:\n  - name: a\n  - name: a\n", r":3: jobs\[1\] name: 'a' is declared twice \(first on line 2\)"),
+        (
+            "jobs:\n  - name: a\n  - name: a\n",
+            r":3: jobs\[1\] name: 'a' is declared twice \(first on line 2\)",
+        ),
         ("jobs:\n  - schedule: '@daily'\n", r":2: jobs\[0\] name: a name is required"),
         ("tenant: acme\njobs: []\n", r":1: unknown key 'tenant'"),
         ("jobs:\n  - name: a\n    name: b\n", r":3: 'name' is given twice"),
         ("jobs: {name: a}\n", r":1: jobs must be a list"),
     ],
 )
-def test_a_malformed_file_is_refused_with_its_line_before_anything_is_sent(cli, api, tmp_path, text, expected):
+def test_a_malformed_file_is_refused_with_its_line_before_anything_is_sent(
+    cli, api, tmp_path, text, expected
+):
     result = cli("apply", "-f", _write(tmp_path, text))
     assert result.code == 2
     assert re.search(expected, result.err), result.err

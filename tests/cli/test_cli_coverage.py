@@ -74,8 +74,11 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("GET", "/declared"): ("apply", "-f", "@APPLY_FILE"),
 }  # fmt: skip
 #: `jobsched apply`'s file for the operations above: one job and one workflow, named as _concrete names.
-APPLY_FILE = "jobs:\n  - {name: demo.echo, schedule: '@daily', target: {handler: demo.echo}}\n" \
-    "workflows:\n  - {name: demo.echo.wf, schedule: '@daily', nodes: [{id: a, target: {handler: demo.echo}}]}\n"
+APPLY_FILE = (
+    "jobs:\n  - {name: demo.echo, schedule: '@daily', target: {handler: demo.echo}}\n"
+    "workflows:\n  - name: demo.echo.wf\n    schedule: '@daily'\n"
+    "    nodes: [{id: a, target: {handler: demo.echo}}]\n"
+)
 #: Operations a command answers without the server, from the same code the route calls.
 LOCAL_EQUIVALENT = {("GET", "/schedules/preview"): "jobsched preview (jobsched.core.preview, in-process)"}
 

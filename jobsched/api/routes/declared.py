@@ -55,7 +55,9 @@ def _field_first(error: ValidationError) -> ValidationError:
 def _answer(result: Declared, body: dict[str, Any], version: int | None) -> Response:
     status = 201 if result.outcome is Outcome.CREATED and result.job is not None else 200
     headers = {"ETag": f'"{version}"'} if version is not None else {}
-    return Response(status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers)
+    return Response(
+        status_code=status, content_type=content_types.APPLICATION_JSON, body=body, headers=headers
+    )
 
 
 @router.put(
