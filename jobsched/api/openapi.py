@@ -33,6 +33,9 @@ _NOT_FOUND_BY_QUERY = {("/runs", "get")}
 #: Routes outside /admin that answer 403: ``/usage?tenant=`` naming another tenant and
 #: ``/handlers?scope=all``, for a non-admin; and the handler routes only administrators call.
 _FORBIDDEN_BY_QUERY = {("/usage", "get"), ("/handlers", "get")}
+#: PUT routes that answer 409: a declared name (schedules as code) held by the other kind, several jobs
+#: to adopt, or the tenant's job limit.
+_CONFLICT_BY_PUT = {("/jobs/by-name/{name}", "put"), ("/workflows/by-name/{name}", "put")}
 _ADMIN_ROUTES = {
     ("/handlers/{name}/versions/{version}/drain", "post"),
     ("/handlers/{name}/versions/{version}/drain", "delete"),
@@ -49,7 +52,7 @@ def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[int]
         codes.append(403)
     if "{" in path or method == "delete" or (path, method) in _NOT_FOUND_BY_QUERY:
         codes.append(404)
-    if method in {"post", "patch", "delete"}:
+    if method in {"post", "patch", "delete"} or (path, method) in _CONFLICT_BY_PUT:
         codes.append(409)
     headers = {p.get("name", "").lower() for p in operation.get("parameters", []) if p.get("in") == "header"}
     if "if-match" in headers:

@@ -140,7 +140,9 @@ def test_prune_deletes_only_the_declared_names_the_file_dropped(cli, api, tmp_pa
     path = _write(tmp_path, without, "smaller.yaml")
     kept = cli("apply", "-f", path)
     # Then the workflow is listed as not in the file, and kept
-    assert "? not in the file workflow  nightly-etl" in kept.out.splitlines()
+    note = "(not in the file; --prune deletes it)"
+    assert f"? kept       workflow  nightly-etl  {note}" in kept.out.splitlines()
+    assert kept.out.splitlines()[-1] == "2 unchanged, 1 kept"
     assert {d["name"] for d in api.declared()["items"]} == {
         "nightly-report",
         "sync-every-5-minutes",

@@ -11,10 +11,10 @@ is applied (exit 2). Then, unless ``--dry-run``, every entry is declared for rea
     = unchanged  workflow  etl
     - deleted    job       old-report
 
-``--prune`` deletes the declared names the file no longer has (``GET /declared``: only names declared by
-name, of the caller's tenant; jobs created by ``POST`` are never pruned). Without it they are listed
-as ``not in the file``. The same file applied twice prints only ``unchanged`` the second time and
-writes nothing.
+``--prune`` deletes the declared names the file no longer has (``GET /declared``: only names declared
+by name, of the caller's tenant; jobs created by ``POST`` are never pruned). Without it they are
+listed as ``kept`` (``? kept  job  old-report  (not in the file; --prune deletes it)``). The same file
+applied twice prints only ``unchanged`` the second time and writes nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from jobsched.cli.commands._output import print_json
 from jobsched.cli.declarations import Declarations, Entry, load, locate
 from jobsched.client import ApiClient, ApiError
 
-_MARK = {"created": "+", "updated": "~", "unchanged": "=", "deleted": "-", "not in the file": "?"}
+_MARK = {"created": "+", "updated": "~", "unchanged": "=", "deleted": "-", "kept": "?"}
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -92,7 +92,7 @@ def cmd_apply(args: argparse.Namespace, client: ApiClient) -> int:
         if item["name"] in declared.names():
             continue
         if not args.prune:
-            rows.append(("not in the file", item["kind"], item["name"], []))
+            rows.append(("kept", item["kind"], item["name"], []))
             continue
         if not args.dry_run:
             path = f"/{item['kind']}s/{item['id']}"
@@ -120,6 +120,8 @@ def _report(args: argparse.Namespace, rows: list[tuple[str, str, str, list[str]]
         return
     for outcome, kind, name, changed in rows:
         fields = f"  ({', '.join(changed)})" if changed else ""
+        if outcome == "kept":
+            fields = "  (not in the file; --prune deletes it)"
         print(f"{_MARK[outcome]} {outcome:<10} {kind:<9} {name}{fields}")
     counts = {o: sum(1 for r in rows if r[0] == o) for o in _MARK}
     summary = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
