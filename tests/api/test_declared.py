@@ -329,3 +329,13 @@ def test_a_workflow_declaration_with_a_target_is_422_naming_it(call):
     response = _put(call, "etl", {**WORKFLOW, "target": {"handler": "demo.echo"}}, kind="workflows")
     assert response["statusCode"] == 422
     assert "target" in body_of(response)["message"]
+
+
+def test_openapi_documents_the_by_name_routes_with_their_outcomes_and_dry_run(call):
+    document = body_of(call("GET", "/openapi.json"))
+    put = document["paths"]["/jobs/by-name/{name}"]["put"]
+    assert {"200", "201", "409", "422"} <= set(put["responses"])
+    assert "dry_run" in {p["name"] for p in put["parameters"]}
+    schema = document["components"]["schemas"]["DeclaredJobOut"]
+    assert {"name", "outcome", "changed_fields", "dry_run", "job"} <= set(schema["properties"])
+    assert "/workflows/by-name/{name}" in document["paths"] and "/declared" in document["paths"]
