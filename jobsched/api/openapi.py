@@ -33,8 +33,8 @@ _NOT_FOUND_BY_QUERY = {("/runs", "get")}
 #: Routes outside /admin that answer 403: ``/usage?tenant=`` naming another tenant and
 #: ``/handlers?scope=all``, for a non-admin; and the handler routes only administrators call.
 _FORBIDDEN_BY_QUERY = {("/usage", "get"), ("/handlers", "get")}
-#: The create-or-update routes (schedules as code): 201 or 200, and 409 for a name held by the other kind, several jobs
-#: to adopt, or the tenant's job limit.
+#: The create-or-update routes (schedules as code): 201 or 200, and 409 for a name held by the other
+#: kind, several jobs to adopt, or the tenant's job limit.
 _BY_NAME_PUTS = {("/jobs/by-name/{name}", "put"), ("/workflows/by-name/{name}", "put")}
 _ADMIN_ROUTES = {
     ("/handlers/{name}/versions/{version}/drain", "post"),
