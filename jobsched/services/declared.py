@@ -42,7 +42,14 @@ from jobsched.core.errors import (
     PreconditionFailedError,
     ValidationError,
 )
-from jobsched.core.job_specs import SPEC_FIELDS, CheckedSpec, spec_from_dict, with_pool
+from jobsched.core.job_specs import (
+    SPEC_FIELDS,
+    CheckedSpec,
+    check_contract,
+    spec_from_dict,
+    validate_spec,
+    with_pool,
+)
 from jobsched.core.models import Job, JobSpec, require_aware
 from jobsched.core.schedules import parse_schedule
 from jobsched.services.jobs import JobService
@@ -115,13 +122,13 @@ class DeclaredService:
                 adopted = self._adoptable(tenant, name, workflow)
                 if adopted is not None:
                     if dry_run:
-                        return self._plan(adopted, as_job, workflow)[0]
+                        return self._dry_run(adopted, as_job, workflow)
                     if store.claim_name(tenant, name, adopted.id, now):
                         result = self._compare(tenant, adopted, as_job, now, workflow)
                         if result is not None:
                             return result
                     continue
-                checked = self.jobs.check(as_job, now)  # before the claim: a bad one writes nothing
+                checked = self._checked(as_job, now)  # before the claim: a bad one writes nothing
                 if dry_run:
                     return Declared(name, Outcome.CREATED, (), None)
                 job_id = self.jobs.new_id()
@@ -135,12 +142,12 @@ class DeclaredService:
             if job is not None and job.name == name:
                 self._same_kind(job, name, workflow)
                 if dry_run:
-                    return self._plan(job, as_job, workflow)[0]
+                    return self._dry_run(job, as_job, workflow)
                 result = self._compare(tenant, job, as_job, now, workflow)
                 if result is not None:
                     return result
                 continue
-            checked = self.jobs.check(as_job, now)
+            checked = self._checked(as_job, now)
             if dry_run:
                 return Declared(name, Outcome.CREATED, (), None)
             if job is None and now - claimed_at < STALE_CLAIM:
@@ -226,11 +233,34 @@ class DeclaredService:
         changes = {k: v for k, v in desired.items() if getattr(job, k) != v}
         if not changes:
             return Declared(job.name, Outcome.UNCHANGED, (), job), {}
-        self.jobs.check(as_job)  # the declared definition must be valid as a whole
         if "retry" in changes:
             changes["retry"] = changes["retry"].to_dict()
         changed = tuple(sorted("nodes" if workflow and k == "target" else k for k in changes))
         return Declared(job.name, Outcome.UPDATED, changed, job), changes
+
+    def _checked(self, as_job: Mapping[str, Any], now: datetime) -> CheckedSpec:
+        """A new job's definition checked as :meth:`JobService.create` checks it, notify included."""
+        checked = self.jobs.check(as_job, now)
+        self.jobs.notify_policy.check(checked.spec.notify)
+        return checked
+
+    def _dry_run(self, job: Job, as_job: Mapping[str, Any], workflow: bool) -> Declared:
+        """What declaring ``as_job`` over ``job`` does, with the checks :meth:`JobService.update` makes
+        of those changes (the payload contract and a draining pin only when the target or the payload
+        changes, ``notify`` against the deployment's policy only when it changes)."""
+        planned, changes = self._plan(job, as_job, workflow)
+        if not changes:
+            return planned
+        spec = self._desired(as_job)
+        contract = "target" in changes or "payload" in changes
+        validate_spec(spec, self.jobs.catalog, versions=contract, time_limit=self.jobs.time_limit)
+        if contract:
+            check_contract(spec, self.jobs.catalog)
+        if "target" in changes:
+            self.jobs.check(spec)  # refuses a newly pinned draining version
+        if "notify" in changes:
+            self.jobs.notify_policy.check(spec.notify)
+        return planned
 
     def _compare(
         self, tenant: str, job: Job, as_job: Mapping[str, Any], now: datetime, workflow: bool

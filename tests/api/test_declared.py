@@ -339,3 +339,22 @@ def test_openapi_documents_the_by_name_routes_with_their_outcomes_and_dry_run(ca
     schema = document["components"]["schemas"]["DeclaredJobOut"]
     assert {"name", "outcome", "changed_fields", "dry_run", "job"} <= set(schema["properties"])
     assert "/workflows/by-name/{name}" in document["paths"] and "/declared" in document["paths"]
+
+
+def test_a_dry_run_of_a_new_job_refuses_a_notify_topic_the_deployment_does_not_allow(call):
+    body = {**DEFINITION, "notify": {"sns_topic_arn": "arn:aws:sns:us-east-1:123456789012:elsewhere"}}
+    dry = _put(call, "nightly", body, dry_run="true")
+    real = _put(call, "nightly", body)
+    assert (dry["statusCode"], real["statusCode"]) == (422, 422)
+    assert body_of(dry)["message"] == body_of(real)["message"]
+    assert body_of(dry)["message"].startswith("notify")
+
+
+def test_a_dry_run_of_a_change_is_refused_as_the_change_is(call):
+    _put(call, "nightly", DEFINITION)
+    body = {**DEFINITION, "target": {"handler": "no.such"}}
+    dry = _put(call, "nightly", body, dry_run="true")
+    real = _put(call, "nightly", body)
+    assert (dry["statusCode"], real["statusCode"]) == (422, 422)
+    assert body_of(dry)["message"] == body_of(real)["message"]
+    assert _jobs(call)[0]["version"] == 1
