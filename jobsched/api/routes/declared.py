@@ -3,6 +3,7 @@ update by name, idempotently; ``GET /declared`` lists the declared names (``jobs
 reads it). Each route calls one :class:`jobsched.services.declared.DeclaredService` method
 (docs/decisions/0060-schedules-as-code.md)."""
 
+from datetime import datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -52,6 +53,24 @@ def _field_first(error: ValidationError) -> ValidationError:
     return error
 
 
+def _declare(
+    service: DeclaredService,
+    tenant: str,
+    path_name: str,
+    body: JobPut | WorkflowPut,
+    now: datetime,
+    *,
+    workflow: bool,
+    dry_run: bool,
+) -> Declared:
+    """Declare ``body`` under the path's name (the body's name, if given, must be the same)."""
+    body.name = name_of(path_name, body.name)
+    try:
+        return service.put(tenant, body.name, body.to_domain(), now, workflow=workflow, dry_run=dry_run)
+    except ValidationError as error:
+        raise _field_first(error) from None
+
+
 def _answer(result: Declared, body: dict[str, Any], version: int | None) -> Response:
     status = 201 if result.outcome is Outcome.CREATED and result.job is not None else 200
     headers = {"ETag": f'"{version}"'} if version is not None else {}
@@ -75,16 +94,15 @@ def put_job_by_name(
     clock: ClockDep,
     dry_run: DryRun = False,
 ) -> Response[DeclaredJobOut]:
-    declared = name_of(name, job.name)
-    job.name = declared
     now = clock.now()
-    try:
-        result = DeclaredService(jobs, quota).put(tenant, declared, job.to_domain(), now, dry_run=dry_run)
-    except ValidationError as error:
-        raise _field_first(error) from None
+    result = _declare(DeclaredService(jobs, quota), tenant, name, job, now, workflow=False, dry_run=dry_run)
     view = job_view(result.job, now) if result.job is not None else None
     out = DeclaredJobOut(
-        name=declared, outcome=result.outcome, changed_fields=list(result.changed), dry_run=dry_run, job=view
+        name=result.name,
+        outcome=result.outcome,
+        changed_fields=list(result.changed),
+        dry_run=dry_run,
+        job=view,
     )
     return _answer(result, out.model_dump(mode="json"), view.version if view else None)
 
@@ -104,18 +122,12 @@ def put_workflow_by_name(
     clock: ClockDep,
     dry_run: DryRun = False,
 ) -> Response[DeclaredWorkflowOut]:
-    declared = name_of(name, workflow.name)
-    workflow.name = declared
     now = clock.now()
-    try:
-        result = DeclaredService(jobs, quota).put(
-            tenant, declared, workflow.to_domain(), now, workflow=True, dry_run=dry_run
-        )
-    except ValidationError as error:
-        raise _field_first(error) from None
+    service = DeclaredService(jobs, quota)
+    result = _declare(service, tenant, name, workflow, now, workflow=True, dry_run=dry_run)
     view = workflow_view(result.job, now) if result.job is not None else None
     out = DeclaredWorkflowOut(
-        name=declared,
+        name=result.name,
         outcome=result.outcome,
         changed_fields=list(result.changed),
         dry_run=dry_run,
