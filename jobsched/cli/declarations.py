@@ -113,6 +113,16 @@ def load(path: str) -> Declarations:
     return Declarations(path, entries)
 
 
+def describe(entry: Entry, message: str) -> tuple[int, str, str]:
+    """(line, field, message) for an API error ``message`` about ``entry``: :func:`locate`, and the
+    message without the field prefix it started with (the caller prints the field)."""
+    line, field = locate(entry, message)
+    match = _PATH_PREFIX.match(message)
+    if match and field.startswith(match.group(1)):
+        message = message[match.end() :].lstrip()
+    return line, field, message
+
+
 def locate(entry: Entry, message: str) -> tuple[int, str]:
     """(line, field) for an API error ``message`` about ``entry``.
 

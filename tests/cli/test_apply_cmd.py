@@ -189,7 +189,8 @@ def test_an_api_refusal_names_the_line_of_the_field_and_nothing_is_applied(cli, 
     result = cli("apply", "-f", _write(tmp_path, BAD_SCHEDULE))
     assert result.code == 2
     lines = result.out.splitlines()
-    assert lines[0].startswith(f"error: {tmp_path}/schedules.yaml:7: jobs[1] 'bad' schedule: "), lines
+    prefix = f"error: {tmp_path}/schedules.yaml:7: jobs[1] 'bad' schedule: "
+    assert lines[0] == prefix + "minute field '61' is out of range 0-59", lines
     assert lines[-1] == "1 definition(s) refused; nothing was applied"
     assert api.list_all("/jobs") == []  # the good entry was not applied either
 
@@ -198,9 +199,9 @@ def test_an_unknown_handler_is_placed_on_the_line_holding_it(cli, api, tmp_path)
     text = "jobs:\n  - name: a\n    schedule: '@daily'\n    target:\n      handler: no.such\n"
     result = cli("apply", "-f", _write(tmp_path, text))
     assert result.code == 2
-    assert result.out.startswith(f"error: {tmp_path}/schedules.yaml:5: jobs[0] 'a' target.handler: "), (
-        result.out
-    )
+    first = result.out.splitlines()[0]
+    assert first.startswith(f"error: {tmp_path}/schedules.yaml:5: jobs[0] 'a' target.handler: "), first
+    assert "target: unknown handler" not in first and "unknown handler 'no.such'" in first
 
 
 def test_a_pydantic_refusal_of_a_nested_field_names_its_path_and_line(cli, api, tmp_path):
@@ -210,9 +211,9 @@ def test_a_pydantic_refusal_of_a_nested_field_names_its_path_and_line(cli, api, 
     )
     result = cli("apply", "-f", _write(tmp_path, text))
     assert result.code == 2
-    assert result.out.startswith(f"error: {tmp_path}/schedules.yaml:6: jobs[0] 'a' retry.max_attempts: "), (
-        result.out
-    )
+    first = result.out.splitlines()[0]
+    assert first.startswith(f"error: {tmp_path}/schedules.yaml:6: jobs[0] 'a' retry.max_attempts: "), first
+    assert "retry.max_attempts: retry.max_attempts" not in first
 
 
 def test_an_unknown_field_is_placed_on_its_line(cli, api, tmp_path):

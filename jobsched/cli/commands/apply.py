@@ -24,7 +24,7 @@ from typing import Any
 
 from jobsched.cli.commands._api_args import EXIT_API_ERROR, EXIT_OK, EXIT_USAGE, api_options, command
 from jobsched.cli.commands._output import print_json
-from jobsched.cli.declarations import Declarations, Entry, load, locate
+from jobsched.cli.declarations import Declarations, Entry, describe, load
 from jobsched.client import ApiClient, ApiError
 
 _MARK = {"created": "+", "updated": "~", "unchanged": "=", "deleted": "-", "kept": "?"}
@@ -55,8 +55,8 @@ def _put(client: ApiClient, entry: Entry, dry_run: bool) -> dict[str, Any]:
 
 
 def _refusal(path: str, entry: Entry, error: ApiError) -> str:
-    line, field = locate(entry, error.message)
-    return f"{path}:{line}: {entry.kind}[{entry.index}] {entry.name!r} {field}: {error.message}"
+    line, field, message = describe(entry, error.message)
+    return f"{path}:{line}: {entry.kind}[{entry.index}] {entry.name!r} {field}: {message}"
 
 
 def _check(client: ApiClient, declared: Declarations) -> tuple[list[dict[str, Any]], list[str]]:
