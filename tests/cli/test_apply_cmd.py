@@ -39,11 +39,12 @@ class _Resolve:
 
 
 @pytest.fixture
-def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiClient]:
-    """The API on the fakes at 2026-03-02T12:00Z, at a URL the CLI is pointed to as tenant acme."""
+def api(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[ApiClient]:
+    """The API on the fakes at 2026-03-02T12:00Z, at a URL the CLI is pointed to as tenant acme (with
+    ``indirect`` parametrization: the tenant's job limit, default 100)."""
     clock = FakeClock(T0)
     env = memory_env(clock)
-    services = build_services(env.settings, env.clients, clock, max_jobs=100)
+    services = build_services(env.settings, env.clients, clock, max_jobs=getattr(request, "param", 100))
     config = AuthConfig.from_env({ENV_AUTH_MODE: "token", ENV_TENANT_TOKENS: json.dumps(TOKENS)})
     app = build_app(services, Authenticator(config, services.principals))
     bridge = HttpBridge(None, port=0)
@@ -257,3 +258,21 @@ def test_a_malformed_file_is_refused_with_its_line_before_anything_is_sent(
     assert result.code == 2
     assert re.search(expected, result.err), result.err
     assert api.list_all("/jobs") == []
+
+
+@pytest.mark.parametrize("api", [2], indirect=True)
+def test_a_refusal_after_the_dry_run_stops_there_and_says_what_was_applied(cli, api, tmp_path):
+    # Given a tenant limited to two jobs, and a file of three new entries (a dry run takes no slot,
+    # so every entry passes it)
+    # When the file is applied
+    result = cli("apply", "-f", _write(tmp_path, doc_example()))
+    # Then the two created are printed, then the third's refusal, and the exit status is 1
+    assert result.code == 1
+    lines = result.out.splitlines()
+    assert lines[:2] == [
+        "+ created    job       nightly-report",
+        "+ created    job       sync-every-5-minutes",
+    ]
+    assert "workflows[0] 'nightly-etl'" in lines[-2] and "limit" in lines[-2]
+    assert lines[-1] == "stopped there: the entries above were applied; apply the file again"
+    assert sorted(j["name"] for j in api.list_all("/jobs")) == ["nightly-report", "sync-every-5-minutes"]

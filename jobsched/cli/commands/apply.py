@@ -82,11 +82,18 @@ def cmd_apply(args: argparse.Namespace, client: ApiClient) -> int:
             print(f"error: {refusal}")
         print(f"{len(refusals)} definition(s) refused; nothing was applied")
         return EXIT_USAGE
-    answers = planned if args.dry_run else [_put(client, e, dry_run=False) for e in declared.entries]
-    rows = [
-        (a["outcome"], e.noun, e.name, a.get("changed_fields") or [])
-        for e, a in zip(declared.entries, answers, strict=True)
-    ]
+    answers = planned
+    if not args.dry_run:
+        answers = []
+        for entry in declared.entries:
+            try:
+                answers.append(_put(client, entry, dry_run=False))
+            except ApiError as error:  # changed since the dry run (a limit reached, a concurrent edit)
+                _report(args, _rows(declared, answers))
+                print(f"error: {_refusal(declared.path, entry, error)}")
+                print("stopped there: the entries above were applied; apply the file again")
+                return EXIT_API_ERROR
+    rows = _rows(declared, answers)
     status = EXIT_OK
     for item in client.declared()["items"]:
         if item["name"] in declared.names():
@@ -105,6 +112,14 @@ def cmd_apply(args: argparse.Namespace, client: ApiClient) -> int:
         rows.append(("deleted", item["kind"], item["name"], []))
     _report(args, rows)
     return status
+
+
+def _rows(declared: Declarations, answers: list[dict[str, Any]]) -> list[tuple[str, str, str, list[str]]]:
+    """The diff rows of the entries answered so far (in the file's order)."""
+    return [
+        (a["outcome"], e.noun, e.name, a.get("changed_fields") or [])
+        for e, a in zip(declared.entries, answers, strict=False)
+    ]
 
 
 def _report(args: argparse.Namespace, rows: list[tuple[str, str, str, list[str]]]) -> None:
