@@ -51,6 +51,7 @@ from jobsched.core.job_specs import (
     with_pool,
 )
 from jobsched.core.models import Job, JobSpec, require_aware
+from jobsched.core.run_records import with_key
 from jobsched.core.schedules import parse_schedule
 from jobsched.services.jobs import JobService
 from jobsched.services.workflow_service import job_definition
@@ -230,7 +231,7 @@ class DeclaredService:
         """What declaring ``as_job`` over ``job`` does, without writing: (unchanged or updated with
         the changed field names, the changes as ``PATCH`` takes them)."""
         desired = self._desired(as_job).spec_fields()
-        changes = {k: v for k, v in desired.items() if getattr(job, k) != v}
+        changes = {k: v for k, v in desired.items() if _stored(job, k) != _stored_form(job, k, v)}
         if not changes:
             return Declared(job.name, Outcome.UNCHANGED, (), job), {}
         if "retry" in changes:
@@ -275,6 +276,20 @@ class DeclaredService:
         except (PreconditionFailedError, NotFoundError):
             return None
         return Declared(updated.name, Outcome.UPDATED, planned.changed, updated)
+
+
+#: Limits whose key defaults to the job's id: a declaration naming that id (as ``GET`` shows it) is the
+#: same limit as one leaving the key out.
+_KEYED_LIMITS = ("concurrency", "rate_limit")
+
+
+def _stored(job: Job, name: str) -> Any:
+    return _stored_form(job, name, getattr(job, name))
+
+
+def _stored_form(job: Job, name: str, value: Any) -> Any:
+    """``value`` of field ``name`` as compared: a limit with its key filled in with the job's id."""
+    return with_key(value, job.id) if name in _KEYED_LIMITS else value
 
 
 def _check_schedule(as_job: Mapping[str, Any]) -> None:

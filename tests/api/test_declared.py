@@ -358,3 +358,49 @@ def test_a_dry_run_of_a_change_is_refused_as_the_change_is(call):
     assert (dry["statusCode"], real["statusCode"]) == (422, 422)
     assert body_of(dry)["message"] == body_of(real)["message"]
     assert _jobs(call)[0]["version"] == 1
+
+
+def test_a_job_with_every_field_set_is_unchanged_when_declared_again(call):
+    # Given a job declared with every definition field given, nested ones included
+    full = {
+        "schedule": "cron(0 9 ? * MON-FRI *)",
+        "timezone": "Europe/Paris",
+        "target": {"http": {"url": "https://example.com/hook", "headers": {"X-A": "1"}}},
+        "payload": {"report": "sales", "rows": [1, 2]},
+        "priority": "high",
+        "pool": "container",
+        "timeout_seconds": 3600,
+        "retry": {"max_attempts": 5, "base_seconds": 1.5, "max_seconds": 60},
+        "misfire_policy": "run_all",
+        "misfire_grace_seconds": 120,
+        "max_catchup": 10,
+        "overlap_policy": "skip",
+        "dst_gap": "skip",
+        "dst_overlap": "both",
+        "jitter_seconds": 30,
+        "description": "every field",
+        "notify": {"webhook": "https://example.com/dead-letters"},
+        "concurrency": {"limit": 2},
+        "rate_limit": {"key": "partner-api", "per_second": 0.5, "burst": 2},
+    }
+    first = body_of(_put(call, "full", full))
+    assert first["outcome"] == "created"
+    # When the same definition is declared again
+    again = body_of(_put(call, "full", full))
+    # Then every stored form (defaults filled in, limits normalized, the HTTP method added) compares equal
+    assert (again["outcome"], again["changed_fields"], again["job"]["version"]) == ("unchanged", [], 1)
+    # And the definition the job answers with, declared back, is unchanged too
+    stored = {k: first["job"][k] for k in full}
+    back = body_of(_put(call, "full", stored))
+    assert back["outcome"] == "unchanged", back["changed_fields"]
+
+
+def test_a_workflow_with_node_options_is_unchanged_when_declared_again(call):
+    nodes = [
+        {"id": "a", "target": {"handler": "demo.echo"}, "retry": {"max_attempts": 4}},
+        {"id": "b", "target": {"handler": "demo.echo"}, "depends_on": ["a"], "trigger_rule": "all_done"},
+    ]
+    body = {**WORKFLOW, "nodes": nodes, "notify": {"webhook": "https://example.com/dl"}}
+    assert body_of(_put(call, "wf", body, kind="workflows"))["outcome"] == "created"
+    again = body_of(_put(call, "wf", body, kind="workflows"))
+    assert (again["outcome"], again["workflow"]["version"]) == ("unchanged", 1)
