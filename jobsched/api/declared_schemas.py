@@ -1,13 +1,14 @@
 """Bodies of the schedules-as-code routes (``PUT /jobs/by-name/{name}``, ``PUT /workflows/by-name/{name}``,
-``GET /declared``). A declaration is a whole ``POST`` body: :class:`JobPut` and :class:`WorkflowPut`
-are :class:`JobIn` and :class:`WorkflowIn` with the name optional (the path gives it), so a field
-added to jobs or workflows is declarable without a change here."""
+``GET /declared``). A declaration is a whole ``POST`` body without the name (the path gives it):
+:class:`JobPut` and :class:`WorkflowPut` are :class:`JobIn` and :class:`WorkflowIn` less ``name``,
+so a field added to jobs or workflows is declarable without a change here."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from jobsched.api.schemas import JobIn, JobOut
 from jobsched.api.workflow_schemas import WorkflowIn, WorkflowOut
@@ -20,20 +21,27 @@ _OUTCOME = (
 _CHANGED = "the fields an update changed (nodes for a workflow's node list); empty when created or unchanged"
 
 
-class JobPut(JobIn):
-    """``PUT /jobs/by-name/{name}``: the job's whole definition (a field left out takes its default)."""
+def _no_name(value: str | None) -> str | None:
+    if value is not None:
+        raise ValueError("the name is the path's: leave it out of the body")
+    return value
 
-    name: str | None = Field(  # type: ignore[assignment]
-        default=None, min_length=1, max_length=200, description="the path's name, if given"
-    )
+
+class JobPut(JobIn):
+    """``PUT /jobs/by-name/{name}``: the job's whole definition but its name, which the path gives (a
+    field left out takes its default)."""
+
+    name: SkipJsonSchema[str | None] = Field(default=None, exclude=True)  # type: ignore[assignment]
+
+    _name_in_path = field_validator("name")(_no_name)
 
 
 class WorkflowPut(WorkflowIn):
-    """``PUT /workflows/by-name/{name}``: the workflow's whole definition."""
+    """``PUT /workflows/by-name/{name}``: the workflow's whole definition but its name."""
 
-    name: str | None = Field(  # type: ignore[assignment]
-        default=None, min_length=1, max_length=200, description="the path's name, if given"
-    )
+    name: SkipJsonSchema[str | None] = Field(default=None, exclude=True)  # type: ignore[assignment]
+
+    _name_in_path = field_validator("name")(_no_name)
 
 
 class DeclaredJobOut(BaseModel):

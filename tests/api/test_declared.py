@@ -177,10 +177,10 @@ def test_a_bad_definition_is_422_and_writes_nothing_not_even_the_name(call, app)
     )
 
 
-def test_a_body_name_other_than_the_paths_is_422_naming_the_field(call):
-    response = _put(call, "nightly", {**DEFINITION, "name": "daily"})
+def test_a_name_in_the_body_is_422_naming_the_field(call):
+    response = _put(call, "nightly", {**DEFINITION, "name": "nightly"})
     assert response["statusCode"] == 422
-    assert body_of(response)["message"].startswith("name in the body")
+    assert body_of(response)["message"] == "name: the name is the path's: leave it out of the body"
     assert _jobs(call) == []
 
 
@@ -193,7 +193,15 @@ def test_an_unknown_field_is_422_naming_it(call):
 def test_a_name_with_surrounding_spaces_is_422(call):
     response = _put(call, " nightly", DEFINITION)
     assert response["statusCode"] == 422
-    assert body_of(response)["message"].startswith("name must be")
+    assert body_of(response)["message"].startswith("name: String should match pattern")
+    assert _jobs(call) == []
+
+
+def test_a_name_with_a_slash_and_inner_spaces_is_declared_percent_encoded(call):
+    response = _put(call, "reports/daily sales", DEFINITION)
+    assert response["statusCode"] == 201, response["body"]
+    assert body_of(response)["job"]["name"] == "reports/daily sales"
+    assert body_of(_put(call, "reports/daily sales", DEFINITION))["outcome"] == "unchanged"
 
 
 # --- uniqueness -----------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Body, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 
 from jobsched.api.declared_schemas import (
     DeclaredJobOut,
@@ -32,16 +32,12 @@ DryRun = Annotated[
 router = Router()
 
 
-def name_of(path_name: str, body_name: str | None) -> str:
-    """The declared name: the path's, which a name in the body must equal."""
-    if not path_name or len(path_name) > 200 or path_name != path_name.strip():
-        raise ValidationError("name must be 1-200 characters without surrounding spaces", field="name")
-    if body_name is not None and body_name != path_name:
-        raise ValidationError(
-            f"name in the body ({body_name[:80]!r}) differs from the path's ({path_name[:80]!r})",
-            field="name",
-        )
-    return path_name
+#: A declared name: 1-200 characters, no space at either end (``POST`` strips a name's spaces).
+NAME_PATTERN = r"^\S(?:.{0,198}\S)?$"
+NamePath = Annotated[
+    str,
+    Path(min_length=1, max_length=200, pattern=NAME_PATTERN, description="the job's name, percent-encoded"),
+]
 
 
 def _field_first(error: ValidationError) -> ValidationError:
@@ -56,17 +52,16 @@ def _field_first(error: ValidationError) -> ValidationError:
 def _declare(
     service: DeclaredService,
     tenant: str,
-    path_name: str,
+    name: str,
     body: JobPut | WorkflowPut,
     now: datetime,
     *,
     workflow: bool,
     dry_run: bool,
 ) -> Declared:
-    """Declare ``body`` under the path's name (the body's name, if given, must be the same)."""
-    body.name = name_of(path_name, body.name)
+    """Declare ``body`` under the path's ``name``."""
     try:
-        return service.put(tenant, body.name, body.to_domain(), now, workflow=workflow, dry_run=dry_run)
+        return service.put(tenant, name, body.to_domain(), now, workflow=workflow, dry_run=dry_run)
     except ValidationError as error:
         raise _field_first(error) from None
 
@@ -86,7 +81,7 @@ def _answer(result: Declared, body: dict[str, Any], version: int | None) -> Resp
     responses={201: {"description": "Created"}, 200: {"description": "Updated or unchanged"}},
 )
 def put_job_by_name(
-    name: str,
+    name: NamePath,
     job: Annotated[JobPut, Body()],
     tenant: Tenant,
     jobs: JobsDep,
@@ -114,7 +109,7 @@ def put_job_by_name(
     responses={201: {"description": "Created"}, 200: {"description": "Updated or unchanged"}},
 )
 def put_workflow_by_name(
-    name: str,
+    name: NamePath,
     workflow: Annotated[WorkflowPut, Body()],
     tenant: Tenant,
     jobs: JobsDep,

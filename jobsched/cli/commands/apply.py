@@ -51,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _put(client: ApiClient, entry: Entry, dry_run: bool) -> dict[str, Any]:
     put = client.put_workflow_by_name if entry.kind == "workflows" else client.put_job_by_name
-    return put(entry.name, entry.body, dry_run=dry_run)
+    body = {k: v for k, v in entry.body.items() if k != "name"}  # the path names it
+    return put(entry.name, body, dry_run=dry_run)
 
 
 def _refusal(path: str, entry: Entry, error: ApiError) -> str:
