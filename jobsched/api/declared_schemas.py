@@ -73,3 +73,4 @@ class DeclaredList(BaseModel):
     """Every name the tenant declared by ``PUT .../by-name`` (or ``jobsched apply``), by name."""
 
     items: list[DeclaredNameOut]
+    next_cursor: None = Field(default=None, description="always null: every declared name is in the one page")

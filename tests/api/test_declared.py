@@ -272,6 +272,7 @@ def test_a_job_created_by_post_is_adopted_by_its_name(call, create_job):
     assert (out["outcome"], out["job"]["id"], out["job"]["version"]) == ("unchanged", posted["id"], 1)
     declared = body_of(call("GET", "/declared", headers=ACME))["items"]
     assert declared == [{"name": "nightly report", "kind": "job", "id": posted["id"], "version": 1}]
+    assert body_of(call("GET", "/declared", headers=ACME))["next_cursor"] is None
 
 
 def test_two_posted_jobs_with_the_name_are_a_409_naming_both(call, create_job):
