@@ -35,6 +35,7 @@ from jobsched.api.routes import (
     admin,
     console,
     dead_letters,
+    declared,
     handlers,
     health,
     jobs,
@@ -255,6 +256,7 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
     """The routers whose services may be absent (a framework test builds the API without them)."""
     app.include_router(schedules.router)
     if services.jobs is not None:
+        app.include_router(declared.router)  # before /jobs/<job_id>: "by-name" is not a job id
         app.include_router(jobs.router)
         if services.backfills is not None:
             app.include_router(jobs.backfill_router)

@@ -33,6 +33,9 @@ _NOT_FOUND_BY_QUERY = {("/runs", "get")}
 #: Routes outside /admin that answer 403: ``/usage?tenant=`` naming another tenant and
 #: ``/handlers?scope=all``, for a non-admin; and the handler routes only administrators call.
 _FORBIDDEN_BY_QUERY = {("/usage", "get"), ("/handlers", "get")}
+#: The create-or-update routes (schedules as code): 201 or 200, and 409 for a name held by the other
+#: kind, several jobs to adopt, or the tenant's job limit.
+_BY_NAME_PUTS = {("/jobs/by-name/{name}", "put"), ("/workflows/by-name/{name}", "put")}
 _ADMIN_ROUTES = {
     ("/handlers/{name}/versions/{version}/drain", "post"),
     ("/handlers/{name}/versions/{version}/drain", "delete"),
@@ -49,7 +52,7 @@ def _error_codes(path: str, method: str, operation: dict[str, Any]) -> list[int]
         codes.append(403)
     if "{" in path or method == "delete" or (path, method) in _NOT_FOUND_BY_QUERY:
         codes.append(404)
-    if method in {"post", "patch", "delete"}:
+    if method in {"post", "patch", "delete"} or (path, method) in _BY_NAME_PUTS:
         codes.append(409)
     headers = {p.get("name", "").lower() for p in operation.get("parameters", []) if p.get("in") == "header"}
     if "if-match" in headers:
@@ -73,8 +76,10 @@ def polish(document: dict[str, Any]) -> dict[str, Any]:
                 (responses.get("204") or responses[204]).pop("content", None)
             created = responses.get("201") or responses.get(201)
             if created is not None and "200" in responses:
-                # A creating route answers 201 with the body Powertools documented under 200.
-                created.setdefault("content", responses.pop("200").get("content", {}))
+                # A creating route answers 201 with the body Powertools documented under 200; a
+                # create-or-update route (PUT by name) answers both.
+                ok = responses["200"] if (path, method) in _BY_NAME_PUTS else responses.pop("200")
+                created.setdefault("content", ok.get("content", {}))
             for code in _error_codes(path, method, operation):
                 described = _DESCRIPTIONS[code]
                 if code == 404 and (path, method) in _NOT_FOUND_BY_QUERY:

@@ -1,7 +1,10 @@
 """The Jobs table: one item per job (pk ``tenant``, sk ``job_id``) and the sparse ``due_index`` (keyed
 by due partition ``p<n>`` and due instant: docs/decisions/0016-due-partitions.md); a payload over
 256 bytes is kept in a second item (sk ``<job_id>#payload#<hash>``) so that the job item
-the dispatcher rewrites on every advance stays under 1 KB.
+the dispatcher rewrites on every advance stays under 1 KB. A name declared with ``PUT /jobs/by-name``
+has a *name item* (sk ``name#<name>``, attribute ``named_job``: the job id it names; no ``name`` attribute, so
+listings leave it out): its conditional put is what keeps a declared name unique per tenant
+(docs/decisions/0060-schedules-as-code.md).
 
 Every write here is conditional: creation on absence, edits on the caller's ``version`` (optimistic
 concurrency), dispatcher advances on the exact ``next_due_at`` and ``version`` the dispatcher read
@@ -19,7 +22,15 @@ from typing import Any
 from jobsched.aws.metering import ConditionFailed
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError, PreconditionFailedError
 from jobsched.core.messages import payload_size
-from jobsched.core.models import Job, JobState, partition_for, partition_key, to_epoch_ms, to_iso
+from jobsched.core.models import (
+    Job,
+    JobState,
+    from_iso,
+    partition_for,
+    partition_key,
+    to_epoch_ms,
+    to_iso,
+)
 from jobsched.ports.tables import Table
 
 DUE_INDEX = "due_index"
@@ -27,6 +38,8 @@ DUE_INDEX = "due_index"
 #: so the dispatcher's advance — billed by the size of the whole item — stays at 1 WRU.
 INLINE_PAYLOAD_BYTES = 256
 BODY_MARK = "#payload#"
+#: The sort key prefix of a name item (job ids are ``[A-Za-z0-9_-]``, so none starts with it).
+NAME_MARK = "name#"
 
 
 def _payload_hash(payload: dict[str, Any]) -> str:
@@ -94,7 +107,7 @@ class JobsStore:
     def get(self, tenant: str, job_id: str, *, consistent: bool = True) -> Job:
         """The tenant's job; another tenant's job is reported exactly like a missing one."""
         item = self.dynamo.get(self.table, {"tenant": tenant, "job_id": job_id}, consistent=consistent)
-        if item is None or BODY_MARK in job_id:
+        if item is None or BODY_MARK in job_id or job_id.startswith(NAME_MARK):
             raise NotFoundError(f"job {job_id} not found")
         return self._hydrate([item], consistent)[0]
 
@@ -165,6 +178,61 @@ class JobsStore:
             self.dynamo.delete(
                 self.table, {"tenant": tenant, "job_id": f"{job_id}{BODY_MARK}{old['payload_body']}"}
             )
+
+    # --- declared names (PUT /jobs/by-name) ----------------------------------------------------------
+
+    def name_ref(self, tenant: str, name: str) -> tuple[str, datetime] | None:
+        """(the job id the tenant's declared ``name`` refers to, when the name was claimed), or None."""
+        item = self.dynamo.get(self.table, _name_key(tenant, name), consistent=True)
+        if item is None:
+            return None
+        return str(item["named_job"]), from_iso(str(item["claimed_at"]))
+
+    def claim_name(
+        self, tenant: str, name: str, job_id: str, now: datetime, *, replacing: str | None = None
+    ) -> bool:
+        """Make ``name`` refer to ``job_id``: on the condition that no name item exists, or with
+        ``replacing`` that it still refers to that id. False (nothing written) if the condition fails."""
+        item = {**_name_key(tenant, name), "named_job": job_id, "claimed_at": to_iso(now)}
+        if replacing is None:
+            condition, values = "attribute_not_exists(job_id)", None
+        else:
+            condition, values = "named_job = :old", {":old": replacing}
+        try:
+            self.dynamo.put(self.table, item, condition=condition, values=values)
+        except ConditionFailed:
+            return False
+        return True
+
+    def release_name(self, tenant: str, name: str, job_id: str) -> bool:
+        """Delete the name item if it still refers to ``job_id`` (whether it was deleted)."""
+        try:
+            self.dynamo.delete(
+                self.table, _name_key(tenant, name), condition="named_job = :id", values={":id": job_id}
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def declared_names(self, tenant: str) -> dict[str, str]:
+        """Every name the tenant declared, with the job id it refers to."""
+        items = self.dynamo.query_all(
+            self.table,
+            "tenant = :t AND begins_with(job_id, :m)",
+            {":t": tenant, ":m": NAME_MARK},
+        )
+        return {str(i["job_id"]).removeprefix(NAME_MARK): str(i["named_job"]) for i in items}
+
+    def named(self, tenant: str, name: str) -> builtins.list[Job]:
+        """The tenant's jobs whose ``name`` is ``name`` (one Query of the tenant's jobs, paged)."""
+        items = self.dynamo.query_all(
+            self.table,
+            "tenant = :t",
+            {":t": tenant, ":n": name},
+            filter_expression="#name = :n",
+            names={"#name": "name"},
+        )
+        return self._hydrate(items, True)
 
     def _hydrate(self, items: builtins.list[dict[str, Any]], consistent: bool) -> builtins.list[Job]:
         """Jobs from head items, with the payloads kept in body items read back in one batch."""
@@ -335,6 +403,10 @@ class JobsStore:
                     f"job {read.id} was advanced under fencing token {existing['fence']} > {fence}"
                 ) from None
             raise StaleJobError(f"job {read.id} changed since it was read") from None
+
+
+def _name_key(tenant: str, name: str) -> dict[str, str]:
+    return {"tenant": tenant, "job_id": f"{NAME_MARK}{name}"}
 
 
 def completed_or_active(next_due: datetime | None) -> JobState:

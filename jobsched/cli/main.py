@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "jobs",
     "runs",
     "workflows",
+    "apply",
     "dlq",
     "settings",
     "limits",

@@ -192,6 +192,20 @@ class ApiClient:
     def delete_job(self, job_id: str, *, version: int | str) -> Any:
         return self.request("DELETE", f"/jobs/{_seg(job_id)}", headers={"If-Match": str(version)})
 
+    def put_job_by_name(self, name: str, spec: Mapping[str, Any], *, dry_run: bool = False) -> dict:
+        """Create or update the job ``name`` (``outcome``: created, updated or unchanged)."""
+        query = {"dry_run": True} if dry_run else None
+        return self.request("PUT", f"/jobs/by-name/{_seg(name)}", body=dict(spec), query=query)
+
+    def put_workflow_by_name(self, name: str, spec: Mapping[str, Any], *, dry_run: bool = False) -> dict:
+        """Create or update the workflow ``name`` (``outcome``: created, updated or unchanged)."""
+        query = {"dry_run": True} if dry_run else None
+        return self.request("PUT", f"/workflows/by-name/{_seg(name)}", body=dict(spec), query=query)
+
+    def declared(self) -> dict:
+        """The tenant's declared names: ``{"items": [{"name", "kind", "id", "version"}]}``."""
+        return self.request("GET", "/declared")
+
     def pause_job(self, job_id: str, *, note: str | None = None) -> dict:
         return self.request("POST", f"/jobs/{_seg(job_id)}/pause", body=_without_none({"note": note}))
 

@@ -238,9 +238,12 @@ class JobService:
     def delete(
         self, tenant: str, job_id: str, now: datetime, expected_version: int | None = None
     ) -> builtins.list[str]:
-        """Delete the job (its run history stays); runs queued ahead are withdrawn (skipped, ``deleted``)."""
+        """Delete the job (its run history stays); runs queued ahead are withdrawn (skipped, ``deleted``).
+        A name declared for it (``PUT /jobs/by-name``) is released after the delete, so a later ``PUT``
+        of that name creates a new job, under a new id (decision 0060)."""
         job = self.jobs.get(tenant, job_id)
         self.jobs.delete(tenant, job_id, expected_version)
+        self.jobs.release_name(tenant, job.name, job_id)
         return self._withdraw(job, now, SKIP_REASON_DELETED)
 
     # --- lifecycle ------------------------------------------------------------------------------

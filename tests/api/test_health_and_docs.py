@@ -81,6 +81,9 @@ def test_openapi_lists_every_route(call):
         ("DELETE", "/handlers/{name}/versions/{version}/drain"),
         ("POST", "/handlers/deploy-checks"),
         ("GET", "/handlers/deploy-checks"),
+        ("PUT", "/jobs/by-name/{name}"),
+        ("PUT", "/workflows/by-name/{name}"),
+        ("GET", "/declared"),
     }
 
 

@@ -69,7 +69,16 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("DELETE", "/handlers/{name}/versions/{version}/drain"): ("handlers", "undrain", "demo.echo", "1"),
     ("GET", "/handlers/deploy-checks"): ("handlers", "deploy-checks"),
     ("POST", "/handlers/deploy-checks"): ("handlers", "deploy-checks", "record", "--code-version", "abc"),
+    ("PUT", "/jobs/by-name/{name}"): ("apply", "-f", "@APPLY_FILE"),
+    ("PUT", "/workflows/by-name/{name}"): ("apply", "-f", "@APPLY_FILE"),
+    ("GET", "/declared"): ("apply", "-f", "@APPLY_FILE"),
 }  # fmt: skip
+#: `jobsched apply`'s file for the operations above: one job and one workflow, named as _concrete names.
+APPLY_FILE = (
+    "jobs:\n  - {name: demo.echo, schedule: '@daily', target: {handler: demo.echo}}\n"
+    "workflows:\n  - name: demo.echo.wf\n    schedule: '@daily'\n"
+    "    nodes: [{id: a, target: {handler: demo.echo}}]\n"
+)
 #: Operations a command answers without the server, from the same code the route calls.
 LOCAL_EQUIVALENT = {("GET", "/schedules/preview"): "jobsched preview (jobsched.core.preview, in-process)"}
 
@@ -94,8 +103,18 @@ def test_each_api_operation_has_a_cli_command_that_sends_it(
     method, template = operation
     path = _concrete(template)
     cli_env.respond("GET", "/jobs/job-0001", 200, job_body())
-    cli_env.respond(method, path, 200, {"items": [], "next_cursor": None, **job_body()})
     argv = CLI_FOR_OPERATION[operation]
+    if "@APPLY_FILE" in argv:
+        declarations = tmp_path / "jobs.yaml"
+        declarations.write_text(APPLY_FILE)
+        argv = tuple(str(declarations) if a == "@APPLY_FILE" else a for a in argv)
+        declared = {"outcome": "unchanged", "changed_fields": [], "dry_run": False, "job": job_body()}
+        cli_env.respond("PUT", "/jobs/by-name/demo.echo", 200, {"name": "demo.echo", **declared})
+        cli_env.respond("PUT", "/workflows/by-name/demo.echo.wf", 200, {"name": "demo.echo.wf", **declared})
+        cli_env.respond("GET", "/declared", 200, {"items": []})
+        path = path.replace("/workflows/by-name/demo.echo", "/workflows/by-name/demo.echo.wf")
+    else:
+        cli_env.respond(method, path, 200, {"items": [], "next_cursor": None, **job_body()})
     if "@WORKFLOW_FILE" in argv:
         definition = tmp_path / "wf.json"
         definition.write_text(json.dumps({"name": "n", "schedule": "@daily", "nodes": [{"id": "a"}]}))
