@@ -301,6 +301,7 @@ class JobIn(_In):
     dst_gap: DstGap = "shift"
     dst_overlap: DstOverlap = "first"
     jitter_seconds: JsonInt = Field(default=0, ge=0, le=3600)
+    deadline_seconds: JsonInt = Field(default=0, ge=0, le=MAX_DEADLINE, description=DEADLINE_DESCRIPTION)
     description: str = Field(default="", max_length=1000)
     notify: NotifyIn = Field(
         default_factory=NotifyIn,
@@ -350,6 +351,7 @@ class JobPatch(_In):
     dst_gap: DstGap | None = None
     dst_overlap: DstOverlap | None = None
     jitter_seconds: JsonInt | None = Field(default=None, ge=0, le=3600)
+    deadline_seconds: JsonInt | None = Field(default=None, ge=0, le=MAX_DEADLINE, description="0 removes it")
     description: str | None = Field(default=None, max_length=1000)
     notify: NotifyIn | None = Field(default=None, description="replaces the job's notify; {} removes it")
     concurrency: ConcurrencyIn | None = Field(default=None, description="replaces the limit; {} removes it")
@@ -425,6 +427,7 @@ class JobOut(BaseModel):
     dst_gap: str
     dst_overlap: str
     jitter_seconds: int
+    deadline_seconds: int = Field(default=0, description=DEADLINE_DESCRIPTION)
     description: str = ""
     notify: dict[str, str] = Field(
         default_factory=dict, description="who is told of its dead letters: sns_topic_arn and/or webhook"
