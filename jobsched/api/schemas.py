@@ -25,6 +25,7 @@ from pydantic import (
 
 from jobsched.api.auth import TENANT_PATTERN
 from jobsched.api.storable import check_storable
+from jobsched.core.deadlines import MAX_DEADLINE_SECONDS
 from jobsched.core.limits import KEY_PATTERN as LIMIT_KEY_PATTERN
 from jobsched.core.pools import MAX_CONTAINER_TIMEOUT_SECONDS
 
@@ -36,6 +37,11 @@ POOL_DESCRIPTION = (
     "container (container workers); absent: container when timeout_seconds is beyond the Lambda limit "
     "(900 s), long for a chunked job, else lambda. Timeouts: up to the Lambda limit on lambda and long, "
     "up to 43200 s on container (docs/pools.md)"
+)
+MAX_DEADLINE = MAX_DEADLINE_SECONDS
+DEADLINE_DESCRIPTION = (
+    "seconds after each scheduled instant by which its run must have succeeded; a run that has not is "
+    "reported once (deadline_missed_at, the notify channels, RunsMissedDeadline); 0 = none"
 )
 #: The schema's bound on a timeout: the container pool's; the service checks the job's own pool.
 MAX_TIMEOUT = MAX_CONTAINER_TIMEOUT_SECONDS
@@ -572,6 +578,15 @@ class RunOut(BaseModel):
     )
     waits: int = Field(default=0, description="how many times its deliveries waited for a limit (kept)")
     first_waited_at: str | None = Field(default=None, description="when it first waited (kept)")
+    deadline_at: str | None = Field(
+        default=None,
+        description="a scheduled run of a job with deadline_seconds: when it must have succeeded (null: none)",
+    )
+    deadline_missed_at: str | None = Field(
+        default=None,
+        description="when the sweeper found the run had not succeeded by deadline_at and told the owners "
+        "(null: not missed, or not found yet)",
+    )
 
 
 class RunLogsLink(BaseModel):

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from jobsched.api.schemas import (
+    DEADLINE_DESCRIPTION,
+    MAX_DEADLINE,
     MAX_TIMEOUT,
     POOL_DESCRIPTION,
     DstGap,

@@ -431,6 +431,10 @@ class Run:
     #: version when its first attempt started; kept for its retries, a takeover and a replay.
     handler: str | None = None
     handler_version: int | None = None
+    #: When a scheduled run must have succeeded (its job's ``deadline_seconds`` after the scheduled
+    #: instant; None: no deadline) and when the sweeper found it had not (:mod:`jobsched.core.deadlines`).
+    deadline_at: datetime | None = None
+    deadline_missed_at: datetime | None = None
 
     @property
     def run_key(self) -> str:
@@ -475,6 +479,8 @@ class Run:
             "job_version": self.job_version,
             "handler": self.handler,
             "handler_version": self.handler_version,
+            "deadline_at": _opt_iso(self.deadline_at),
+            "deadline_missed_at": _opt_iso(self.deadline_missed_at),
         }
         if self.dead_lettered_at is not None:
             item["dl_tenant"] = self.tenant
@@ -523,6 +529,8 @@ class Run:
             job_version=data.get("job_version"),
             handler=data.get("handler"),
             handler_version=_opt_int(data.get("handler_version")),
+            deadline_at=_opt_dt(data.get("deadline_at")),
+            deadline_missed_at=_opt_dt(data.get("deadline_missed_at")),
         )
 
     @property
