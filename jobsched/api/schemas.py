@@ -580,7 +580,8 @@ class RunOut(BaseModel):
     first_waited_at: str | None = Field(default=None, description="when it first waited (kept)")
     deadline_at: str | None = Field(
         default=None,
-        description="a scheduled run of a job with deadline_seconds: when it must have succeeded (null: none)",
+        description="a scheduled run of a job with deadline_seconds: when it must have succeeded "
+        "(null: none)",
     )
     deadline_missed_at: str | None = Field(
         default=None,

@@ -43,8 +43,8 @@ from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.settings import Settings
 from jobsched.services.backfills import BackfillService
 from jobsched.services.backpressure import Backpressure
-from jobsched.services.deliveries import Deliveries
 from jobsched.services.deadlines import DeadlineConfig, DeadlineWatch
+from jobsched.services.deliveries import Deliveries
 from jobsched.services.dispatcher import Dispatcher, DispatcherConfig
 from jobsched.services.dlq_consumer import DlqConsumer
 from jobsched.services.jobs import JobService

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from jobsched.core.dispatch_plan import first_fire_after
 from jobsched.core.deadlines import validate_deadline
+from jobsched.core.dispatch_plan import first_fire_after
 from jobsched.core.errors import PayloadTooLargeError, ValidationError
 from jobsched.core.handlers import (
     HandlerCatalog,

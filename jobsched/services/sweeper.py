@@ -294,7 +294,9 @@ class Sweeper:
         """Report the run if it missed its deadline; whether a report is still owed."""
         if self.deadlines is None:
             return False
-        return self.deadlines.check_run(item, sweep.now, lambda tenant, job_id: self._cached_job(sweep, tenant, job_id))
+        return self.deadlines.check_run(
+            item, sweep.now, lambda tenant, job_id: self._cached_job(sweep, tenant, job_id)
+        )
 
     def _cached_job(self, sweep: _Sweep, tenant: str, job_id: str) -> Job | None:
         if job_id not in sweep.jobs:
