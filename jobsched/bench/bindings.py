@@ -87,7 +87,12 @@ def create_cron_jobs(
     service = job_service_from_settings(Settings.from_env(), Clients(), meter=Meter())
     ids = iter(f"bench-{i:05d}" for i in range(count))
     service.id_factory = lambda: next(ids)
-    spec = {"name": "bench", "schedule": schedule, "target": {"handler": handler}, "payload": payload}
+    spec: dict[str, Any] = {
+        "name": "bench",
+        "schedule": schedule,
+        "target": {"handler": handler},
+        "payload": payload,
+    }
     if deadline_seconds:
         spec["deadline_seconds"] = deadline_seconds
     return [service.create(BENCH_TENANT, spec, now).id for _ in range(count)]
