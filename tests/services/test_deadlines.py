@@ -6,8 +6,10 @@ never made a run for the same way, once for both."""
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import replace
 from datetime import timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -50,6 +52,7 @@ def p(aws) -> Pipeline:
         shards=1,
         enqueue_horizon_seconds=60,
         notify_topic_arns=("arn:aws:sns:us-east-1:123456789012:team-*",),
+        allowed_http_hosts=("127.0.0.1",),
     )
     pipeline = build_pipeline(AwsEnv(settings=settings, clients=aws.clients))
     pipeline.jobs.notify_policy = notify_policy_from_settings(settings)  # as the API's wiring gives it
@@ -177,3 +180,77 @@ def test_an_occurrence_no_run_was_made_for_is_reported_once_and_its_late_run_not
     assert _run_item(p, late)["deadline_missed_at"] == to_iso(T0 + timedelta(minutes=8))
     notes = published()
     assert [n["run_id"] for n in notes if n["run_id"] == late] == []
+
+
+def test_a_workflow_run_not_succeeded_by_its_deadline_is_reported_once(p, topic):
+    # Given a workflow (stored as a job) with a two-minute deadline whose 12:00 run nobody advanced
+    arn, published = topic
+    nodes = {"nodes": [{"id": "a", "target": {"handler": "echo"}}]}
+    workflow = p.jobs.create(
+        "acme",
+        {
+            "name": "etl",
+            "schedule": "*/5 * * * *",
+            "target": {"workflow": nodes},
+            "deadline_seconds": 120,
+            "notify": {"sns_topic_arn": arn},
+        },
+        T0,
+    )
+    run_id = make_run_id(workflow.id, T0)
+    assert p.dispatcher.runs.find(run_id).deadline_at == T0 + timedelta(minutes=2)
+    # When the sweeper sweeps at 12:03
+    sink, _ = _sweep(p, minutes=3)
+    # Then the workflow run is reported once
+    [note] = published()
+    assert note["run_id"] == run_id and note["job_id"] == workflow.id
+    assert sink.count(obs.RUNS_MISSED_DEADLINE) == 1
+
+
+class _Hook(BaseHTTPRequestHandler):
+    answers: list[int] = []
+    seen: list[dict] = []
+
+    def log_message(self, *args):
+        pass
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        self.seen.append(json.loads(self.rfile.read(length) or b"null"))
+        self.send_response(self.answers.pop(0) if self.answers else 200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+
+@pytest.fixture
+def hook():
+    _Hook.answers, _Hook.seen = [], []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/late", _Hook
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_failed_delivery_is_retried_next_sweep_and_the_run_shows_the_miss_once_told(p, hook):
+    # Given a job telling a webhook that answers 503 once, then 200; its 12:00 run nobody took
+    url, receiver = hook
+    receiver.answers = [503]
+    job = p.jobs.create(
+        "acme", FIVE_MINUTES | {"name": "n", "deadline_seconds": 120, "notify": {"webhook": url}}, T0
+    )
+    run_id = make_run_id(job.id, T0)
+    # When the sweeper sweeps at 12:03: the try fails
+    sink, _ = _sweep(p, minutes=3)
+    # Then the miss is counted once, but the run does not show it yet: nobody was told
+    assert sink.count(obs.RUNS_MISSED_DEADLINE) == 1 and len(receiver.seen) == 1
+    assert "deadline_missed_at" not in _run_item(p, run_id)
+    # When the next sweep at 12:04 tries again and the webhook answers 200
+    sink, _ = _sweep(p, minutes=4)
+    # Then the same notification (same id) arrived, it was not counted again, and the run shows the miss
+    assert [n["id"] for n in receiver.seen] == [f"{run_id}@deadline"] * 2
+    assert sink.count(obs.RUNS_MISSED_DEADLINE) == 0
+    assert _run_item(p, run_id)["deadline_missed_at"] == to_iso(T0 + timedelta(minutes=3))
+    # And a third sweep sends nothing more
+    _sweep(p, minutes=5)
+    assert len(receiver.seen) == 2
