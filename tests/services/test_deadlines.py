@@ -5,11 +5,8 @@ never made a run for the same way, once for both."""
 
 from __future__ import annotations
 
-import json
-import threading
 from dataclasses import replace
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -19,29 +16,12 @@ from jobsched.core.run_records import new_run
 from jobsched.runtime import observability as obs
 from tests.aws.conftest import T0, AwsEnv, Pipeline
 from tests.aws.memory import build_pipeline, memory_aws  # noqa: F401  (on the in-memory fakes)
+from tests.services import test_notifications as receivers
 
-TOPIC = "team-payments"
+topic = receivers.topic  # an SNS topic an SQS queue is subscribed to: what is published lands there
+hook = receivers.hook  # a loopback webhook answering as told
+
 FIVE_MINUTES = {"schedule": "*/5 * * * *", "target": {"handler": "echo"}}
-
-
-@pytest.fixture
-def topic(aws):
-    """An SNS topic with an SQS queue subscribed (raw delivery): what is published lands there."""
-    sns, sqs = aws.clients.sns, aws.clients.sqs
-    arn = sns.create_topic(Name=TOPIC)["TopicArn"]
-    url = sqs.create_queue(QueueName="notes")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=arn, Protocol="sqs", Endpoint=queue_arn, Attributes={"RawMessageDelivery": "true"})
-
-    def published() -> list[dict]:
-        out = []
-        while got := sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10).get("Messages", []):
-            for m in got:
-                out.append(json.loads(m["Body"]))
-                sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
-        return out
-
-    return arn, published
 
 
 @pytest.fixture
@@ -207,31 +187,6 @@ def test_a_workflow_run_not_succeeded_by_its_deadline_is_reported_once(p, topic)
     assert sink.count(obs.RUNS_MISSED_DEADLINE) == 1
 
 
-class _Hook(BaseHTTPRequestHandler):
-    answers: list[int] = []
-    seen: list[dict] = []
-
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        length = int(self.headers.get("Content-Length") or 0)
-        self.seen.append(json.loads(self.rfile.read(length) or b"null"))
-        self.send_response(self.answers.pop(0) if self.answers else 200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
-
-
-@pytest.fixture
-def hook():
-    _Hook.answers, _Hook.seen = [], []
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
-    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/late", _Hook
-    server.shutdown()
-    server.server_close()
-
-
 def test_a_failed_delivery_is_retried_next_sweep_and_the_run_shows_the_miss_once_told(p, hook):
     # Given a job telling a webhook that answers 503 once, then 200; its 12:00 run nobody took
     url, receiver = hook
@@ -248,7 +203,7 @@ def test_a_failed_delivery_is_retried_next_sweep_and_the_run_shows_the_miss_once
     # When the next sweep at 12:04 tries again and the webhook answers 200
     sink, _ = _sweep(p, minutes=4)
     # Then the same notification (same id) arrived, it was not counted again, and the run shows the miss
-    assert [n["id"] for n in receiver.seen] == [f"{run_id}@deadline"] * 2
+    assert [body["id"] for _, body in receiver.seen] == [f"{run_id}@deadline"] * 2
     assert sink.count(obs.RUNS_MISSED_DEADLINE) == 0
     assert _run_item(p, run_id)["deadline_missed_at"] == to_iso(T0 + timedelta(minutes=3))
     # And a third sweep sends nothing more
