@@ -9,7 +9,8 @@ Manual, backfill and replay runs have none: their scheduled instant is not a pro
 A run *missed* its deadline when, at ``deadline_at``, it had not ended: it was still queued (waiting
 for its instant, a limit or a worker), running or retrying. A run that succeeded late, or failed or
 was cancelled after the deadline, missed it too; one that ended before it did not (a failure before
-the deadline is a dead letter, told as such).
+the deadline is a dead letter, told as such). A dead letter an operator replayed or retried is no
+longer watched: what happens to it next is their action, not the schedule's.
 
 An *occurrence* missed its deadline when the job's ``next_due_at`` (the earliest occurrence not yet
 dispatched) is more than ``deadline_seconds`` past: no run was made for it (the dispatcher was down,
@@ -62,8 +63,8 @@ def run_missed(item: Mapping[str, Any], now: datetime) -> bool:
     Its ``deadline_at`` has passed at ``now`` and it had not ended by then: active, or ended after it.
     A skipped record never misses (nothing was owed)."""
     deadline = item.get("deadline_at")
-    if not deadline or item.get("deadline_missed_at"):
-        return False
+    if not deadline or item.get("deadline_missed_at") or item.get("replays"):
+        return False  # none, reported already, or an operator replayed or retried it: theirs now
     at = from_iso(deadline)
     if at >= now:
         return False

@@ -118,12 +118,16 @@ class DeadlineWatch:
         )
         if marker is None:
             return True
-        self.dynamo.update(
-            self.config.runs_table,
-            {"job_id": item["job_id"], "run_key": item["run_key"]},
-            "SET deadline_missed_at = if_not_exists(deadline_missed_at, :at)",
-            values={":at": marker["missed_at"]},
-        )
+        try:
+            self.dynamo.update(
+                self.config.runs_table,
+                {"job_id": item["job_id"], "run_key": item["run_key"]},
+                "SET deadline_missed_at = if_not_exists(deadline_missed_at, :at)",
+                condition="attribute_exists(run_key)",  # never make an item of a run expired meanwhile
+                values={":at": marker["missed_at"]},
+            )
+        except ConditionFailed:
+            pass
         return False
 
     # --- occurrences without a run ------------------------------------------------------------------

@@ -209,3 +209,21 @@ def test_a_failed_delivery_is_retried_next_sweep_and_the_run_shows_the_miss_once
     # And a third sweep sends nothing more
     _sweep(p, minutes=5)
     assert len(receiver.seen) == 2
+
+
+def test_a_run_that_expired_meanwhile_is_not_written_back(p, topic):
+    # Given the 12:00 run past its deadline, read by the sweeper, then removed (its TTL) before the stamp
+    arn, published = topic
+    job = _job(p, arn)
+    run_id = make_run_id(job.id, T0)
+    item = _run_item(p, run_id)
+    job_id, run_key = run_id.split(".", 1)
+    p.env.clients.dynamodb.delete_item(
+        TableName=p.env.settings.runs_table, Key={"job_id": {"S": job_id}, "run_key": {"S": run_key}}
+    )
+    watch = sweeper_from_settings(p.env.settings, p.env.clients).deadlines
+    # When the watch judges the item it read
+    owed = watch.check_run(item, T0 + timedelta(minutes=3), lambda tenant, job_id: job)
+    # Then the miss is told, and no run item is made again from the stamp
+    assert owed is False and len(published()) == 1
+    assert p.dispatcher.runs.find(run_id) is None

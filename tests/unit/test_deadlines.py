@@ -53,6 +53,7 @@ def _job(deadline: int = 600, **kw) -> Job:
         ({"state": "cancelled", "finished_at": "2026-12-01T09:11:00.000Z"}, _at(12), True),
         ({"state": "skipped", "finished_at": "2026-12-01T09:00:00.000Z"}, _at(12), False),
         ({"state": "queued", "deadline_missed_at": "2026-12-01T09:11:00.000Z"}, _at(12), False),  # done
+        ({"state": "queued", "replays": [{"action": "replay"}]}, _at(12), False),  # an operator's now
     ],
 )
 def test_a_run_missed_its_deadline_when_it_had_not_ended_by_then(item, now, missed):
