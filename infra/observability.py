@@ -223,6 +223,20 @@ class Observability(Construct):
             ),
         )
         self._alarm(
+            "RunsMissedDeadline",
+            app_metric(obs.RUNS_MISSED_DEADLINE, "Sum", "sweeper").create_alarm(
+                self,
+                "RunsMissedDeadline",
+                alarm_description="A scheduled run had not succeeded by its job's deadline_seconds, or an "
+                "occurrence got no run by then (dispatch behind); the owners were notified. See "
+                "docs/operations.md#runsmisseddeadline.",
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+            ),
+        )
+        self._alarm(
             "ScheduleLagP99",
             app_metric(obs.SCHEDULE_LAG, "p99", QUEUE_CONSUMER).create_alarm(
                 self,

@@ -25,6 +25,7 @@ from pydantic import (
 
 from jobsched.api.auth import TENANT_PATTERN
 from jobsched.api.storable import check_storable
+from jobsched.core.deadlines import MAX_DEADLINE_SECONDS
 from jobsched.core.limits import KEY_PATTERN as LIMIT_KEY_PATTERN
 from jobsched.core.pools import MAX_CONTAINER_TIMEOUT_SECONDS
 
@@ -36,6 +37,11 @@ POOL_DESCRIPTION = (
     "container (container workers); absent: container when timeout_seconds is beyond the Lambda limit "
     "(900 s), long for a chunked job, else lambda. Timeouts: up to the Lambda limit on lambda and long, "
     "up to 43200 s on container (docs/pools.md)"
+)
+MAX_DEADLINE = MAX_DEADLINE_SECONDS
+DEADLINE_DESCRIPTION = (
+    "seconds after each scheduled instant by which its run must have succeeded; a run that has not is "
+    "reported once (deadline_missed_at, the notify channels, RunsMissedDeadline); 0 = none"
 )
 #: The schema's bound on a timeout: the container pool's; the service checks the job's own pool.
 MAX_TIMEOUT = MAX_CONTAINER_TIMEOUT_SECONDS
@@ -301,6 +307,7 @@ class JobIn(_In):
     dst_gap: DstGap = "shift"
     dst_overlap: DstOverlap = "first"
     jitter_seconds: JsonInt = Field(default=0, ge=0, le=3600)
+    deadline_seconds: JsonInt = Field(default=0, ge=0, le=MAX_DEADLINE, description=DEADLINE_DESCRIPTION)
     description: str = Field(default="", max_length=1000)
     notify: NotifyIn = Field(
         default_factory=NotifyIn,
@@ -350,6 +357,7 @@ class JobPatch(_In):
     dst_gap: DstGap | None = None
     dst_overlap: DstOverlap | None = None
     jitter_seconds: JsonInt | None = Field(default=None, ge=0, le=3600)
+    deadline_seconds: JsonInt | None = Field(default=None, ge=0, le=MAX_DEADLINE, description="0 removes it")
     description: str | None = Field(default=None, max_length=1000)
     notify: NotifyIn | None = Field(default=None, description="replaces the job's notify; {} removes it")
     concurrency: ConcurrencyIn | None = Field(default=None, description="replaces the limit; {} removes it")
@@ -425,6 +433,7 @@ class JobOut(BaseModel):
     dst_gap: str
     dst_overlap: str
     jitter_seconds: int
+    deadline_seconds: int = Field(default=0, description=DEADLINE_DESCRIPTION)
     description: str = ""
     notify: dict[str, str] = Field(
         default_factory=dict, description="who is told of its dead letters: sns_topic_arn and/or webhook"
@@ -569,6 +578,16 @@ class RunOut(BaseModel):
     )
     waits: int = Field(default=0, description="how many times its deliveries waited for a limit (kept)")
     first_waited_at: str | None = Field(default=None, description="when it first waited (kept)")
+    deadline_at: str | None = Field(
+        default=None,
+        description="a scheduled run of a job with deadline_seconds: when it must have succeeded "
+        "(null: none)",
+    )
+    deadline_missed_at: str | None = Field(
+        default=None,
+        description="when the sweeper found the run had not succeeded by deadline_at and told the owners "
+        "(null: not missed, or not found yet)",
+    )
 
 
 class RunLogsLink(BaseModel):

@@ -50,6 +50,7 @@ def job_view(job: Job, now: datetime) -> JobOut:
         dst_gap=job.dst_gap,
         dst_overlap=job.dst_overlap,
         jitter_seconds=job.jitter_seconds,
+        deadline_seconds=job.deadline_seconds,
         description=job.description or "",
         notify=dict(job.notify),
         concurrency=with_key(job.concurrency, job.id),
@@ -105,6 +106,8 @@ def run_view(run: Run) -> RunOut:
         waiting_until=_opt(run.waiting_until) if run.is_active and run.waiting_for else None,
         waits=run.waits,
         first_waited_at=_opt(run.first_waited_at),
+        deadline_at=_opt(run.deadline_at),
+        deadline_missed_at=_opt(run.deadline_missed_at),
     )
 
 

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from jobsched.api.schemas import (
+    DEADLINE_DESCRIPTION,
+    MAX_DEADLINE,
     MAX_TIMEOUT,
     POOL_DESCRIPTION,
     DstGap,
@@ -92,6 +94,7 @@ class WorkflowIn(_In):
     dst_gap: DstGap = "shift"
     dst_overlap: DstOverlap = "first"
     jitter_seconds: JsonInt = Field(default=0, ge=0, le=3600)
+    deadline_seconds: JsonInt = Field(default=0, ge=0, le=MAX_DEADLINE, description=DEADLINE_DESCRIPTION)
     description: str = Field(default="", max_length=1000)
     notify: NotifyIn = Field(default_factory=NotifyIn)
 
@@ -120,6 +123,7 @@ class WorkflowPatch(_In):
     dst_gap: DstGap | None = None
     dst_overlap: DstOverlap | None = None
     jitter_seconds: JsonInt | None = Field(default=None, ge=0, le=3600)
+    deadline_seconds: JsonInt | None = Field(default=None, ge=0, le=MAX_DEADLINE, description="0 removes it")
     description: str | None = Field(default=None, max_length=1000)
     notify: NotifyIn | None = None
 
@@ -154,6 +158,7 @@ class WorkflowOut(BaseModel):
     dst_gap: str
     dst_overlap: str
     jitter_seconds: int
+    deadline_seconds: int = Field(default=0, description=DEADLINE_DESCRIPTION)
     description: str = ""
     notify: dict[str, str] = Field(default_factory=dict)
     paused_note: str | None = None

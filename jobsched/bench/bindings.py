@@ -74,11 +74,25 @@ def bind_functions(
 
 
 def create_cron_jobs(
-    count: int, *, schedule: str, handler: str, payload: dict[str, Any], now: datetime
+    count: int,
+    *,
+    schedule: str,
+    handler: str,
+    payload: dict[str, Any],
+    now: datetime,
+    deadline_seconds: int = 0,
 ) -> list[str]:
-    """Create ``count`` jobs through the job service (ids ``bench-00000``, ...); return their ids."""
+    """Create ``count`` jobs through the job service (ids ``bench-00000``, ...); return their ids.
+    ``deadline_seconds`` > 0 gives them that deadline (decision 0058: what watching it costs)."""
     service = job_service_from_settings(Settings.from_env(), Clients(), meter=Meter())
     ids = iter(f"bench-{i:05d}" for i in range(count))
     service.id_factory = lambda: next(ids)
-    spec = {"name": "bench", "schedule": schedule, "target": {"handler": handler}, "payload": payload}
+    spec: dict[str, Any] = {
+        "name": "bench",
+        "schedule": schedule,
+        "target": {"handler": handler},
+        "payload": payload,
+    }
+    if deadline_seconds:
+        spec["deadline_seconds"] = deadline_seconds
     return [service.create(BENCH_TENANT, spec, now).id for _ in range(count)]

@@ -77,6 +77,7 @@ class PipelineConfig:
     output: str = "summary"  # what the handler returns: "summary" (small) or "echo" (the payload)
     echo_variant: bool = True  # also measure output="echo" and report it beside the headline
     one_cpu: bool = True  # run the simulation's threads on one CPU (see on_one_cpu); False: on all
+    deadline_seconds: int = 0  # the jobs' deadline (0: none); every run meets it, so it prices the watch
 
     def window(self) -> tuple[int, int]:
         """(jobs, minutes): as many jobs as asked (at most ``runs``), minutes rounded up to cover ``runs``."""
@@ -290,6 +291,7 @@ def _run_pipeline(config: PipelineConfig) -> PipelineResult:
             handler=handler,
             payload=bench_payload(config.payload_bytes),
             now=clock.now(),
+            deadline_seconds=config.deadline_seconds,
         )
         EXECUTIONS.clear()
         harness.simulate(
@@ -338,6 +340,7 @@ def _run_pipeline(config: PipelineConfig) -> PipelineResult:
         "enqueue_horizon_seconds": settings.enqueue_horizon_seconds,
         "schedule": SCHEDULE,
         "payload_bytes": config.payload_bytes,
+        "deadline_seconds": config.deadline_seconds,
         "handler": handler,
         "worker_batches": harness.batches,
         "elapsed_seconds": round(time.perf_counter() - started, 2),

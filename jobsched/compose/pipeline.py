@@ -43,6 +43,7 @@ from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.settings import Settings
 from jobsched.services.backfills import BackfillService
 from jobsched.services.backpressure import Backpressure
+from jobsched.services.deadlines import DeadlineConfig, DeadlineWatch
 from jobsched.services.deliveries import Deliveries
 from jobsched.services.dispatcher import Dispatcher, DispatcherConfig
 from jobsched.services.dlq_consumer import DlqConsumer
@@ -309,14 +310,23 @@ def sweeper_from_settings(
     """A sweeper over the deployment's tables and queues; it delivers owed dead-letter notifications."""
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
+    jobs = JobsStore(dynamo, settings.jobs_table)
+    deadlines = DeadlineWatch(
+        config=DeadlineConfig(runs_table=settings.runs_table, marker_ttl=settings.retention),
+        dynamo=dynamo,
+        jobs=jobs,
+        notifier=notifier,
+        metrics=metrics,
+    )
     return Sweeper(
         config=SweeperConfig(runs_table=settings.runs_table),
         dynamo=dynamo,
-        jobs=JobsStore(dynamo, settings.jobs_table),
+        jobs=jobs,
         attempts=AttemptStore(dynamo, settings.runs_table, on_dead_letter=notifier.on_dead_letter),
         queues=run_queues_from_settings(settings, clients, dynamo),
         metrics=metrics,
         notifier=notifier,
         workflows=workflow_engine_from_settings(settings, clients, dynamo),
         ages=QueueAges(dynamo, settings.leases_table),
+        deadlines=deadlines,
     )

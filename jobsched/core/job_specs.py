@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from jobsched.core.deadlines import validate_deadline
 from jobsched.core.dispatch_plan import first_fire_after
 from jobsched.core.errors import PayloadTooLargeError, ValidationError
 from jobsched.core.handlers import (
@@ -210,6 +211,7 @@ def validate_spec(
         backoff_max_seconds=spec.retry.max_seconds,
     )
     validate_target(spec.target, catalog, versions=versions, pool=pool, time_limit=time_limit)
+    validate_deadline(spec.deadline_seconds)
     validate_payload(spec.payload)
     validate_notify(spec.notify)
     normalize_limit(spec.concurrency, "concurrency")

@@ -153,6 +153,9 @@ class JobSpec:
     dst_gap: str = "shift"
     dst_overlap: str = "first"
     jitter_seconds: int = 0
+    #: Seconds after each occurrence's scheduled instant by which its run must have succeeded; a run
+    #: that has not is reported once (``deadline_missed_at``; :mod:`jobsched.core.deadlines`). 0: none.
+    deadline_seconds: int = 0
     description: str = ""
     #: Who is told when a run of the job is dead-lettered (:mod:`jobsched.core.notify`); ``{}``: the
     #: tenant's default.
@@ -219,6 +222,7 @@ class Job(JobSpec):
             "dst_gap": self.dst_gap,
             "dst_overlap": self.dst_overlap,
             "jitter_seconds": self.jitter_seconds,
+            "deadline_seconds": self.deadline_seconds or None,
             "description": self.description or None,
             "notify": self.notify or None,
             "concurrency": _limit_item(self.concurrency),
@@ -278,6 +282,7 @@ class Job(JobSpec):
             dst_gap=data.get("dst_gap", "shift"),
             dst_overlap=data.get("dst_overlap", "first"),
             jitter_seconds=data.get("jitter_seconds", 0),
+            deadline_seconds=int(data.get("deadline_seconds") or 0),
             description=data.get("description", ""),
             notify=data.get("notify") or {},
             concurrency=data.get("concurrency") or {},
@@ -426,6 +431,10 @@ class Run:
     #: version when its first attempt started; kept for its retries, a takeover and a replay.
     handler: str | None = None
     handler_version: int | None = None
+    #: When a scheduled run must have succeeded (its job's ``deadline_seconds`` after the scheduled
+    #: instant; None: no deadline) and when the sweeper found it had not (:mod:`jobsched.core.deadlines`).
+    deadline_at: datetime | None = None
+    deadline_missed_at: datetime | None = None
 
     @property
     def run_key(self) -> str:
@@ -470,6 +479,8 @@ class Run:
             "job_version": self.job_version,
             "handler": self.handler,
             "handler_version": self.handler_version,
+            "deadline_at": _opt_iso(self.deadline_at),
+            "deadline_missed_at": _opt_iso(self.deadline_missed_at),
         }
         if self.dead_lettered_at is not None:
             item["dl_tenant"] = self.tenant
@@ -518,6 +529,8 @@ class Run:
             job_version=data.get("job_version"),
             handler=data.get("handler"),
             handler_version=_opt_int(data.get("handler_version")),
+            deadline_at=_opt_dt(data.get("deadline_at")),
+            deadline_missed_at=_opt_dt(data.get("deadline_missed_at")),
         )
 
     @property

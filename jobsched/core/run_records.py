@@ -15,6 +15,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from jobsched.core.deadlines import deadline_for
 from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
 from jobsched.core.models import Job, Run, RunState, Trigger, make_run_id
 from jobsched.core.policies import jitter_offset
@@ -45,6 +46,7 @@ def new_run(
         payload_override=payload_override,
         created_at=now,
         job_version=job.version,
+        deadline_at=deadline_for(job, scheduled_at, trigger),
         **handler_fields(job.target),
     )
 

@@ -52,6 +52,7 @@ RUNS_RESENT = "RunsResent"  # sweeper: lost sends re-sent
 RUNS_RECLAIMED = "RunsReclaimed"  # sweeper: expired leases handed to a new attempt
 RUNS_STRANDED = "RunsStranded"  # sweeper: runs given up on, failed with reason stranded (dead letters)
 POISON_MESSAGES = "PoisonMessages"  # DLQ consumer
+RUNS_MISSED_DEADLINE = "RunsMissedDeadline"  # sweeper: runs (or occurrences with no run) past their deadline
 NOTIFICATIONS_SENT = "NotificationsSent"  # dead-letter notifications delivered (per destination)
 NOTIFICATIONS_FAILED = "NotificationsFailed"  # dead-letter notifications given up
 JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due jobs left for a later tick (backpressure)

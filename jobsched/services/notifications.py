@@ -1,5 +1,7 @@
 """Dead letters alert the owning team: one notification per dead letter, to the job's ``notify`` or
-the tenant's default (docs/decisions/0015-dead-letter-notifications.md).
+the tenant's default (docs/decisions/0015-dead-letter-notifications.md). Missed deadlines take the
+same path: the sweeper's deadline marker carries the same outbox mark (decision 0058,
+:mod:`jobsched.services.deadlines`) and gets a ``deadline_missed`` body.
 
 The dead-letter write itself sets the outbox mark ``notify_pending`` (:mod:`jobsched.aws.attempts`),
 so a notification is owed the instant the run is failed, in the same conditional write: nothing can
@@ -33,9 +35,11 @@ from urllib.parse import urlsplit
 from jobsched.aws.attempts import NOTIFIED, NOTIFY_PENDING, NOTIFY_TRIES
 from jobsched.aws.errors import AwsRefused, AwsUnreachable
 from jobsched.aws.notify_store import TenantSettingsStore
+from jobsched.core.deadlines import MARKER_PREFIX, deadline_notification_of, deadline_subject
 from jobsched.core.errors import PermanentError, ValidationError
 from jobsched.core.models import to_iso
 from jobsched.core.notify import (
+    NOTIFICATION_TYPE,
     notification_of,
     notify_of_snapshot,
     subject_of,
@@ -161,7 +165,7 @@ class DeadLetterNotifier:
             return "none"
         previous = claimed.get(NOTIFIED) or {}
         sent = [str(d) for d in previous.get("sent", [])]
-        body = notification_of(claimed)
+        body = _body_of(claimed)
         errors: dict[str, str] = {}
         retry = False
         for destination in ("sns_topic_arn", "webhook"):
@@ -197,7 +201,8 @@ class DeadLetterNotifier:
         if destination == "sns_topic_arn":
             if not topic_allowed(address, self.policy.topic_patterns):
                 raise PermanentError(f"topic {address} is no longer in this deployment's notify_topic_arns")
-            self.publisher.publish(address, body, subject_of(body))
+            subject = deadline_subject(body) if body["type"] != NOTIFICATION_TYPE else subject_of(body)
+            self.publisher.publish(address, body, subject)
             return
         target = WebhookTarget(
             url=address,
@@ -213,6 +218,13 @@ class DeadLetterNotifier:
             allowed_hosts=self.policy.allowed_hosts,
             resolver=self.resolver,
         )
+
+
+def _body_of(item: Mapping[str, Any]) -> dict[str, Any]:
+    """A dead letter's notification, or a missed deadline's for a deadline marker (decision 0058)."""
+    if str(item["job_id"]).startswith(MARKER_PREFIX):
+        return deadline_notification_of(item)
+    return notification_of(item)
 
 
 def _permanent(exc: BaseException) -> bool:

@@ -92,6 +92,7 @@ from jobsched.ports.stores import AttemptRecords, JobRecords, RunQueue
 from jobsched.ports.tables import Table
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import BACKPRESSURE_PRIORITIES, PRIORITIES
+from jobsched.services.deadlines import DeadlineWatch
 from jobsched.services.notifications import DeadLetterNotifier
 from jobsched.services.runs import finish_replay
 
@@ -120,6 +121,8 @@ class SweepSummary:
     replays_cleaned: int = 0  # replays whose run had moved on: only the pending marker removed
     notifications: int = 0  # owed dead-letter notifications handed to the notifier
     compacted: int = 0  # big ledger items rewritten with only their runs still in flight
+    deadlines_missed: int = 0  # runs found past their deadline and reported (decision 0058)
+    occurrences_missed: int = 0  # occurrences with no run found past their deadline and reported
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -154,6 +157,7 @@ class Sweeper:
         notifier: DeadLetterNotifier | None = None,
         workflows: WorkflowHooks | None = None,
         ages: QueueAges | None = None,
+        deadlines: DeadlineWatch | None = None,
     ):
         self.config = config
         self.dynamo = dynamo
@@ -172,11 +176,15 @@ class Sweeper:
         #: Where the sweep records the oldest queued run per priority (backpressure by age,
         #: :mod:`jobsched.services.backpressure`); None: not recorded.
         self.ages = ages
+        #: Reports missed deadlines (:mod:`jobsched.services.deadlines`); None: not checked.
+        self.deadlines = deadlines
 
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine every run the in-flight ledger names; rescue or end the stranded ones."""
         summary = SweepSummary()
         sweep = _Sweep(now)
+        if self.deadlines is not None:
+            self.deadlines.reset()
         ripe: list[dict[str, Any]] = []
         named = 0
         for partition in partitions():
@@ -191,6 +199,10 @@ class Sweeper:
                     ripe, named = [], 0
         if ripe:
             self._sweep_items(ripe, sweep, summary)
+        if self.deadlines is not None:
+            self.deadlines.check_occurrences(now)
+            summary.deadlines_missed = self.deadlines.summary.runs_missed
+            summary.occurrences_missed = self.deadlines.summary.occurrences_missed
         for priority in PRIORITIES:  # the OldestRun-<priority> alarms (docs/decisions/0040)
             self.metrics.add(obs.oldest_queued_run_age(priority), sweep.oldest_queued_age(priority))
         if self.ages is not None:
@@ -263,8 +275,9 @@ class Sweeper:
             if pending < to_iso(now - self.grace):
                 self._finish_replay(item, now, summary)
             return active
+        owed = self._deadline(item, sweep)
         if not active:
-            return self._owed_notification(item, now, summary)
+            return self._owed_notification(item, now, summary) or owed
         summary.runs_examined += 1
         if self.workflows is not None and self.workflows.owns(item):
             return self.workflows.sweep(item, now, self.grace)
@@ -276,6 +289,19 @@ class Sweeper:
         if run.job_id not in sweep.jobs:
             sweep.jobs[run.job_id] = self._job(run.tenant, run.job_id)
         return self._rescue(item, run, kind, sweep.jobs[run.job_id], sweep, summary)
+
+    def _deadline(self, item: dict[str, Any], sweep: _Sweep) -> bool:
+        """Report the run if it missed its deadline; whether a report is still owed."""
+        if self.deadlines is None:
+            return False
+        return self.deadlines.check_run(
+            item, sweep.now, lambda tenant, job_id: self._cached_job(sweep, tenant, job_id)
+        )
+
+    def _cached_job(self, sweep: _Sweep, tenant: str, job_id: str) -> Job | None:
+        if job_id not in sweep.jobs:
+            sweep.jobs[job_id] = self._job(tenant, job_id)
+        return sweep.jobs[job_id]
 
     def _owed_notification(self, item: dict[str, Any], now: datetime, summary: SweepSummary) -> bool:
         """Hand a dead letter's owed notification to the notifier once its grace has passed; whether

@@ -91,6 +91,7 @@ def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_stranded_runs_and_erro
     expected = (
         {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
         | {"DlqNotEmpty-schedule", "ScheduleLagP99", "DeadLetters", "RunsStranded"}
+        | {"RunsMissedDeadline"}
         | {f"OldestRun-{p}" for p in PRIORITIES}
         | {"OldestMessage-long", "OldestMessage-container"}
         | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
@@ -125,6 +126,13 @@ def test_stranded_alarm_fires_on_one_run_declared_stranded_by_the_sweeper(synth)
     (stranded,) = [a for a in _alarms(synth) if a.get("MetricName") == "RunsStranded"]
     assert (stranded["Statistic"], stranded["Threshold"], stranded["Namespace"]) == ("Sum", 1, "jobsched")
     assert stranded["Dimensions"] == [{"Name": "service", "Value": "sweeper"}]
+
+
+def test_deadline_alarm_fires_on_one_missed_deadline_reported_by_the_sweeper(synth):
+    (missed,) = [a for a in _alarms(synth) if a.get("MetricName") == "RunsMissedDeadline"]
+    assert (missed["Statistic"], missed["Threshold"], missed["Namespace"]) == ("Sum", 1, "jobsched")
+    assert missed["Dimensions"] == [{"Name": "service", "Value": "sweeper"}]
+    assert "docs/operations.md#runsmisseddeadline" in missed["AlarmDescription"]
 
 
 def test_lag_alarm_watches_p99_of_the_schedule_lag_metric(synth):

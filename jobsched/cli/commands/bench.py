@@ -79,6 +79,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--payload-bytes", type=int, default=1024, help="payload size in bytes (default 1024)"
     )
+    parser.add_argument(
+        "--deadline-seconds",
+        type=int,
+        default=0,
+        help="give the cost benchmark's jobs this deadline (default 0: none; docs/performance.md)",
+    )
     which = parser.add_mutually_exclusive_group()
     which.add_argument("--lag", action="store_true", help="run only the schedule-lag benchmark")
     which.add_argument(
@@ -294,6 +300,7 @@ def run(args: argparse.Namespace) -> int:
                 jobs=args.jobs,
                 shards=args.shards or resources.DEFAULT_SHARDS,
                 payload_bytes=args.payload_bytes,
+                deadline_seconds=args.deadline_seconds,
                 one_cpu=not getattr(args, "all_cpus", False),
             )
             result = run_pipeline(config)

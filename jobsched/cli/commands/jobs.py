@@ -75,6 +75,10 @@ JOB_FIELDS = (
     ("overlap", field("overlap_policy")),
     ("dst", lambda j: f"gap {j.get('dst_gap') or '-'}, overlap {j.get('dst_overlap') or '-'}"),
     ("jitter", field("jitter_seconds")),
+    (
+        "deadline",
+        lambda j: f"{j['deadline_seconds']}s after each instant" if j.get("deadline_seconds") else OMIT,
+    ),
     ("description", lambda j: j.get("description") or OMIT),
     ("notify", lambda j: j.get("notify") or OMIT),
     ("concurrency", lambda j: _limit(j.get("concurrency"), "{limit} at once, key {key}")),
@@ -218,6 +222,12 @@ def _add_spec_flags(parser: argparse.ArgumentParser, *, patch: bool = False) -> 
     parser.add_argument("--dst-gap", choices=DST_GAP)
     parser.add_argument("--dst-overlap", choices=DST_OVERLAP)
     parser.add_argument("--jitter-seconds", type=int)
+    parser.add_argument(
+        "--deadline-seconds",
+        type=int,
+        metavar="N",
+        help="a run not succeeded N s after its instant is reported (0: none)",
+    )
     parser.add_argument("--notify-sns-topic-arn", metavar="ARN", help="tell this SNS topic of dead letters")
     parser.add_argument("--notify-webhook", metavar="URL", help="POST dead-letter notifications here")
     parser.add_argument(
@@ -282,6 +292,7 @@ def _fields_from_args(args: argparse.Namespace, what: str) -> dict[str, Any]:
     ):
         _put(spec, key, getattr(args, key))
     _put(spec, "jitter_seconds", args.jitter_seconds)
+    _put(spec, "deadline_seconds", args.deadline_seconds)
     notify = {
         k: v for k, v in (("sns_topic_arn", args.notify_sns_topic_arn), ("webhook", args.notify_webhook)) if v
     }

@@ -116,6 +116,8 @@ RUN_FIELDS = (
     ("waiting for", lambda r: r.get("waiting_for") or OMIT),
     ("waiting until", lambda r: r.get("waiting_until") or OMIT),
     ("waits", lambda r: f"{r['waits']} (first {r.get('first_waited_at')})" if r.get("waits") else OMIT),
+    ("deadline", lambda r: r.get("deadline_at") or OMIT),
+    ("deadline missed", lambda r: r.get("deadline_missed_at") or OMIT),
     ("replays", lambda r: len(r["replays"]) if r.get("replays") else OMIT),
 )
 

@@ -80,6 +80,8 @@ export function policiesInWords(job) {
     ["Retries", `at most ${retry.max_attempts} attempts, backoff random(0, min(${retry.max_seconds} s, ${retry.base_seconds} s × 2ⁿ))`],
     ["Timeout", `${job.timeout_seconds} s per attempt`],
     ["Jitter", job.jitter_seconds ? `each run starts up to ${job.jitter_seconds} s after its due time` : "none"],
+    ["Deadline", job.deadline_seconds ? `a scheduled run not succeeded ${job.deadline_seconds} s after its instant is reported to the owners`
+      : "none"],
   ];
 }
 

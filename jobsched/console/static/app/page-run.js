@@ -49,6 +49,8 @@ export function RunDetail({ id }) {
       ${run.waiting_for && html`<dt>Waiting for</dt><dd id="waiting">${waitingInWords(run.waiting_for)}
         ${run.waiting_until && html` — its delivery looks again by <${When} iso=${run.waiting_until} />`}
         ${run.waits ? ` (waited ${run.waits} time${run.waits === 1 ? "" : "s"})` : ""}</dd>`}
+      ${run.deadline_at && html`<dt>Deadline</dt><dd id="deadline"><${When} iso=${run.deadline_at} />
+        ${run.deadline_missed_at && html` <strong class="deadline-missed">missed</strong> (found <${When} iso=${run.deadline_missed_at} />; the owners were told)`}</dd>`}
       ${run.skip_reason && html`<dt>Skipped</dt><dd>${run.skip_reason}${run.skipped_count > 1 ? ` (${run.skipped_count} occurrences)` : ""}</dd>`}
       ${run.error && html`<dt>Error</dt><dd class="error-text">${run.error}</dd>`}
       ${run.progress && html`<dt>Progress</dt><dd>

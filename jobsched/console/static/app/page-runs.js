@@ -30,7 +30,8 @@ export function Runs({ params }) {
         <td>${run.trigger}</td>
         <td>${run.skip_reason ? `skipped: ${run.skip_reason}${run.skipped_count > 1 ? ` ×${run.skipped_count}` : ""}` : run.error || ""}
           ${run.progress && html` ${run.progress.done}/${run.progress.total ?? "?"} ${run.progress.unit}`}
-          ${run.waiting_for && html` waiting for ${run.waiting_for}`}</td>
+          ${run.waiting_for && html` waiting for ${run.waiting_for}`}
+          ${run.deadline_missed_at && html` <strong class="deadline-missed">deadline missed</strong>`}</td>
       </tr>`)}</tbody>
     </table>
     ${data.next_cursor && html`<p class="muted">The newest 100 matching runs are shown; narrow the filters to see older ones.</p>`}`}`;
