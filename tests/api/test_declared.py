@@ -391,6 +391,7 @@ def test_a_job_with_every_field_set_is_unchanged_when_declared_again(call):
         "notify": {"webhook": "https://example.com/dead-letters"},
         "concurrency": {"limit": 2},
         "rate_limit": {"key": "partner-api", "per_second": 0.5, "burst": 2},
+        "deadline_seconds": 900,
     }
     first = body_of(_put(call, "full", full))
     assert first["outcome"] == "created"
@@ -402,6 +403,10 @@ def test_a_job_with_every_field_set_is_unchanged_when_declared_again(call):
     stored = {k: first["job"][k] for k in full}
     back = body_of(_put(call, "full", stored))
     assert back["outcome"] == "unchanged", back["changed_fields"]
+    # And a changed deadline (issue 32 §1) is a change like any other field's
+    moved = body_of(_put(call, "full", {**full, "deadline_seconds": 1800}))
+    assert (moved["outcome"], moved["changed_fields"]) == ("updated", ["deadline_seconds"])
+    assert (moved["job"]["deadline_seconds"], moved["job"]["version"]) == (1800, 2)
 
 
 def test_a_workflow_with_node_options_is_unchanged_when_declared_again(call):
