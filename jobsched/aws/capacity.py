@@ -8,7 +8,8 @@
   ``delete_provisioned_concurrency_config`` with the alias as qualifier).
 
 Clients are injected (lambda, ecs). A refused value (Lambda's ``InvalidParameterValueException``,
-ECS's ``InvalidParameterException``) becomes :class:`~jobsched.ports.capacity.CapacityRefused`.
+ECS's ``InvalidParameterException``, and a ceiling outside Lambda's documented 2..1000, checked here
+before the call) becomes :class:`~jobsched.ports.capacity.CapacityRefused`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from jobsched.core.capacity import MAX_MAPPING_CONCURRENCY, MIN_MAPPING_CONCURRENCY
 from jobsched.core.pools import CONTAINER_QUEUE
 from jobsched.ports.capacity import CapacityRefused
 
@@ -66,6 +68,11 @@ class AwsCapacity:
                 self._ecs.update_service(cluster=cluster, service=service, desiredCount=value)
                 return
             uuid = self._mappings[kind]
+            if not MIN_MAPPING_CONCURRENCY <= value <= MAX_MAPPING_CONCURRENCY:
+                # Lambda's documented range (botocore checks only the minimum, moto neither)
+                raise CapacityRefused(
+                    f"{kind} ceiling {value} is outside {MIN_MAPPING_CONCURRENCY}..{MAX_MAPPING_CONCURRENCY}"
+                )
             self._lambda.update_event_source_mapping(UUID=uuid, ScalingConfig={"MaximumConcurrency": value})
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") in _REFUSED:
