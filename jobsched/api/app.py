@@ -35,6 +35,7 @@ from jobsched.api.routes import (
     admin,
     console,
     dead_letters,
+    forecast,
     handlers,
     health,
     jobs,
@@ -273,3 +274,5 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         app.include_router(limits.usage_router)
     if services.handlers is not None:
         app.include_router(handlers.router)
+    if services.forecast is not None:
+        app.include_router(forecast.router)

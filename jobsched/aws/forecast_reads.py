@@ -103,7 +103,9 @@ class ForecastReads:
 
     def _views(self, keys: list[tuple[str, str]], now: datetime) -> list[JobView]:
         """The cached views of ``keys``, reading the ones not read within ``cache_for``."""
-        stale = [k for k in keys if k not in self._cache or now - self._cache[k][0] >= self.cache_for]
+        for key in [k for k, (read, _) in self._cache.items() if now - read >= self.cache_for]:
+            del self._cache[key]  # the cache holds only what was read within cache_for
+        stale = [k for k in keys if k not in self._cache]
         for i in range(0, len(stale), _BATCH):
             chunk = stale[i : i + _BATCH]
             found: dict[tuple[str, str], JobView] = {}

@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "settings",
     "limits",
     "usage",
+    "forecast",
     "handlers",
     "admin",
     "health",
