@@ -7,8 +7,9 @@ current capacity, and applies :func:`plan`:
 
 * **pre-warming**: the ceiling is at least the largest need in the next ``lead_minutes`` (a peak is
   met by capacity raised ``lead_minutes`` before it, not after); provisioned concurrency (warm
-  instances, ``lambda`` pool only) is the largest ``lambda``-pool need in that window, so it is
-  released once no peak is that close;
+  instances, ``lambda`` pool only) is the largest need of the worker's queues in that window, so it is
+  released once no peak is that close. Needs are runs at once; a ceiling counts invocations (each
+  runs a batch of up to ``runs_per_unit`` records together) or container tasks;
 * **scaling on age**: while a queue's oldest due run is older than ``age_threshold_seconds`` the
   ceiling doubles from where it is (one step a minute) up to the cap; while runs are still waiting
   (any age) it is held; once drained (no waiting run) it falls back to what the forecast asks;
@@ -54,6 +55,15 @@ class CapacityPolicy:
     age_threshold_seconds: float = 60.0
     #: the queue kinds whose needs provisioned concurrency serves (the worker function's queues)
     provisioned_queues: tuple[str, ...] = ("default", "low")
+    #: runs one unit of a queue's ceiling handles at once: a Lambda invocation takes a batch of up to
+    #: the mapping's batch size (10; ``long``: 1) and runs its records together; a container task runs
+    #: its ``--concurrency`` (1). A kind not named: 1.
+    runs_per_unit: Mapping[str, int] = field(default_factory=dict)
+
+    def units(self, kind: str, runs: int) -> int:
+        """The ceiling units (invocations, tasks) that run ``runs`` at once on ``kind``."""
+        per = max(1, self.runs_per_unit.get(kind, 1))
+        return -(-runs // per)
 
 
 @dataclass(frozen=True)
@@ -71,13 +81,16 @@ def plan(
     ages: Mapping[str, float],
     current: Mapping[str, int],
 ) -> Plan:
-    """The targets for this minute. ``needs``: per queue kind, the concurrency each coming minute needs
-    (minute 0 = now); ``ages``: per queue kind, seconds since its oldest waiting run was due (absent or
-    0: nothing waits); ``current``: each queue's ceiling now."""
+    """The targets for this minute. ``needs``: per queue kind, the runs each coming minute needs at once
+    (minute 0 = now; :meth:`CapacityPolicy.units` turns them into ceiling units); ``ages``: per queue
+    kind, seconds since its oldest waiting run was due (absent or 0: nothing waits); ``current``: each
+    queue's ceiling now."""
     ceilings: dict[str, int] = {}
     reasons: dict[str, str] = {}
     for kind, caps in policy.queues.items():
-        ahead = max((_at(needs.get(kind, []), i) for i in range(policy.lead_minutes + 1)), default=0)
+        ahead = policy.units(
+            kind, max((_at(needs.get(kind, []), i) for i in range(policy.lead_minutes + 1)), default=0)
+        )
         now = current.get(kind, caps.base)
         age = ages.get(kind, 0.0)
         target, reason = caps.clamp(ahead), "forecast" if ahead > caps.base else "base"
@@ -92,7 +105,7 @@ def plan(
         reasons[kind] = reason
     warm = max(
         (
-            sum(_at(needs.get(k, []), i) for k in policy.provisioned_queues)
+            sum(policy.units(k, _at(needs.get(k, []), i)) for k in policy.provisioned_queues)
             for i in range(policy.lead_minutes + 1)
         ),
         default=0,

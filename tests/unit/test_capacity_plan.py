@@ -62,3 +62,15 @@ def test_the_container_pool_may_go_to_zero_tasks_and_a_mapping_never_below_two()
 def test_an_old_container_backlog_starts_a_task_from_zero():
     chosen = plan(POLICY, {}, {"container": 600.0}, {"container": 0})
     assert chosen.ceilings["container"] == 1
+
+
+def test_needs_in_runs_become_invocations_of_a_batch_each():
+    # Given the mapping's invocations run batches of 10 records together
+    policy = CapacityPolicy(
+        queues={"default": QueueCaps(20, 1000)}, provisioned_cap=1000, runs_per_unit={"default": 10}
+    )
+    # When 2,000 runs must run at once within the lead
+    chosen = plan(policy, {"default": needs_at(5, 2000)}, {}, {"default": 20})
+    # Then 200 invocations are allowed and kept warm; 2,001 runs need 201
+    assert (chosen.ceilings["default"], chosen.provisioned) == (200, 200)
+    assert plan(policy, {"default": needs_at(5, 2001)}, {}, {"default": 20}).ceilings["default"] == 201
