@@ -199,9 +199,7 @@ class Sweeper:
         for priority in PRIORITIES:  # the OldestRun-<priority> alarms (docs/decisions/0040)
             self.metrics.add(obs.oldest_queued_run_age(priority), sweep.oldest_queued_age(priority))
         if self.ages is not None:
-            self.ages.record(
-                {q: due for q, due in sweep.oldest_queued.items() if q in AGED_QUEUES}, now
-            )
+            self.ages.record({q: due for q, due in sweep.oldest_queued.items() if q in AGED_QUEUES}, now)
         return summary
 
     # --- ledger items ----------------------------------------------------------------------------
