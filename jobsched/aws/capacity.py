@@ -41,7 +41,7 @@ class AwsCapacity:
         service: tuple[str, str] | None = None,
     ):
         self._lambda = lambda_client
-        self._ecs = ecs_client
+        self._ecs: Any = ecs_client
         self._mappings = dict(mappings)
         self._alias = alias
         self._service = service if ecs_client is not None else None

@@ -336,15 +336,16 @@ def handle_a_batch_in_memory(runs: int = BATCH_SIZE) -> int:
     due = datetime(2026, 3, 2, 12, 1, tzinfo=UTC)
     clock = FakeClock(datetime(2026, 3, 2, 12, 0, 30, tzinfo=UTC))
     fakes = in_memory_aws(clock=clock)
-    jobs = job_service_from_settings(fakes.settings, fakes.clients)
+    clients: Any = fakes.clients  # the fakes stand in for boto3's clients
+    jobs = job_service_from_settings(fakes.settings, clients)
     for i in range(runs):
         spec = {"name": f"m{i}", "schedule": "* * * * *", "target": {"handler": "demo.echo"}}
         jobs.create("peak", spec, clock.now())
-    dispatcher = dispatcher_from_settings(fakes.settings, fakes.clients, owner="peak", clock=clock)
+    dispatcher = dispatcher_from_settings(fakes.settings, clients, owner="peak", clock=clock)
     for shard in range(fakes.settings.shards):
         dispatcher.dispatch_shard(shard, clock.now())
     clock.set(due)
-    worker = worker_from_settings(fakes.settings, fakes.clients, clock, "peak")
+    worker = worker_from_settings(fakes.settings, clients, clock, "peak")
     done = 0
     for message in fakes.clients.sqs.peek(fakes.settings.queue_url("default")):
         if json.loads(message["body"])["due_at"].startswith("2026-03-02T12:01:00"):
@@ -353,3 +354,30 @@ def handle_a_batch_in_memory(runs: int = BATCH_SIZE) -> int:
     if done != runs:
         raise RuntimeError(f"{done} of {runs} runs succeeded: the memory measurement is void")
     return done
+
+
+def scaling_text(figures: dict[str, Any]) -> str:
+    measured = figures["measured"]
+    assume = figures["assumptions"]
+    lines = [
+        "scaling model: measured request counts x AWS limits (docs/scaling.md)",
+        f"  measured per run: dispatcher {measured['dispatcher_calls']:.3f} calls, worker "
+        f"{measured['worker_calls']:.3f} calls, {measured['advances']:.3f} job advances; "
+        + ", ".join(f"{t} {w:.3f} WRU" for t, w in sorted(measured["table_wru"].items())),
+        f"  assumed: {assume['call_ms']} ms per call, {assume['run_seconds']} s per run; "
+        f"dispatcher: {figures['dispatcher_runs_per_second_per_shard']} runs/s per shard",
+    ]
+    for rate, entry in figures["rates"].items():
+        first = entry["first_limit"] or "nothing"
+        lines.append(
+            f"  {int(rate):>7,} runs/s: first limit: {first}; defaults suffice: "
+            f"{'yes' if entry['defaults_suffice'] else 'no'}; "
+            f"scale-up from idle {entry['scale_up_minutes']} min"
+        )
+        for stage in entry["stages"]:
+            mark = "ok " if stage["ok"] else "OVER"
+            lines.append(
+                f"      {mark} {stage['name']}: {stage['needed']:,} of {stage['allowed']:,} {stage['unit']}"
+                + ("" if stage["default_ok"] else f"  -> raise: {stage['setting']}")
+            )
+    return "\n".join(lines)
