@@ -3,7 +3,8 @@
 On AWS a Lambda queue's ceiling is its event source mapping's ``MaximumConcurrency``; here it is the
 queue's poller's slots (:meth:`jobsched.local.pollers.QueuePoller.resize`), so the same
 :class:`~jobsched.services.capacity.CapacityService` raises them before a forecast peak and on age,
-and lowers them after, once a minute (``LocalConfig.capacity_seconds``). Provisioned concurrency has no
+and lowers them after, once a minute (``LocalConfig.capacity_seconds``), when ``jobsched dev
+--capacity-max-slots`` gives it room (over 0; else it is not run). Provisioned concurrency has no
 equivalent: the functions run in this process and are always warm, so :class:`PollerCapacity` keeps
 the value asked (what ``provisioned()`` answers) and changes nothing. The container pool's worker is
 a child process with a fixed ``--concurrency``: its queue is not among the kinds here. The two

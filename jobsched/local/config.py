@@ -52,7 +52,8 @@ class LocalConfig:
     sweeper_seconds: float = 60.0
     capacity_seconds: float = 60.0  # the capacity service: forecast, pollers' slots raised and lowered
     #: The most worker slots the capacity service may give each Lambda queue's poller before a forecast
-    #: peak or on age (``--capacity-max-slots``); 0: each keeps its configured slots (decision 0055).
+    #: peak or on age (``--capacity-max-slots``); 0: each keeps its configured slots and the capacity
+    #: service is not run (decision 0055).
     capacity_max_slots: int = 0
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
     #: Minutes in place of the days (``--retention-minutes``, at least 10): local only, so a long session

@@ -516,7 +516,11 @@ class EmbeddedMode:
                     stop=self.stop_event,
                 )
             )
-        if "worker" in self.functions and "worker" not in self.overrides:
+        if (
+            self.config.capacity_max_slots > 0
+            and "worker" in self.functions
+            and "worker" not in self.overrides
+        ):
             self.schedules.append(
                 Periodic(
                     name="capacity",
