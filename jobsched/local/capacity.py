@@ -8,8 +8,8 @@ and lowers them after, once a minute (``LocalConfig.capacity_seconds``), when ``
 equivalent: the functions run in this process and are always warm, so :class:`PollerCapacity` keeps
 the value asked (what ``provisioned()`` answers) and changes nothing. The container pool's worker is
 a child process with a fixed ``--concurrency``: its queue is not among the kinds here. The two
-per-pool metrics go nowhere here (CloudWatch's); what the service changes is logged
-(``capacity of default 20 -> 40 (forecast)``).
+per-pool metrics go nowhere here (CloudWatch's); what the service changes is printed with the run
+events (``capacity: default 20 -> 40 (forecast)``).
 """
 
 from __future__ import annotations
@@ -70,9 +70,11 @@ def capacity_tick(
     pollers: Mapping[str, QueuePoller],
     policy: CapacityPolicy,
     metrics: obs.MetricSink,
+    out: Callable[[str], None] = print,
 ) -> Callable[[dict[str, Any]], Any]:
     """The embedded mode's capacity schedule: one capacity service, built on its first tick from the
-    functions' environment (the emulator's endpoint), ticked by the wall clock."""
+    functions' environment (the emulator's endpoint), ticked by the wall clock; each change it makes
+    is a line on ``out`` (``capacity: low 2 -> 3 (forecast)``)."""
     service: list[Any] = []
     clock = SystemClock()
 
@@ -85,6 +87,11 @@ def capacity_tick(
                 )
             )
         report = service[0].tick(clock.now())
+        for kind, (before, after) in report.changed.items():
+            reason = report.plan.reasons.get(kind, "forecast")
+            out(f"capacity: {kind} {before} -> {after} ({reason})")
+        for kind, why in report.refused.items():
+            out(f"capacity: {kind} not changed: {why}")
         return {"changed": {k: list(v) for k, v in report.changed.items()}, "refused": report.refused}
 
     return tick

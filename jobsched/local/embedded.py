@@ -550,7 +550,7 @@ class EmbeddedMode:
         slots = {kind: poller.slots for kind, poller in pollers.items()}
         batches = {kind: config.batch_sizes.get(kind, config.batch_size) for kind in pollers}
         policy = local_policy(slots, batches, config.capacity_max_slots)
-        return capacity_tick(self.environ, pollers, policy, obs.NullSink())
+        return capacity_tick(self.environ, pollers, policy, obs.NullSink(), self.out)
 
     def housekeeper(self) -> Housekeeper:
         """What deletes expired runs and outputs here (DynamoDB TTL and the S3 lifecycle on AWS)."""

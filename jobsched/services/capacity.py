@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from jobsched.core.capacity import CapacityPolicy, Plan, plan
@@ -78,13 +78,7 @@ class CapacityService:
         current = {k: v for k in kinds if (v := self.capacity.ceiling(k)) is not None}
         policy = self.config.policy
         chosen = plan(
-            CapacityPolicy(
-                queues={k: policy.queues[k] for k in kinds},
-                provisioned_cap=policy.provisioned_cap,
-                lead_minutes=policy.lead_minutes,
-                age_threshold_seconds=policy.age_threshold_seconds,
-                provisioned_queues=policy.provisioned_queues,
-            ),
+            replace(policy, queues={k: policy.queues[k] for k in kinds}),
             needs,
             ages,
             current,

@@ -125,3 +125,28 @@ def test_an_old_container_run_raises_the_container_pool_and_a_drained_one_lowers
     seen.append(capacity.ceiling("container"))
     # Then the desired count goes 1, 2, 4 (the cap), stays, and falls back to 0
     assert seen == [1, 2, 4, 4, 0]
+
+
+def test_a_tick_counts_ceilings_in_invocations_of_a_batch(aws, pipeline):
+    # Given 150 low-priority runs due at 12:05:00 (1 s each, 30 at once to start within 5 s) and a
+    # policy whose low invocations run batches of 10
+    for i in range(150):
+        pipeline.jobs.create(
+            "acme",
+            {
+                "name": f"b{i}",
+                "schedule": "at(2026-03-02T12:05:00)",
+                "priority": "low",
+                "target": {"handler": "echo"},
+            },
+            T0,
+        )
+    policy = CapacityPolicy(queues={"low": QueueCaps(2, 8)}, runs_per_unit={"low": 10})
+    capacity = InMemoryCapacity({"low": 2})
+    service = capacity_service_from_settings(
+        aws.settings, aws.clients, capacity, policy, metrics=RecordingSink()
+    )
+    # When the service ticks at 12:00
+    service.tick(T0)
+    # Then the low mapping allows 3 invocations (30 runs / 10 a batch), not 30 (capped at 8)
+    assert capacity.ceiling("low") == 3
