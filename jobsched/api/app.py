@@ -36,6 +36,7 @@ from jobsched.api.routes import (
     console,
     dead_letters,
     declared,
+    forecast,
     handlers,
     health,
     jobs,
@@ -275,3 +276,5 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         app.include_router(limits.usage_router)
     if services.handlers is not None:
         app.include_router(handlers.router)
+    if services.forecast is not None:
+        app.include_router(forecast.router)

@@ -30,6 +30,7 @@ from jobsched.core.clock import Clock
 from jobsched.core.errors import UnauthorizedError
 from jobsched.services.backfills import BackfillService
 from jobsched.services.dead_letters import DeadLetterService
+from jobsched.services.forecast import ForecastService
 from jobsched.services.handlers import HandlerService
 from jobsched.services.jobs import JobService
 from jobsched.services.notifications import TenantNotifySettings
@@ -63,6 +64,7 @@ class ApiServices:
     workflows: WorkflowService | None = None
     backfills: BackfillService | None = None  # backfills over the synchronous size answer 202 with it
     handlers: HandlerService | None = None  # the /handlers routes
+    forecast: ForecastService | None = None  # GET /forecast
 
 
 # --- the caller -----------------------------------------------------------------------------------
@@ -193,6 +195,10 @@ def usage_store(request: Request) -> UsageStore:
     return _wired(api_services(request).usage, "usage")
 
 
+def forecast_service(request: Request) -> ForecastService:
+    return _wired(api_services(request).forecast, "forecast")
+
+
 def worker_memory_mb(request: Request) -> int:
     """The worker functions' memory, which prices a run's GB-seconds in ``GET /usage``."""
     return api_services(request).worker_memory_mb
@@ -219,3 +225,4 @@ NotifySettingsDep = Annotated[TenantNotifySettings, Depends(notify_settings)]
 TenantLimitsDep = Annotated[TenantLimits, Depends(tenant_limits)]
 UsageDep = Annotated[UsageStore, Depends(usage_store)]
 WorkerMemoryDep = Annotated[int, Depends(worker_memory_mb)]
+ForecastDep = Annotated[ForecastService, Depends(forecast_service)]

@@ -478,7 +478,14 @@ def run_estimate(
         bigger = replace(config, jobs=config.jobs * scale)
         scaled_variants, scaled_setup = simulate_variants(bigger)
         scaled[f"{scale}x"] = scaled_variants | {"setup": scaled_setup}
-    return estimate(pipeline, variants, config.latency, scaled=scaled, setup=setup)
+    figures = estimate(pipeline, variants, config.latency, scaled=scaled, setup=setup)
+    if scale:  # the whole benchmark (the tests' scale 0 leave it out): the forecast's cost (decision 0054)
+        from jobsched.bench.forecast_cost import run_forecast_cost
+
+        figures["forecast"] = run_forecast_cost(
+            jobs=config.jobs, shards=config.shards, latency=config.latency
+        )
+    return figures
 
 
 def estimate_text(figures: dict[str, Any]) -> str:
@@ -511,6 +518,10 @@ def estimate_text(figures: dict[str, Any]) -> str:
             f"{e['runs_early']} of {e['runs']} runs early, max {e['early_max_seconds']:g} s early, "
             f"max {e['late_max_seconds']:g} s late"
         )
+    if figures.get("forecast"):
+        from jobsched.bench.forecast_cost import forecast_cost_text
+
+        lines.append(forecast_cost_text(figures["forecast"]))
     for scale, variants in (figures.get("scaled") or {}).items():
         before, after = variants["before"], variants["after"]
         lines.append(

@@ -56,6 +56,14 @@ class Assumptions:
     shards: int = resources.DEFAULT_SHARDS
     dispatch_concurrency: int = resources.DEFAULT_DISPATCH_CONCURRENCY
     mapping_concurrency: int = 20  # the `default` queue's MaximumConcurrency (infra/config.py)
+    #: Attempts beyond the first, per run: each retry takes an invocation's slot again (issue 31 §3's
+    #: headroom; 10 % is a deployment where one run in ten fails once, e.g. a flaky downstream).
+    retry_share: float = 0.10
+    #: The worker function's configured memory (MB) its measured peak is checked against.
+    worker_memory_mb: int = resources.WORKER_MEMORY_MB
+    #: The share of the configured memory the worker's own peak may take: the rest is the handlers'
+    #: (ten records run at once, each with its payload and output).
+    memory_share: float = 0.5
 
 
 @dataclass
@@ -68,6 +76,8 @@ class Measured:
     advances: float  # job advances per run (one conditional update of the job and its index entries)
     feed_wru: float  # the tenant run feed's write units per run (one key per tenant)
     usage_writes: float  # usage item writes per run (one key per tenant and day)
+    #: the worker's peak resident memory (MB) measured in a fresh process (0: not measured)
+    worker_peak_mb: float = 0.0
     table_wru: dict[str, float] = field(default_factory=dict)  # per table
     table_rru: dict[str, float] = field(default_factory=dict)
     source: dict[str, Any] = field(default_factory=dict)
@@ -167,6 +177,15 @@ def model(rate: float, measured: Measured, assume: Assumptions, limits: Limits |
             concurrency <= assume.mapping_concurrency,
         ),
         Stage(
+            "worker: concurrent invocations with retry headroom (one queue)",
+            concurrency * (1 + assume.retry_share),
+            min(limits.mapping_concurrency, limits.account_concurrency),
+            "invocations",
+            "-c max_concurrency= per queue; the capacity service's cap (-c capacity_max_concurrency=, "
+            "docs/deploy.md) raises it on age when retries pile up",
+            concurrency * (1 + assume.retry_share) <= assume.mapping_concurrency,
+        ),
+        Stage(
             "SQS: messages in flight (one queue)",
             rate * invocation_seconds,
             limits.sqs_in_flight,
@@ -185,6 +204,19 @@ def model(rate: float, measured: Measured, assume: Assumptions, limits: Limits |
                 "WRU/s",
                 "the table's on-demand throughput quota (Service Quotas, adjustable)",
                 wru <= limits.table_wru,
+            )
+        )
+    if measured.worker_peak_mb:
+        allowed = assume.worker_memory_mb * assume.memory_share
+        stages.append(
+            Stage(
+                "worker: measured peak memory against its configured size",
+                measured.worker_peak_mb,
+                allowed,
+                "MB",
+                f"the worker's memory_mb in runtime/resources.FUNCTIONS ({assume.worker_memory_mb} MB; "
+                f"{assume.memory_share:.0%} of it is left to the handlers)",
+                measured.worker_peak_mb <= allowed,
             )
         )
     index_wru = rate * measured.advances * 2 / DUE_PARTITIONS
@@ -258,7 +290,70 @@ def run_scaling(runs: int = 500, jobs: int = 100, assume: Assumptions | None = N
         raise RuntimeError(
             f"the pipeline lost or duplicated runs: {figures['lost']}, {figures['duplicates']}"
         )
-    return report(Measured.from_pipeline(figures), assume or Assumptions())
+    measured = Measured.from_pipeline(figures)
+    measured.worker_peak_mb = measure_worker_peak_mb()
+    return report(measured, assume or Assumptions())
+
+
+#: A fresh interpreter: the worker's entry module, then a batch of ten runs handled on the shipped
+#: in-memory fakes (the worker's real code path, no emulator in the process), then its peak RSS.
+_PEAK_SCRIPT = """
+import resource
+from jobsched.bench.scaling import handle_a_batch_in_memory
+handle_a_batch_in_memory()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def measure_worker_peak_mb() -> float:
+    """The worker's peak resident memory in MB: a fresh process that imports ``functions.worker`` and
+    handles one batch of ten runs (:func:`handle_a_batch_in_memory`)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _PEAK_SCRIPT], capture_output=True, text=True, check=True)
+    return round(float(out.stdout.strip().splitlines()[-1]), 1)
+
+
+def handle_a_batch_in_memory(runs: int = BATCH_SIZE) -> int:
+    """Import the worker's entry module, then create ``runs`` per-minute echo jobs, dispatch them and
+    handle their first runs with the worker's own wiring (:func:`worker_from_settings`) on the shipped
+    in-memory fakes; returns the runs that succeeded (all of them, or the measurement is void)."""
+    import json
+    from datetime import UTC, datetime
+
+    import functions.worker  # noqa: F401  (what a cold start imports)
+    from jobsched.compose.pipeline import (
+        dispatcher_from_settings,
+        job_service_from_settings,
+        worker_from_settings,
+    )
+    from jobsched.core.clock import FakeClock
+    from jobsched.services.deliveries import Delivery
+    from jobsched.targets import demo  # noqa: F401  (registers demo.echo)
+    from jobsched.testing import in_memory_aws
+
+    due = datetime(2026, 3, 2, 12, 1, tzinfo=UTC)
+    clock = FakeClock(datetime(2026, 3, 2, 12, 0, 30, tzinfo=UTC))
+    fakes = in_memory_aws(clock=clock)
+    clients: Any = fakes.clients  # the fakes stand in for boto3's clients
+    jobs = job_service_from_settings(fakes.settings, clients)
+    for i in range(runs):
+        spec = {"name": f"m{i}", "schedule": "* * * * *", "target": {"handler": "demo.echo"}}
+        jobs.create("peak", spec, clock.now())
+    dispatcher = dispatcher_from_settings(fakes.settings, clients, owner="peak", clock=clock)
+    for shard in range(fakes.settings.shards):
+        dispatcher.dispatch_shard(shard, clock.now())
+    clock.set(due)
+    worker = worker_from_settings(fakes.settings, clients, clock, "peak")
+    done = 0
+    for message in fakes.clients.sqs.peek(fakes.settings.queue_url("default")):
+        if json.loads(message["body"])["due_at"].startswith("2026-03-02T12:01:00"):
+            outcome = worker.handle(Delivery.of(message["body"]), clock.now())
+            done += outcome.status == "succeeded"
+    if done != runs:
+        raise RuntimeError(f"{done} of {runs} runs succeeded: the memory measurement is void")
+    return done
 
 
 def scaling_text(figures: dict[str, Any]) -> str:

@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "settings",
     "limits",
     "usage",
+    "forecast",
     "handlers",
     "admin",
     "health",

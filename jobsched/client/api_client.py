@@ -327,6 +327,9 @@ class ApiClient:
             "GET", "/usage", query=_without_none({"from": start, "to": end, "tenant": tenant})
         )
 
+    def forecast(self, tenant: str | None = None) -> dict:
+        return self.request("GET", "/forecast", query=_without_none({"tenant": tenant}))
+
     def own_limits(self) -> dict:
         return self.request("GET", "/limits")
 

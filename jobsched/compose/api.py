@@ -81,6 +81,7 @@ def build_services(
     from jobsched.compose.pipeline import (
         backfill_service_from_settings,
         dispatcher_from_settings,
+        forecast_service_from_settings,
         notify_policy_from_settings,
         run_queues_from_settings,
         tenant_limits_from_settings,
@@ -144,6 +145,7 @@ def build_services(
             HandlerUsage(jobs.runs.dynamo, settings.jobs_table, settings.runs_table),
             code_version=settings.code_version,
         ),
+        forecast=forecast_service_from_settings(settings, clients),
     )
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from jobsched.aws.attempts import AttemptStore
 from jobsched.aws.backfill_store import BackfillStore
 from jobsched.aws.clients import Clients
+from jobsched.aws.forecast_reads import ForecastReads
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.leases import Leases
 from jobsched.aws.limits_store import Buckets, Semaphores
@@ -33,20 +34,24 @@ from jobsched.aws.runs_store import RunsStore
 from jobsched.aws.step_functions import StepFunctions
 from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
 from jobsched.aws.usage_store import UsageStore
+from jobsched.core.capacity import CapacityPolicy
 from jobsched.core.clock import Clock
 from jobsched.core.handlers import HandlerCatalog
 from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunk_runner import ChunkRunner
+from jobsched.ports.capacity import PoolCapacity
 from jobsched.ports.tables import Table
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
 from jobsched.runtime.settings import Settings
 from jobsched.services.backfills import BackfillService
 from jobsched.services.backpressure import Backpressure
+from jobsched.services.capacity import CapacityConfig, CapacityService
 from jobsched.services.deadlines import DeadlineConfig, DeadlineWatch
 from jobsched.services.deliveries import Deliveries
 from jobsched.services.dispatcher import Dispatcher, DispatcherConfig
 from jobsched.services.dlq_consumer import DlqConsumer
+from jobsched.services.forecast import ForecastConfig, ForecastService
 from jobsched.services.jobs import JobService
 from jobsched.services.limits import LimitGate
 from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
@@ -329,4 +334,35 @@ def sweeper_from_settings(
         workflows=workflow_engine_from_settings(settings, clients, dynamo),
         ages=QueueAges(dynamo, settings.leases_table),
         deadlines=deadlines,
+    )
+
+
+def forecast_service_from_settings(
+    settings: Settings, clients: Clients, *, meter: Any = None, config: ForecastConfig | None = None
+) -> ForecastService:
+    """The forecast (decision 0054) over the deployment's Jobs table (due index) and in-flight ledger."""
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    reads = ForecastReads(dynamo, settings.jobs_table, dynamo, settings.runs_table)
+    return ForecastService(config or ForecastConfig(), reads)
+
+
+def capacity_service_from_settings(
+    settings: Settings,
+    clients: Clients,
+    capacity: PoolCapacity,
+    policy: CapacityPolicy,
+    *,
+    metrics: obs.MetricSink,
+    meter: Any = None,
+    forecast: ForecastConfig | None = None,
+) -> CapacityService:
+    """The capacity service (decision 0055): the forecast, the sweeper's queue ages, ``capacity``."""
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    ages = QueueAges(dynamo, settings.leases_table)
+    return CapacityService(
+        CapacityConfig(policy),
+        forecast_service_from_settings(settings, clients, meter=meter, config=forecast),
+        capacity,
+        ages.read,
+        metrics,
     )

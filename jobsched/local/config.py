@@ -50,6 +50,11 @@ class LocalConfig:
     # would be received up to a long poll's rescan (0.2 s, jobsched.local.moto_fixes) after it.
     send_align_ms: int = 0
     sweeper_seconds: float = 60.0
+    capacity_seconds: float = 60.0  # the capacity service: forecast, pollers' slots raised and lowered
+    #: The most worker slots the capacity service may give each Lambda queue's poller before a forecast
+    #: peak or on age (``--capacity-max-slots``); 0: each keeps its configured slots and the capacity
+    #: service is not run (decision 0055).
+    capacity_max_slots: int = 0
     retention_days: int = resources.DEFAULT_RETENTION_DAYS  # runs (TTL) and bucket objects, as on AWS
     #: Minutes in place of the days (``--retention-minutes``, at least 10): local only, so a long session
     #: with per-second jobs keeps an hour's runs, not a month's (issue 12 §6).

@@ -40,6 +40,7 @@ from botocore.config import Config
 
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
 from jobsched.aws.clients import set_lane_source
+from jobsched.local.capacity import capacity_tick, local_policy
 from jobsched.local.code_version import local_code_version
 from jobsched.local.config import LocalConfig, tenant_tokens_json
 from jobsched.local.container import ContainerProcess
@@ -515,6 +516,20 @@ class EmbeddedMode:
                     stop=self.stop_event,
                 )
             )
+        if (
+            self.config.capacity_max_slots > 0
+            and "worker" in self.functions
+            and "worker" not in self.overrides
+        ):
+            self.schedules.append(
+                Periodic(
+                    name="capacity",
+                    interval=self.config.capacity_seconds,
+                    event={},
+                    invoke=self.capacity_tick(),
+                    stop=self.stop_event,
+                )
+            )
         housekeeper, clock = self.housekeeper(), SystemClock()
         self.schedules.append(
             Periodic(
@@ -527,6 +542,15 @@ class EmbeddedMode:
         )
         for schedule in self.schedules:
             schedule.start()
+
+    def capacity_tick(self) -> Callable[[dict[str, Any]], Any]:
+        """The capacity service over the Lambda queues' pollers (:mod:`jobsched.local.capacity`)."""
+        config = self.config
+        pollers = {p.name: p for p in self.pollers if p.name in resources.LAMBDA_QUEUE_KINDS}
+        slots = {kind: poller.slots for kind, poller in pollers.items()}
+        batches = {kind: config.batch_sizes.get(kind, config.batch_size) for kind in pollers}
+        policy = local_policy(slots, batches, config.capacity_max_slots)
+        return capacity_tick(self.environ, pollers, policy, obs.NullSink(), self.out)
 
     def housekeeper(self) -> Housekeeper:
         """What deletes expired runs and outputs here (DynamoDB TTL and the S3 lifecycle on AWS)."""

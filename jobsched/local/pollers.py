@@ -104,8 +104,36 @@ def failed_ids(response: Any, message_ids: set[str]) -> set[str] | None:
     return ids
 
 
+class Slots:
+    """A semaphore whose size can change while it is held (the capacity service's ceiling, decision
+    0055): shrinking takes effect as held slots are released, growing at once."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.held = 0
+        self._cond = threading.Condition()
+
+    def acquire(self, timeout: float | None = None) -> bool:
+        with self._cond:
+            if not self._cond.wait_for(lambda: self.held < self.limit, timeout=timeout):
+                return False
+            self.held += 1
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            self.held -= 1
+            self._cond.notify()
+
+    def resize(self, limit: int) -> None:
+        with self._cond:
+            self.limit = limit
+            self._cond.notify_all()
+
+
 class QueuePoller:
-    """Feeds one queue to one handler with at most ``slots`` concurrent invocations."""
+    """Feeds one queue to one handler with at most ``slots`` concurrent invocations (resizable:
+    :meth:`resize`, the embedded mode's capacity, decision 0055)."""
 
     def __init__(
         self,
@@ -137,7 +165,7 @@ class QueuePoller:
         self._fast = wait_seconds == 0
         self._visibility: float | None = None
         self.name = name or queue_arn.rsplit(":", 1)[-1]
-        self._free = threading.Semaphore(slots)
+        self._free = Slots(slots)
         self._thread: threading.Thread | None = None
         self._helpers: list[threading.Thread] = []
         self._active = threading.Event()  # set while receives find messages: the helpers poll too
@@ -152,6 +180,14 @@ class QueuePoller:
         ]
         for thread in [self._thread, *self._helpers]:
             thread.start()
+
+    def resize(self, slots: int) -> None:
+        """Allow ``slots`` concurrent invocations from now on (at least 1; the receivers started with
+        the poller stay as they are)."""
+        if slots < 1:
+            raise ValueError("a queue poller needs at least one worker slot")
+        self.slots = slots
+        self._free.resize(slots)
 
     @property
     def busy(self) -> int:

@@ -85,7 +85,7 @@ from jobsched.core.inflight import compacted, partitions, unripe, written_at
 from jobsched.core.instants import from_iso
 from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
-from jobsched.core.pools import POOLS, queue_for
+from jobsched.core.pools import CONTAINER_QUEUE, LONG_QUEUE, POOLS, queue_for
 from jobsched.core.run_records import outgoing_for
 from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.ports.stores import AttemptRecords, JobRecords, RunQueue
@@ -97,6 +97,11 @@ from jobsched.services.notifications import DeadLetterNotifier
 from jobsched.services.runs import finish_replay
 
 logger = logging.getLogger(__name__)
+
+#: The queues whose oldest queued run the sweep records for others to read: the priorities backpressure
+#: holds back by age (decision 0028) and the long and container pools' queues the capacity service
+#: raises on age (decision 0055). ``high`` is not: it is never held back, and its ceiling is its reservation.
+AGED_QUEUES = (*BACKPRESSURE_PRIORITIES, LONG_QUEUE, CONTAINER_QUEUE)
 
 DEFAULT_GRACE = timedelta(minutes=2)
 DEFAULT_MAX_SWEEPS = 3
@@ -206,9 +211,7 @@ class Sweeper:
         for priority in PRIORITIES:  # the OldestRun-<priority> alarms (docs/decisions/0040)
             self.metrics.add(obs.oldest_queued_run_age(priority), sweep.oldest_queued_age(priority))
         if self.ages is not None:
-            self.ages.record(
-                {p: due for p, due in sweep.oldest_queued.items() if p in BACKPRESSURE_PRIORITIES}, now
-            )
+            self.ages.record({q: due for q, due in sweep.oldest_queued.items() if q in AGED_QUEUES}, now)
         return summary
 
     # --- ledger items ----------------------------------------------------------------------------

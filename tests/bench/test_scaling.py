@@ -88,3 +88,33 @@ def test_the_report_names_the_first_limit_and_the_scale_up_time():
     assert figures["rates"]["1000"]["defaults_suffice"] is False
     assert figures["rates"]["100000"]["first_limit"] == "dispatcher: shards needed"
     assert scale_up_minutes(5_000) == pytest.approx(995 / 300)
+
+
+def test_retries_get_headroom_in_the_workers_concurrency():
+    """Given 10 % of runs retried once (the default), Then the worker's concurrency with headroom is
+    10 % above the one for first attempts; at 1,000 runs a second it still fits a mapping."""
+    measured = Measured.from_pipeline(FIGURES)
+    stages = {s.name: s for s in model(1_000, measured, Assumptions())}
+    first = stages["worker: concurrent invocations (one queue)"].needed
+    headroom = stages["worker: concurrent invocations with retry headroom (one queue)"]
+    assert headroom.needed == pytest.approx(first * 1.10) and headroom.ok
+    assert not headroom.default_ok  # 111 invocations over the default queue's 20
+
+
+def test_the_workers_measured_peak_memory_is_checked_against_its_size():
+    """Given a measured peak of 300 MB, Then with 512 MB configured (half left to the handlers) the
+    stage is over; with no measurement there is no such stage."""
+    measured = Measured.from_pipeline(FIGURES)
+    assert not any("memory" in s.name for s in model(1_000, measured, Assumptions()))
+    measured.worker_peak_mb = 300.0
+    stage = next(s for s in model(1_000, measured, Assumptions()) if "memory" in s.name)
+    assert (stage.needed, stage.allowed, stage.ok) == (300.0, 256.0, False)
+
+
+def test_the_workers_peak_memory_is_measured_on_a_handled_batch():
+    """Given a fresh process that imports the worker and handles ten runs on the fakes, Then its peak
+    resident memory is a positive figure well under the worker's 512 MB."""
+    from jobsched.bench.scaling import measure_worker_peak_mb
+
+    peak = measure_worker_peak_mb()
+    assert 10 < peak < 512

@@ -45,6 +45,7 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("DELETE", "/admin/principals"): ("admin", "principals", "unmap", "arn:aws:iam::123456789012:role/r"),
     ("GET", "/limits"): ("limits",),
     ("GET", "/usage"): ("usage",),
+    ("GET", "/forecast"): ("forecast",),
     ("GET", "/admin/tenants/limits"): ("admin", "limits", "list"),
     ("GET", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "get", "acme"),
     ("PUT", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "set", "acme", "--max-running", "5"),

@@ -101,3 +101,19 @@ def test_handler_serves_the_handler_routes_on_dynamodb(handler):
     assert body_of(drained)["status"] == "draining"
     assert versions[("test.fn.report", 1)]["status"] == "draining"
     assert recorded["statusCode"] == 201 and [c["code_version"] for c in listed["items"]] == ["abc"]
+
+
+def test_handler_serves_the_forecast_on_dynamodb(handler):
+    """Given the deployed function's own clients (moto) and a tenant's job every 10 minutes, When the
+    tenant and an administrator read GET /forecast, Then both see its runs of the coming hour (the
+    due index, the ledger and the jobs read by the api function: recorded for the permissions check)."""
+    created = handler(
+        http_event("POST", "/jobs", body={**JOB, "schedule": "*/10 * * * *"}, headers=ACME), LambdaContext()
+    )
+    assert created["statusCode"] == 201, created["body"]
+    own = body_of(handler(http_event("GET", "/forecast", headers=ACME), LambdaContext()))
+    every = body_of(
+        handler(http_event("GET", "/forecast", headers={"authorization": "Bearer tok-root"}), LambdaContext())
+    )
+    assert own["tenant"] == "acme" and own["total"] in (5, 6)  # 6 unless this minute's run is past
+    assert every["tenant"] is None and every["total"] == own["total"]

@@ -110,6 +110,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run only the noisy-neighbour benchmark (fair queues on and off; a few minutes)",
     )
     which.add_argument(
+        "--peak",
+        action="store_true",
+        help="run only the peak model: 10,000 runs at 09:00:00, with and without pre-warming",
+    )
+    which.add_argument(
         "--listing",
         action="store_true",
         help="run only the listing benchmark (listing by state after two 1000-run backfills)",
@@ -233,7 +238,7 @@ def run(args: argparse.Namespace) -> int:
     figures: dict[str, Any] = {}
     ok = True
     stdout = sys.stdout
-    if args.listing or args.soak is not None or args.scaling:
+    if args.listing or args.soak is not None or args.scaling or args.peak:
         return _alone(args, stdout)
     # Functions and moto may print (logs, metrics); keep stdout for our report alone.
     with _function_output(args.verbose):
@@ -325,7 +330,16 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _alone(args: argparse.Namespace, stdout: Any) -> int:
-    """``--listing``, ``--soak`` or ``--scaling``: one benchmark, its own report (or its JSON object)."""
+    """``--listing``, ``--soak``, ``--scaling`` or ``--peak``: one benchmark, its own report (or its JSON
+    object)."""
+    if args.peak:
+        from jobsched.bench.peak import peak_text, run_peak
+
+        peak = run_peak()
+        print(
+            json.dumps({"peak": peak}, separators=(",", ":")) if args.json else peak_text(peak), file=stdout
+        )
+        return 0
     if args.scaling:
         from jobsched.bench.scaling import Assumptions, run_scaling, scaling_text
         from jobsched.runtime import resources

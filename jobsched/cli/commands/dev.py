@@ -93,6 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sweeper interval in seconds (default %(default)s)",
     )
     parser.add_argument(
+        "--capacity-max-slots",
+        type=int,
+        default=0,
+        help="the most worker slots a queue's poller is raised to before a forecast peak or on age "
+        "(default 0: the configured slots, never raised)",
+    )
+    parser.add_argument(
         "--retention-days",
         type=_positive(int),
         default=resources.DEFAULT_RETENTION_DAYS,
@@ -301,6 +308,7 @@ def _run(
         verbose=args.verbose,
         fair_queues=not args.no_fair_queues,
         sweeper_seconds=args.sweeper_seconds,
+        capacity_max_slots=max(0, args.capacity_max_slots),
         retention_days=args.retention_days,
         retention_minutes=args.retention_minutes,
         log_file=log_path,

@@ -5,6 +5,7 @@ import { listAll } from "./api.js";
 import { seconds } from "./format.js";
 import { ErrorBox, html, usePoll } from "./ui.js";
 import { LimitsInUse, loadLimits } from "./limits.js";
+import { NextHour } from "./forecast.js";
 
 export const STATES = ["queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped"];
 const COLOURS = { queued: "#0b5cad", running: "#6f42c1", retrying: "#7a4d00", succeeded: "#1a6b32",
@@ -100,5 +101,6 @@ export function Overview() {
         <tbody><tr>${Object.entries(summary.counts).map(([s, n]) => html`<td><a href=${"#/runs?state=" + s}>${n}</a></td>`)}</tr></tbody>
       </table>
       ${runs.more && html`<p class="muted">Only the newest 2000 runs of the hour are counted.</p>`}
-    </section>`;
+    </section>
+    <${NextHour} />`;
 }

@@ -1,0 +1,31 @@
+"""The peak model (``jobsched bench --peak``, decision 0055): the capacity plan's pre-warming against the
+standard mapping and against provisioned pollers, on the documented scaling rates, with a stated cold
+start (the command measures it; here it is fixed so the figures are exact)."""
+
+from __future__ import annotations
+
+from jobsched.bench.peak import PeakConfig, daily_shape, percentile, run_peak
+
+
+def test_the_day_holds_the_peak_the_hourly_jobs_and_the_per_minute_crons():
+    shape = dict(daily_shape(10_000))
+    assert shape[9 * 3600.0] == 10_000 + 2000 + 200
+    assert shape[5 * 3600.0] == 200 and shape[6 * 3600.0] == 2200
+    assert sum(shape.values()) == 24 * 60 * 200 + 15 * 2000 + 10_000
+
+
+def test_percentiles_of_weighted_values():
+    assert percentile([(1.0, 98), (10.0, 2)], 0.5) == 1.0
+    assert percentile([(1.0, 98), (10.0, 2)], 0.99) == 10.0
+    assert percentile([], 0.99) == 0.0
+
+
+def test_prewarming_shortens_the_peaks_start_lag_and_provisioned_pollers_meet_the_goal():
+    figures = run_peak(PeakConfig(cold_start_seconds=1.0), measure=False)
+    base, warm, pollers = figures["baseline"], figures["prewarm"], figures["prewarm_pollers"]
+    # Then each step shortens the peak's p99, and only pollers ready at 09:00 start it within 5 s
+    assert base["peak_lag_p99"] > warm["peak_lag_p99"] > pollers["peak_lag_p99"]
+    assert pollers["peak_lag_p99"] < 5.0 <= warm["peak_lag_p99"]
+    # and the warm capacity costs something only where it is configured
+    assert base["warm_usd_per_day"] == 0 and warm["warm_usd_per_day"] > 0
+    assert base["most_invocations"] == 20  # the deployment's MaximumConcurrency, never raised

@@ -1,0 +1,96 @@
+"""The pool capacity port (decision 0055) on the fake and on moto: a mapping's ceiling is its
+``ScalingConfig.MaximumConcurrency`` and a value outside 2..1000 is refused; the container pool's is the
+ECS service's desired count. Provisioned concurrency: moto 5 has no provisioned-concurrency calls, so
+that part runs on the fake only (its semantics: n >= 1 asked, 0 deletes)."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from collections.abc import Iterator
+
+import pytest
+from moto import mock_aws
+
+from jobsched.aws.capacity import AwsCapacity
+from jobsched.aws.clients import Clients
+from jobsched.ports.capacity import CapacityRefused, PoolCapacity
+from jobsched.testing.capacity import InMemoryCapacity
+from tests.aws.conftest import REGION, _fake_credentials
+
+
+def _zip() -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
+    return buffer.getvalue()
+
+
+def _moto_capacity() -> AwsCapacity:
+    clients = Clients(region_name=REGION)
+    role = clients.client("iam").create_role(RoleName="worker", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    lam = clients.client("lambda")
+    lam.create_function(
+        FunctionName="worker",
+        Runtime="python3.12",
+        Role=role,
+        Handler="index.handler",
+        Code={"ZipFile": _zip()},
+    )
+    queue = clients.client("sqs").create_queue(QueueName="default")["QueueUrl"]
+    arn = clients.client("sqs").get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    uuid = lam.create_event_source_mapping(
+        EventSourceArn=arn, FunctionName="worker", ScalingConfig={"MaximumConcurrency": 10}
+    )["UUID"]
+    ecs = clients.client("ecs")
+    ecs.create_cluster(clusterName="pool")
+    ecs.register_task_definition(
+        family="worker", containerDefinitions=[{"name": "w", "image": "w", "memory": 512}]
+    )
+    ecs.create_service(cluster="pool", serviceName="container", taskDefinition="worker", desiredCount=0)
+    return AwsCapacity(lam, ecs, {"default": uuid}, service=("pool", "container"))
+
+
+@pytest.fixture(params=["memory", "moto"])
+def capacity(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[PoolCapacity]:
+    if request.param == "memory":
+        yield InMemoryCapacity({"default": 10, "container": 0})
+        return
+    _fake_credentials(monkeypatch)
+    with mock_aws():
+        yield _moto_capacity()
+
+
+def test_the_ceilings_read_what_was_set(capacity):
+    assert set(capacity.kinds()) == {"default", "container"}
+    assert (capacity.ceiling("default"), capacity.ceiling("container")) == (10, 0)
+    capacity.set_ceiling("default", 250)
+    capacity.set_ceiling("container", 3)
+    assert (capacity.ceiling("default"), capacity.ceiling("container")) == (250, 3)
+
+
+@pytest.mark.parametrize("value", [1, 1001])
+def test_a_mapping_ceiling_outside_lambdas_range_is_refused_and_changes_nothing(capacity, value):
+    # Lambda's range is 2..1000 ("Valid Range: Minimum value of 2. Maximum value of 1000"); moto stores
+    # any value, so the adapter checks the range before the call, as the fake does
+    with pytest.raises(CapacityRefused):
+        capacity.set_ceiling("default", value)
+    assert capacity.ceiling("default") == 10
+
+
+def test_a_kind_the_deployment_does_not_wire_reads_none(capacity):
+    assert capacity.ceiling("long") is None
+    with pytest.raises(KeyError):
+        capacity.set_ceiling("long", 5)
+
+
+def test_provisioned_concurrency_is_asked_and_deleted_on_the_fake():
+    fake = InMemoryCapacity({"default": 10})
+    fake.set_provisioned(120)
+    assert fake.provisioned() == 120
+    fake.set_provisioned(0)
+    assert fake.provisioned() == 0 and fake.changes == [("provisioned", 120), ("provisioned", 0)]
+    with pytest.raises(CapacityRefused):
+        fake.set_provisioned(-1)

@@ -1,0 +1,36 @@
+"""The capacity service in ``jobsched dev`` (decision 0055), end to end with real time: a burst of
+low-priority runs a few minutes ahead raises the low queue's poller slots at the next minute's tick,
+counted in invocations of a batch of 10, within ``--capacity-max-slots``; without the flag nothing
+runs. Bounds are generous: the machine may be loaded."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from jobsched.cli.client import ApiClient
+from tests.local.devproc import DevProcess
+
+
+def test_a_forecast_burst_raises_the_low_pollers_slots_ahead_of_it() -> None:
+    dev = DevProcess("--no-demo", "--tenant", "acme=tok-acme", "--capacity-max-slots", "8")
+    try:
+        dev.wait_for_line("run events", timeout=90)
+        client = ApiClient(dev.url, token="tok-acme", timeout=60)
+        # Given 150 low runs due three minutes ahead (1 s each: 30 at once to start within 5 s, which is
+        # 3 invocations of 10)
+        at = (datetime.now(UTC) + timedelta(minutes=3)).strftime("%Y-%m-%dT%H:%M:00")
+        for i in range(150):
+            client.create_job(
+                {
+                    "name": f"burst{i}",
+                    "schedule": f"at({at})",
+                    "priority": "low",
+                    "target": {"handler": "demo.echo"},
+                }
+            )
+        assert client.forecast()["total"] == 150
+        # When the next minute's capacity tick runs, Then the low poller goes from 2 slots to 3
+        dev.wait_for_line("capacity: low 2 -> 3 (forecast)", timeout=150)
+    finally:
+        dev.stop()
+    assert not any(line.startswith("capacity:") and "low" not in line for line in dev.lines)
