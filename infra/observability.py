@@ -36,7 +36,14 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import StackConfig
-from infra.pool_metrics import RUNBOOK_PAGE, pool_ceilings, pool_rows, runbook_anchor, skipped_by_reason
+from infra.pool_metrics import (
+    RUNBOOK_PAGE,
+    pool_ceilings,
+    pool_rows,
+    runbook_anchor,
+    skipped_by_reason,
+    worker_metric,
+)
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import CONTAINER_KIND, FUNCTIONS, POOLS, PRIORITIES
@@ -427,7 +434,7 @@ class Observability(Construct):
             )
             self._alarm(
                 f"StartLagP99-{pool}",
-                row.metric(obs.SCHEDULE_LAG, "p99").create_alarm(
+                worker_metric(obs.pool_metric(obs.SCHEDULE_LAG, pool), "p99").create_alarm(
                     self,
                     f"StartLagP99{pool.title()}",
                     alarm_description=f"p99 of the {pool} pool's start lag (attempt start - due) above "
