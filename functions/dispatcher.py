@@ -5,9 +5,9 @@ of every shard when the event names none (handy locally and for a manual catch-u
 Thin on purpose: parse the event, call
 :meth:`jobsched.services.dispatcher.Dispatcher.dispatch_shard`, return the
 summary and emit its metrics: ``RunsSkipped``, ``RunsDispatched``, ``JobsAdvanced``, ``SendFailures``,
-``StaleJobs``, ``ShardsBusy``, ``JobsHeldBack`` (due jobs held back by backpressure) and ``RunsSkipped<Reason>`` (:func:`skipped_metrics`), with no
-per-run or per-tenant dimension (those would be billed as separate metrics). Services are built once
-per container, on the first invocation, never at import time, from what :data:`seam` holds (the clock,
+``StaleJobs``, ``ShardsBusy``, ``JobsHeldBack`` (due jobs held back by backpressure) and
+``RunsSkipped<Reason>`` (:func:`skipped_metrics`), with no per-run or per-tenant dimension (those
+would be billed as separate metrics). Services are built once per container, on the first invocation, never at import time, from what :data:`seam` holds (the clock,
 the sleep a tick aligns its sends with, settings, clients, meter: :mod:`jobsched.compose.seam`).
 """
 

@@ -291,7 +291,9 @@ class StackConfig:
             raise ConfigError(f"docs_url must be an https:// URL without spaces, got {self.docs_url!r}")
         for key, value in self.tags.items():
             if key in RESERVED_TAG_KEYS:
-                raise ConfigError(f"tags: {key!r} is set by the stack itself ({', '.join(RESERVED_TAG_KEYS)})")
+                raise ConfigError(
+                    f"tags: {key!r} is set by the stack itself ({', '.join(RESERVED_TAG_KEYS)})"
+                )
             if not TAG_KEY_PATTERN.match(key) or key.lower().startswith("aws:"):
                 raise ConfigError(
                     f"tags: key {key!r} must be 1 to 128 letters, digits, spaces or _.:/=+-@ and not start "

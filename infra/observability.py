@@ -453,7 +453,9 @@ class Observability(Construct):
             cfn = alarm.node.default_child
             anchor = runbook_anchor(name)
             if anchor is not None and isinstance(cfn, cw.CfnAlarm):
-                cfn.alarm_description = f"{cfn.alarm_description} Runbook: {self._docs}/{RUNBOOK_PAGE}#{anchor}"
+                cfn.alarm_description = (
+                    f"{cfn.alarm_description} Runbook: {self._docs}/{RUNBOOK_PAGE}#{anchor}"
+                )
 
     def _add_pool_widgets(self, config: StackConfig, watched: Watched) -> None:
         """A row per pool (start lag, run duration, success rate, retries and dead letters,

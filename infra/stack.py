@@ -30,11 +30,11 @@ from infra.functions import function_spec
 from infra.long_jobs import LongJobs
 from infra.nag import acknowledge, acknowledge_index_access
 from infra.observability import Observability, Watched
-from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.queries import SavedQueries
+from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
-from infra.tags import apply_tags
 from infra.tables import Tables
+from infra.tags import apply_tags
 from infra.workers import Workers
 from jobsched.runtime.resources import (
     CONTAINER_KIND,

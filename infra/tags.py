@@ -45,4 +45,6 @@ def apply_tags(stack: cdk.Stack, config: StackConfig) -> None:
 def _is_ours(construct_id: str) -> bool:
     """A construct of the stack's own (``Tables``, ``Key``...), not one CDK adds with a generated id
     (a provider's singleton function: a name ending in a 32-character hash, ``LogRetention...``)."""
-    return not re.search(r"[0-9a-f]{32}$", construct_id) and not construct_id.startswith(("LogRetention", "AWS"))
+    return not re.search(r"[0-9a-f]{32}$", construct_id) and not construct_id.startswith(
+        ("LogRetention", "AWS")
+    )

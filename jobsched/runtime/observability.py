@@ -4,8 +4,9 @@ Metrics are CloudWatch EMF through Powertools (:func:`make_metrics`, one per fun
 emit through a small :class:`MetricSink` so they stay testable and the local mode can print or count them.
 Cardinality: metrics carry only the ``service`` default dimension; a figure per priority is a metric
 per priority (:func:`oldest_queued_run_age`: three names), a figure per pool a metric per pool
-(:func:`pool_metric`, :func:`add_per_pool`), a skip reason a metric per reason (:func:`skipped_metric`). Never a per-run, per-job or per-tenant
-dimension: each distinct dimension set is a separate billed metric. Per-run detail belongs in the
+(:func:`pool_metric`, :func:`add_per_pool`), a skip reason a metric per reason (:func:`skipped_metric`).
+Never a per-run, per-job or per-tenant dimension: each distinct dimension set is a separate billed
+metric. Per-run detail belongs in the
 structured log line (job/run/attempt/tenant keys).
 
 Run keys in every line (:func:`run_log_keys`, :class:`RunKeysFilter`, :func:`configure_function_logging`):

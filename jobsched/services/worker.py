@@ -452,7 +452,9 @@ class Worker:
         finished = self.clock.now()
         duration = (finished - started).total_seconds()
         obs.add_per_pool(self.metrics, obs.RUN_DURATION, run.pool, duration)
-        outcome = self._concluded(msg, claim, running, heartbeat.lost, cancel_seen.is_set(), finished, output, error)
+        outcome = self._concluded(
+            msg, claim, running, heartbeat.lost, cancel_seen.is_set(), finished, output, error
+        )
         # the "run delivery handled" line carries them: the slowest-runs query (infra/queries.py) reads them
         outcome.detail.update(duration_seconds=round(duration, 3), pool=run.pool)
         return outcome

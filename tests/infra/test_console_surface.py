@@ -29,7 +29,9 @@ def _tags_of(synth, resource: cdk.CfnResource) -> dict[str, str]:
 
 def _taggable(synth) -> list[cdk.CfnResource]:
     return [
-        c for c in synth.stack.node.find_all() if isinstance(c, cdk.CfnResource) and cdk.TagManager.is_taggable(c)
+        c
+        for c in synth.stack.node.find_all()
+        if isinstance(c, cdk.CfnResource) and cdk.TagManager.is_taggable(c)
     ]
 
 
@@ -78,11 +80,16 @@ def test_bad_tags_are_refused_naming_the_field(raw, field):
 
 def test_dashboard_has_an_explicit_name_of_stack_and_region(synth):
     (dashboard,) = synth.resources("AWS::CloudWatch::Dashboard").values()
-    assert dashboard["Properties"]["DashboardName"] == {"Fn::Join": ["-", ["Jobsched", {"Ref": "AWS::Region"}]]}
+    assert dashboard["Properties"]["DashboardName"] == {
+        "Fn::Join": ["-", ["Jobsched", {"Ref": "AWS::Region"}]]
+    }
 
 
 def _queries(synth) -> dict[str, dict]:
-    return {q["Properties"]["Name"]: q["Properties"] for q in synth.resources("AWS::Logs::QueryDefinition").values()}
+    return {
+        q["Properties"]["Name"]: q["Properties"]
+        for q in synth.resources("AWS::Logs::QueryDefinition").values()
+    }
 
 
 def test_saved_queries_are_in_the_stacks_folder_and_read_the_functions_log_groups(synth):

@@ -47,7 +47,10 @@ def _worker(name: str, stat: str) -> tuple[str, str, str, list[Any]]:
 def test_start_lag_and_run_duration_show_the_pools_p50_and_p99(synth, pool):
     # Given the worker's per-pool metrics / Then each pool's lag and duration widgets draw p50 and p99
     widgets = _widgets(synth)
-    for title, name in ((f"{pool}: start lag (s)", obs.SCHEDULE_LAG), (f"{pool}: run duration (s)", obs.RUN_DURATION)):
+    for title, name in (
+        (f"{pool}: start lag (s)", obs.SCHEDULE_LAG),
+        (f"{pool}: run duration (s)", obs.RUN_DURATION),
+    ):
         metrics, _ = widgets[title]
         metric = obs.pool_metric(name, pool)
         assert _plain(metrics) == [_worker(metric, "p50"), _worker(metric, "p99")]
@@ -57,7 +60,10 @@ def test_start_lag_and_run_duration_show_the_pools_p50_and_p99(synth, pool):
 def test_success_rate_is_succeeded_over_ended_attempts_in_percent(synth, pool):
     metrics, _ = _widgets(synth)[f"{pool}: success rate (%)"]
     (expression,) = _expressions(metrics)
-    assert expression == "IF(FILL(ok, 0) + FILL(failed, 0) > 0, 100 * FILL(ok, 0) / (FILL(ok, 0) + FILL(failed, 0)))"
+    assert (
+        expression
+        == "IF(FILL(ok, 0) + FILL(failed, 0) > 0, 100 * FILL(ok, 0) / (FILL(ok, 0) + FILL(failed, 0)))"
+    )
     assert _by_id(metrics) == {
         "ok": _worker(obs.pool_metric(obs.RUNS_SUCCEEDED, pool), "Sum"),
         "failed": _worker(obs.pool_metric(obs.RUNS_FAILED, pool), "Sum"),
@@ -85,13 +91,20 @@ def test_lambda_pools_utilisation_is_concurrent_executions_over_the_mappings_cei
     expected = {synth.logical_id(functions[name]) for name in POOL_FUNCTIONS[pool]}
     named = set()
     for namespace, name, stat, dims in used.values():
-        assert (namespace, name, stat, dims[0]) == ("AWS/Lambda", "ConcurrentExecutions", "Maximum", "FunctionName")
+        assert (namespace, name, stat, dims[0]) == (
+            "AWS/Lambda",
+            "ConcurrentExecutions",
+            "Maximum",
+            "FunctionName",
+        )
         named.add(tokens[int(dims[1].removeprefix("__TOKEN").removesuffix("__"))]["Ref"])
     assert named == expected
 
 
 def test_container_utilisation_is_running_tasks_over_container_max_tasks(synth):
-    metrics, tokens = _widgets(synth)[f"container: utilisation (% of ceiling {synth.stack.config.container_max_tasks})"]
+    metrics, tokens = _widgets(synth)[
+        f"container: utilisation (% of ceiling {synth.stack.config.container_max_tasks})"
+    ]
     assert _expressions(metrics) == [f"100 * (FILL(c0, 0)) / {synth.stack.config.container_max_tasks}"]
     ((namespace, name, stat, dims),) = _by_id(metrics).values()
     assert (namespace, name, stat) == ("ECS/ContainerInsights", "RunningTaskCount", "Maximum")

@@ -20,7 +20,12 @@ def _message(
     store: RunsStore, job_id: str, at, target: dict, pool: str, attempts: int = 1, payload: dict | None = None
 ) -> RunMessage:
     run = Run(
-        id=make_run_id(job_id, at), job_id=job_id, tenant="acme", scheduled_at=at, due_at=at, created_at=at,
+        id=make_run_id(job_id, at),
+        job_id=job_id,
+        tenant="acme",
+        scheduled_at=at,
+        due_at=at,
+        created_at=at,
         pool=pool,
     )
     store.create(run)

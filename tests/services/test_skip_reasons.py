@@ -51,7 +51,9 @@ def test_merged_ticks_add_their_counts_by_reason():
 
 
 def test_the_function_names_a_metric_per_reason_and_omits_reasons_that_skipped_nothing():
-    summary = DispatchSummary(skipped_by_reason=Counter({"dst_gap": 2, "paused": 0, "mystery": 1, "other": 1}))
+    summary = DispatchSummary(
+        skipped_by_reason=Counter({"dst_gap": 2, "paused": 0, "mystery": 1, "other": 1})
+    )
     assert skipped_metrics(summary) == {"RunsSkippedDstGap": 2, "RunsSkippedOther": 2}
 
 
@@ -63,8 +65,8 @@ def test_skip_reasons_are_the_reasons_the_code_records():
     from jobsched.services.dispatcher import SKIP_REASON_DELETED, SKIP_REASON_PAUSED
 
     recorded = {
-        SKIP_REASON_MISFIRE, SKIP_REASON_DST_GAP, SKIP_REASON_OVERLAP, SKIP_REASON_PAUSED, SKIP_REASON_DELETED,
-        SKIP_REASON_RESCHEDULED,
+        SKIP_REASON_MISFIRE, SKIP_REASON_DST_GAP, SKIP_REASON_OVERLAP,
+        SKIP_REASON_PAUSED, SKIP_REASON_DELETED, SKIP_REASON_RESCHEDULED,
     }  # fmt: skip
     assert set(obs.SKIP_REASONS) == recorded | {"other"}
     assert len({obs.skipped_metric(r) for r in obs.SKIP_REASONS}) == len(obs.SKIP_REASONS)
