@@ -7,8 +7,9 @@ Thin on purpose: parse the event, call
 summary and emit its metrics: ``RunsSkipped``, ``RunsDispatched``, ``JobsAdvanced``, ``SendFailures``,
 ``StaleJobs``, ``ShardsBusy``, ``JobsHeldBack`` (due jobs held back by backpressure) and
 ``RunsSkipped<Reason>`` (:func:`skipped_metrics`), with no per-run or per-tenant dimension (those
-would be billed as separate metrics). Services are built once per container, on the first invocation, never at import time, from what :data:`seam` holds (the clock,
-the sleep a tick aligns its sends with, settings, clients, meter: :mod:`jobsched.compose.seam`).
+would be billed as separate metrics). Services are built once per container, on the first
+invocation, never at import time, from what :data:`seam` holds (the clock, the sleep a tick aligns
+its sends with, settings, clients, meter: :mod:`jobsched.compose.seam`).
 """
 
 from __future__ import annotations
