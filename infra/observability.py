@@ -38,6 +38,7 @@ from constructs import Construct
 from infra.config import StackConfig
 from infra.pool_metrics import (
     RUNBOOK_PAGE,
+    app_metric,
     pool_ceilings,
     pool_rows,
     runbook_anchor,
@@ -88,17 +89,6 @@ class Watched:
     functions: dict[str, lambda_.IFunction]  # spec name -> function
     #: the container pool's ECS service (None without the pool): its running tasks are its utilisation
     container_service: ecs.FargateService | None = None
-
-
-def app_metric(name: str, statistic: str, service: str) -> cw.Metric:
-    """A jobsched application metric (Powertools EMF) of one function, at one-minute resolution."""
-    return cw.Metric(
-        namespace=obs.NAMESPACE,
-        metric_name=name,
-        dimensions_map={"service": service},
-        statistic=statistic,
-        period=MINUTE,
-    )
 
 
 def total_over_services(name: str) -> cw.MathExpression:

@@ -63,15 +63,20 @@ def pool_ceilings(config: StackConfig) -> dict[str, int]:
     }
 
 
-def worker_metric(name: str, statistic: str, period: cdk.Duration = MINUTE) -> cw.Metric:
-    """A worker metric (``service`` = ``worker``) in namespace ``jobsched``."""
+def app_metric(name: str, statistic: str, service: str) -> cw.Metric:
+    """A jobsched application metric (Powertools EMF) of one function, at one-minute resolution."""
     return cw.Metric(
         namespace=obs.NAMESPACE,
         metric_name=name,
-        dimensions_map={"service": QUEUE_CONSUMER},
+        dimensions_map={"service": service},
         statistic=statistic,
-        period=period,
+        period=MINUTE,
     )
+
+
+def worker_metric(name: str, statistic: str, period: cdk.Duration = MINUTE) -> cw.Metric:
+    """A worker metric (``service`` = ``worker``: every pool's workers) in namespace ``jobsched``."""
+    return app_metric(name, statistic, QUEUE_CONSUMER).with_(period=period)
 
 
 def any_service(name: str, label: str) -> cw.MathExpression:
@@ -203,14 +208,7 @@ def skipped_by_reason() -> cw.GraphWidget:
     return cw.GraphWidget(
         title="Runs skipped by reason (per minute)",
         left=[
-            cw.Metric(
-                namespace=obs.NAMESPACE,
-                metric_name=obs.skipped_metric(reason),
-                dimensions_map={"service": "dispatcher"},
-                statistic="Sum",
-                period=MINUTE,
-                label=reason,
-            )
+            app_metric(obs.skipped_metric(reason), "Sum", "dispatcher").with_(label=reason)
             for reason in obs.SKIP_REASONS
         ],
         stacked=True,
