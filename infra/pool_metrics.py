@@ -183,9 +183,16 @@ class PoolRow:
             ),
             cw.GraphWidget(
                 title=f"{pool}: utilisation (% of ceiling {ceiling})",
-                left=[self.utilisation(busy, ceiling)] if busy else [],
+                left=[self.utilisation(busy, ceiling)],
                 left_y_axis=cw.YAxisProps(min=0),
                 width=4,
+            )
+            if busy
+            else cw.TextWidget(
+                markdown=f"**{pool}: utilisation**\n\nNo container pool in this deployment "
+                "(`container_pool=false`): its runs wait in the container queue.",
+                width=4,
+                height=6,
             ),
             cw.GraphWidget(
                 title=f"{pool}: forecast against capacity",

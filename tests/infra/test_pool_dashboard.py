@@ -3,6 +3,7 @@ alarms: each widget by the metrics it draws and their statistics (issue 31 §5, 
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -165,3 +166,28 @@ def test_start_lag_alarm_watches_the_pools_p99(synth, pool, threshold):
         [{"Name": "service", "Value": "worker"}],
     )
     assert (props["ComparisonOperator"], props["Threshold"]) == ("GreaterThanThreshold", threshold)
+
+
+def test_without_a_container_pool_its_utilisation_says_so_instead_of_an_empty_graph():
+    # Given a deployment with container_pool=false (no ECS service: nothing to count)
+    import aws_cdk as cdk
+    from aws_cdk import aws_lambda as lambda_
+
+    from infra.config import StackConfig
+    from infra.stack import JobschedStack
+
+    app = cdk.App()
+    config = StackConfig(container_pool=False)
+    stack = JobschedStack(
+        app, "Jobsched", config=config, code=lambda_.Code.from_inline("def handler(e, c): pass")
+    )
+    template = app.synth().get_stack_by_name("Jobsched").template
+    (dashboard,) = [r for r in template["Resources"].values() if r["Type"] == "AWS::CloudWatch::Dashboard"]
+    parts = dashboard["Properties"]["DashboardBody"]["Fn::Join"][1]
+    widgets = json.loads("".join(p if isinstance(p, str) else "TOKEN" for p in parts))["widgets"]
+    # Then the container row has a text widget in the utilisation's place, and no graph of it
+    titles = [w["properties"].get("title", "") for w in widgets]
+    assert not [t for t in titles if t.startswith("container: utilisation")]
+    texts = [w["properties"]["markdown"] for w in widgets if w["type"] == "text"]
+    assert any("No container pool" in t and "container_pool=false" in t for t in texts)
+    assert stack.containers is None
