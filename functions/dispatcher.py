@@ -5,10 +5,11 @@ of every shard when the event names none (handy locally and for a manual catch-u
 Thin on purpose: parse the event, call
 :meth:`jobsched.services.dispatcher.Dispatcher.dispatch_shard`, return the
 summary and emit its metrics: ``RunsSkipped``, ``RunsDispatched``, ``JobsAdvanced``, ``SendFailures``,
-``StaleJobs``, ``ShardsBusy`` and ``JobsHeldBack`` (due jobs held back by backpressure), with no
-per-run or per-tenant dimension (those would be billed as separate metrics). Services are built once
-per container, on the first invocation, never at import time, from what :data:`seam` holds (the clock,
-the sleep a tick aligns its sends with, settings, clients, meter: :mod:`jobsched.compose.seam`).
+``StaleJobs``, ``ShardsBusy``, ``JobsHeldBack`` (due jobs held back by backpressure) and
+``RunsSkipped<Reason>`` (:func:`skipped_metrics`), with no per-run or per-tenant dimension (those
+would be billed as separate metrics). Services are built once per container, on the first
+invocation, never at import time, from what :data:`seam` holds (the clock, the sleep a tick aligns
+its sends with, settings, clients, meter: :mod:`jobsched.compose.seam`).
 """
 
 from __future__ import annotations
@@ -64,6 +65,17 @@ def parse_shards(event: Any, shards: int) -> tuple[list[int], int]:
     return [shard], count
 
 
+def skipped_metrics(summary: DispatchSummary) -> dict[str, int]:
+    """The tick's skipped runs by reason, as ``RunsSkipped<Reason>`` metrics (only reasons that
+    skipped something: an EMF line names no metric it does not need)."""
+    counts: dict[str, int] = {}
+    for reason, count in summary.skipped_by_reason.items():
+        if count:
+            name = obs.skipped_metric(reason)
+            counts[name] = counts.get(name, 0) + count
+    return counts
+
+
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -79,6 +91,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             logger.info("shard busy", extra={"shard": shard, "reason": exc.message})
             summary.lease_busy.append(shard)
     metrics.add_metric(name="RunsSkipped", unit=MetricUnit.Count, value=summary.runs_skipped)
+    for name, count in skipped_metrics(summary).items():
+        metrics.add_metric(name=name, unit=MetricUnit.Count, value=count)
     metrics.add_metric(name="RunsDispatched", unit=MetricUnit.Count, value=summary.runs_created)
     metrics.add_metric(name="JobsAdvanced", unit=MetricUnit.Count, value=summary.jobs_advanced)
     metrics.add_metric(name="SendFailures", unit=MetricUnit.Count, value=summary.send_failures)

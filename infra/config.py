@@ -66,6 +66,14 @@ SUBNET_ID_PATTERN = re.compile(r"^subnet-[0-9a-f]{8,17}$")
 NOTIFY_TOPIC_PATTERN = re.compile(r"^arn:aws(?:-[a-z]+)*:sns:[a-z0-9*?-]+:\d{12}:[A-Za-z0-9_.*?-]+$")
 
 
+#: The tags the stack sets on every resource itself (infra/tags.py); ``tags`` may not name them.
+RESERVED_TAG_KEYS = ("application", "stack", "component")
+#: AWS's tag rules (the characters every service accepts): keys 1-128, values 0-256.
+TAG_KEY_PATTERN = re.compile(r"^[\w .:/=+\-@]{1,128}$")
+TAG_VALUE_PATTERN = re.compile(r"^[\w .:/=+\-@]{0,256}$")
+DOCS_URL_PATTERN = re.compile(r"^https://\S+$")
+
+
 class ConfigError(ValueError):
     """Raised when a CDK context value is missing a required companion or is out of range."""
 
@@ -126,6 +134,14 @@ class StackConfig:
     alarm_lag_p99_seconds: int = 10
     alarm_error_rate_percent: int = 5
     alarm_dead_letters: int = 1  # dead letters in 5 minutes that raise the DeadLetters alarm
+    #: SuccessRate-<pool> alarms: the pool's attempts that succeeded, in % of those that ended, below this
+    alarm_success_rate_percent: int = 95
+    #: Where docs/ is published (e.g. https://github.com/acme/jobsched/blob/main/docs): the alarms'
+    #: descriptions link to their section of operations.md there; unset = the path in the repository.
+    docs_url: str = ""
+    #: The user's own tags, on every resource besides application, stack and component (infra/tags.py):
+    #: ``-c tags='{"team": "payments", "cost-center": "42"}'``.
+    tags: dict[str, str] = field(default_factory=dict)
     notify_topic_arns: tuple[str, ...] = ()  # SNS topics dead-letter notifications may go to
     allowed_http_hosts: str = ""
     handler_modules: tuple[str, ...] = ()
@@ -244,6 +260,7 @@ class StackConfig:
                 f"container_memory must be one of {sizes[0]}..{sizes[-1]} MiB{step} for container_cpu={cpu} "
                 f"(Fargate's task sizes: {', '.join(map(str, sizes[:3]))}, ...), got {memory}"
             )
+        self._check_surface()
         if not 1 <= self.container_max_tasks <= MAX_CONTAINER_TASKS:
             raise ConfigError(
                 f"container_max_tasks must be 1 to {MAX_CONTAINER_TASKS}, got {self.container_max_tasks}"
@@ -263,6 +280,29 @@ class StackConfig:
         for subnet in self.vpc_subnet_ids:
             if not SUBNET_ID_PATTERN.match(subnet):
                 raise ConfigError(f"vpc_subnet_ids: {subnet!r} must look like subnet-0123456789abcdef0")
+
+    def _check_surface(self) -> None:
+        """The success-rate alarm's threshold, the docs URL and the user's tags (AWS's tag rules)."""
+        if not 1 <= self.alarm_success_rate_percent <= 100:
+            raise ConfigError(
+                f"alarm_success_rate_percent must be 1 to 100, got {self.alarm_success_rate_percent}"
+            )
+        if self.docs_url and not DOCS_URL_PATTERN.match(self.docs_url):
+            raise ConfigError(f"docs_url must be an https:// URL without spaces, got {self.docs_url!r}")
+        for key, value in self.tags.items():
+            if key in RESERVED_TAG_KEYS:
+                raise ConfigError(
+                    f"tags: {key!r} is set by the stack itself ({', '.join(RESERVED_TAG_KEYS)})"
+                )
+            if not TAG_KEY_PATTERN.match(key) or key.lower().startswith("aws:"):
+                raise ConfigError(
+                    f"tags: key {key!r} must be 1 to 128 letters, digits, spaces or _.:/=+-@ and not start "
+                    "with aws:"
+                )
+            if not TAG_VALUE_PATTERN.match(value):
+                raise ConfigError(
+                    f"tags[{key}]: value {value!r} must be at most 256 letters, digits, spaces or _.:/=+-@"
+                )
 
     def _check_backpressure(self) -> None:
         for name, limits in (
@@ -355,10 +395,16 @@ def _parse(name: str, raw: Any, type_name: Any) -> Any:
             return raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes")
         if text.startswith("dict"):
             value = json.loads(raw) if isinstance(raw, str) else dict(raw)
+            if not isinstance(value, dict):
+                raise ValueError("not a JSON object")
+            if text == "dict[str, str]":
+                if any(not isinstance(v, str) for v in value.values()):
+                    raise ValueError("values must be strings")
+                return {str(k): v for k, v in value.items()}
             return {str(k): int(v) for k, v in value.items()}
         if text.startswith("tuple"):
             items = raw.split(",") if isinstance(raw, str) else list(raw)
             return tuple(str(i).strip() for i in items if str(i).strip())
         return str(raw)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"context value {name}={raw!r} is not a valid {text}") from exc

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -35,9 +36,18 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import StackConfig
+from infra.pool_metrics import (
+    RUNBOOK_PAGE,
+    app_metric,
+    pool_ceilings,
+    pool_rows,
+    runbook_anchor,
+    skipped_by_reason,
+    worker_metric,
+)
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER
 from jobsched.runtime import observability as obs
-from jobsched.runtime.resources import CONTAINER_KIND, FUNCTIONS, PRIORITIES
+from jobsched.runtime.resources import CONTAINER_KIND, FUNCTIONS, POOLS, PRIORITIES
 
 MINUTE = cdk.Duration.minutes(1)
 #: How long a message of the ``long`` queue may be in flight: a chunk task runs in one worker invocation.
@@ -77,17 +87,8 @@ class Watched:
     queues: dict[str, sqs.IQueue]  # kind -> queue
     dlqs: dict[str, sqs.IQueue]  # name -> dead-letter queue (run DLQs and the scheduler's)
     functions: dict[str, lambda_.IFunction]  # spec name -> function
-
-
-def app_metric(name: str, statistic: str, service: str) -> cw.Metric:
-    """A jobsched application metric (Powertools EMF) of one function, at one-minute resolution."""
-    return cw.Metric(
-        namespace=obs.NAMESPACE,
-        metric_name=name,
-        dimensions_map={"service": service},
-        statistic=statistic,
-        period=MINUTE,
-    )
+    #: the container pool's ECS service (None without the pool): its running tasks are its utilisation
+    container_service: ecs.FargateService | None = None
 
 
 def total_over_services(name: str) -> cw.MathExpression:
@@ -133,8 +134,19 @@ class Observability(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(config.alert_email))
         self.alarms: dict[str, cw.Alarm] = {}
         self._add_alarms(config, watched)
-        self.dashboard = cw.Dashboard(self, "Dashboard", default_interval=cdk.Duration.hours(3))
+        self._add_pool_alarms(config)
+        self._docs = config.docs_url.rstrip("/") if config.docs_url else "docs"
+        self._link_runbooks()
+        # An explicit name, the stack's and its region's: dashboards are global to the account, so two
+        # regions' stacks of the same name get two dashboards (CloudWatch: letters, digits, - and _).
+        self.dashboard = cw.Dashboard(
+            self,
+            "Dashboard",
+            dashboard_name=cdk.Fn.join("-", [cdk.Stack.of(self).stack_name, cdk.Aws.REGION]),
+            default_interval=cdk.Duration.hours(3),
+        )
         self._add_widgets(watched, cdk.Duration.minutes(config.sweeper_rate_minutes))
+        self._add_pool_widgets(config, watched)
 
     def _alarm(self, name: str, alarm: cw.Alarm) -> None:
         alarm.add_alarm_action(actions.SnsAction(self.topic))
@@ -228,8 +240,7 @@ class Observability(Construct):
                 self,
                 "RunsMissedDeadline",
                 alarm_description="A scheduled run had not succeeded by its job's deadline_seconds, or an "
-                "occurrence got no run by then (dispatch behind); the owners were notified. See "
-                "docs/operations.md#runsmisseddeadline.",
+                "occurrence got no run by then (dispatch behind); the owners were notified.",
                 threshold=1,
                 evaluation_periods=1,
                 comparison_operator=cw.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
@@ -399,6 +410,71 @@ class Observability(Construct):
         d.add_widgets(
             cw.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms.values()), width=24),
         )
+
+    def _add_pool_alarms(self, config: StackConfig) -> None:
+        """Per pool: ``SuccessRate-<pool>`` (attempts that succeeded, in % of those that ended, below
+        ``alarm_success_rate_percent`` for 10 minutes) and ``StartLagP99-<pool>`` (p99 of the pool's
+        start lag above ``alarm_lag_p99_seconds``; the container pool, which starts tasks from 0 in a
+        minute or two, above ``alarm_oldest_run_seconds``)."""
+        five = cdk.Duration.minutes(5)
+        for pool in POOLS:
+            row = pool_rows(pool)
+            self._alarm(
+                f"SuccessRate-{pool}",
+                row.success_rate(five).create_alarm(
+                    self,
+                    f"SuccessRate{pool.title()}",
+                    alarm_description=f"Less than {config.alarm_success_rate_percent}% of the {pool} pool's "
+                    "attempts succeeded over 10 minutes (failed attempts: retried, dead-lettered or lost).",
+                    threshold=config.alarm_success_rate_percent,
+                    evaluation_periods=2,
+                    comparison_operator=cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+                    treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+                ),
+            )
+            threshold = (
+                config.alarm_oldest_run_seconds if pool == CONTAINER_KIND else config.alarm_lag_p99_seconds
+            )
+            self._alarm(
+                f"StartLagP99-{pool}",
+                worker_metric(obs.pool_metric(obs.SCHEDULE_LAG, pool), "p99").create_alarm(
+                    self,
+                    f"StartLagP99{pool.title()}",
+                    alarm_description=f"p99 of the {pool} pool's start lag (attempt start - due) above "
+                    f"{threshold} s for 5 minutes.",
+                    threshold=threshold,
+                    evaluation_periods=5,
+                    comparison_operator=cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                    treat_missing_data=cw.TreatMissingData.NOT_BREACHING,
+                ),
+            )
+
+    def _link_runbooks(self) -> None:
+        """Every alarm's description ends with the link to its section of docs/operations.md
+        (:data:`infra.pool_metrics.RUNBOOK`); an alarm added without a section there fails here."""
+        for name, alarm in self.alarms.items():
+            cfn = alarm.node.default_child
+            anchor = runbook_anchor(name)
+            if anchor is not None and isinstance(cfn, cw.CfnAlarm):
+                cfn.alarm_description = (
+                    f"{cfn.alarm_description} Runbook: {self._docs}/{RUNBOOK_PAGE}#{anchor}"
+                )
+
+    def _add_pool_widgets(self, config: StackConfig, watched: Watched) -> None:
+        """A row per pool (start lag, run duration, success rate, retries and dead letters,
+        utilisation, forecast against capacity), then runs skipped by reason."""
+        ceilings = pool_ceilings(config)
+        for pool in POOLS:
+            row = pool_rows(pool)
+            if pool == CONTAINER_KIND:
+                busy = row.container_busy(watched.container_service)
+            else:
+                busy = row.lambda_busy([watched.functions[name] for name in row.functions])
+            self.dashboard.add_widgets(
+                cw.TextWidget(markdown=f"### Pool `{pool}`", width=24, height=1),
+            )
+            self.dashboard.add_widgets(*row.widgets(busy, ceilings[pool]))
+        self.dashboard.add_widgets(skipped_by_reason())
 
     @property
     def dashboard_url(self) -> str:

@@ -30,9 +30,11 @@ from infra.functions import function_spec
 from infra.long_jobs import LongJobs
 from infra.nag import acknowledge, acknowledge_index_access
 from infra.observability import Observability, Watched
+from infra.queries import SavedQueries
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
+from infra.tags import apply_tags
 from infra.workers import Workers
 from jobsched.runtime.resources import (
     CONTAINER_KIND,
@@ -189,8 +191,11 @@ class JobschedStack(cdk.Stack):
                     "schedule": self.dispatch.schedule_dlq,
                 },
                 functions=functions,
+                container_service=self.containers.service if self.containers is not None else None,
             ),
         )
+        self.queries = SavedQueries(self, "Queries", functions=functions)
+        apply_tags(self, config)
         self.functions = functions
 
         cdk.CfnOutput(self, "ApiUrl", value=self.api.url, description="Base URL of the HTTP API (SigV4)")

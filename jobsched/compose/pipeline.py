@@ -16,50 +16,39 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jobsched.aws.attempts import AttemptStore
-from jobsched.aws.backfill_store import BackfillStore
-from jobsched.aws.clients import Clients
-from jobsched.aws.forecast_reads import ForecastReads
-from jobsched.aws.jobs_store import JobsStore
-from jobsched.aws.leases import Leases
-from jobsched.aws.limits_store import Buckets, Semaphores
 from jobsched.aws.metering import Meter, dynamo_for
-from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsStore
-from jobsched.aws.outputs import OutputStore
-from jobsched.aws.queue_ages import QueueAges
-from jobsched.aws.queues import RunQueues
-from jobsched.aws.runs_store import RunsStore
-from jobsched.aws.step_functions import StepFunctions
-from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
-from jobsched.aws.usage_store import UsageStore
-from jobsched.core.capacity import CapacityPolicy
-from jobsched.core.clock import Clock
-from jobsched.core.handlers import HandlerCatalog
-from jobsched.long_jobs.checkpoints import ChunkStore
-from jobsched.long_jobs.chunk_runner import ChunkRunner
-from jobsched.ports.capacity import PoolCapacity
-from jobsched.ports.tables import Table
 from jobsched.runtime import observability as obs
-from jobsched.runtime.clock import SystemClock
-from jobsched.runtime.settings import Settings
-from jobsched.services.backfills import BackfillService
-from jobsched.services.backpressure import Backpressure
-from jobsched.services.capacity import CapacityConfig, CapacityService
-from jobsched.services.deadlines import DeadlineConfig, DeadlineWatch
 from jobsched.services.deliveries import Deliveries
-from jobsched.services.dispatcher import Dispatcher, DispatcherConfig
-from jobsched.services.dlq_consumer import DlqConsumer
-from jobsched.services.forecast import ForecastConfig, ForecastService
-from jobsched.services.jobs import JobService
-from jobsched.services.limits import LimitGate
-from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
-from jobsched.services.sweeper import Sweeper, SweeperConfig
-from jobsched.services.usage import TenantMeter, UsageRecorder
-from jobsched.services.worker import Worker, WorkerConfig
-from jobsched.services.workflows import CompositeTargets, WorkflowEngine
-from jobsched.targets.context import IdempotentEffects
+
+# Each factory imports the services it builds when it is called (decision 0056): a function's cold
+# start then imports only what its own factory needs — the dispatcher neither the worker, the chunk
+# runner, the backfills nor the notifier; the DLQ consumer only the attempt store. The names below are
+# for the annotations.
+if TYPE_CHECKING:
+    from jobsched.aws.attempts import AttemptStore
+    from jobsched.aws.clients import Clients
+    from jobsched.aws.queues import RunQueues
+    from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
+    from jobsched.core.capacity import CapacityPolicy
+    from jobsched.core.clock import Clock
+    from jobsched.core.handlers import HandlerCatalog
+    from jobsched.long_jobs.chunk_runner import ChunkRunner
+    from jobsched.ports.capacity import PoolCapacity
+    from jobsched.ports.tables import Table
+    from jobsched.runtime.settings import Settings
+    from jobsched.services.backfills import BackfillService
+    from jobsched.services.capacity import CapacityService
+    from jobsched.services.dispatcher import Dispatcher
+    from jobsched.services.dlq_consumer import DlqConsumer
+    from jobsched.services.forecast import ForecastConfig, ForecastService
+    from jobsched.services.jobs import JobService
+    from jobsched.services.limits import LimitGate
+    from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
+    from jobsched.services.sweeper import Sweeper
+    from jobsched.services.worker import Worker
+    from jobsched.services.workflows import WorkflowEngine
 
 #: The lease a worker takes on a run (extended by its heartbeats, every third of it).
 DEFAULT_LEASE_SECONDS = 60.0
@@ -79,6 +68,15 @@ def dispatcher_from_settings(
     ``sleep`` on it its sends are aligned to the second by the settings' ``send_align_ms`` (decision
     0032). Without one (the API's immediate dispatch of a created job) both are taken from the
     dispatch's ``now``, and the dispatcher holds the wall clock."""
+    from jobsched.aws.jobs_store import JobsStore
+    from jobsched.aws.leases import Leases
+    from jobsched.aws.queue_ages import QueueAges
+    from jobsched.aws.queues import RunQueues
+    from jobsched.aws.runs_store import RunsStore
+    from jobsched.runtime.clock import SystemClock
+    from jobsched.services.backpressure import Backpressure
+    from jobsched.services.dispatcher import Dispatcher, DispatcherConfig
+
     meter = meter or Meter()
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     queues = RunQueues(clients.sqs, settings.queue_urls, meter)
@@ -111,6 +109,8 @@ def job_service_from_settings(
     catalog: HandlerCatalog | None = None,
 ) -> JobService:
     """The job service over the deployment's tables and queues (the API builds it once per container)."""
+    from jobsched.services.jobs import JobService
+
     dispatcher = dispatcher_from_settings(settings, clients, meter=meter, owner="api")
     return JobService(
         dispatcher.jobs,
@@ -127,6 +127,10 @@ def backfill_service_from_settings(
 ) -> BackfillService:
     """Asynchronous backfills over the Runs table and the priority queues (the API starts them, the
     worker decides their slices)."""
+    from jobsched.aws.backfill_store import BackfillStore
+    from jobsched.aws.runs_store import RunsStore
+    from jobsched.services.backfills import BackfillService
+
     dynamo = dynamo or dynamo_for(settings, clients.dynamodb, meter)
     return BackfillService(
         BackfillStore(dynamo, settings.runs_table),
@@ -138,11 +142,15 @@ def backfill_service_from_settings(
 def run_queues_from_settings(settings: Settings, clients: Clients, dynamo: Table) -> RunQueues:
     """The priority queues, every call metered on ``dynamo``'s meter (one meter sees a service's
     DynamoDB and SQS calls)."""
+    from jobsched.aws.queues import RunQueues
+
     return RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter)
 
 
 def notify_policy_from_settings(settings: Settings) -> NotifyPolicy:
     """What the deployment lets a ``notify`` name (topic allow-list, the SSRF guard's host allow-list)."""
+    from jobsched.services.notifications import NotifyPolicy
+
     return NotifyPolicy(settings.notify_topic_arns, settings.allowed_http_hosts)
 
 
@@ -155,6 +163,9 @@ def notifier_from_settings(
 ) -> DeadLetterNotifier:
     """The dead-letter notifier over the Runs table (outbox), the Leases table (tenant defaults) and
     SNS, all metered on ``dynamo``'s meter."""
+    from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsStore
+    from jobsched.services.notifications import DeadLetterNotifier
+
     return DeadLetterNotifier(
         outbox=NotifyOutbox(dynamo, settings.runs_table),
         settings=TenantSettingsStore(dynamo, settings.leases_table),
@@ -168,6 +179,8 @@ def notifying_attempts(
     settings: Settings, clients: Clients, dynamo: Table, *, metrics: obs.MetricSink | None = None
 ) -> AttemptStore:
     """An attempt store whose dead letters are notified at once (the notifier is its listener)."""
+    from jobsched.aws.attempts import AttemptStore
+
     notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
     return AttemptStore(dynamo, settings.runs_table, on_dead_letter=notifier.on_dead_letter)
 
@@ -184,6 +197,11 @@ def chunk_runner_from_settings(
 ) -> ChunkRunner | None:
     """The chunked-job runner when the deployment has a state machine (``JOBSCHED_STATE_MACHINE_ARN``),
     else None."""
+    from jobsched.aws.outputs import OutputStore
+    from jobsched.aws.step_functions import StepFunctions
+    from jobsched.long_jobs.checkpoints import ChunkStore
+    from jobsched.long_jobs.chunk_runner import ChunkRunner
+
     if not settings.state_machine_arn:
         return None
     return ChunkRunner(
@@ -206,6 +224,9 @@ def workflow_engine_from_settings(
 ) -> WorkflowEngine:
     """The DAG workflow engine over the Runs table and the queues (``replay``: the run service's, for
     retries; only the API's engine needs it)."""
+    from jobsched.aws.runs_store import RunsStore
+    from jobsched.services.workflows import WorkflowEngine
+
     runs = RunsStore(dynamo, settings.runs_table, retention=settings.retention)
     queues = run_queues_from_settings(settings, clients, dynamo)
     return WorkflowEngine(dynamo=dynamo, runs=runs, queues=queues, replay=replay)
@@ -224,6 +245,13 @@ def worker_from_settings(
 ) -> Deliveries[Worker]:
     """The worker (and, with a state machine, the chunk runner) over the deployment's tables, queues
     and bucket: the function entry point and the local mode build it the same way."""
+    from jobsched.aws.outputs import OutputStore
+    from jobsched.aws.usage_store import UsageStore
+    from jobsched.services.usage import TenantMeter, UsageRecorder
+    from jobsched.services.worker import Worker, WorkerConfig
+    from jobsched.services.workflows import CompositeTargets
+    from jobsched.targets.context import IdempotentEffects
+
     meter = meter or TenantMeter()
     usage = UsageRecorder(metrics or obs.NullSink(), clock, meter)
     metrics = usage
@@ -267,6 +295,8 @@ def tenant_limits_from_settings(
 ) -> TenantLimits:
     """The operator's per-tenant limits over the Leases table, with the deployment's defaults; reads
     kept in ``cache`` (default: this object's own)."""
+    from jobsched.aws.tenant_limits import TenantLimits
+
     return TenantLimits(
         dynamo,
         settings.leases_table,
@@ -289,6 +319,9 @@ def limit_gate_from_settings(
 ) -> LimitGate:
     """The concurrency and rate limits a worker checks before it claims a run (Leases table); the
     tenants' limits as read are kept in ``limits_cache`` (the worker function's container cache)."""
+    from jobsched.aws.limits_store import Buckets, Semaphores
+    from jobsched.services.limits import LimitGate
+
     return LimitGate(
         semaphores=Semaphores(dynamo, settings.leases_table),
         buckets=Buckets(dynamo, settings.leases_table),
@@ -305,6 +338,9 @@ def dlq_consumer_from_settings(
 ) -> DlqConsumer:
     """A DLQ consumer over the deployment's Runs table. Its dead letters are only marked as owing a
     notification (no SNS or Leases access): the sweeper delivers them."""
+    from jobsched.aws.attempts import AttemptStore
+    from jobsched.services.dlq_consumer import DlqConsumer
+
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     return DlqConsumer(AttemptStore(dynamo, settings.runs_table), metrics)
 
@@ -313,6 +349,12 @@ def sweeper_from_settings(
     settings: Settings, clients: Clients, *, metrics: obs.MetricSink | None = None, meter: Any = None
 ) -> Sweeper:
     """A sweeper over the deployment's tables and queues; it delivers owed dead-letter notifications."""
+    from jobsched.aws.attempts import AttemptStore
+    from jobsched.aws.jobs_store import JobsStore
+    from jobsched.aws.queue_ages import QueueAges
+    from jobsched.services.deadlines import DeadlineConfig, DeadlineWatch
+    from jobsched.services.sweeper import Sweeper, SweeperConfig
+
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
     jobs = JobsStore(dynamo, settings.jobs_table)
@@ -341,6 +383,9 @@ def forecast_service_from_settings(
     settings: Settings, clients: Clients, *, meter: Any = None, config: ForecastConfig | None = None
 ) -> ForecastService:
     """The forecast (decision 0054) over the deployment's Jobs table (due index) and in-flight ledger."""
+    from jobsched.aws.forecast_reads import ForecastReads
+    from jobsched.services.forecast import ForecastConfig, ForecastService
+
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     reads = ForecastReads(dynamo, settings.jobs_table, dynamo, settings.runs_table)
     return ForecastService(config or ForecastConfig(), reads)
@@ -357,6 +402,9 @@ def capacity_service_from_settings(
     forecast: ForecastConfig | None = None,
 ) -> CapacityService:
     """The capacity service (decision 0055): the forecast, the sweeper's queue ages, ``capacity``."""
+    from jobsched.aws.queue_ages import QueueAges
+    from jobsched.services.capacity import CapacityConfig, CapacityService
+
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     ages = QueueAges(dynamo, settings.leases_table)
     return CapacityService(

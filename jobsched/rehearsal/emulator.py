@@ -65,6 +65,13 @@ GAPS = (
         upstream=True,
     ),
     Gap(
+        "kms-key-tags",
+        "AWS::KMS::Key reads Tags in the KMS API's shape (TagKey, TagValue), not CloudFormation's (Key, "
+        "Value): a tagged key fails the stack's create with a 500",
+        "the key's tags are handed to moto as TagKey and TagValue",
+        upstream=True,
+    ),
+    Gap(
         "previous-default-parameter",
         "an update that keeps a parameter's previous value (UsePreviousValue, as the CDK CLI sends for "
         "BootstrapVersion) fails with a 500 when that value was the template's default",
@@ -236,10 +243,21 @@ def _text_policy(properties: dict[str, Any]) -> None:
         properties["KeyPolicy"] = json.dumps(properties["KeyPolicy"])
 
 
+def _kms_tags(properties: dict[str, Any]) -> None:
+    tags = properties.get("Tags")
+    if isinstance(tags, list):
+        properties["Tags"] = [{"TagKey": t["Key"], "TagValue": t["Value"]} for t in tags if "Key" in t]
+
+
+def _kms_key_properties(properties: dict[str, Any]) -> None:
+    _text_policy(properties)
+    _kms_tags(properties)
+
+
 def _patch_kms_key() -> None:
     from moto.kms.models import Key
 
-    _wrap(Key, "create_from_cloudformation_json", before=_text_policy)
+    _wrap(Key, "create_from_cloudformation_json", before=_kms_key_properties)
 
 
 def _patch_mappings() -> None:

@@ -3,8 +3,10 @@
 Metrics are CloudWatch EMF through Powertools (:func:`make_metrics`, one per function); services
 emit through a small :class:`MetricSink` so they stay testable and the local mode can print or count them.
 Cardinality: metrics carry only the ``service`` default dimension; a figure per priority is a metric
-per priority (:func:`oldest_queued_run_age`: three names). Never a per-run, per-job or per-tenant
-dimension: each distinct dimension set is a separate billed metric. Per-run detail belongs in the
+per priority (:func:`oldest_queued_run_age`: three names), a figure per pool a metric per pool
+(:func:`pool_metric`, :func:`add_per_pool`), a skip reason a metric per reason (:func:`skipped_metric`).
+Never a per-run, per-job or per-tenant dimension: each distinct dimension set is a separate billed
+metric. Per-run detail belongs in the
 structured log line (job/run/attempt/tenant keys).
 
 Run keys in every line (:func:`run_log_keys`, :class:`RunKeysFilter`, :func:`configure_function_logging`):
@@ -34,7 +36,7 @@ from aws_lambda_powertools.logging.formatter import LambdaPowertoolsFormatter
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 
-from jobsched.runtime.resources import PRIORITIES
+from jobsched.runtime.resources import POOLS, PRIORITIES
 
 NAMESPACE = "jobsched"
 
@@ -79,10 +81,37 @@ def pool_metric(name: str, pool: str) -> str:
     return f"{name}{pool.title()}"
 
 
+#: The worker's figures it also emits per pool (:func:`add_per_pool`): ``ScheduleLagLambda``,
+#: ``RunsSucceededContainer``... (6 names x 3 pools, the dashboard's per-pool rows and alarms).
+PER_POOL = (SCHEDULE_LAG, RUN_DURATION, RUNS_SUCCEEDED, RUNS_FAILED, RUNS_RETRIED, RUNS_DEAD_LETTERED)
+
+#: Why a run was recorded skipped (the dispatcher's: misfire, dst_gap, overlap; a tick that finds its
+#: job paused, deleted or edited since it read it: paused, deleted, rescheduled). The dispatcher emits
+#: ``RunsSkipped`` and one ``RunsSkipped<Reason>`` per reason (:func:`skipped_metric`): a bounded set of
+#: names, never a dimension; a reason outside it counts as ``other``.
+SKIP_REASONS = ("misfire", "dst_gap", "overlap", "paused", "deleted", "rescheduled", "other")
+
+
+def skipped_metric(reason: str) -> str:
+    """The metric of runs skipped for ``reason``: ``RunsSkippedMisfire``, ``RunsSkippedDstGap``..."""
+    known = reason if reason in SKIP_REASONS else "other"
+    return RUNS_SKIPPED + known.title().replace("_", "")
+
+
+def add_per_pool(sink: MetricSink, name: str, pool: str, value: float = 1) -> None:
+    """One data point of ``name`` and the same of its pool's metric (:func:`pool_metric`): the
+    deployment's total stays where the existing alarms and usage read it, the pool's feeds its row of
+    the dashboard. A pool outside :data:`POOLS` (none is) would be counted in the total only."""
+    sink.add(name, value)
+    if pool in POOLS:
+        sink.add(pool_metric(name, pool), value)
+
+
 UNITS = {
     SCHEDULE_LAG: MetricUnit.Seconds,
     RUN_DURATION: MetricUnit.Seconds,
     **{oldest_queued_run_age(p): MetricUnit.Seconds for p in PRIORITIES},
+    **{pool_metric(n, p): MetricUnit.Seconds for n in (SCHEDULE_LAG, RUN_DURATION) for p in POOLS},
 }
 
 

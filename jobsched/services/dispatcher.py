@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from jobsched.aws.jobs_store import StaleJobError
 from jobsched.aws.leases import shard_lease_key
 from jobsched.core.clock import Clock
 from jobsched.core.dispatch_plan import DEFAULT_BATCH, SKIP_REASON_REPLACED, JobPlan, plan_job
-from jobsched.core.edits import refreshed, touches_runs
+from jobsched.core.edits import SKIP_REASON_RESCHEDULED, refreshed, touches_runs
 from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shard_for, validate_shard_count
 from jobsched.core.messages import Outgoing
@@ -82,6 +83,9 @@ class DispatchSummary:
     runs_reused: int = 0
     runs_revived: int = 0  # withdrawn by a pause, decided again (queued or skipped) in place
     runs_skipped: int = 0
+    #: the same runs by ``skip_reason`` (the function emits ``RunsSkipped<Reason>``); a ``Counter``, so
+    #: :meth:`merge` (``update``) adds the counts of the merged tick rather than replacing them
+    skipped_by_reason: Counter[str] = field(default_factory=Counter)
     runs_cancelled: int = 0
     #: queued runs given the definition of a job edited since they were sent (jobsched/services/edits.py)
     runs_refreshed: int = 0
@@ -437,6 +441,7 @@ class Dispatcher:
         for record in planned.skipped:
             stored, created, revived = self._put(record)
             summary.runs_skipped += created or revived
+            summary.skipped_by_reason[record.skip_reason or "other"] += created or revived
             summary.runs_revived += revived
             if not (created or revived) and stored.state is RunState.QUEUED:
                 fresh = self._fresh(job, stored)  # created by a crashed tick: finish it
@@ -445,6 +450,7 @@ class Dispatcher:
         if planned.summary_record is not None and plan.summary is not None:
             _, created, revived = self._put(planned.summary_record)
             summary.runs_skipped += plan.summary.count if created or revived else 0
+            summary.skipped_by_reason[plan.summary.reason] += plan.summary.count if created or revived else 0
             summary.runs_revived += revived
         last_run_id = job.last_run_id
         for run in planned.fired:
@@ -509,6 +515,7 @@ class Dispatcher:
             run = self.runs.find(make_run_id(job.id, occurrence.at))
             if run is not None and run.state is RunState.QUEUED and run.due_at > stopped_at:
                 withdrawn += self.runs.transition(run, RunState.SKIPPED, now, reason=reason) is not None
+        summary.skipped_by_reason[reason] += withdrawn
         return withdrawn
 
     def _replan_sent(
@@ -520,6 +527,7 @@ class Dispatcher:
         queued = [run for run in found if run is not None and run.state is RunState.QUEUED]
         done = replan_ahead(self.runs, self.queues, read, current, queued, now)
         summary.runs_refreshed += len(done.refreshed)
+        summary.skipped_by_reason[SKIP_REASON_RESCHEDULED] += len(done.rescheduled)
         return len(done.rescheduled)
 
     def _fresh(self, job: Job, stored: Run) -> Run | None:

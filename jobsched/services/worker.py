@@ -284,7 +284,8 @@ class Worker:
             return self._not_claimed(msg, claim, now, queue_url, receipt_handle)
         assert claim.run is not None
         if claim.attempt == 1:
-            self.metrics.add(obs.SCHEDULE_LAG, max(0.0, (now - claim.run.due_at).total_seconds()))
+            lag = max(0.0, (now - claim.run.due_at).total_seconds())
+            obs.add_per_pool(self.metrics, obs.SCHEDULE_LAG, claim.run.pool, lag)
         if (chunked := self.chunks.job_for(msg.target)) is not None:
             return self.chunks.start(msg, claim, chunked, now)  # the workflow finishes the run
         with obs.run_log_keys(attempt=claim.attempt):  # a takeover runs a later attempt than the message's
@@ -360,7 +361,7 @@ class Worker:
                 return Outcome(OutcomeStatus.STALE, msg.run_id, msg.attempt)
             # No RunsFailed: the attempt that failed (its worker stopped) was never counted as
             # executed by any worker; only the dead letter is counted (docs/semantics/limits.md).
-            self.metrics.add(obs.RUNS_DEAD_LETTERED)
+            obs.add_per_pool(self.metrics, obs.RUNS_DEAD_LETTERED, claim.run.pool)
             return Outcome(
                 OutcomeStatus.DEAD_LETTERED, msg.run_id, claim.attempt, detail={"reason": "lease_expired"}
             )
@@ -449,15 +450,40 @@ class Worker:
             with self._running_lock:
                 self._running.pop(run.id, None)
         finished = self.clock.now()
-        self.metrics.add(obs.RUN_DURATION, (finished - started).total_seconds())
+        duration = (finished - started).total_seconds()
+        obs.add_per_pool(self.metrics, obs.RUN_DURATION, run.pool, duration)
+        outcome = self._concluded(
+            msg, claim, running, heartbeat.lost, cancel_seen.is_set(), finished, output, error
+        )
+        # the "run delivery handled" line carries them: the slowest-runs query (infra/queries.py) reads them
+        outcome.detail.update(duration_seconds=round(duration, 3), pool=run.pool)
+        return outcome
+
+    def _concluded(
+        self,
+        msg: RunMessage,
+        claim: Claim,
+        running: _Running,
+        heartbeat_lost: bool,
+        cancelled: bool,
+        finished: datetime,
+        output: Any,
+        error: BaseException | None,
+    ) -> Outcome:
+        """The outcome of an attempt whose target returned or raised: handed back, lease lost,
+        cancelled, succeeded, retrying or dead-lettered (its writes made, its metrics counted)."""
+        run = claim.run
+        assert run is not None
+        attempt, owner = claim.attempt, self.config.owner
         if running.handed.is_set():  # given up (hand_back): the next delivery runs the same attempt
             return Outcome(OutcomeStatus.HANDED_BACK, run.id, attempt, defer=True)
-        if heartbeat.lost:  # another worker owns the run now: any write of ours would be rejected
+        if heartbeat_lost:  # another worker owns the run now: any write of ours would be rejected
             logger.warning("lease of run %s attempt %s was lost while running", run.id, attempt)
-            self.metrics.add(obs.RUNS_FAILED)  # the attempt is recorded `lost`; its result is discarded
+            # the attempt is recorded `lost`; its result is discarded
+            obs.add_per_pool(self.metrics, obs.RUNS_FAILED, run.pool)
             return Outcome(OutcomeStatus.LEASE_LOST, run.id, attempt, detail={"heartbeat_lost": True})
         try:
-            if cancel_seen.is_set():
+            if cancelled:
                 self.attempts.cancelled(claim, owner, finished)
                 self.metrics.add(obs.RUNS_CANCELLED)
                 return Outcome(OutcomeStatus.CANCELLED, run.id, attempt)
@@ -466,7 +492,8 @@ class Worker:
             return self._failed(msg, claim, finished, error)
         except LeaseLostError as lost:
             logger.warning("%s", lost.message)
-            self.metrics.add(obs.RUNS_FAILED)  # as a lost heartbeat: the attempt's result is discarded
+            # as a lost heartbeat: the attempt's result is discarded
+            obs.add_per_pool(self.metrics, obs.RUNS_FAILED, run.pool)
             return Outcome(OutcomeStatus.LEASE_LOST, run.id, attempt, detail={"heartbeat_lost": False})
 
     def _payload(self, msg: RunMessage, claim: Claim) -> Any:
@@ -488,7 +515,7 @@ class Worker:
         assert run is not None
         inline, ref = self.outputs.place_output(run.tenant, run.id, claim.attempt, output)
         self.attempts.succeed(claim, self.config.owner, now, output=inline, output_ref=ref)
-        self.metrics.add(obs.RUNS_SUCCEEDED)
+        obs.add_per_pool(self.metrics, obs.RUNS_SUCCEEDED, run.pool)
         return Outcome(OutcomeStatus.SUCCEEDED, run.id, claim.attempt, detail={"output_ref": ref})
 
     def _failed(self, msg: RunMessage, claim: Claim, now: datetime, exc: BaseException) -> Outcome:
@@ -500,8 +527,8 @@ class Worker:
         if classification == PERMANENT or claim.attempt >= run.max_attempts:
             reason = "permanent" if classification == PERMANENT else "exhausted"
             self.attempts.dead_letter(claim, self.config.owner, now, text, reason, msg.to_json())
-            self.metrics.add(obs.RUNS_FAILED)
-            self.metrics.add(obs.RUNS_DEAD_LETTERED)
+            obs.add_per_pool(self.metrics, obs.RUNS_FAILED, run.pool)
+            obs.add_per_pool(self.metrics, obs.RUNS_DEAD_LETTERED, run.pool)
             return Outcome(
                 OutcomeStatus.DEAD_LETTERED, run.id, claim.attempt, detail={"reason": reason, "error": text}
             )
@@ -514,8 +541,8 @@ class Worker:
         retry = replace(msg, attempt=claim.attempt + 1, due_at=retry_at, token=token)
         self._send(retry, now)  # send first, then mark
         self.attempts.retrying(claim, self.config.owner, now, retry_at, text, token=token)
-        self.metrics.add(obs.RUNS_FAILED)  # every failed attempt, retried or not
-        self.metrics.add(obs.RUNS_RETRIED)
+        obs.add_per_pool(self.metrics, obs.RUNS_FAILED, run.pool)  # every failed attempt, retried or not
+        obs.add_per_pool(self.metrics, obs.RUNS_RETRIED, run.pool)
         return Outcome(OutcomeStatus.RETRYING, run.id, claim.attempt, detail={"delay": delay, "error": text})
 
     # --- SQS -------------------------------------------------------------------------------------

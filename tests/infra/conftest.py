@@ -26,6 +26,8 @@ STACK = "Jobsched"
 SYNTHESIZING = {"synth", "cmk_synth", "each_synth", "variant"}  # fixtures that synthesize an app
 NOTIFY_TOPIC_ARNS = "arn:aws:sns:us-east-1:123456789012:team-*"
 SYNTH_GROUP = "tests/infra"  # the xdist group of every test that reads a synthesized app
+#: The user's own tags of the ``cmk_synth`` app (``-c tags=...``, infra/tags.py).
+USER_TAGS = '{"team": "payments", "cost-center": "42"}'
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,9 @@ def cmk_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     from infra.stack import JobschedStack
 
     outdir = tmp_path_factory.mktemp("cdk.out.cmk")
-    app = cdk.App(outdir=str(outdir), context={"encryption": "cmk", "notify_topic_arns": NOTIFY_TOPIC_ARNS})
+    # with the user's own tags too (infra/tags.py), so cdk-nag, cfn-lint and checkov see them
+    context = {"encryption": "cmk", "notify_topic_arns": NOTIFY_TOPIC_ARNS, "tags": USER_TAGS}
+    app = cdk.App(outdir=str(outdir), context=context)
     config = StackConfig.from_context(app.node.try_get_context)
     JobschedStack(app, STACK, config=config, code=lambda_.Code.from_inline("def handler(e, c): pass"))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # type: ignore[attr-defined]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from jobsched.runtime.resources import FUNCTIONS, PRIORITIES, QUEUES
+from jobsched.runtime.resources import FUNCTIONS, POOLS, PRIORITIES, QUEUES
 
 DEPLOY_DOC = Path(__file__).resolve().parents[2] / "docs" / "deploy.md"
 
@@ -86,7 +86,8 @@ def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_stranded_runs_and_erro
     # Given 5 queues (+ the scheduler DLQ) and 7 functions (5 specs, the worker's three times: the high
     # and long workers) / Then: a DLQ-not-empty alarm per DLQ, an oldest-run alarm per priority and one
     # on each of the long and container queues' oldest message, one lag p99 alarm, one dead-letter
-    # alarm, one on runs declared stranded and an error-rate alarm per function
+    # alarm, one on runs declared stranded, an error-rate alarm per function, and per pool a
+    # success-rate and a start-lag p99 alarm (issue 31 §5)
     names = set(synth.stack.observability.alarms)
     expected = (
         {f"DlqNotEmpty-{q.kind}" for q in QUEUES}
@@ -96,6 +97,8 @@ def test_alarm_set_covers_dlqs_queue_age_lag_dead_letters_stranded_runs_and_erro
         | {"OldestMessage-long", "OldestMessage-container"}
         | {f"ErrorRate-{f.name}" for f in FUNCTIONS}
         | {"ErrorRate-worker_high", "ErrorRate-worker_long"}
+        | {f"SuccessRate-{p}" for p in POOLS}
+        | {f"StartLagP99-{p}" for p in POOLS}
     )
     assert names == expected
     assert len(_alarms(synth)) == len(expected)

@@ -141,6 +141,24 @@ def test_a_key_created_with_a_policy_object_answers() -> None:
 
 
 @mock_aws
+def test_a_key_tagged_in_cloudformations_shape_is_created_with_its_tags() -> None:
+    # Given a key with Tags as CloudFormation writes them (Key, Value), as infra/tags.py tags every one
+    tags = [{"Key": "application", "Value": "jobsched"}, {"Key": "team", "Value": "payments"}]
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "kms:*", "Resource": "*"}],
+    }
+    template = {
+        "Resources": {"Key": {"Type": "AWS::KMS::Key", "Properties": {"KeyPolicy": policy, "Tags": tags}}},
+        "Outputs": {"Id": {"Value": {"Ref": "Key"}}},
+    }
+    # When it is deployed / Then the stack is created and the key carries them
+    key = _deploy(template)["Id"]
+    listed = boto3.client("kms", region_name=REGION).list_resource_tags(KeyId=key)["Tags"]
+    assert {t["TagKey"]: t["TagValue"] for t in listed} == {"application": "jobsched", "team": "payments"}
+
+
+@mock_aws
 def test_an_update_keeps_a_defaulted_parameter_and_a_resource_moto_cannot_update() -> None:
     # Given a stack with a defaulted parameter (as the CDK's BootstrapVersion) and a table
     table = {
