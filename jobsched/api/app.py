@@ -42,6 +42,7 @@ from jobsched.api.routes import (
     runs,
     schedules,
     settings,
+    stats,
     workflows,
 )
 from jobsched.core.errors import JobschedError
@@ -273,3 +274,5 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         app.include_router(limits.usage_router)
     if services.handlers is not None:
         app.include_router(handlers.router)
+    if services.run_stats is not None:
+        app.include_router(stats.router)

@@ -24,6 +24,7 @@ from jobsched.api.run_logs import RunLogs
 from jobsched.api.tenants import PrincipalStore
 from jobsched.aws.state_listing import StateListing
 from jobsched.aws.tenant_limits import TenantLimits
+from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.aws.usage_store import UsageStore
 from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock
@@ -63,6 +64,7 @@ class ApiServices:
     workflows: WorkflowService | None = None
     backfills: BackfillService | None = None  # backfills over the synchronous size answer 202 with it
     handlers: HandlerService | None = None  # the /handlers routes
+    run_stats: RunStatsStore | None = None  # GET /stats
 
 
 # --- the caller -----------------------------------------------------------------------------------
@@ -193,6 +195,10 @@ def usage_store(request: Request) -> UsageStore:
     return _wired(api_services(request).usage, "usage")
 
 
+def run_stats_store(request: Request) -> RunStatsStore:
+    return _wired(api_services(request).run_stats, "run stats")
+
+
 def worker_memory_mb(request: Request) -> int:
     """The worker functions' memory, which prices a run's GB-seconds in ``GET /usage``."""
     return api_services(request).worker_memory_mb
@@ -219,3 +225,4 @@ NotifySettingsDep = Annotated[TenantNotifySettings, Depends(notify_settings)]
 TenantLimitsDep = Annotated[TenantLimits, Depends(tenant_limits)]
 UsageDep = Annotated[UsageStore, Depends(usage_store)]
 WorkerMemoryDep = Annotated[int, Depends(worker_memory_mb)]
+RunStatsDep = Annotated[RunStatsStore, Depends(run_stats_store)]

@@ -77,6 +77,7 @@ def build_services(
     from jobsched.aws.handler_usage import HandlerUsage
     from jobsched.aws.notify_store import TenantSettingsStore
     from jobsched.aws.outputs import OutputStore
+    from jobsched.aws.run_stats_store import RunStatsStore
     from jobsched.aws.usage_store import UsageStore
     from jobsched.compose.pipeline import (
         backfill_service_from_settings,
@@ -144,6 +145,7 @@ def build_services(
             HandlerUsage(jobs.runs.dynamo, settings.jobs_table, settings.runs_table),
             code_version=settings.code_version,
         ),
+        run_stats=RunStatsStore(jobs.runs.dynamo, settings.runs_table, settings.retention),
     )
 
 

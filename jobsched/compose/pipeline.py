@@ -32,6 +32,7 @@ from jobsched.aws.queues import RunQueues
 from jobsched.aws.runs_store import RunsStore
 from jobsched.aws.step_functions import StepFunctions
 from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
+from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.aws.usage_store import UsageStore
 from jobsched.core.clock import Clock
 from jobsched.core.handlers import HandlerCatalog
@@ -319,4 +320,5 @@ def sweeper_from_settings(
         notifier=notifier,
         workflows=workflow_engine_from_settings(settings, clients, dynamo),
         ages=QueueAges(dynamo, settings.leases_table),
+        stats=RunStatsStore(dynamo, settings.runs_table, settings.retention),
     )
