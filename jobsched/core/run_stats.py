@@ -65,7 +65,7 @@ def tally_run(item: Mapping[str, Any]) -> tuple[str, str, dict[str, int]] | None
         return None
     due_at = from_iso(due)
     counters = {state: 1}
-    if item.get("dead_lettered_at"):
+    if item.get("dl_at"):  # the item attribute of Run.dead_lettered_at
         counters["dead_lettered"] = 1
     started = item.get("started_at")
     if started and item.get("trigger") not in _TRIGGERS_WITHOUT_LAG:
@@ -138,9 +138,9 @@ def stats_range(start: datetime, end: datetime, bucket: str) -> StatsRange:
     high = _align(end, width, up=True)
     minutes = int((high - low).total_seconds() // 60)
     if minutes > MAX_MINUTES:
-        raise ValidationError(f"at most {MAX_MINUTES // 1440} days per call", field="from")
+        raise ValidationError(f"from: at most {MAX_MINUTES // 1440} days before to per call", field="from")
     if minutes // BUCKETS[bucket] > MAX_BUCKETS:
-        raise ValidationError(f"at most {MAX_BUCKETS} buckets per call: choose a wider bucket", field="bucket")
+        raise ValidationError(f"bucket: at most {MAX_BUCKETS} buckets per call, choose a wider one", field="bucket")
     return StatsRange(low, high, bucket)
 
 
