@@ -63,6 +63,7 @@ def test_openapi_lists_every_route(call):
         ("PUT", "/admin/tenants/{tenant}/limits"),
         ("DELETE", "/admin/tenants/{tenant}/limits"),
         ("GET", "/usage"),
+        ("GET", "/stats"),
         ("POST", "/workflows"),
         ("GET", "/workflows"),
         ("GET", "/workflows/{workflow_id}"),
