@@ -31,7 +31,8 @@ LAG_BINS = tuple(f"lag_b{i}" for i in range(len(LAG_BOUNDS)))
 COUNTERS = OUTCOMES + LAG_BINS
 #: Bucket widths ``GET /stats`` answers, in minutes.
 BUCKETS = {"minute": 1, "hour": 60, "day": 1440}
-#: At most this many buckets per call, and this many minutes read (a week of minutes).
+#: At most this many buckets per call, and this many minutes from ``from`` to ``to`` (a week; the
+#: alignment to whole buckets may add up to a bucket).
 MAX_BUCKETS = 1440
 MAX_MINUTES = 7 * 1440
 _MINUTE = timedelta(minutes=1)
@@ -133,13 +134,12 @@ def stats_range(start: datetime, end: datetime, bucket: str) -> StatsRange:
         raise ValidationError("from and to need a UTC offset", field="from" if start.tzinfo is None else "to")
     if start >= end:
         raise ValidationError("from must be before to", field="from")
+    if end - start > timedelta(minutes=MAX_MINUTES):
+        raise ValidationError(f"from: at most {MAX_MINUTES // 1440} days before to per call", field="from")
     width = BUCKETS[bucket] * 60
     low = _align(start, width, up=False)
     high = _align(end, width, up=True)
-    minutes = int((high - low).total_seconds() // 60)
-    if minutes > MAX_MINUTES:
-        raise ValidationError(f"from: at most {MAX_MINUTES // 1440} days before to per call", field="from")
-    if minutes // BUCKETS[bucket] > MAX_BUCKETS:
+    if (high - low).total_seconds() // width > MAX_BUCKETS:
         raise ValidationError(f"bucket: at most {MAX_BUCKETS} buckets per call, choose a wider one", field="bucket")
     return StatsRange(low, high, bucket)
 

@@ -81,6 +81,7 @@ def test_percentiles_are_the_upper_bound_of_their_bin():
         (T, T + timedelta(hours=1), "minute", ("20261205T1007", "20261205T1107"), 61),
         (T, T + timedelta(days=1), "hour", ("20261205T1000", "20261206T1059"), 25),
         (T - timedelta(days=6), T, "day", ("20261129T0000", "20261205T2359"), 7),
+        (T - timedelta(days=7), T, "hour", ("20261128T1000", "20261205T1059"), 169),  # the console's week
     ],
 )
 def test_a_range_is_aligned_to_whole_buckets(start, end, bucket, aligned, count):

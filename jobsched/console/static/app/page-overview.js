@@ -88,11 +88,10 @@ function RangePicker({ range }) {
   </fieldset>`;
 }
 
-async function load(rangeKey) {
-  const range = RANGES[rangeKey];
+// What is in flight now, the dead letters and the limits: every POLL_MS, whatever the range.
+async function loadNow(span) {
   const now = Date.now();
-  const [stats, queued, running, retrying, recent, dead, limits] = await Promise.all([
-    get("/stats" + query({ from: new Date(now - range.span).toISOString(), to: new Date(now).toISOString(), bucket: range.bucket })),
+  const [queued, running, retrying, recent, dead, limits] = await Promise.all([
     listAll("/runs", { state: "queued" }, 1000),
     listAll("/runs", { state: "running" }, 1000),
     listAll("/runs", { state: "retrying" }, 1000),
@@ -101,28 +100,22 @@ async function load(rangeKey) {
     loadLimits(now),
   ]);
   limits.startedLastMinute = recent.items.filter((r) => r.started_at && new Date(r.started_at).getTime() >= now - MINUTE).length;
-  const deadInRange = dead.items.filter((d) => d.failed_at && new Date(d.failed_at).getTime() >= now - range.span).length;
-  return { now, stats, dead, deadInRange, limits, flight: inFlight(queued.items, running.items, retrying.items, now),
+  const deadInRange = dead.items.filter((d) => d.failed_at && new Date(d.failed_at).getTime() >= now - span).length;
+  return { dead, deadInRange, limits, flight: inFlight(queued.items, running.items, retrying.items, now),
     more: queued.more || running.more || retrying.more };
 }
 
-export function Overview() {
-  const { params } = useRoute();
-  const rangeKey = RANGES[params.get("range")] ? params.get("range") : "hour";
-  const range = RANGES[rangeKey];
-  const { data, error } = usePoll(() => load(rangeKey), [rangeKey], range.every);
-  const head = html`<h1>Overview</h1><${RangePicker} range=${rangeKey} />`;
-  if (!data) return html`${head}<${ErrorBox} error=${error} />${!error && html`<p>Loading…</p>`}`;
-  const { stats, flight, dead, deadInRange } = data;
-  const xs = stats.buckets.map((b) => new Date(b.start).getTime() / 1000);
-  const sum = totals(stats.buckets);
+// The range's buckets (GET /stats): one small read, refreshed as often as the range's buckets change.
+function loadStats(range) {
+  const now = Date.now();
+  return get("/stats" + query({ from: new Date(now - range.span).toISOString(), to: new Date(now).toISOString(), bucket: range.bucket }));
+}
+
+function NowSection({ now, rangeWords }) {
+  const { flight, dead, deadInRange } = now;
   const all = Object.values(flight);
   const total = (k) => all.reduce((n, r) => n + r[k], 0);
-  const lagged = stats.buckets.filter((b) => b.lag_count);
-  const rangeWords = range.label.toLowerCase();
-  return html`${head}
-    <${ErrorBox} error=${error} />
-    <section aria-labelledby="now-h"><h2 id="now-h">Now</h2>
+  return html`<section aria-labelledby="now-h"><h2 id="now-h">Now</h2>
       <div class="cards">
         <div class="card"><div class="figure">${total("running")}</div><div class="label">running (concurrency in use)</div></div>
         <div class="card"><div class="figure">${total("due")}</div><div class="label">queued and due (your backlog)</div></div>
@@ -131,16 +124,37 @@ export function Overview() {
         <div class="card"><div class="figure"><a href="#/dead-letters">${dead.items.length}${dead.more ? "+" : ""}</a></div>
           <div class="label">dead letters (${deadInRange} in the ${rangeWords})</div></div>
       </div>
-      <table id="queue-depth"><caption>In flight now, by priority${data.more ? " (the first 1000 of each state)" : ""}</caption>
+      <table id="queue-depth"><caption>In flight now, by priority${now.more ? " (the first 1000 of each state)" : ""}</caption>
         <thead><tr><th scope="col">priority</th><th scope="col" class="num">queued and due</th><th scope="col" class="num">queued ahead</th>
           <th scope="col" class="num">running</th><th scope="col" class="num">retrying</th></tr></thead>
         <tbody>${Object.entries(flight).map(([p, r]) => html`<tr><th scope="row">${p}</th><td class="num">${r.due}</td>
           <td class="num">${r.ahead}</td><td class="num">${r.running}</td><td class="num">${r.retrying}</td></tr>`)}</tbody>
       </table>
     </section>
-    <${LimitsInUse} limits=${data.limits} />
+    <${LimitsInUse} limits=${now.limits} />`;
+}
+
+export function Overview() {
+  const { params } = useRoute();
+  const rangeKey = RANGES[params.get("range")] ? params.get("range") : "hour";
+  const range = RANGES[rangeKey];
+  const rangeWords = range.label.toLowerCase();
+  const now = usePoll(() => loadNow(range.span), [rangeKey]);
+  const { data: stats, error } = usePoll(() => loadStats(range), [rangeKey], range.every);
+  return html`<h1>Overview</h1><${RangePicker} range=${rangeKey} />
+    <${ErrorBox} error=${now.error} />
+    ${now.data ? html`<${NowSection} now=${now.data} rangeWords=${rangeWords} />` : !now.error && html`<p>Loading…</p>`}
     <section aria-labelledby="activity-h"><h2 id="activity-h">${range.label}</h2>
-      <table id="activity-totals"><caption class="sr-only">Runs due in the ${rangeWords} that have ended, by outcome</caption>
+      <${ErrorBox} error=${error} />
+      ${stats ? html`<${Activity} stats=${stats} rangeWords=${rangeWords} />` : !error && html`<p>Loading…</p>`}
+    </section>`;
+}
+
+function Activity({ stats, rangeWords }) {
+  const xs = stats.buckets.map((b) => new Date(b.start).getTime() / 1000);
+  const sum = totals(stats.buckets);
+  const starts = stats.buckets.reduce((n, b) => n + b.lag_count, 0);
+  return html`<table id="activity-totals"><caption class="sr-only">Runs due in the ${rangeWords} that have ended, by outcome</caption>
         <thead><tr>${OUTCOMES.map((o) => html`<th scope="col">${o.replace("_", " ")}</th>`)}</tr></thead>
         <tbody><tr>${OUTCOMES.map((o) => html`<td>${o === "dead_lettered" ? sum[o]
           : html`<a href=${"#/runs?state=" + o}>${sum[o]}</a>`}</td>`)}</tr></tbody>
@@ -155,8 +169,7 @@ export function Overview() {
         <${Chart} label=${`Start lag per ${stats.bucket}, p50 and p99 in seconds; the numbers are in the table below`}
           series=${["lag_p50", "lag_p99"]} xs=${xs} ys=${["lag_p50", "lag_p99"].map((k) => stats.buckets.map((b) => b[k]))} unit="seconds (bin upper bound)" />
         <figcaption class="muted">Start lag of scheduled runs (started − due), p50 and p99: the upper bound of the
-          histogram bin they fall in (${lagged.length ? `${lagged.reduce((n, b) => n + b.lag_count, 0)} starts counted` : "no start counted yet"}).</figcaption>
+          histogram bin they fall in (${starts ? `${starts} starts counted` : "no start counted yet"}).</figcaption>
       </figure>
-      <${ActivityTable} stats=${stats} id="activity-table" />
-    </section>`;
+      <${ActivityTable} stats=${stats} id="activity-table" />`;
 }

@@ -119,7 +119,7 @@ export function splitId(id, head = 10, tail = 18) {
 export function ShortId({ id, href }) {
   const [copied, setCopied] = useState(false);
   const [start, middle, end] = splitId(id);
-  const text = html`<code title=${id}>${start}${middle && html`<span class="sr-only">${middle}</span><span aria-hidden="true">…</span>`}${end}</code>`;
+  const text = html`<code title=${id}>${start}${middle && html`<span class="elided">${middle}</span><span aria-hidden="true">…</span>`}${end}</code>`;
   const copy = async () => {
     try { await navigator.clipboard.writeText(id); setCopied(true); setTimeout(() => setCopied(false), 2000); } catch { setCopied(false); }
   };
