@@ -22,9 +22,9 @@ from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.quotas import JobQuota
 from jobsched.api.run_logs import RunLogs
 from jobsched.api.tenants import PrincipalStore
+from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.aws.state_listing import StateListing
 from jobsched.aws.tenant_limits import TenantLimits
-from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.aws.usage_store import UsageStore
 from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock

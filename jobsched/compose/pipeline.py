@@ -29,10 +29,10 @@ from jobsched.aws.notify_store import NotifyOutbox, Publisher, TenantSettingsSto
 from jobsched.aws.outputs import OutputStore
 from jobsched.aws.queue_ages import QueueAges
 from jobsched.aws.queues import RunQueues
+from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.aws.runs_store import RunsStore
 from jobsched.aws.step_functions import StepFunctions
 from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
-from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.aws.usage_store import UsageStore
 from jobsched.core.clock import Clock
 from jobsched.core.handlers import HandlerCatalog

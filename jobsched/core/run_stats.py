@@ -140,7 +140,9 @@ def stats_range(start: datetime, end: datetime, bucket: str) -> StatsRange:
     low = _align(start, width, up=False)
     high = _align(end, width, up=True)
     if (high - low).total_seconds() // width > MAX_BUCKETS:
-        raise ValidationError(f"bucket: at most {MAX_BUCKETS} buckets per call, choose a wider one", field="bucket")
+        raise ValidationError(
+            f"bucket: at most {MAX_BUCKETS} buckets per call, choose a wider one", field="bucket"
+        )
     return StatsRange(low, high, bucket)
 
 

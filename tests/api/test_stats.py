@@ -49,10 +49,15 @@ def test_minute_buckets_of_the_last_hour_by_default(aws, call, clock):
 def test_hour_buckets_sum_their_minutes(aws, call):
     seed(
         aws,
-        {("acme", T0 - timedelta(hours=2, minutes=m)): {"succeeded": 1, "skipped": 1} for m in range(0, 60, 5)},
+        {
+            ("acme", T0 - timedelta(hours=2, minutes=m)): {"succeeded": 1, "skipped": 1}
+            for m in range(0, 60, 5)
+        },
     )
     start = (T0 - timedelta(hours=3)).isoformat()
-    response = call("GET", "/stats", headers=ACME, query={"from": start, "to": T0.isoformat(), "bucket": "hour"})
+    response = call(
+        "GET", "/stats", headers=ACME, query={"from": start, "to": T0.isoformat(), "bucket": "hour"}
+    )
     body = body_of(response)
     # 09:05..09:55 in the first hour, 10:00 in the second, nothing in the third
     assert [from_iso(b["start"]) for b in body["buckets"]] == [T0 - timedelta(hours=h) for h in (3, 2, 1)]

@@ -47,8 +47,14 @@ def test_overview_shows_in_flight_by_priority_and_switches_range(console, api):
     row per hour of the week (169: the first and the current hour are partial), and axe finds nothing."""
     alpha = api("alpha")
     job = alpha.create_job(
-        {"name": "tv.high", "schedule": "@yearly", "priority": "high", "target": {"handler": "demo.sleep"},
-         "payload": {"seconds": 60}, "timeout_seconds": 120}
+        {
+            "name": "tv.high",
+            "schedule": "@yearly",
+            "priority": "high",
+            "target": {"handler": "demo.sleep"},
+            "payload": {"seconds": 60},
+            "timeout_seconds": 120,
+        }
     )
     run_id = alpha.trigger_job(job["id"])["id"]
     _wait(api, run_id, lambda r: r["state"] == "running")
@@ -57,19 +63,28 @@ def test_overview_shows_in_flight_by_priority_and_switches_range(console, api):
         tab.sign_in("alpha")
         page = tab.page
         depth = page.get_by_role("table", name=re.compile("In flight now, by priority"))
-        expect(depth.get_by_role("row", name=re.compile("^high"))).to_have_text(re.compile(r"high\s*0\s*0\s*1\s*0"))
+        expect(depth.get_by_role("row", name=re.compile("^high"))).to_have_text(
+            re.compile(r"high\s*0\s*0\s*1\s*0")
+        )
         expect(page.get_by_role("heading", name="Last hour")).to_be_visible()
+        shots = screenshot_dir()
+        if shots:
+            page.wait_for_timeout(300)  # the chart draws on the next frame
+            page.screenshot(path=str(shots / "overview.png"), full_page=True)
         page.get_by_role("radio", name="Last week").check()
         expect(page.get_by_role("heading", name="Last week")).to_be_visible()
         assert "range=week" in page.url
         page.get_by_text("The numbers, one row per hour").click()
         # the hours from a week ago to now, both partly: 169 buckets
         expect(page.locator("#activity-table tbody tr")).to_have_count(169)
-        expect(page.get_by_role("img", name=re.compile("^Ended runs per hour over the last week"))).to_be_visible()
+        expect(
+            page.get_by_role("img", name=re.compile("^Ended runs per hour over the last week"))
+        ).to_be_visible()
+        # usage per UTC day (GET /usage): the last seven days, empty ones included
+        usage = page.get_by_role("table", name="Usage per UTC day")
+        expect(usage.locator("tbody tr")).to_have_count(7)
+        expect(page.get_by_role("img", name=re.compile("^Runs started and run-seconds per day"))).to_be_visible()
         assert _violations(page) == ""
-        shots = screenshot_dir()
-        if shots:
-            page.screenshot(path=str(shots / "overview-week.png"), full_page=True)
         assert tab.errors == []
     finally:
         alpha.cancel_run(run_id)
@@ -84,13 +99,26 @@ def _week_of_ten_runs_a_second(now: datetime) -> dict[str, Any]:
         bins = [0] * len(LAG_BOUNDS)
         bins[0], bins[1], bins[2], bins[4] = 30000, 4000, 1800, 36000 - 35800 - failed
         buckets.append(
-            {"start": (start + timedelta(hours=h)).isoformat().replace("+00:00", "Z"),
-             "succeeded": 36000 - failed - 20, "failed": failed, "cancelled": 10, "skipped": 10,
-             "dead_lettered": 2, "lag_count": sum(bins), "lag_p50": 0.5, "lag_p99": 10.0 if h % 24 else 30.0,
-             "lag_bins": bins}
+            {
+                "start": (start + timedelta(hours=h)).isoformat().replace("+00:00", "Z"),
+                "succeeded": 36000 - failed - 20,
+                "failed": failed,
+                "cancelled": 10,
+                "skipped": 10,
+                "dead_lettered": 2,
+                "lag_count": sum(bins),
+                "lag_p50": 0.5,
+                "lag_p99": 10.0 if h % 24 else 30.0,
+                "lag_bins": bins,
+            }
         )
-    return {"start": buckets[0]["start"], "end": (start + timedelta(days=7)).isoformat().replace("+00:00", "Z"),
-            "bucket": "hour", "lag_bounds": list(LAG_BOUNDS), "buckets": buckets}
+    return {
+        "start": buckets[0]["start"],
+        "end": (start + timedelta(days=7)).isoformat().replace("+00:00", "Z"),
+        "bucket": "hour",
+        "lag_bounds": list(LAG_BOUNDS),
+        "buckets": buckets,
+    }
 
 
 def test_overview_renders_a_week_of_ten_runs_a_second_within_a_second(console):
@@ -100,7 +128,10 @@ def test_overview_renders_a_week_of_ten_runs_a_second_within_a_second(console):
     tab.sign_in("alpha")
     page = tab.page
     body = json.dumps(_week_of_ten_runs_a_second(datetime.now(UTC)))
-    page.route(re.compile(r"/stats\?"), lambda route: route.fulfill(status=200, content_type="application/json", body=body))
+    page.route(
+        re.compile(r"/stats\?"),
+        lambda route: route.fulfill(status=200, content_type="application/json", body=body),
+    )
     elapsed = page.evaluate(
         """() => new Promise((resolve, reject) => {
           const t0 = performance.now();
@@ -116,16 +147,22 @@ def test_overview_renders_a_week_of_ten_runs_a_second_within_a_second(console):
         })"""
     )
     print(f"overview week render: {elapsed:.0f} ms")  # the figure docs/console.md quotes
-    expect(page.get_by_role("table", name=re.compile("Runs due in the last week")).get_by_role("cell").first).to_have_text(
-        f"{sum(36000 - (40 + h % 7) - 20 for h in range(168))}"
-    )
+    expect(
+        page.get_by_role("table", name=re.compile("Runs due in the last week")).get_by_role("cell").first
+    ).to_have_text(f"{sum(36000 - (40 + h % 7) - 20 for h in range(168))}")
     assert elapsed < RENDER_BUDGET_MS, f"the week took {elapsed:.0f} ms to draw"
+    shots = screenshot_dir()
+    if shots:  # docs/console.md: the week as this test's GET /stats answers it
+        expect(page.get_by_role("heading", name="Now")).to_be_visible()
+        page.screenshot(path=str(shots / "overview-week.png"), full_page=True)
     assert tab.errors == []
 
 
 def test_run_ids_are_short_in_tables_and_whole_on_hover_and_in_their_name(console, api):
     alpha = api("alpha")
-    job = alpha.create_job({"name": "tv.short-ids", "schedule": "@yearly", "target": {"handler": "demo.echo"}})
+    job = alpha.create_job(
+        {"name": "tv.short-ids", "schedule": "@yearly", "target": {"handler": "demo.echo"}}
+    )
     run_id = alpha.trigger_job(job["id"])["id"]
     _wait(api, run_id, lambda r: r["state"] == "succeeded")
     tab = console()
@@ -136,7 +173,8 @@ def test_run_ids_are_short_in_tables_and_whole_on_hover_and_in_their_name(consol
     expect(link).to_be_visible()
     # what is seen: the start, "…", the end (the middle is in the page at font size 0)
     shown = link.locator("code").evaluate(
-        "c => [...c.childNodes].filter(n => !n.classList?.contains('elided')).map(n => n.textContent).join('')"
+        "c => [...c.childNodes].filter(n => !n.classList?.contains('elided'))"
+        ".map(n => n.textContent).join('')"
     )
     assert shown == run_id[:10] + "…" + run_id[-18:], shown
     assert link.locator(".elided").evaluate("e => getComputedStyle(e).fontSize") == "0px"
@@ -150,8 +188,14 @@ def test_the_replay_dialog_drops_its_json_error_once_the_payload_is_corrected(co
     payload, when the payload is edited (Replay not pressed again), then the message follows the text:
     what is wrong while it is wrong, and gone once it is a JSON object."""
     alpha = api("alpha")
-    job = alpha.create_job({"name": "tv.dead", "schedule": "@yearly", "target": {"handler": "demo.fail"},
-                            "payload": {"kind": "permanent"}})
+    job = alpha.create_job(
+        {
+            "name": "tv.dead",
+            "schedule": "@yearly",
+            "target": {"handler": "demo.fail"},
+            "payload": {"kind": "permanent"},
+        }
+    )
     run_id = alpha.trigger_job(job["id"])["id"]
     _wait(api, run_id, lambda r: r["state"] == "failed")
     tab = console()

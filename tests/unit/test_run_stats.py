@@ -24,8 +24,15 @@ T = datetime(2026, 12, 5, 10, 7, 30, tzinfo=UTC)
 
 @pytest.mark.parametrize(
     ("seconds", "expected"),
-    [(0.0, "lag_b0"), (0.5, "lag_b0"), (0.51, "lag_b1"), (4.0, "lag_b3"), (3600.0, "lag_b10"),
-     (3600.5, "lag_b11"), (10 * 86400.0, "lag_b11")],
+    [
+        (0.0, "lag_b0"),
+        (0.5, "lag_b0"),
+        (0.51, "lag_b1"),
+        (4.0, "lag_b3"),
+        (3600.0, "lag_b10"),
+        (3600.5, "lag_b11"),
+        (10 * 86400.0, "lag_b11"),
+    ],
 )
 def test_lag_bins_have_inclusive_upper_bounds(seconds, expected):
     assert lag_bin(seconds) == expected
@@ -60,8 +67,12 @@ def test_active_runs_are_not_counted():
 
 
 def test_runs_of_a_tenant_and_minute_add_up_apart_from_others():
-    items = [run("succeeded"), run("succeeded", due=T + timedelta(seconds=20)), run("failed", tenant="globex"),
-             run("cancelled", due=T + timedelta(minutes=1))]
+    items = [
+        run("succeeded"),
+        run("succeeded", due=T + timedelta(seconds=20)),
+        run("failed", tenant="globex"),
+        run("cancelled", due=T + timedelta(minutes=1)),
+    ]
     assert tally(items) == {
         ("acme", "20261205T1007"): {"succeeded": 2},
         ("globex", "20261205T1007"): {"failed": 1},
@@ -117,7 +128,9 @@ def test_buckets_sum_minutes_and_keep_empty_ones():
     ]
     out = buckets(span, minutes)
     assert [(b["succeeded"], b["failed"], b["skipped"], b["lag_count"]) for b in out] == [
-        (2, 1, 0, 3), (0, 0, 0, 0), (0, 0, 4, 0)
+        (2, 1, 0, 3),
+        (0, 0, 0, 0),
+        (0, 0, 4, 0),
     ]
     assert (out[0]["lag_p50"], out[0]["lag_p99"], out[1]["lag_p50"]) == (0.5, 30.0, None)
     assert len(out[0]["lag_bins"]) == len(LAG_BINS)

@@ -42,8 +42,12 @@ class StatsOut(BaseModel):
     start: datetime = Field(description="from, aligned down to a whole bucket (UTC)")
     end: datetime = Field(description="to, aligned up to a whole bucket (exclusive)")
     bucket: Literal["minute", "hour", "day"]
-    lag_bounds: list[float] = Field(description="upper bounds of the lag bins, seconds (the last: a day or more)")
-    buckets: list[StatsBucketOut] = Field(description="every bucket of the range, oldest first, empty ones too")
+    lag_bounds: list[float] = Field(
+        description="upper bounds of the lag bins, seconds (the last: a day or more)"
+    )
+    buckets: list[StatsBucketOut] = Field(
+        description="every bucket of the range, oldest first, empty ones too"
+    )
 
 
 def _aware(value: datetime | None, name: str) -> None:
@@ -56,11 +60,15 @@ def run_stats(
     tenant: Tenant,
     store: RunStatsDep,
     clock: ClockDep,
-    from_: Annotated[Instant | None, Query(alias="from", description="first instant (default: to - a span)")] = None,
+    from_: Annotated[
+        Instant | None, Query(alias="from", description="first instant (default: to - a span)")
+    ] = None,
     to: Annotated[Instant | None, Query(description="last instant, exclusive (default now)")] = None,
     bucket: Annotated[
         Literal["minute", "hour", "day"],
-        Query(description=f"bucket width; at most {MAX_BUCKETS} buckets and {MAX_MINUTES // 1440} days per call"),
+        Query(
+            description=f"bucket width; at most {MAX_BUCKETS} buckets and {MAX_MINUTES // 1440} days per call"
+        ),
     ] = "minute",
 ) -> StatsOut:
     _aware(from_, "from")

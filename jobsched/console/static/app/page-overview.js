@@ -10,7 +10,7 @@ import { LimitsInUse, loadLimits } from "./limits.js";
 
 export const STATES = ["queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped"];
 export const OUTCOMES = ["succeeded", "failed", "cancelled", "skipped", "dead_lettered"];
-const COLOURS = { succeeded: "#1a6b32", failed: "#a4161a", cancelled: "#4a5360", skipped: "#8a6d3b",
+const COLOURS = { runs_started: "#0b5cad", run_seconds: "#6f42c1", succeeded: "#1a6b32", failed: "#a4161a", cancelled: "#4a5360", skipped: "#8a6d3b",
   dead_lettered: "#6f42c1", lag_p50: "#0b5cad", lag_p99: "#7a4d00" };
 const MINUTE = 60 * 1000;
 //: The ranges of the picker: how far back, the bucket asked of GET /stats, how often it refreshes.
@@ -58,7 +58,7 @@ function Chart({ label, series, xs, ys, unit }) {
       const width = Math.max(320, Math.min(1100, box.current.clientWidth || 800));
       plot.current = new uPlot({
         width, height: 220, scales: { x: { time: true } },
-        axes: [{ stroke: "#1b1f24" }, { stroke: "#1b1f24", label: unit }],
+        axes: [{ stroke: "#1b1f24" }, { stroke: "#1b1f24", label: unit, size: 70 }],
         series: [{}, ...series.map((s) => ({ label: s, stroke: COLOURS[s], width: 2, points: { show: xs.length <= 200, size: 4 } }))],
       }, data, box.current);
     } else {
@@ -134,6 +134,44 @@ function NowSection({ now, rangeWords }) {
     <${LimitsInUse} limits=${now.limits} />`;
 }
 
+//: Days of usage shown (GET /usage answers at most 31 per call).
+const USAGE_DAYS = 7;
+const USAGE_EVERY = 60000;
+
+function loadUsage() {
+  const today = new Date();
+  const first = new Date(today.getTime() - (USAGE_DAYS - 1) * 1440 * MINUTE);
+  const day = (d) => d.toISOString().slice(0, 10);
+  return get("/usage" + query({ from: day(first), to: day(today) })).then((answer) => {
+    const byDay = Object.fromEntries(answer.items.map((u) => [u.day, u]));
+    const days = [];
+    for (let t = new Date(answer.first_day + "T00:00:00Z"); day(t) <= answer.last_day; t = new Date(t.getTime() + 1440 * MINUTE)) {
+      days.push(byDay[day(t)] || { day: day(t), runs_started: 0, run_seconds: 0, estimated_usd: 0 });
+    }
+    return days;
+  });
+}
+
+// Usage per UTC day (GET /usage, what the workers counted: docs/semantics/limits.md): runs started and
+// the seconds they ran as a chart, with the estimated cost in the table under it.
+function Usage() {
+  const { data: days, error } = usePoll(loadUsage, [], USAGE_EVERY);
+  if (!days) return html`<${ErrorBox} error=${error} />${!error && html`<p>Loading…</p>`}`;
+  const xs = days.map((d) => new Date(d.day + "T00:00:00Z").getTime() / 1000);
+  return html`<${ErrorBox} error=${error} />
+    <figure>
+      <${Chart} label=${`Runs started and run-seconds per day over the last ${USAGE_DAYS} days; the numbers are in the table below`}
+        series=${["runs_started", "run_seconds"]} xs=${xs} ys=${[days.map((d) => d.runs_started), days.map((d) => d.run_seconds)]} unit="per UTC day" />
+      <figcaption class="muted">Attempts the workers started, and the seconds their handlers ran, per UTC day (GET /usage).</figcaption>
+    </figure>
+    <table id="usage-table"><caption class="sr-only">Usage per UTC day</caption>
+      <thead><tr><th scope="col">day (UTC)</th><th scope="col" class="num">runs started</th><th scope="col" class="num">run-seconds</th>
+        <th scope="col" class="num">estimated cost (USD)</th></tr></thead>
+      <tbody>${days.map((d) => html`<tr><th scope="row"><time datetime=${d.day}>${d.day}</time></th><td class="num">${d.runs_started}</td>
+        <td class="num">${d.run_seconds.toFixed(1)}</td><td class="num">${d.estimated_usd.toFixed(6)}</td></tr>`)}</tbody>
+    </table>`;
+}
+
 export function Overview() {
   const { params } = useRoute();
   const rangeKey = RANGES[params.get("range")] ? params.get("range") : "hour";
@@ -147,7 +185,8 @@ export function Overview() {
     <section aria-labelledby="activity-h"><h2 id="activity-h">${range.label}</h2>
       <${ErrorBox} error=${error} />
       ${stats ? html`<${Activity} stats=${stats} rangeWords=${rangeWords} />` : !error && html`<p>Loading…</p>`}
-    </section>`;
+    </section>
+    <section aria-labelledby="usage-h"><h2 id="usage-h">Usage, last ${USAGE_DAYS} days</h2><${Usage} /></section>`;
 }
 
 function Activity({ stats, rangeWords }) {
