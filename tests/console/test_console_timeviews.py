@@ -83,7 +83,9 @@ def test_overview_shows_in_flight_by_priority_and_switches_range(console, api):
         # usage per UTC day (GET /usage): the last seven days, empty ones included
         usage = page.get_by_role("table", name="Usage per UTC day")
         expect(usage.locator("tbody tr")).to_have_count(7)
-        expect(page.get_by_role("img", name=re.compile("^Runs started and run-seconds per day"))).to_be_visible()
+        expect(
+            page.get_by_role("img", name=re.compile("^Runs started and run-seconds per day"))
+        ).to_be_visible()
         assert _violations(page) == ""
         assert tab.errors == []
     finally:
