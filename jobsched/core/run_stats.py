@@ -38,6 +38,8 @@ MAX_MINUTES = 7 * 1440
 _MINUTE = timedelta(minutes=1)
 _MINUTE_FORMAT = "%Y%m%dT%H%M"
 _TRIGGERS_WITHOUT_LAG = ("manual", "replay")
+#: Instants a range may name (minute keys are 4-digit years; aligning up must not pass year 9999).
+_FIRST_YEAR, _LAST_YEAR = 1970, 9998
 
 
 def minute_key(instant: datetime) -> str:
@@ -132,6 +134,9 @@ def stats_range(start: datetime, end: datetime, bucket: str) -> StatsRange:
         raise ValidationError(f"bucket must be one of {', '.join(BUCKETS)}, got {bucket!r}", field="bucket")
     if start.tzinfo is None or end.tzinfo is None:
         raise ValidationError("from and to need a UTC offset", field="from" if start.tzinfo is None else "to")
+    for name, instant in (("from", start), ("to", end)):
+        if not _FIRST_YEAR <= instant.astimezone(UTC).year <= _LAST_YEAR:
+            raise ValidationError(f"{name} must be in the years {_FIRST_YEAR}-{_LAST_YEAR}", field=name)
     if start >= end:
         raise ValidationError("from must be before to", field="from")
     if end - start > timedelta(minutes=MAX_MINUTES):

@@ -78,6 +78,8 @@ def test_bad_ranges_are_422_naming_the_field(call):
         ({"from": (T0 - timedelta(days=2)).isoformat(), "to": T0.isoformat(), "bucket": "minute"}, "bucket"),
         ({"from": "yesterday"}, "from"),
         ({"from": "2026-03-02T12:00:00"}, "from"),
+        ({"to": "0001-01-01T00:00:00Z"}, "to"),
+        ({"from": "9999-12-31T23:00:00Z", "to": "9999-12-31T23:59:00Z", "bucket": "day"}, "from"),
     ]
     for query, field in cases:
         response = call("GET", "/stats", headers=ACME, query=query)

@@ -110,6 +110,8 @@ def test_a_range_is_aligned_to_whole_buckets(start, end, bucket, aligned, count)
         (T - timedelta(days=2), T, "minute", "bucket"),
         (T - timedelta(hours=1), T, "week", "bucket"),
         (T.replace(tzinfo=None), T, "minute", "from"),
+        (datetime(1, 1, 1, tzinfo=UTC), T, "day", "from"),
+        (T, datetime(9999, 12, 31, 23, 59, tzinfo=UTC), "day", "to"),
     ],
 )
 def test_bad_ranges_name_their_field(start, end, bucket, field):

@@ -74,7 +74,12 @@ def run_stats(
     _aware(from_, "from")
     _aware(to, "to")
     end = to or clock.now()
-    span = stats_range(from_ or end - _DEFAULT_SPAN[bucket], end, bucket)
+    if from_ is None:
+        try:
+            from_ = end - _DEFAULT_SPAN[bucket]
+        except OverflowError:  # to=0001-01-01...: no default start before it
+            raise ValidationError("to is too early to count back from; give from", field="to") from None
+    span = stats_range(from_, end, bucket)
     return StatsOut(
         start=span.start,
         end=span.end,
