@@ -216,3 +216,49 @@ def test_the_replay_dialog_drops_its_json_error_once_the_payload_is_corrected(co
     expect(dialog.get_by_role("alert")).to_have_count(0)
     dialog.get_by_role("button", name="Cancel").click()
     assert tab.errors == []
+
+
+def test_a_workflow_runs_timeline_shows_each_node_waiting_then_running(console, api):
+    """Given a finished workflow run a -> b, when its page is open, then the Timeline draws a bar per
+    node (b's running bar starts after a's ended) and its table gives each node's wait and run time."""
+    alpha = api("alpha")
+    workflow = alpha.request(
+        "POST",
+        "/workflows",
+        body={
+            "name": "tv timeline",
+            "schedule": "@yearly",
+            "nodes": [
+                {"id": "a", "target": {"handler": "demo.sleep"}, "payload": {"seconds": 1}},
+                {"id": "b", "target": {"handler": "demo.echo"}, "depends_on": ["a"]},
+            ],
+        },
+    )
+    run_id = alpha.request("POST", f"/workflows/{workflow['id']}/runs", body={})["id"]
+    deadline = time.monotonic() + 60
+    while (run := alpha.request("GET", f"/workflow-runs/{run_id}"))["state"] != "succeeded":
+        assert time.monotonic() < deadline, f"the workflow run never succeeded: {run['state']}"
+        time.sleep(0.3)
+    nodes = {n["id"]: n for n in run["nodes"]}
+    assert nodes["b"]["started_at"] >= nodes["a"]["finished_at"]
+    tab = console()
+    tab.sign_in("alpha")
+    tab.open(f"workflow-runs/{run_id}")
+    page = tab.page
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    expect(
+        page.get_by_role("img", name=re.compile(f"^Timeline of workflow run {re.escape(run_id)}"))
+    ).to_be_visible()
+    assert page.locator("svg.gantt rect.gantt-run").count() == 2
+    table = page.get_by_role("table", name="Timeline of the nodes")
+    expect(table.get_by_role("row", name=re.compile("^a "))).to_contain_text("1")  # attempts
+    for node in ("a", "b"):
+        expect(table.get_by_role("row", name=re.compile(f"^{node} "))).to_contain_text(
+            re.compile(r"\d+(\.\d)? m?s")
+        )
+    assert _violations(page) == ""
+    shots = screenshot_dir()
+    if shots:
+        page.get_by_role("heading", name="Timeline").scroll_into_view_if_needed()
+        page.screenshot(path=str(shots / "workflow-timeline.png"), full_page=True)
+    assert tab.errors == []
