@@ -140,7 +140,8 @@ def test_overview_renders_a_week_of_ten_runs_a_second_within_a_second(console):
           location.hash = "#/overview?range=week";
           const check = () => {
             const rows = document.querySelectorAll("#activity-table tbody tr").length;
-            const charts = document.querySelectorAll(".chart canvas").length;
+            const activity = 'section[aria-labelledby="activity-h"] .chart canvas';
+            const charts = document.querySelectorAll(activity).length;
             if (rows === 168 && charts === 2) return resolve(performance.now() - t0);
             if (performance.now() - t0 > 30000) return reject(new Error(`rows ${rows}, charts ${charts}`));
             requestAnimationFrame(check);
