@@ -44,6 +44,7 @@ from jobsched.api.routes import (
     runs,
     schedules,
     settings,
+    stats,
     workflows,
 )
 from jobsched.core.errors import JobschedError
@@ -278,3 +279,5 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         app.include_router(handlers.router)
     if services.forecast is not None:
         app.include_router(forecast.router)
+    if services.run_stats is not None:
+        app.include_router(stats.router)

@@ -22,6 +22,7 @@ from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.quotas import JobQuota
 from jobsched.api.run_logs import RunLogs
 from jobsched.api.tenants import PrincipalStore
+from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.aws.state_listing import StateListing
 from jobsched.aws.tenant_limits import TenantLimits
 from jobsched.aws.usage_store import UsageStore
@@ -65,6 +66,7 @@ class ApiServices:
     backfills: BackfillService | None = None  # backfills over the synchronous size answer 202 with it
     handlers: HandlerService | None = None  # the /handlers routes
     forecast: ForecastService | None = None  # GET /forecast
+    run_stats: RunStatsStore | None = None  # GET /stats
 
 
 # --- the caller -----------------------------------------------------------------------------------
@@ -197,6 +199,8 @@ def usage_store(request: Request) -> UsageStore:
 
 def forecast_service(request: Request) -> ForecastService:
     return _wired(api_services(request).forecast, "forecast")
+def run_stats_store(request: Request) -> RunStatsStore:
+    return _wired(api_services(request).run_stats, "run stats")
 
 
 def worker_memory_mb(request: Request) -> int:
@@ -226,3 +230,4 @@ TenantLimitsDep = Annotated[TenantLimits, Depends(tenant_limits)]
 UsageDep = Annotated[UsageStore, Depends(usage_store)]
 WorkerMemoryDep = Annotated[int, Depends(worker_memory_mb)]
 ForecastDep = Annotated[ForecastService, Depends(forecast_service)]
+RunStatsDep = Annotated[RunStatsStore, Depends(run_stats_store)]

@@ -523,6 +523,9 @@ class RunOut(BaseModel):
     pool: str = Field(
         default="lambda", description="where the run executes: lambda, long or container (docs/pools.md)"
     )
+    priority: str = Field(
+        default="default", description="the job's priority when the run was made: high, default or low"
+    )
     handler: str | None = Field(
         default=None, description="the handler the run executes (null: an HTTP target)"
     )

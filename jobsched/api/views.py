@@ -90,6 +90,7 @@ def run_view(run: Run) -> RunOut:
         started_at=_opt(run.started_at),
         finished_at=_opt(run.finished_at),
         pool=run.pool,
+        priority=run.priority,
         handler=run.handler,
         handler_version=run.handler_version,
         attempt=run.attempt,

@@ -77,6 +77,7 @@ def build_services(
     from jobsched.aws.handler_usage import HandlerUsage
     from jobsched.aws.notify_store import TenantSettingsStore
     from jobsched.aws.outputs import OutputStore
+    from jobsched.aws.run_stats_store import RunStatsStore
     from jobsched.aws.usage_store import UsageStore
     from jobsched.compose.pipeline import (
         backfill_service_from_settings,
@@ -146,6 +147,7 @@ def build_services(
             code_version=settings.code_version,
         ),
         forecast=forecast_service_from_settings(settings, clients),
+        run_stats=RunStatsStore(jobs.runs.dynamo, settings.runs_table, settings.retention),
     )
 
 

@@ -352,6 +352,7 @@ def sweeper_from_settings(
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.jobs_store import JobsStore
     from jobsched.aws.queue_ages import QueueAges
+    from jobsched.aws.run_stats_store import RunStatsStore
     from jobsched.services.deadlines import DeadlineConfig, DeadlineWatch
     from jobsched.services.sweeper import Sweeper, SweeperConfig
 
@@ -376,6 +377,7 @@ def sweeper_from_settings(
         workflows=workflow_engine_from_settings(settings, clients, dynamo),
         ages=QueueAges(dynamo, settings.leases_table),
         deadlines=deadlines,
+        stats=RunStatsStore(dynamo, settings.runs_table, settings.retention),
     )
 
 

@@ -52,6 +52,12 @@ when there is none) as the metric ``OldestQueuedRunAge<Priority>``: what the ``O
 alarms watch, since SQS's ``ApproximateAgeOfOldestMessage`` counts the time a message sent ahead with
 ``DelaySeconds`` waits for its due instant (decision 0040).
 
+**Run statistics.** The ended runs of the ledger items a sweep deletes (settled, or dropped from a
+compacted item) are counted per tenant and minute of their due instant (:mod:`jobsched.core.run_stats`,
+decision 0061): one ``UpdateItem`` per (tenant, minute) at the end of the sweep, only by the sweep
+whose ``DeleteItem`` returned the item (two sweeps never both count it). A run the sweep itself ended
+(stranded, or its job gone) counts as failed.
+
 Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
 items' size; the runs named, for every sweep that finds their item due and still in flight (usually
 one: the dispatcher's runs queued ahead are named by one item per two minutes of due instants,
@@ -87,6 +93,7 @@ from jobsched.core.messages import RunMessage
 from jobsched.core.models import ACTIVE_RUN_STATES, Job, Run, RunState, tenant_sort_for, to_iso
 from jobsched.core.pools import CONTAINER_QUEUE, LONG_QUEUE, POOLS, queue_for
 from jobsched.core.run_records import outgoing_for
+from jobsched.core.run_stats import tally
 from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.ports.stores import AttemptRecords, JobRecords, RunQueue
 from jobsched.ports.tables import Table
@@ -128,6 +135,7 @@ class SweepSummary:
     compacted: int = 0  # big ledger items rewritten with only their runs still in flight
     deadlines_missed: int = 0  # runs found past their deadline and reported (decision 0058)
     occurrences_missed: int = 0  # occurrences with no run found past their deadline and reported
+    stats_written: int = 0  # run statistics items added to: one per (tenant, minute) of runs settled
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -163,6 +171,7 @@ class Sweeper:
         workflows: WorkflowHooks | None = None,
         ages: QueueAges | None = None,
         deadlines: DeadlineWatch | None = None,
+        stats: RunStats | None = None,
     ):
         self.config = config
         self.dynamo = dynamo
@@ -183,6 +192,9 @@ class Sweeper:
         self.ages = ages
         #: Reports missed deadlines (:mod:`jobsched.services.deadlines`); None: not checked.
         self.deadlines = deadlines
+        #: Where the runs of the ledger items a sweep settles are counted per tenant and minute
+        #: (decision 0061, ``GET /stats``); None: not counted.
+        self.stats = stats
 
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine every run the in-flight ledger names; rescue or end the stranded ones."""
@@ -212,6 +224,11 @@ class Sweeper:
             self.metrics.add(obs.oldest_queued_run_age(priority), sweep.oldest_queued_age(priority))
         if self.ages is not None:
             self.ages.record({q: due for q, due in sweep.oldest_queued.items() if q in AGED_QUEUES}, now)
+        if self.stats is not None and sweep.settled_runs:
+            try:
+                summary.stats_written = self.stats.add(tally(sweep.settled_runs.values()))
+            except Exception:  # statistics are a view: a failed add must not fail the sweep
+                logger.exception("could not add the run statistics of %d runs", len(sweep.settled_runs))
         return summary
 
     # --- ledger items ----------------------------------------------------------------------------
@@ -245,7 +262,10 @@ class Sweeper:
                 item = runs.get(key)
                 if item is None:
                     continue  # never put (a crash between the ledger write and the put)
-                sweep.seen[key] = (self._examine(item, sweep, summary), item.get("tenant", ""))
+                active = self._examine(item, sweep, summary)
+                sweep.seen[key] = (active, item.get("tenant", ""))
+                if not active:
+                    sweep.ended[key] = _ended(item)
             active, tenant = sweep.seen[key]
             in_flight = in_flight or active
             if active:
@@ -253,12 +273,15 @@ class Sweeper:
         if written_at(ledger["run_key"]) > sweep.now - self.grace:
             return  # a young item's runs may not be put yet
         if in_flight:
-            self._compact(ledger, still, summary)
+            self._compact(ledger, still, summary, sweep)
             return
-        self.dynamo.delete(self.runs_table, {"job_id": ledger["job_id"], "run_key": ledger["run_key"]})
+        if self.dynamo.delete(self.runs_table, {"job_id": ledger["job_id"], "run_key": ledger["run_key"]}):
+            sweep.settle(ledger)  # this sweep deleted it (None: another did): its runs are counted here
         summary.settled += 1
 
-    def _compact(self, ledger: dict[str, Any], still: dict[str, str], summary: SweepSummary) -> None:
+    def _compact(
+        self, ledger: dict[str, Any], still: dict[str, str], summary: SweepSummary, sweep: _Sweep
+    ) -> None:
         """Rewrite a big ledger item most of whose runs ended with only those still in flight
         (:func:`jobsched.core.inflight.compacted`): the new item first, then the old one deleted (a
         crash between leaves both, naming the same runs: harmless)."""
@@ -266,7 +289,8 @@ class Sweeper:
         if smaller is None:
             return
         self.dynamo.put(self.runs_table, smaller)
-        self.dynamo.delete(self.runs_table, {"job_id": ledger["job_id"], "run_key": ledger["run_key"]})
+        if self.dynamo.delete(self.runs_table, {"job_id": ledger["job_id"], "run_key": ledger["run_key"]}):
+            sweep.settle(ledger)  # the ended runs it named leave the ledger: counted now
         summary.compacted += 1
 
     def _examine(self, item: dict[str, Any], sweep: _Sweep, summary: SweepSummary) -> bool:
@@ -464,6 +488,18 @@ class WorkflowHooks(Protocol):
     def node_message(self, item: Mapping[str, Any], now: datetime) -> RunMessage | None: ...
 
 
+class RunStats(Protocol):
+    """Counts settled runs per tenant and minute (:class:`jobsched.aws.run_stats_store.RunStatsStore`)."""
+
+    def add(self, tallies: Mapping[tuple[str, str], Mapping[str, int]]) -> int: ...
+
+
+def _ended(item: dict[str, Any]) -> dict[str, Any]:
+    """An ended run as counted: a run the examination itself ended (the sweeper fails a stranded run,
+    or one whose job is gone) was read while still active, and is counted as failed."""
+    return item if item.get("state") not in _ACTIVE else {**item, "state": str(RunState.FAILED)}
+
+
 class _Sweep:
     """What one sweep remembers: its instant, the runs examined, the jobs read, the queue backlogs."""
 
@@ -472,6 +508,10 @@ class _Sweep:
         #: run key -> (still active after the examination, its tenant)
         self.seen: dict[tuple[str, str], tuple[bool, str]] = {}
         self.jobs: dict[str, Job | None] = {}
+        #: run key -> the item of a run examined and found ended (what settling its ledger item counts)
+        self.ended: dict[tuple[str, str], dict[str, Any]] = {}
+        #: run key -> the ended runs of the ledger items this sweep deleted, each run once
+        self.settled_runs: dict[tuple[str, str], dict[str, Any]] = {}
         self._backlogs: dict[str, bool] = {}
         #: queue kind (``queue_for(pool, priority)``: a priority for the lambda pool, else ``long`` or
         #: ``container``) -> the earliest due instant of a run found ``queued``, past due and not
@@ -492,6 +532,14 @@ class _Sweep:
         queue = queue_for(item.get("pool"), priority)
         if queue not in self.oldest_queued or due < self.oldest_queued[queue]:
             self.oldest_queued[queue] = due
+
+    def settle(self, ledger: Mapping[str, Any]) -> None:
+        """Note the ended runs ``ledger`` names: this sweep deleted it, so they are counted once."""
+        for entry in ledger.get("runs", []):
+            k = entry_key(entry)
+            key = (k["job_id"], k["run_key"])
+            if key in self.ended:
+                self.settled_runs[key] = self.ended[key]
 
     def oldest_queued_age(self, priority: str) -> float:
         """Seconds the oldest queued, past-due run of ``priority`` has waited since due (0: none)."""

@@ -64,6 +64,7 @@ def test_openapi_lists_every_route(call):
         ("DELETE", "/admin/tenants/{tenant}/limits"),
         ("GET", "/usage"),
         ("GET", "/forecast"),
+        ("GET", "/stats"),
         ("POST", "/workflows"),
         ("GET", "/workflows"),
         ("GET", "/workflows/{workflow_id}"),

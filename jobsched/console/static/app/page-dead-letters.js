@@ -2,7 +2,7 @@
 // confirmation that says how many.
 import { useState } from "preact/hooks";
 import { api, get, listAll, post, query } from "./api.js";
-import { Dialog, ErrorBox, html, link, parseJsonObject, setParams, useAction, usePoll, When } from "./ui.js";
+import { Dialog, ErrorBox, html, link, parseJsonObject, recheckJson, setParams, ShortId, useAction, usePoll, When } from "./ui.js";
 
 const REASONS = ["permanent", "exhausted", "lease_expired", "poison", "stranded", "lost"];
 const BULK_MAX = 1000;
@@ -81,7 +81,7 @@ export function DeadLetters({ params }) {
       <thead><tr><th scope="col">Run</th><th scope="col">Job</th><th scope="col">Reason</th><th scope="col">Error</th>
         <th scope="col">Failed</th><th scope="col">Attempts</th><th scope="col">Notified</th><th scope="col">Actions</th></tr></thead>
       <tbody>${data.items.map((d) => html`<tr key=${d.run_id}>
-        <td><a href=${link("runs", d.run_id)}><code>${d.run_id}</code></a></td>
+        <td><${ShortId} id=${d.run_id} href=${link("runs", d.run_id)} /></td>
         <td><a href=${link("jobs", d.job_id)}><code>${d.job_id}</code></a></td>
         <td>${d.reason}</td><td>${d.error}</td><td><${When} iso=${d.failed_at} /></td><td>${d.attempts.length}</td>
         <td>${d.notification?.state || "—"}</td>
@@ -97,7 +97,7 @@ export function DeadLetters({ params }) {
       ${replaying && html`<form class="form" onSubmit=${replayOne}>
         <p>Run <code>${replaying.letter.run_id}</code> failed: ${replaying.letter.error}</p>
         <label>Payload for the replay (JSON object; edit it to correct the input)
-          <textarea name="payload" value=${replaying.text} onInput=${(e) => setReplaying({ ...replaying, text: e.target.value })}></textarea></label>
+          <textarea name="payload" value=${replaying.text} onInput=${(e) => { setReplaying({ ...replaying, text: e.target.value }); recheckJson(action, e.target.value, "the corrected payload"); }}></textarea></label>
         <${ErrorBox} error=${action.error} />
         <div class="actions"><button class="primary" disabled=${action.busy}>Replay</button>
           <button type="button" onClick=${() => setReplaying(null)}>Cancel</button></div>

@@ -1,6 +1,6 @@
 // Runs: filter by state, job and time (GET /runs); newest scheduled first.
 import { get, query } from "./api.js";
-import { Badge, ErrorBox, html, link, setParams, usePoll, When } from "./ui.js";
+import { Badge, ErrorBox, html, link, setParams, ShortId, usePoll, When } from "./ui.js";
 import { STATES } from "./page-overview.js";
 
 export function Runs({ params }) {
@@ -23,7 +23,7 @@ export function Runs({ params }) {
       <thead><tr><th scope="col">Run</th><th scope="col">State</th><th scope="col">Job</th><th scope="col">Scheduled</th>
         <th scope="col">Started</th><th scope="col">Finished</th><th scope="col">Trigger</th><th scope="col">Detail</th></tr></thead>
       <tbody>${data.items.map((run) => html`<tr key=${run.id}>
-        <td><a href=${link("runs", run.id)}><code>${run.id}</code></a></td>
+        <td><${ShortId} id=${run.id} href=${link("runs", run.id)} /></td>
         <td><${Badge} state=${run.state} /></td>
         <td><a href=${link("jobs", run.job_id)}><code>${run.job_id}</code></a></td>
         <td><${When} iso=${run.scheduled_at} /></td><td><${When} iso=${run.started_at} /></td><td><${When} iso=${run.finished_at} /></td>

@@ -2,6 +2,7 @@
 // (GET /runs/{node run id}: attempts, error, output), cancel and retry from failed.
 import { get, post } from "./api.js";
 import { Dag } from "./dag.js";
+import { Gantt } from "./gantt.js";
 import { Badge, ErrorBox, html, Json, link, setParams, useAction, usePoll, When } from "./ui.js";
 
 function Output({ value }) {
@@ -83,6 +84,9 @@ export function WorkflowRunDetail({ id, params }) {
         label=${`The DAG of workflow run ${run.id}, parents left of their children: ${counts(run.nodes)}`} />
       ${selected && html`<${NodePanel} key=${selected.id} node=${selected} />`}
     </div>
+    <h2>Timeline</h2>
+    <${Gantt} run=${run} now=${Date.now()} />
+    <h2>Nodes</h2>
     <table><caption class="sr-only">Nodes and their states</caption>
       <thead><tr><th scope="col">Node</th><th scope="col">State</th><th scope="col">Depends on</th><th scope="col">Attempt</th><th scope="col">Error</th></tr></thead>
       <tbody>${run.nodes.map((n) => html`<tr key=${n.id}>

@@ -107,3 +107,29 @@ export function setParams(base, params) {
   const text = q.toString();
   location.replace("#/" + base + (text ? "?" + text : ""));
 }
+
+// A long id shown short in a table column: its start, "…", its end; the middle stays in the page but
+// out of sight, so the link's name, a screen reader and a text selection have the whole id. The whole
+// id is also on hover (title) and on the copy button.
+export function splitId(id, head = 10, tail = 18) {
+  if (!id || id.length <= head + tail + 4) return [id || "", "", ""];
+  return [id.slice(0, head), id.slice(head, id.length - tail), id.slice(id.length - tail)];
+}
+
+export function ShortId({ id, href }) {
+  const [copied, setCopied] = useState(false);
+  const [start, middle, end] = splitId(id);
+  const text = html`<code title=${id}>${start}${middle && html`<span class="elided">${middle}</span><span aria-hidden="true">…</span>`}${end}</code>`;
+  const copy = async () => {
+    try { await navigator.clipboard.writeText(id); setCopied(true); setTimeout(() => setCopied(false), 2000); } catch { setCopied(false); }
+  };
+  return html`<span class="short-id">${href ? html`<a href=${href}>${text}</a>` : text}
+    <button type="button" class="copy" onClick=${copy} aria-label=${"Copy " + id} title="Copy the whole id">${copied ? "Copied" : "Copy"}</button></span>`;
+}
+
+// Re-check a JSON text as it is edited, once an earlier submit found it wrong: the error shown is
+// always the current text's (none once it is a valid object), never a stale one.
+export function recheckJson(action, text, what) {
+  if (!action.error || action.error.status) return; // only the form's own check, not an API answer
+  try { parseJsonObject(text, what); action.setError(null); } catch (e) { action.setError(e); }
+}
