@@ -199,6 +199,8 @@ def usage_store(request: Request) -> UsageStore:
 
 def forecast_service(request: Request) -> ForecastService:
     return _wired(api_services(request).forecast, "forecast")
+
+
 def run_stats_store(request: Request) -> RunStatsStore:
     return _wired(api_services(request).run_stats, "run stats")
 
