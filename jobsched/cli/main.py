@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "limits",
     "usage",
     "forecast",
+    "stats",
     "handlers",
     "admin",
     "health",

@@ -330,6 +330,11 @@ class ApiClient:
     def forecast(self, tenant: str | None = None) -> dict:
         return self.request("GET", "/forecast", query=_without_none({"tenant": tenant}))
 
+    def stats(self, start: str | None = None, end: str | None = None, bucket: str = "minute") -> dict:
+        return self.request(
+            "GET", "/stats", query=_without_none({"from": start, "to": end, "bucket": bucket})
+        )
+
     def own_limits(self) -> dict:
         return self.request("GET", "/limits")
 

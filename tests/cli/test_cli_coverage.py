@@ -46,6 +46,7 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("GET", "/limits"): ("limits",),
     ("GET", "/usage"): ("usage",),
     ("GET", "/forecast"): ("forecast",),
+    ("GET", "/stats"): ("stats",),
     ("GET", "/admin/tenants/limits"): ("admin", "limits", "list"),
     ("GET", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "get", "acme"),
     ("PUT", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "set", "acme", "--max-running", "5"),

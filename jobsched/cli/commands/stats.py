@@ -1,0 +1,82 @@
+"""`jobsched stats [--from T] [--to T] [--bucket minute|hour|day] [--empty]`: the tenant's runs per time
+bucket by outcome, with start lag (``GET /stats``, decision 0061).
+
+One row per bucket with runs: its start (UTC), the runs that ended succeeded, failed (of which dead
+lettered), cancelled and skipped, and the start lag p50/p99 of its scheduled runs (the upper bound of
+the histogram bin they fall in). ``--empty`` lists the buckets without runs too; ``--json`` prints the
+API's answer. The range defaults to the last hour of minutes, day of hours or week of days.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from jobsched.cli.commands._api_args import EXIT_OK, api_options, command
+from jobsched.cli.commands._output import Column, print_json, render_table, short_time
+from jobsched.cli.commands._output import field as key
+from jobsched.client import ApiClient
+
+BUCKETS = ("minute", "hour", "day")
+OUTCOMES = ("succeeded", "failed", "dead_lettered", "cancelled", "skipped")
+
+STATS_COLUMNS = (
+    Column("BUCKET", key("start"), 20),
+    Column("SUCCEEDED", key("succeeded"), 9),
+    Column("FAILED", key("failed"), 6),
+    Column("DEAD", key("dead_lettered"), 6),
+    Column("CANCELLED", key("cancelled"), 9),
+    Column("SKIPPED", key("skipped"), 7),
+    Column("LAG_P50", key("lag_p50"), 7),
+    Column("LAG_P99", key("lag_p99"), 7),
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add `stats` to the `jobsched` parser."""
+    parser = subparsers.add_parser(
+        "stats",
+        parents=[api_options()],
+        help="runs per minute, hour or day by outcome, with start lag p50/p99",
+    )
+    parser.add_argument(
+        "--from", dest="start", metavar="INSTANT", help="first instant (ISO 8601 with offset)"
+    )
+    parser.add_argument("--to", dest="end", metavar="INSTANT", help="last instant, exclusive (default now)")
+    parser.add_argument("--bucket", choices=BUCKETS, default="minute", help="bucket width (default minute)")
+    parser.add_argument("--empty", action="store_true", help="list buckets without runs too")
+    parser.set_defaults(func=cmd_stats)
+
+
+def _lag(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}s"
+
+
+def stats_rows(answer: dict, *, empty: bool = False) -> list[dict]:
+    """The table's rows: one per bucket with runs (every bucket with ``empty``)."""
+    rows = []
+    for bucket in answer.get("buckets", []):
+        if empty or any(bucket.get(o) for o in OUTCOMES):
+            rows.append(
+                {
+                    **{o: bucket.get(o, 0) for o in OUTCOMES},
+                    "start": short_time(bucket["start"]),
+                    "lag_p50": _lag(bucket.get("lag_p50")),
+                    "lag_p99": _lag(bucket.get("lag_p99")),
+                }
+            )
+    return rows
+
+
+@command
+def cmd_stats(args: argparse.Namespace, client: ApiClient) -> int:
+    answer = client.stats(args.start, args.end, args.bucket)
+    if args.json:
+        print_json(answer)
+        return EXIT_OK
+    rows = stats_rows(answer, empty=args.empty)
+    print(render_table(rows, STATS_COLUMNS) if rows else "no runs ended in the range")
+    if not args.quiet:
+        totals = {o: sum(b.get(o, 0) for b in answer.get("buckets", [])) for o in OUTCOMES}
+        summary = ", ".join(f"{n} {o.replace('_', ' ')}" for o, n in totals.items())
+        print(f"{summary} from {short_time(answer.get('start'))} to {short_time(answer.get('end'))}")
+    return EXIT_OK
