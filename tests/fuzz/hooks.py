@@ -151,6 +151,39 @@ def keeps_usage_window(query: Any, today: date) -> bool:
     return first <= last and (last - first).days < MAX_USAGE_DAYS
 
 
+#: GET /stats: the default span before ``to`` per bucket, and the limits its parameters' descriptions state.
+STATS_SPANS = {"minute": timedelta(hours=1), "hour": timedelta(days=1), "day": timedelta(days=7)}
+STATS_MAX_SPAN = timedelta(days=7)
+STATS_MAX_BUCKETS = 1440
+STATS_YEARS = (1970, 9998)
+
+
+def keeps_stats_window(query: Any, now: datetime) -> bool:
+    """False for a ``GET /stats`` query whose range breaks what ``from``, ``to`` and ``bucket`` state:
+    both in the years 1970-9998 (``to`` defaults to now, ``from`` to ``to`` less the bucket's span),
+    ``from`` before ``to`` and at most 7 days before it, at most 1440 buckets."""
+    query = query if isinstance(query, dict) else {}
+    bucket = query.get("bucket", "minute")
+    if bucket not in STATS_SPANS:
+        return True  # the schema's enum: a negative case's business
+    end = _instant(query["to"]) if "to" in query else now
+    if end is None:
+        return True
+    try:
+        start = _instant(query["from"]) if "from" in query else end - STATS_SPANS[bucket]
+    except OverflowError:
+        return False
+    if start is None:
+        return True
+    first, last = STATS_YEARS
+    if not all(first <= t.astimezone(UTC).year <= last for t in (start, end)):
+        return False
+    if not timedelta(0) < end - start <= STATS_MAX_SPAN:
+        return False
+    width = {"minute": 60, "hour": 3600, "day": 86400}[bucket]
+    return (end - start).total_seconds() / width <= STATS_MAX_BUCKETS - 2  # whole buckets, both ends
+
+
 def wire_graph(nodes: Any) -> None:
     """Make a drawn node list a workflow graph, as ``depends_on``'s description asks: node ids are made
     unique (a repeated one becomes ``n<index>``), and each drawn parent is mapped onto a node listed
@@ -229,6 +262,8 @@ def filter_case(ctx: Any, case: Any) -> bool:
     """Applied in every phase (``filter_body`` is not applied to the coverage phase's cases)."""
     usage = _positive(case) and case.path == "/usage"
     if usage and not keeps_usage_window(case.query, datetime.now(UTC).date()):
+        return False
+    if _positive(case) and case.path == "/stats" and not keeps_stats_window(case.query, datetime.now(UTC)):
         return False
     patch = str(getattr(case, "method", "")).upper() == "PATCH"
     return keeps_cross_field_rules(case.body, patch=patch) and keeps_formats(case)

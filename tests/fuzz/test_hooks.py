@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from hypothesis import given, settings
 
 from jobsched.core.dispatch_plan import first_fire_after
@@ -66,6 +67,43 @@ def test_the_usage_window_rule_is_kept():
     assert keeps_usage_window({"from": "2026-11-01", "to": "2026-12-01"}, today)
     assert not keeps_usage_window({"from": "2026-10-31", "to": "2026-12-01"}, today)
     assert not keeps_usage_window({"from": "2026-12-02"}, today)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {},
+        {"bucket": "hour"},
+        {"bucket": "day"},
+        {"from": "2026-12-01T00:00:00Z", "to": "2026-12-01T23:00:00Z"},
+        {"from": "2026-11-24T00:00:00Z", "to": "2026-12-01T00:00:00Z", "bucket": "hour"},
+        {"from": "2026-11-24T00:00:00Z", "to": "2026-12-01T00:00:01Z", "bucket": "hour"},
+        {"from": "0367-01-20T22:03:27+07:11", "bucket": "minute"},
+        {"to": "1970-01-01T00:30:00Z"},
+        {"from": "2026-12-01T10:00:00Z", "to": "2026-12-01T09:00:00Z"},
+        {"from": "9998-12-31T00:00:00Z", "to": "9998-12-31T12:00:00Z"},
+        {"from": "2026-11-30T00:00:00Z", "to": "2026-12-01T00:00:00Z", "bucket": "minute"},
+    ],
+)
+def test_the_stats_window_kept_is_one_the_api_accepts(query):
+    # Given a GET /stats query / When the hook keeps it / Then the API's own rule accepts its range
+    from jobsched.core.errors import ValidationError
+    from jobsched.core.run_stats import stats_range
+    from tests.fuzz.hooks import STATS_SPANS, keeps_stats_window
+
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    bucket = query.get("bucket", "minute")
+    end = datetime.fromisoformat(query["to"]) if "to" in query else now
+    start = datetime.fromisoformat(query["from"]) if "from" in query else end - STATS_SPANS[bucket]
+    try:
+        stats_range(start, end, bucket)
+        accepted = True
+    except ValidationError:
+        accepted = False
+    kept = keeps_stats_window(query, now)
+    assert not kept or accepted, f"kept a range the API refuses: {query}"
+    if query in ({}, {"bucket": "hour"}, {"bucket": "day"}):
+        assert kept  # the defaults are a valid range
 
 
 def test_cross_field_rules_keep_the_pools_timeout_limits():

@@ -61,9 +61,19 @@ def run_stats(
     store: RunStatsDep,
     clock: ClockDep,
     from_: Annotated[
-        Instant | None, Query(alias="from", description="first instant (default: to - a span)")
+        Instant | None,
+        Query(
+            alias="from",
+            description="first instant, with an offset or Z, in the years 1970-9998, before to and at most "
+            "7 days before it (default: to less an hour for minute buckets, a day for hour, 7 days for day)",
+        ),
     ] = None,
-    to: Annotated[Instant | None, Query(description="last instant, exclusive (default now)")] = None,
+    to: Annotated[
+        Instant | None,
+        Query(
+            description="last instant, exclusive, with an offset or Z, in the years 1970-9998 (default now)"
+        ),
+    ] = None,
     bucket: Annotated[
         Literal["minute", "hour", "day"],
         Query(
