@@ -21,6 +21,7 @@ from infra.bundling import (
     code_asset,
     code_version_of,
 )
+from infra.capacity import Capacity
 from infra.config import StackConfig
 from infra.console import ConsoleUserPool
 from infra.containers import ContainerPool
@@ -168,6 +169,19 @@ class JobschedStack(cdk.Stack):
             **shared,
         )
 
+        # Pre-warming and scaling on age: the worker mappings' ceilings, once a minute (infra/capacity.py).
+        self.capacity = (
+            Capacity(
+                self,
+                "Capacity",
+                mappings=self.workers.mappings,
+                group=self.dispatch.group,
+                dead_letter_queue=self.dispatch.schedule_dlq,
+                **shared,
+            )
+            if config.capacity
+            else None
+        )
         functions = {
             "api": self.api.function,
             "dispatcher": self.dispatch.dispatcher,
@@ -192,6 +206,8 @@ class JobschedStack(cdk.Stack):
             ),
         )
         self.functions = functions
+        if self.capacity is not None:
+            self.functions["capacity"] = self.capacity.function
 
         cdk.CfnOutput(self, "ApiUrl", value=self.api.url, description="Base URL of the HTTP API (SigV4)")
         cdk.CfnOutput(self, "ConsoleUrl", value=self.api.url + "ui", description="The operator console")
