@@ -46,6 +46,9 @@ from jobsched.runtime.resources import (
     RUNS_TABLE,
 )
 
+#: The Jobs table's index of due cursors, which the forecast queries (jobsched/aws/forecast_reads.py).
+DUE_INDEX = next(index.name for index in JOBS_TABLE.indexes if index.name == "due_index")
+
 #: What the capacity service calls on a mapping (jobsched/aws/capacity.py).
 MAPPING_ACTIONS = ("lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping")
 
@@ -92,9 +95,17 @@ class Capacity(Construct):
         self.function = make_function(
             self, CAPACITY_FUNCTION, code=code, config=config, key=key, environment={**environment, **own}
         )
-        # The forecast reads the due index and the in-flight ledger; the ages are an item of Leases.
-        for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE):
-            tables.table(spec).grant_read_data(self.function)
+        # Exactly the reads it makes (jobsched/aws/forecast_reads.py, queue_ages.py): the due index of
+        # Jobs and the jobs' views, the in-flight ledger of Runs, the ages item of Leases. With the
+        # stack's key, make_function has already granted kms:Decrypt (the tables' reads need no more).
+        jobs = tables.table(JOBS_TABLE).table_arn
+        for action, arn in (
+            ("dynamodb:Query", f"{jobs}/index/{DUE_INDEX}"),
+            ("dynamodb:BatchGetItem", jobs),
+            ("dynamodb:Query", tables.table(RUNS_TABLE).table_arn),
+            ("dynamodb:GetItem", tables.table(LEASES_TABLE).table_arn),
+        ):
+            iam.Grant.add_to_principal(grantee=self.function, actions=[action], resource_arns=[arn])
         iam.Grant.add_to_principal(
             grantee=self.function,
             actions=list(MAPPING_ACTIONS),
