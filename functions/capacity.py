@@ -31,7 +31,9 @@ def build(parts: Parts) -> CapacityService:
     sink = parts.metrics_or(obs.PowertoolsSink(metrics))
     # The stack wires neither the worker alias nor the container service (docs/scaling.md).
     capacity = AwsCapacity(clients.client("lambda"), None, mappings)
-    return capacity_service_from_settings(settings, clients, capacity, policy, metrics=sink, meter=parts.meter)
+    return capacity_service_from_settings(
+        settings, clients, capacity, policy, metrics=sink, meter=parts.meter
+    )
 
 
 seam = Seam("functions.capacity", build, uses=("clock", "settings", "clients", "meter", "metrics"))

@@ -112,7 +112,7 @@ class Capacity(Construct):
             resource_arns=[mappings[kind].event_source_mapping_arn for kind in sorted(mappings)],
         )
 
-        role = iam.Role(
+        self.scheduler_role = role = iam.Role(
             self,
             "SchedulerRole",
             assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),

@@ -265,7 +265,10 @@ class StackConfig:
 
     def capacity_caps(self) -> dict[str, int]:
         """Each Lambda queue's cap for the capacity function: its setting, or its max_concurrency."""
-        return {kind: self.capacity_max_concurrency.get(kind, self.max_concurrency[kind]) for kind in LAMBDA_QUEUE_KINDS}
+        return {
+            kind: self.capacity_max_concurrency.get(kind, self.max_concurrency[kind])
+            for kind in LAMBDA_QUEUE_KINDS
+        }
 
     def _check_containers(self) -> None:
         cpu, memory = self.container_cpu, self.container_memory

@@ -390,7 +390,9 @@ def capacity_policy_from_env(env: Mapping[str, str]) -> tuple[CapacityPolicy, di
     for kind in caps:
         var = ENV_CAPACITY_MAPPING_PREFIX + kind.upper()
         if not env.get(var):
-            raise ValueError(f"environment variable {var} (the {kind} queue's event source mapping) is not set")
+            raise ValueError(
+                f"environment variable {var} (the {kind} queue's event source mapping) is not set"
+            )
         mappings[kind] = env[var]
     # No worker alias in the stack: provisioned concurrency is never asked (docs/scaling.md).
     return CapacityPolicy(queues=caps, provisioned_cap=0, runs_per_unit=batches), mappings

@@ -47,12 +47,18 @@ def deployed(aws_environ, monkeypatch):  # noqa: F811
     role = clients.client("iam").create_role(RoleName="worker", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
     lam = clients.client("lambda")
     lam.create_function(
-        FunctionName="worker", Runtime="python3.12", Role=role, Handler="index.handler", Code={"ZipFile": _zip()}
+        FunctionName="worker",
+        Runtime="python3.12",
+        Role=role,
+        Handler="index.handler",
+        Code={"ZipFile": _zip()},
     )
     uuids = {}
     for kind in LAMBDA_QUEUE_KINDS:
         url = aws_environ.settings.queue_url(kind)
-        arn = clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        arn = clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
         uuids[kind] = lam.create_event_source_mapping(
             EventSourceArn=arn,
             FunctionName="worker",
