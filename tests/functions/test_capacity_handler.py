@@ -8,7 +8,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -22,7 +22,7 @@ from jobsched.local.invoke import LambdaContext
 from jobsched.runtime.resources import ENV_CAPACITY_MAPPING_PREFIX, ENV_CAPACITY_QUEUES, LAMBDA_QUEUE_KINDS
 from tests.aws.conftest import aws, aws_environ  # noqa: F401 - the moto fixtures, exported as the environment
 
-NOW = datetime(2026, 12, 5, 9, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 #: What infra/capacity.py writes for -c capacity_max_concurrency='{"high": 30, "default": 100, "low": 40,
 #: "long": 8}' -c high_reserved_concurrency=30 -c long_reserved_concurrency=8.
 QUEUES = {
@@ -149,13 +149,17 @@ def test_once_nothing_waits_the_ceilings_fall_back_to_their_base(deployed):
 
 def test_a_missing_mapping_variable_fails_the_build_naming_it(deployed, monkeypatch):
     monkeypatch.delenv(ENV_CAPACITY_MAPPING_PREFIX + "LOW")
-    with capacity_function.seam.installed(clock=FakeClock(NOW)):
-        with pytest.raises(ValueError, match="JOBSCHED_CAPACITY_MAPPING_LOW"):
-            capacity_function.handler({}, LambdaContext("capacity", 60))
+    with (
+        capacity_function.seam.installed(clock=FakeClock(NOW)),
+        pytest.raises(ValueError, match="JOBSCHED_CAPACITY_MAPPING_LOW"),
+    ):
+        capacity_function.handler({}, LambdaContext("capacity", 60))
 
 
 def test_a_malformed_policy_fails_the_build_naming_it(deployed, monkeypatch):
     monkeypatch.setenv(ENV_CAPACITY_QUEUES, '{"default": {"base": 20}}')
-    with capacity_function.seam.installed(clock=FakeClock(NOW)):
-        with pytest.raises(ValueError, match=ENV_CAPACITY_QUEUES):
-            capacity_function.handler({}, LambdaContext("capacity", 60))
+    with (
+        capacity_function.seam.installed(clock=FakeClock(NOW)),
+        pytest.raises(ValueError, match=ENV_CAPACITY_QUEUES),
+    ):
+        capacity_function.handler({}, LambdaContext("capacity", 60))

@@ -12,9 +12,10 @@ DynamoDB, SQS and S3 API references (docs/decisions/0038-permissions-proved-by-u
 Names: a resource the function's environment names (a table, queue, bucket or state machine in a
 ``JOBSCHED_*`` variable) is written ``<VARIABLE>`` (:func:`jobsched.local.iam.template.env_token`),
 and partition, region and account are the canonical ones of :mod:`jobsched.local.iam.template`; a
-topic in the ``JOBSCHED_NOTIFY_TOPIC_ARNS`` allow-list is ``<JOBSCHED_NOTIFY_TOPIC_ARNS>``; an event source mapping whose UUID a ``JOBSCHED_CAPACITY_MAPPING_*``
-variable holds is ``event-source-mapping:<VARIABLE>``. Anything
-else keeps its literal name (and is then most likely denied: the roles name nothing else).
+topic in the ``JOBSCHED_NOTIFY_TOPIC_ARNS`` allow-list is ``<JOBSCHED_NOTIFY_TOPIC_ARNS>``; an event
+source mapping whose UUID a ``JOBSCHED_CAPACITY_MAPPING_*`` variable holds is
+``event-source-mapping:<VARIABLE>``. Anything else keeps its literal name (and is then most likely
+denied: the roles name nothing else).
 """
 
 from __future__ import annotations
