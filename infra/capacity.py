@@ -127,9 +127,10 @@ class Capacity(Construct):
             "The scheduler's invoke grant covers the function and its versions/aliases "
             "('<function ARN>:*') of this one function; the only action is lambda:InvokeFunction.",
         )
+        # Not "Tick": the dispatcher's schedules alone are named so (the rehearsal counts them per shard).
         self.schedule = scheduler.Schedule(
             self,
-            "Tick",
+            "Schedule",
             description="capacity: pre-warm the worker mappings before forecast peaks, scale on age",
             schedule=scheduler.ScheduleExpression.rate(cdk.Duration.minutes(1)),
             schedule_group=group,
