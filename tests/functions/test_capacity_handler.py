@@ -5,9 +5,7 @@ tests/infra/test_permissions_by_use.py (the grants of infra/capacity.py are judg
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,6 +19,7 @@ from jobsched.core.models import Job
 from jobsched.local.invoke import LambdaContext
 from jobsched.runtime.resources import ENV_CAPACITY_MAPPING_PREFIX, ENV_CAPACITY_QUEUES, LAMBDA_QUEUE_KINDS
 from tests.aws.conftest import aws, aws_environ  # noqa: F401 - the moto fixtures, exported as the environment
+from tests.aws.moto_lambda import create_stub_function
 
 NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
 #: What infra/capacity.py writes for -c capacity_max_concurrency='{"high": 30, "default": 100, "low": 40,
@@ -33,26 +32,11 @@ QUEUES = {
 }
 
 
-def _zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
-    return buffer.getvalue()
-
-
 @pytest.fixture
 def deployed(aws_environ, monkeypatch):  # noqa: F811
     """The worker mappings at their configured ceilings, their UUIDs in the function's environment."""
     clients = aws_environ.clients
-    role = clients.client("iam").create_role(RoleName="worker", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    lam = clients.client("lambda")
-    lam.create_function(
-        FunctionName="worker",
-        Runtime="python3.12",
-        Role=role,
-        Handler="index.handler",
-        Code={"ZipFile": _zip()},
-    )
+    lam = create_stub_function(clients)
     uuids = {}
     for kind in LAMBDA_QUEUE_KINDS:
         url = aws_environ.settings.queue_url(kind)
