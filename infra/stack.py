@@ -206,8 +206,6 @@ class JobschedStack(cdk.Stack):
             ),
         )
         self.functions = functions
-        if self.capacity is not None:
-            self.functions["capacity"] = self.capacity.function
 
         cdk.CfnOutput(self, "ApiUrl", value=self.api.url, description="Base URL of the HTTP API (SigV4)")
         cdk.CfnOutput(self, "ConsoleUrl", value=self.api.url + "ui", description="The operator console")
@@ -271,7 +269,8 @@ class JobschedStack(cdk.Stack):
         for role in task_roles:
             acknowledge_index_access(role, logical_ids)
             self._acknowledge_key_actions(role)
-        for function in self.functions.values():
+        capacity = [self.capacity.function] if self.capacity is not None else []
+        for function in [*self.functions.values(), *capacity]:
             acknowledge_index_access(function.role, logical_ids)  # type: ignore[arg-type]
             acknowledge(
                 function.role,
