@@ -4,7 +4,7 @@ It raises each worker mapping's ``MaximumConcurrency`` before a forecast peak an
 long, within the deployment's caps, and lowers it after (decision 0055, docs/scaling.md). The service
 is built once per container, on the first invocation, from what :data:`seam` holds (clock, settings,
 clients, meter, metric sink: :mod:`jobsched.compose.seam`); the policy and the mappings' UUIDs come from
-the function's own variables (:func:`jobsched.compose.pipeline.capacity_policy_from_env`)."""
+the function's own variables (:func:`jobsched.compose.capacity.capacity_policy_from_env`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from jobsched.aws.capacity import AwsCapacity
-from jobsched.compose.pipeline import capacity_policy_from_env, capacity_service_from_settings
+from jobsched.compose.capacity import capacity_policy_from_env
+from jobsched.compose.pipeline import capacity_service_from_settings
 from jobsched.compose.seam import Parts, Seam
 from jobsched.runtime import observability as obs
 from jobsched.services.capacity import CapacityService

@@ -13,9 +13,8 @@ run delivery for the worker.
 
 from __future__ import annotations
 
-import json
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -35,7 +34,7 @@ from jobsched.aws.runs_store import RunsStore
 from jobsched.aws.step_functions import StepFunctions
 from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
 from jobsched.aws.usage_store import UsageStore
-from jobsched.core.capacity import CapacityPolicy, QueueCaps
+from jobsched.core.capacity import CapacityPolicy
 from jobsched.core.clock import Clock
 from jobsched.core.handlers import HandlerCatalog
 from jobsched.long_jobs.checkpoints import ChunkStore
@@ -367,32 +366,3 @@ def capacity_service_from_settings(
         ages.read,
         metrics,
     )
-
-
-def capacity_policy_from_env(env: Mapping[str, str]) -> tuple[CapacityPolicy, dict[str, str]]:
-    """The capacity function's policy and the event source mapping UUID of each queue kind it sets,
-    from its variables (infra/capacity.py writes them): ``JOBSCHED_CAPACITY_QUEUES`` (JSON
-    ``{kind: {"base": n, "cap": n, "batch_size": n}}``) and ``JOBSCHED_CAPACITY_MAPPING_<KIND>``.
-    A missing or malformed value raises ``ValueError`` naming the variable."""
-    from jobsched.runtime.resources import ENV_CAPACITY_MAPPING_PREFIX, ENV_CAPACITY_QUEUES
-
-    raw = env.get(ENV_CAPACITY_QUEUES, "")
-    try:
-        queues = json.loads(raw)
-        caps = {str(k): QueueCaps(int(v["base"]), int(v["cap"])) for k, v in queues.items()}
-        batches = {str(k): int(v["batch_size"]) for k, v in queues.items()}
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise ValueError(
-            f"environment variable {ENV_CAPACITY_QUEUES} must be JSON "
-            '{kind: {"base": n, "cap": n, "batch_size": n}}, got ' + repr(raw)
-        ) from exc
-    mappings: dict[str, str] = {}
-    for kind in caps:
-        var = ENV_CAPACITY_MAPPING_PREFIX + kind.upper()
-        if not env.get(var):
-            raise ValueError(
-                f"environment variable {var} (the {kind} queue's event source mapping) is not set"
-            )
-        mappings[kind] = env[var]
-    # No worker alias in the stack: provisioned concurrency is never asked (docs/scaling.md).
-    return CapacityPolicy(queues=caps, provisioned_cap=0, runs_per_unit=batches), mappings
