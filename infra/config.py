@@ -157,6 +157,13 @@ class StackConfig:
     tenant_burst: int = 1
     #: Jobs of a due page a dispatcher tick writes at once (docs/scaling.md: a shard's throughput).
     dispatch_concurrency: int = DEFAULT_DISPATCH_CONCURRENCY
+    #: Build the capacity function (infra/capacity.py, decision 0055): once a minute it raises each
+    #: worker mapping's MaximumConcurrency before a forecast peak and while runs wait, up to its cap.
+    capacity: bool = True
+    #: Per Lambda queue, the most its mapping's MaximumConcurrency is raised to (unset: the queue's
+    #: max_concurrency, i.e. never raised); at least max_concurrency, at most 1000, and within the
+    #: reserved concurrency of high and long (a ceiling above a reservation would throttle).
+    capacity_max_concurrency: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= DUE_PARTITIONS:
@@ -235,6 +242,7 @@ class StackConfig:
         self._check_backpressure()
         self._check_reservations()
         self._check_containers()
+        self._check_capacity()
 
     def _check_reservations(self) -> None:
         for name, kind, reserved in (
@@ -248,6 +256,35 @@ class StackConfig:
                     f"({ceiling}) and {MAX_RESERVED_CONCURRENCY}, got {reserved}: a reservation below the "
                     f"{kind} mapping's MaximumConcurrency would throttle its deliveries"
                 )
+
+    def _check_capacity(self) -> None:
+        unknown = sorted(set(self.capacity_max_concurrency) - set(LAMBDA_QUEUE_KINDS))
+        if unknown:
+            raise ConfigError(
+                f"capacity_max_concurrency takes the queues {list(LAMBDA_QUEUE_KINDS)}, got {unknown}"
+            )
+        reservations = {"high": self.high_reservation, "long": self.long_reservation}
+        for kind, cap in self.capacity_max_concurrency.items():
+            base = self.max_concurrency[kind]
+            if not base <= cap <= 1000:
+                raise ConfigError(
+                    f"capacity_max_concurrency[{kind}] must be between max_concurrency[{kind}] ({base}) "
+                    f"and 1000, got {cap}"
+                )
+            reserved = reservations.get(kind, 0)
+            if reserved and cap > reserved:
+                raise ConfigError(
+                    f"capacity_max_concurrency[{kind}] ({cap}) is above the {kind} worker's reserved "
+                    f"concurrency ({reserved}): raise {kind}_reserved_concurrency to at least {cap}, or "
+                    "set it to 0 (no reservation)"
+                )
+
+    def capacity_caps(self) -> dict[str, int]:
+        """Each Lambda queue's cap for the capacity function: its setting, or its max_concurrency."""
+        return {
+            kind: self.capacity_max_concurrency.get(kind, self.max_concurrency[kind])
+            for kind in LAMBDA_QUEUE_KINDS
+        }
 
     def _check_containers(self) -> None:
         cpu, memory = self.container_cpu, self.container_memory

@@ -57,13 +57,13 @@ FUNCTION_CHECK_REASONS = {
     "metadata destinations (but for hosts on allowed_http_hosts).",
     "CKV_AWS_116": "No Lambda DLQ: no function is invoked with an event that holds work. The worker and "
     "DLQ consumer read SQS through event source mappings (failures redrive to each queue's DLQ), the "
-    "API is invoked synchronously by API Gateway, and the dispatcher and sweeper receive only a tick "
-    "from EventBridge Scheduler (its target has its own DLQ; the next tick redoes a failed one).",
+    "API is invoked synchronously by API Gateway, and the dispatcher, sweeper and capacity function receive "
+    "only a tick from EventBridge Scheduler (its target has its own DLQ; the next tick redoes a failed one).",
     "CKV_AWS_115": "No reserved concurrency: a reservation is taken from the account's unreserved "
     "pool, which must keep 100, so each one raises the account quota a deploy needs; only the high "
     "worker has one (high_reserved_concurrency, docs/decisions/0028). The shared worker is bounded by "
     "each queue mapping's MaximumConcurrency, the DLQ consumer by its mappings' 2 each, the API by the "
-    "stage's throttling, the dispatcher and sweeper by their schedules.",
+    "stage's throttling, the dispatcher, sweeper and capacity function by their schedules.",
 }
 
 

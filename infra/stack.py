@@ -21,6 +21,7 @@ from infra.bundling import (
     code_asset,
     code_version_of,
 )
+from infra.capacity import Capacity
 from infra.config import StackConfig
 from infra.console import ConsoleUserPool
 from infra.containers import ContainerPool
@@ -170,6 +171,19 @@ class JobschedStack(cdk.Stack):
             **shared,
         )
 
+        # Pre-warming and scaling on age: the worker mappings' ceilings, once a minute (infra/capacity.py).
+        self.capacity = (
+            Capacity(
+                self,
+                "Capacity",
+                mappings=self.workers.mappings,
+                group=self.dispatch.group,
+                dead_letter_queue=self.dispatch.schedule_dlq,
+                **shared,
+            )
+            if config.capacity
+            else None
+        )
         functions = {
             "api": self.api.function,
             "dispatcher": self.dispatch.dispatcher,
@@ -260,7 +274,8 @@ class JobschedStack(cdk.Stack):
         for role in task_roles:
             acknowledge_index_access(role, logical_ids)
             self._acknowledge_key_actions(role)
-        for function in self.functions.values():
+        capacity = [self.capacity.function] if self.capacity is not None else []
+        for function in [*self.functions.values(), *capacity]:
             acknowledge_index_access(function.role, logical_ids)  # type: ignore[arg-type]
             acknowledge(
                 function.role,

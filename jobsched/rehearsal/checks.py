@@ -204,6 +204,41 @@ def _check_consumer(
         report.equal(f"{label}: mapping MaximumConcurrency", concurrency, max_concurrency)
 
 
+def check_capacity(report: Report, sqs: Any, lambda_: Any, env: Mapping[str, str]) -> None:
+    """The capacity function's variables (infra/capacity.py), when it is deployed: each Lambda queue's
+    mapping UUID names the mapping that reads that queue, and its policy's base is that mapping's
+    ``MaximumConcurrency``."""
+    if resources.ENV_CAPACITY_QUEUES not in env:
+        return
+    try:
+        policy = json.loads(env[resources.ENV_CAPACITY_QUEUES])
+    except ValueError:
+        policy = None
+    if not report.check(
+        f"capacity: {resources.ENV_CAPACITY_QUEUES} is JSON",
+        isinstance(policy, dict),
+        env[resources.ENV_CAPACITY_QUEUES],
+    ):
+        return
+    mappings = {m["UUID"]: m for m in _all_mappings(lambda_)}
+    for kind in resources.LAMBDA_QUEUE_KINDS:
+        var = resources.ENV_CAPACITY_MAPPING_PREFIX + kind.upper()
+        mapping = mappings.get(env.get(var, ""))
+        if not report.check(
+            f"capacity: {var} names a deployed mapping", mapping is not None, env.get(var, "")
+        ):
+            continue
+        assert mapping is not None
+        url = env.get(resources.ENV_QUEUE_URL_PREFIX + kind.upper(), "")
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        report.equal(f"capacity: {var} is the {kind} queue's mapping", mapping["EventSourceArn"], arn)
+        report.equal(
+            f"capacity: the {kind} base is its mapping's MaximumConcurrency",
+            (policy.get(kind) or {}).get("base"),
+            (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency"),
+        )
+
+
 def _all_mappings(lambda_: Any) -> list[dict[str, Any]]:
     found: list[dict[str, Any]] = []
     for page in lambda_.get_paginator("list_event_source_mappings").paginate():

@@ -68,6 +68,7 @@ def check_deployment(
         report, clients["sqs"], clients["lambda"], env, deployment.functions, context["max_concurrency"]
     )
     checks.check_state_machine(report, clients["stepfunctions"], env, "aws")
+    checks.check_capacity(report, clients["sqs"], clients["lambda"], env)
     checks.check_bucket_and_topic(
         report, clients["s3"], clients["sns"], env, deployment.outputs.get("AlertTopicArn")
     )

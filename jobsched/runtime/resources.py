@@ -256,6 +256,18 @@ FUNCTIONS = (
     ),
 )
 
+#: The capacity function (decision 0055): raises and lowers the worker mappings' MaximumConcurrency on
+#: the forecast and the queues' ages, once a minute. Not in :data:`FUNCTIONS`: the stack builds it only
+#: while its ``capacity`` setting is on (infra/capacity.py), and the embedded mode runs its own loop
+#: against the pollers instead (jobsched/local/capacity.py).
+CAPACITY_FUNCTION = FunctionSpec(
+    "capacity", "functions.capacity.handler", 256, 60, "pre-warms and scales the worker mappings"
+)
+#: The capacity function's own variables: ``<prefix><KIND>`` is the UUID of the queue kind's event
+#: source mapping; the policy is JSON ``{kind: {"base": n, "cap": n, "batch_size": n}}``.
+ENV_CAPACITY_MAPPING_PREFIX = "JOBSCHED_CAPACITY_MAPPING_"
+ENV_CAPACITY_QUEUES = "JOBSCHED_CAPACITY_QUEUES"
+
 DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60
 DEFAULT_ENQUEUE_HORIZON_SECONDS = 900

@@ -5,8 +5,6 @@ that part runs on the fake only (its semantics: n >= 1 asked, 0 deletes)."""
 
 from __future__ import annotations
 
-import io
-import zipfile
 from collections.abc import Iterator
 
 import pytest
@@ -17,26 +15,12 @@ from jobsched.aws.clients import Clients
 from jobsched.ports.capacity import CapacityRefused, PoolCapacity
 from jobsched.testing.capacity import InMemoryCapacity
 from tests.aws.conftest import REGION, _fake_credentials
-
-
-def _zip() -> bytes:
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w") as archive:
-        archive.writestr("index.py", "def handler(event, context):\n    return None\n")
-    return buffer.getvalue()
+from tests.aws.moto_lambda import create_stub_function
 
 
 def _moto_capacity() -> AwsCapacity:
     clients = Clients(region_name=REGION)
-    role = clients.client("iam").create_role(RoleName="worker", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    lam = clients.client("lambda")
-    lam.create_function(
-        FunctionName="worker",
-        Runtime="python3.12",
-        Role=role,
-        Handler="index.handler",
-        Code={"ZipFile": _zip()},
-    )
+    lam = create_stub_function(clients)
     queue = clients.client("sqs").create_queue(QueueName="default")["QueueUrl"]
     arn = clients.client("sqs").get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])[
         "Attributes"

@@ -20,7 +20,7 @@ from jobsched.local.iam import recorder
 from jobsched.local.iam.report import check, render
 from tests.conftest import collected_paths
 
-FUNCTIONS = {"api", "dispatcher", "worker", "worker_high", "dlq_consumer", "sweeper"}
+FUNCTIONS = {"api", "dispatcher", "worker", "worker_high", "dlq_consumer", "sweeper", "capacity"}
 #: The suites whose calls make the recording complete enough to judge unused grants.
 COVERING = ("tests/functions", "tests/local", "tests/bench", "tests/aws", "tests/cli")
 

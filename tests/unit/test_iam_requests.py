@@ -142,3 +142,16 @@ def test_a_table_not_in_the_environment_keeps_its_name() -> None:
     assert requests_of("dynamodb", "GetItem", {"TableName": "stray"}, Names(ENV)) == [
         ("dynamodb:GetItem", "arn:aws:dynamodb:us-east-1:123456789012:table/stray")
     ]
+
+
+def test_a_mapping_call_is_authorized_on_the_mapping_its_environment_names() -> None:
+    # Given the capacity function's variable naming the low queue's mapping by its UUID
+    names = Names({"JOBSCHED_CAPACITY_MAPPING_LOW": "3f0c-low"})
+    mapping = "arn:aws:lambda:us-east-1:123456789012:event-source-mapping:"
+    # Then Get/UpdateEventSourceMapping ask for that mapping's ARN, symbolic; another UUID stays literal
+    assert requests_of("lambda", "UpdateEventSourceMapping", {"UUID": "3f0c-low"}, names) == [
+        ("lambda:UpdateEventSourceMapping", mapping + "<JOBSCHED_CAPACITY_MAPPING_LOW>")
+    ]
+    assert requests_of("lambda", "GetEventSourceMapping", {"UUID": "other"}, names) == [
+        ("lambda:GetEventSourceMapping", mapping + "other")
+    ]

@@ -47,6 +47,7 @@ HANDLER_MODULES = {
     "functions.worker": "worker",
     "functions.dlq_consumer": "dlq_consumer",
     "functions.sweeper": "sweeper",
+    "functions.capacity": "capacity",
 }
 #: The queues with a worker function of their own (infra/workers.py), and that function's name.
 OWN_WORKERS = {"high": "worker_high", "long": "worker_long"}

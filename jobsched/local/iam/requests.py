@@ -12,8 +12,10 @@ DynamoDB, SQS and S3 API references (docs/decisions/0038-permissions-proved-by-u
 Names: a resource the function's environment names (a table, queue, bucket or state machine in a
 ``JOBSCHED_*`` variable) is written ``<VARIABLE>`` (:func:`jobsched.local.iam.template.env_token`),
 and partition, region and account are the canonical ones of :mod:`jobsched.local.iam.template`; a
-topic in the ``JOBSCHED_NOTIFY_TOPIC_ARNS`` allow-list is ``<JOBSCHED_NOTIFY_TOPIC_ARNS>``. Anything
-else keeps its literal name (and is then most likely denied: the roles name nothing else).
+topic in the ``JOBSCHED_NOTIFY_TOPIC_ARNS`` allow-list is ``<JOBSCHED_NOTIFY_TOPIC_ARNS>``; an event
+source mapping whose UUID a ``JOBSCHED_CAPACITY_MAPPING_*`` variable holds is
+``event-source-mapping:<VARIABLE>``. Anything else keeps its literal name (and is then most likely
+denied: the roles name nothing else).
 """
 
 from __future__ import annotations
@@ -73,6 +75,12 @@ class Names:
         machine = env.get(r.ENV_STATE_MACHINE_ARN, "")
         self.machine_name = machine.rsplit(":", 1)[-1] if machine.count(":") >= 6 else None
         self.topics = [p.strip() for p in env.get(r.ENV_NOTIFY_TOPIC_ARNS, "").split(",") if p.strip()]
+        # The capacity function's event source mappings (JOBSCHED_CAPACITY_MAPPING_<KIND>: a UUID).
+        self.mappings = {
+            value: env_token(var)
+            for var, value in env.items()
+            if var.startswith(r.ENV_CAPACITY_MAPPING_PREFIX) and value
+        }
 
     def table(self, name_or_arn: str) -> str:
         name = name_or_arn.split(":table/", 1)[-1]
@@ -168,8 +176,23 @@ def _states(operation: str, action: str, params: Mapping[str, Any], names: Names
     return [(action, "*")]
 
 
+def _lambda(operation: str, action: str, params: Mapping[str, Any], names: Names) -> list[Request]:
+    if "UUID" in params:  # Get/UpdateEventSourceMapping: authorized on the mapping's ARN
+        uuid = str(params["UUID"])
+        mapping = names.mappings.get(uuid, uuid)
+        return [(action, f"arn:{PARTITION}:lambda:{REGION}:{ACCOUNT}:event-source-mapping:{mapping}")]
+    return [(action, "*")]
+
+
 def _sns(operation: str, action: str, params: Mapping[str, Any], names: Names) -> list[Request]:
     return [(action, names.topic(params["TopicArn"]) if "TopicArn" in params else "*")]
 
 
-_BY_SERVICE = {"dynamodb": _dynamodb, "sqs": _sqs, "s3": _s3, "states": _states, "sns": _sns}
+_BY_SERVICE = {
+    "dynamodb": _dynamodb,
+    "sqs": _sqs,
+    "s3": _s3,
+    "states": _states,
+    "sns": _sns,
+    "lambda": _lambda,
+}

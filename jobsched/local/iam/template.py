@@ -74,6 +74,11 @@ def _attribute(kind: str, name: str, attribute: str | None) -> str:
         "AWS::Logs::LogGroup": {None: name, "Arn": _arn("logs", f"log-group:{name}:*")},
         "AWS::KMS::Key": {None: name, "Arn": _arn("kms", f"key/{name}"), "KeyId": name},
         "AWS::Lambda::Function": {None: name, "Arn": _arn("lambda", f"function:{name}")},
+        "AWS::Lambda::EventSourceMapping": {
+            None: name,
+            "Id": name,
+            "EventSourceMappingArn": _arn("lambda", f"event-source-mapping:{name}"),
+        },
         "AWS::IAM::Role": {None: name, "Arn": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}"},
     }
     try:

@@ -1,0 +1,53 @@
+"""Lambda entry point of the capacity service (an EventBridge schedule, once a minute): one tick.
+
+It raises each worker mapping's ``MaximumConcurrency`` before a forecast peak and while runs wait too
+long, within the deployment's caps, and lowers it after (decision 0055, docs/scaling.md). The service
+is built once per container, on the first invocation, from what :data:`seam` holds (clock, settings,
+clients, meter, metric sink: :mod:`jobsched.compose.seam`); the policy and the mappings' UUIDs come from
+the function's own variables (:func:`jobsched.compose.capacity.capacity_policy_from_env`)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools import Logger
+
+from jobsched.aws.capacity import AwsCapacity
+from jobsched.compose.capacity import capacity_policy_from_env
+from jobsched.compose.pipeline import capacity_service_from_settings
+from jobsched.compose.seam import Parts, Seam
+from jobsched.runtime import observability as obs
+from jobsched.services.capacity import CapacityService
+
+logger = Logger(service="jobsched-capacity")
+metrics = obs.make_metrics("capacity")
+obs.configure_function_logging(logger)
+
+
+def build(parts: Parts) -> CapacityService:
+    """The capacity service over the worker mappings, built on first use and kept."""
+    settings, clients = parts.read_settings(), parts.make_clients()
+    policy, mappings = capacity_policy_from_env(os.environ)
+    sink = parts.metrics_or(obs.PowertoolsSink(metrics))
+    # The stack wires neither the worker alias nor the container service (docs/scaling.md).
+    capacity = AwsCapacity(clients.client("lambda"), None, mappings)
+    return capacity_service_from_settings(
+        settings, clients, capacity, policy, metrics=sink, meter=parts.meter
+    )
+
+
+seam = Seam("functions.capacity", build, uses=("clock", "settings", "clients", "meter", "metrics"))
+
+
+@logger.inject_lambda_context(clear_state=True)
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    report = seam.services().tick(seam.clock.now())
+    summary = {
+        "ceilings": report.plan.ceilings,
+        "changed": {kind: list(change) for kind, change in report.changed.items()},
+        "refused": report.refused,
+    }
+    logger.info("capacity tick done", extra=summary)
+    return summary

@@ -1,0 +1,145 @@
+"""The capacity function and its one-minute schedule (decision 0055, docs/scaling.md).
+
+``Capacity`` runs :mod:`functions.capacity`: once a minute it reads the forecast (the Jobs table's due
+index, the Runs table's in-flight ledger) and the queues' ages (the Leases table), and raises or lowers
+each worker mapping's ``ScalingConfig.MaximumConcurrency`` between the queue's ``max_concurrency`` and
+its ``capacity_max_concurrency`` cap. Its role may read those three tables and get and update exactly
+the four worker mappings, nothing else (no table writes, no other mapping, no function).
+
+Not wired here, and why (decision 0055, Consequences): provisioned concurrency (the worker has no
+published version or alias, so the adapter's provisioned-concurrency calls are never made: the
+function's policy asks for none), and the container pool (the stack's Application Auto Scaling sets
+the ECS service's desired count; the adapter's ``UpdateService`` would fight it).
+
+The schedule is EventBridge Scheduler's, in the dispatcher's schedule group, with its own role that may
+invoke only this function, the same retry policy as the ticks and the same dead-letter queue.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_cdk import aws_scheduler as scheduler
+from aws_cdk import aws_scheduler_targets as targets
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.config import StackConfig
+from infra.dispatch import TICK_MAX_EVENT_AGE_SECONDS, TICK_RETRY_ATTEMPTS
+from infra.encryption import SQS_PRODUCER_KEY_ACTIONS
+from infra.functions import make_function
+from infra.nag import acknowledge
+from infra.tables import Tables
+from infra.workers import BATCH_SIZE, DEFAULT_BATCH_SIZE
+from jobsched.runtime.resources import (
+    CAPACITY_FUNCTION,
+    ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_QUEUES,
+    JOBS_TABLE,
+    LEASES_TABLE,
+    RUNS_TABLE,
+)
+
+#: The Jobs table's index of due cursors, which the forecast queries (jobsched/aws/forecast_reads.py).
+DUE_INDEX = next(index.name for index in JOBS_TABLE.indexes if index.name == "due_index")
+
+#: What the capacity service calls on a mapping (jobsched/aws/capacity.py).
+MAPPING_ACTIONS = ("lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping")
+
+
+def capacity_queues(config: StackConfig) -> dict[str, dict[str, int]]:
+    """The policy the function reads (``JOBSCHED_CAPACITY_QUEUES``): per Lambda queue, its base (the
+    mapping's configured MaximumConcurrency), its cap and its batch size (runs per invocation)."""
+    caps = config.capacity_caps()
+    return {
+        kind: {
+            "base": base,
+            "cap": caps[kind],
+            "batch_size": BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),
+        }
+        for kind, base in config.max_concurrency.items()
+    }
+
+
+class Capacity(Construct):
+    """The ``capacity`` function, its grants and its one-minute schedule."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        code: lambda_.Code,
+        config: StackConfig,
+        environment: Mapping[str, str],
+        tables: Tables,
+        mappings: Mapping[str, sources.SqsEventSource],
+        group: scheduler.IScheduleGroup,
+        dead_letter_queue: sqs.IQueue,
+        key: kms.IKey | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        own = {
+            ENV_CAPACITY_QUEUES: json.dumps(capacity_queues(config), sort_keys=True),
+            **{
+                ENV_CAPACITY_MAPPING_PREFIX + kind.upper(): source.event_source_mapping_id
+                for kind, source in mappings.items()
+            },
+        }
+        self.function = make_function(
+            self, CAPACITY_FUNCTION, code=code, config=config, key=key, environment={**environment, **own}
+        )
+        # Exactly the reads it makes (jobsched/aws/forecast_reads.py, queue_ages.py): the due index of
+        # Jobs and the jobs' views, the in-flight ledger of Runs, the ages item of Leases. With the
+        # stack's key, make_function has already granted kms:Decrypt (the tables' reads need no more).
+        jobs = tables.table(JOBS_TABLE).table_arn
+        for action, arn in (
+            ("dynamodb:Query", f"{jobs}/index/{DUE_INDEX}"),
+            ("dynamodb:BatchGetItem", jobs),
+            ("dynamodb:Query", tables.table(RUNS_TABLE).table_arn),
+            ("dynamodb:GetItem", tables.table(LEASES_TABLE).table_arn),
+        ):
+            iam.Grant.add_to_principal(grantee=self.function, actions=[action], resource_arns=[arn])
+        iam.Grant.add_to_principal(
+            grantee=self.function,
+            actions=list(MAPPING_ACTIONS),
+            resource_arns=[mappings[kind].event_source_mapping_arn for kind in sorted(mappings)],
+        )
+
+        self.scheduler_role = role = iam.Role(
+            self,
+            "SchedulerRole",
+            assumed_by=iam.ServicePrincipal("scheduler.amazonaws.com"),
+            description="EventBridge Scheduler: invoke the capacity function, dead-letter failures",
+        )
+        if key is not None:
+            key.grant(role, *SQS_PRODUCER_KEY_ACTIONS)
+        logical_id = cdk.Stack.of(self).resolve(self.function.node.default_child.logical_id)  # type: ignore[union-attr]
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{logical_id}.Arn>:*]",
+            "The scheduler's invoke grant covers the function and its versions/aliases "
+            "('<function ARN>:*') of this one function; the only action is lambda:InvokeFunction.",
+        )
+        # Not "Tick": the dispatcher's schedules alone are named so (the rehearsal counts them per shard).
+        self.schedule = scheduler.Schedule(
+            self,
+            "Schedule",
+            description="capacity: pre-warm the worker mappings before forecast peaks, scale on age",
+            schedule=scheduler.ScheduleExpression.rate(cdk.Duration.minutes(1)),
+            schedule_group=group,
+            target=targets.LambdaInvoke(
+                self.function,
+                input=scheduler.ScheduleTargetInput.from_object({}),
+                dead_letter_queue=dead_letter_queue,
+                max_event_age=cdk.Duration.seconds(TICK_MAX_EVENT_AGE_SECONDS),
+                retry_attempts=TICK_RETRY_ATTEMPTS,
+                role=role,
+            ),
+        )

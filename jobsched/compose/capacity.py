@@ -1,0 +1,38 @@
+"""The capacity function's own settings (decision 0055): its policy and the worker mappings it sets,
+read from the variables infra/capacity.py gives it. The service itself is built by
+:func:`jobsched.compose.pipeline.capacity_service_from_settings`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from jobsched.core.capacity import CapacityPolicy, QueueCaps
+from jobsched.runtime.resources import ENV_CAPACITY_MAPPING_PREFIX, ENV_CAPACITY_QUEUES
+
+
+def capacity_policy_from_env(env: Mapping[str, str]) -> tuple[CapacityPolicy, dict[str, str]]:
+    """The capacity function's policy and the event source mapping UUID of each queue kind it sets,
+    from its variables (infra/capacity.py writes them): ``JOBSCHED_CAPACITY_QUEUES`` (JSON
+    ``{kind: {"base": n, "cap": n, "batch_size": n}}``) and ``JOBSCHED_CAPACITY_MAPPING_<KIND>``.
+    A missing or malformed value raises ``ValueError`` naming the variable."""
+    raw = env.get(ENV_CAPACITY_QUEUES, "")
+    try:
+        queues = json.loads(raw)
+        caps = {str(k): QueueCaps(int(v["base"]), int(v["cap"])) for k, v in queues.items()}
+        batches = {str(k): int(v["batch_size"]) for k, v in queues.items()}
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise ValueError(
+            f"environment variable {ENV_CAPACITY_QUEUES} must be JSON "
+            '{kind: {"base": n, "cap": n, "batch_size": n}}, got ' + repr(raw)
+        ) from exc
+    mappings: dict[str, str] = {}
+    for kind in caps:
+        var = ENV_CAPACITY_MAPPING_PREFIX + kind.upper()
+        if not env.get(var):
+            raise ValueError(
+                f"environment variable {var} (the {kind} queue's event source mapping) is not set"
+            )
+        mappings[kind] = env[var]
+    # No worker alias in the stack: provisioned concurrency is never asked (docs/scaling.md).
+    return CapacityPolicy(queues=caps, provisioned_cap=0, runs_per_unit=batches), mappings

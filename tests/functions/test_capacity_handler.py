@@ -1,0 +1,149 @@
+"""functions/capacity.py: the capacity function built from its environment like in a deployment, on
+moto: the worker mappings (a Lambda function and four SQS event source mappings in moto), the queues'
+ages in the Leases table, one tick per invocation. Its calls are recorded for
+tests/infra/test_permissions_by_use.py (the grants of infra/capacity.py are judged by them)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+import functions.capacity as capacity_function
+from jobsched.aws.jobs_store import JobsStore
+from jobsched.aws.metering import dynamo_for
+from jobsched.aws.queue_ages import QueueAges
+from jobsched.core.clock import FakeClock
+from jobsched.core.models import Job
+from jobsched.local.invoke import LambdaContext
+from jobsched.runtime.resources import ENV_CAPACITY_MAPPING_PREFIX, ENV_CAPACITY_QUEUES, LAMBDA_QUEUE_KINDS
+from tests.aws.conftest import aws, aws_environ  # noqa: F401 - the moto fixtures, exported as the environment
+from tests.aws.moto_lambda import create_stub_function
+
+NOW = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
+#: What infra/capacity.py writes for -c capacity_max_concurrency='{"high": 30, "default": 100, "low": 40,
+#: "long": 8}' -c high_reserved_concurrency=30 -c long_reserved_concurrency=8.
+QUEUES = {
+    "high": {"base": 20, "cap": 30, "batch_size": 10},
+    "default": {"base": 20, "cap": 100, "batch_size": 10},
+    "low": {"base": 5, "cap": 40, "batch_size": 10},
+    "long": {"base": 5, "cap": 8, "batch_size": 1},
+}
+
+
+@pytest.fixture
+def deployed(aws_environ, monkeypatch):  # noqa: F811
+    """The worker mappings at their configured ceilings, their UUIDs in the function's environment."""
+    clients = aws_environ.clients
+    lam = create_stub_function(clients)
+    uuids = {}
+    for kind in LAMBDA_QUEUE_KINDS:
+        url = aws_environ.settings.queue_url(kind)
+        arn = clients.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+            "QueueArn"
+        ]
+        uuids[kind] = lam.create_event_source_mapping(
+            EventSourceArn=arn,
+            FunctionName="worker",
+            BatchSize=QUEUES[kind]["batch_size"],
+            ScalingConfig={"MaximumConcurrency": QUEUES[kind]["base"]},
+        )["UUID"]
+        monkeypatch.setenv(ENV_CAPACITY_MAPPING_PREFIX + kind.upper(), uuids[kind])
+    monkeypatch.setenv(ENV_CAPACITY_QUEUES, json.dumps(QUEUES))
+    with capacity_function.seam.installed(clock=FakeClock(NOW)):
+        yield aws_environ, uuids
+
+
+def _ceilings(env, uuids) -> dict[str, int]:
+    lam = env.clients.client("lambda")
+    return {
+        kind: lam.get_event_source_mapping(UUID=uuid)["ScalingConfig"]["MaximumConcurrency"]
+        for kind, uuid in uuids.items()
+    }
+
+
+def _waiting_since(env, seconds: float) -> None:
+    """The sweeper's measurement: every queue's oldest due run was due ``seconds`` before NOW."""
+    dynamo = dynamo_for(env.settings, env.clients.dynamodb)
+    due = NOW - timedelta(seconds=seconds)
+    QueueAges(dynamo, env.settings.leases_table).record({kind: due for kind in LAMBDA_QUEUE_KINDS}, NOW)
+
+
+def test_an_idle_deployment_keeps_every_mapping_at_its_configured_ceiling(deployed):
+    env, uuids = deployed
+    # Given nothing due and nothing waiting, When the scheduled tick runs
+    summary = capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Then no mapping is changed: each stays at its base
+    assert summary["changed"] == {} and summary["refused"] == {}
+    assert _ceilings(env, uuids) == {kind: q["base"] for kind, q in QUEUES.items()}
+
+
+def test_runs_waiting_past_the_threshold_double_each_ceiling_up_to_its_cap(deployed):
+    env, uuids = deployed
+    # Given every queue's oldest due run waiting for 90 s (over the 60 s threshold)
+    _waiting_since(env, 90)
+    # When the scheduled tick runs
+    summary = capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Then each mapping's MaximumConcurrency doubled, within its cap (high's and long's stop at theirs)
+    expected = {"high": 30, "default": 40, "low": 10, "long": 8}
+    assert _ceilings(env, uuids) == expected
+    assert summary["ceilings"] == expected
+    assert summary["changed"] == {"high": [20, 30], "default": [20, 40], "low": [5, 10], "long": [5, 8]}
+
+
+def test_a_burst_due_within_the_lead_raises_its_queue_ahead_of_it(deployed):
+    env, uuids = deployed
+    # Given 600 low-priority runs due at once at 09:05, five minutes ahead (the lead is ten)
+    jobs = JobsStore(dynamo_for(env.settings, env.clients.dynamodb), env.settings.jobs_table)
+    burst = NOW + timedelta(minutes=5)
+    for i in range(600):
+        jobs.create(
+            Job(
+                id=f"burst-{i:03d}",
+                tenant="acme",
+                name=f"burst-{i:03d}",
+                schedule="at(2026-12-05T09:05:00)",
+                target={"handler": "demo.echo"},
+                priority="low",
+                next_due_at=burst,
+                created_at=NOW - timedelta(hours=1),
+                updated_at=NOW - timedelta(hours=1),
+            )
+        )
+    # When the scheduled tick runs, nothing waiting yet
+    summary = capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Then only the low mapping is raised, before the burst: 600 runs of 1 s to start within 5 s need
+    # 120 at once (ForecastConfig's defaults), 12 invocations of a batch of 10
+    assert summary["changed"] == {"low": [5, 12]}
+    assert _ceilings(env, uuids) == {"high": 20, "default": 20, "low": 12, "long": 5}
+
+
+def test_once_nothing_waits_the_ceilings_fall_back_to_their_base(deployed):
+    env, uuids = deployed
+    _waiting_since(env, 90)
+    capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Given the queues drained (the sweeper found no old run)
+    QueueAges(dynamo_for(env.settings, env.clients.dynamodb), env.settings.leases_table).record({}, NOW)
+    # When the next tick runs
+    capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Then every mapping is back at its configured ceiling
+    assert _ceilings(env, uuids) == {kind: q["base"] for kind, q in QUEUES.items()}
+
+
+def test_a_missing_mapping_variable_fails_the_build_naming_it(deployed, monkeypatch):
+    monkeypatch.delenv(ENV_CAPACITY_MAPPING_PREFIX + "LOW")
+    with (
+        capacity_function.seam.installed(clock=FakeClock(NOW)),
+        pytest.raises(ValueError, match="JOBSCHED_CAPACITY_MAPPING_LOW"),
+    ):
+        capacity_function.handler({}, LambdaContext("capacity", 60))
+
+
+def test_a_malformed_policy_fails_the_build_naming_it(deployed, monkeypatch):
+    monkeypatch.setenv(ENV_CAPACITY_QUEUES, '{"default": {"base": 20}}')
+    with (
+        capacity_function.seam.installed(clock=FakeClock(NOW)),
+        pytest.raises(ValueError, match=ENV_CAPACITY_QUEUES),
+    ):
+        capacity_function.handler({}, LambdaContext("capacity", 60))

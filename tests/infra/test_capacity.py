@@ -1,0 +1,240 @@
+"""infra/capacity.py: the Capacity function, its one-minute schedule, its grants and its settings
+(decision 0055, docs/scaling.md "In the CDK stack")."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_lambda as lambda_
+
+from infra.capacity import MAPPING_ACTIONS, capacity_queues
+from infra.config import ConfigError, StackConfig
+from infra.dispatch import TICK_MAX_EVENT_AGE_SECONDS, TICK_RETRY_ATTEMPTS
+from infra.stack import JobschedStack
+from jobsched.runtime.resources import (
+    CAPACITY_FUNCTION,
+    ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_QUEUES,
+    JOBS_TABLE,
+    LAMBDA_QUEUE_KINDS,
+    LEASES_TABLE,
+    RUNS_TABLE,
+)
+
+BASE_ACTIONS = {
+    "logs:CreateLogStream",
+    "logs:PutLogEvents",
+    "xray:PutTraceSegments",
+    "xray:PutTelemetryRecords",
+}
+
+
+def _from(context: dict) -> StackConfig:
+    return StackConfig.from_context(context.get)
+
+
+def _function(synth) -> dict:
+    return synth.template["Resources"][synth.logical_id(synth.stack.capacity.function)]["Properties"]
+
+
+def _statements(synth, role: Any) -> list[dict]:
+    role_id = synth.logical_id(role)
+    found: list[dict] = []
+    for policy in synth.resources("AWS::IAM::Policy").values():
+        if {"Ref": role_id} in policy["Properties"]["Roles"]:
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+def _grants(synth, role: Any) -> dict[str, list[Any]]:
+    """Action -> the resources granted for it (every statement of the role's policies)."""
+    grants: dict[str, list[Any]] = {}
+    for statement in _statements(synth, role):
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        resources = (
+            statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
+        )
+        for action in actions:
+            grants.setdefault(action, []).extend(resources)
+    return grants
+
+
+def _arn(synth, construct) -> dict:
+    return {"Fn::GetAtt": [synth.logical_id(construct), "Arn"]}
+
+
+def _mapping_ids(synth) -> dict[str, str]:
+    """Queue kind -> the logical id of its worker mapping (by the queue it reads)."""
+    queues = {synth.logical_id(synth.stack.queues.queue(kind)): kind for kind in LAMBDA_QUEUE_KINDS}
+    found = {}
+    for logical_id, mapping in synth.resources("AWS::Lambda::EventSourceMapping").items():
+        source = mapping["Properties"]["EventSourceArn"].get("Fn::GetAtt", [None])[0]
+        if source in queues:
+            found[queues[source]] = logical_id
+    return found
+
+
+def test_the_function_runs_the_capacity_entry_point_with_the_policy_and_the_mappings(synth):
+    props = _function(synth)
+    assert props["Handler"] == CAPACITY_FUNCTION.handler
+    assert props["Timeout"] == CAPACITY_FUNCTION.timeout_seconds
+    variables = props["Environment"]["Variables"]
+    # Given the default settings, Then each queue's base and cap are its max_concurrency: nothing raised
+    assert json.loads(variables[ENV_CAPACITY_QUEUES]) == {
+        "high": {"base": 20, "cap": 20, "batch_size": 10},
+        "default": {"base": 20, "cap": 20, "batch_size": 10},
+        "low": {"base": 5, "cap": 5, "batch_size": 10},
+        "long": {"base": 5, "cap": 5, "batch_size": 1},
+    }
+    # And each mapping variable names (Ref: its UUID) the worker mapping of that queue
+    assert {kind: variables[ENV_CAPACITY_MAPPING_PREFIX + kind.upper()] for kind in LAMBDA_QUEUE_KINDS} == {
+        kind: {"Ref": logical_id} for kind, logical_id in _mapping_ids(synth).items()
+    }
+
+
+def test_a_one_minute_schedule_invokes_it_with_the_ticks_retry_policy_and_dead_letter_queue(synth):
+    schedules = [
+        s["Properties"]
+        for s in synth.resources("AWS::Scheduler::Schedule").values()
+        if s["Properties"]["Target"]["Arn"] == _arn(synth, synth.stack.capacity.function)
+    ]
+    assert len(schedules) == 1
+    (schedule,) = schedules
+    assert schedule["ScheduleExpression"] == "rate(1 minute)"
+    group = synth.template["Resources"][synth.logical_id(synth.stack.dispatch.group)]["Properties"]["Name"]
+    assert schedule["GroupName"] == group  # the dispatcher's group
+    target = schedule["Target"]
+    assert target["RetryPolicy"] == {
+        "MaximumEventAgeInSeconds": TICK_MAX_EVENT_AGE_SECONDS,
+        "MaximumRetryAttempts": TICK_RETRY_ATTEMPTS,
+    }
+    assert target["DeadLetterConfig"] == {"Arn": _arn(synth, synth.stack.dispatch.schedule_dlq)}
+    # And the scheduler's role for it may invoke this function alone, and dead-letter
+    role_id = target["RoleArn"]["Fn::GetAtt"][0]
+    assert role_id == synth.logical_id(synth.stack.capacity.scheduler_role)
+    grants = _grants(synth, synth.stack.capacity.scheduler_role)
+    assert set(grants) == {"lambda:InvokeFunction", "sqs:SendMessage"}
+    function = _arn(synth, synth.stack.capacity.function)
+    assert grants["lambda:InvokeFunction"] == [function, {"Fn::Join": ["", [function, ":*"]]}]
+
+
+def test_its_role_may_make_exactly_the_reads_and_mapping_calls_of_a_tick(synth):
+    grants = _grants(synth, synth.stack.capacity.function.role)
+    jobs, runs, leases = (
+        _arn(synth, synth.stack.tables.table(spec)) for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE)
+    )
+    # Then, beyond its logs and traces: the due index and the jobs, the ledger, the ages item
+    assert {a: r for a, r in grants.items() if a.startswith("dynamodb:")} == {
+        "dynamodb:Query": [{"Fn::Join": ["", [jobs, "/index/due_index"]]}, runs],
+        "dynamodb:BatchGetItem": [jobs],
+        "dynamodb:GetItem": [leases],
+    }
+    # And the two mapping calls on the four worker mappings, nothing else of Lambda
+    mappings = sorted(
+        json.dumps(
+            {
+                "Fn::Join": [
+                    "",
+                    [
+                        "arn:",
+                        {"Ref": "AWS::Partition"},
+                        ":lambda:",
+                        {"Ref": "AWS::Region"},
+                        ":",
+                        {"Ref": "AWS::AccountId"},
+                        ":event-source-mapping:",
+                        {"Ref": logical_id},
+                    ],
+                ]
+            }
+        )
+        for logical_id in _mapping_ids(synth).values()
+    )
+    assert len(mappings) == len(LAMBDA_QUEUE_KINDS)
+    assert {a for a in grants if a.startswith("lambda:")} == set(MAPPING_ACTIONS)
+    for action in MAPPING_ACTIONS:
+        assert sorted(json.dumps(r) for r in grants[action]) == mappings
+    assert set(grants) - BASE_ACTIONS - {
+        "dynamodb:Query",
+        "dynamodb:BatchGetItem",
+        "dynamodb:GetItem",
+    } == set(MAPPING_ACTIONS)
+
+
+def test_the_caps_are_parsed_and_written_into_the_policy():
+    config = _from(
+        {
+            "capacity_max_concurrency": '{"default": 200, "low": 50, "high": 40}',
+            "high_reserved_concurrency": "40",
+        }
+    )
+    assert config.capacity_caps() == {"high": 40, "default": 200, "low": 50, "long": 5}
+    assert capacity_queues(config) == {
+        "high": {"base": 20, "cap": 40, "batch_size": 10},
+        "default": {"base": 20, "cap": 200, "batch_size": 10},
+        "low": {"base": 5, "cap": 50, "batch_size": 10},
+        "long": {"base": 5, "cap": 5, "batch_size": 1},
+    }
+    assert _from({}).capacity is True and _from({"capacity": "false"}).capacity is False
+
+
+@pytest.mark.parametrize(
+    ("context", "named"),
+    [
+        (
+            {"capacity_max_concurrency": '{"default": 10}'},
+            r"capacity_max_concurrency\[default\] must be between max_concurrency\[default\] \(20\) "
+            r"and 1000, got 10",
+        ),
+        (
+            {"capacity_max_concurrency": '{"low": 1001}'},
+            r"capacity_max_concurrency\[low\] must be between .* got 1001",
+        ),
+        (
+            {"capacity_max_concurrency": '{"container": 4}'},
+            r"capacity_max_concurrency takes the queues .* got \['container'\]",
+        ),
+        (
+            {"capacity_max_concurrency": '{"high": 40}'},
+            r"capacity_max_concurrency\[high\] \(40\) is above the high worker's reserved concurrency \(20\)",
+        ),
+        (
+            {"capacity_max_concurrency": '{"long": 9}'},
+            r"capacity_max_concurrency\[long\] \(9\) is above the long worker's reserved concurrency \(5\)",
+        ),
+        (
+            {"capacity_max_concurrency": "not json"},
+            r"capacity_max_concurrency='not json' is not a valid dict",
+        ),
+    ],
+)
+def test_a_bad_cap_stops_the_synth_naming_the_setting(context, named):
+    with pytest.raises(ConfigError, match=named):
+        _from(context)
+
+
+def test_without_a_reservation_high_may_be_raised_to_1000():
+    config = _from({"capacity_max_concurrency": '{"high": 1000}', "high_reserved_concurrency": "0"})
+    assert config.capacity_caps()["high"] == 1000
+
+
+def test_capacity_false_leaves_the_function_and_its_schedule_out(tmp_path):
+    app = cdk.App(outdir=str(tmp_path), context={"capacity": "false"})
+    config = StackConfig.from_context(app.node.try_get_context)
+    stack = JobschedStack(
+        app, "Jobsched", config=config, code=lambda_.Code.from_inline("def handler(e, c): pass")
+    )
+    template = app.synth().get_stack_by_name("Jobsched").template
+    assert stack.capacity is None
+    handlers = {
+        r["Properties"].get("Handler")
+        for r in template["Resources"].values()
+        if r["Type"] == "AWS::Lambda::Function"
+    }
+    assert CAPACITY_FUNCTION.handler not in handlers
+    # And the schedules left are the dispatcher's ticks and the sweep
+    schedules = [r for r in template["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"]
+    assert len(schedules) == config.shards + 1
