@@ -88,6 +88,8 @@ REMAINING_SECONDS = float(MAX_CONTAINER_TIMEOUT_SECONDS) + SAFETY_MARGIN_SECONDS
 RECEIVE_SLACK_SECONDS = 2.0
 #: Pause after an empty receive that did not wait (a short poll), and after a failed one.
 IDLE_SECONDS = 0.5
+#: How often the main thread's wait wakes, so a SIGTERM's handler runs at once (:meth:`ContainerWorker.run`).
+SIGNAL_POLL_SECONDS = 0.5
 RECEIVE_ERROR_PAUSE_SECONDS = 2.0
 #: Outcomes a loop keeps (a process runs for weeks: the oldest are dropped).
 OUTCOMES_KEPT = 1000
@@ -179,7 +181,10 @@ class ContainerWorker:
             extra={"queue": self.consumer.queue_url, "concurrency": self.config.concurrency},
         )
         self.start()
-        while not self.stopping.wait(self._renew_interval()):
+        # Woken every half second, not once per protection renewal: a signal's handler runs only when
+        # the main thread runs Python code, and one the kernel hands to another thread does not wake
+        # it (jobsched/local/embedded.py's wait); the protection renews itself when it is due.
+        while not self.stopping.wait(min(SIGNAL_POLL_SECONDS, self._renew_interval())):
             self._sync_protection()
         self.stop()
         return 0

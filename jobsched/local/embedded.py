@@ -153,6 +153,8 @@ class MotoProcess(MotoServer):
 
 #: How long :meth:`EmbeddedMode.stop` waits, past its grace, for a tick in progress to end.
 TICK_FINISH_SECONDS = 10.0
+#: How often a waiting main thread wakes, so a signal's handler runs (:meth:`EmbeddedMode.wait`).
+SIGNAL_POLL_SECONDS = 0.5
 
 
 class EmbeddedMode:
@@ -303,8 +305,21 @@ class EmbeddedMode:
         self._restore_env()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until :meth:`request_stop` (or a signal handler) asks to stop; True if it did."""
-        return self.stop_event.wait(timeout)
+        """Block until :meth:`request_stop` (or a signal handler) asks to stop; True if it did.
+
+        The wait wakes every :data:`SIGNAL_POLL_SECONDS`: Python runs a signal's handler only when the
+        main thread next runs Python code, and a signal the kernel hands to another of the process's
+        threads does not interrupt a main thread blocked on a lock. An untimed wait then never returned
+        (a CI run's `jobsched dev` ignored SIGINT for 30 s, its main thread still in this wait)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = SIGNAL_POLL_SECONDS
+            if deadline is not None:
+                step = min(step, deadline - time.monotonic())
+                if step <= 0:
+                    return self.stop_event.is_set()
+            if self.stop_event.wait(step):
+                return True
 
     def request_stop(self) -> None:
         self.stop_event.set()

@@ -118,3 +118,20 @@ def test_the_workers_peak_memory_is_measured_on_a_handled_batch():
 
     peak = measure_worker_peak_mb()
     assert 10 < peak < 512
+
+
+def test_the_peak_is_the_measuring_processs_own_not_its_parents():
+    """Given a parent process that holds 400 MB (as a pytest worker may), When it measures the worker's
+    peak, Then the figure is the child's own: Linux carries ``ru_maxrss`` across fork and exec, which
+    made a pytest worker's 600 MB the worker's "peak" (622.4 MB in CI, 2026-12-05)."""
+    import subprocess
+    import sys
+
+    script = (
+        "big = bytearray(400 * 1024 * 1024)\n"
+        "for i in range(0, len(big), 4096): big[i] = 1\n"
+        "from jobsched.bench.scaling import measure_worker_peak_mb\n"
+        "print(measure_worker_peak_mb())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert 10 < float(out.stdout.strip().splitlines()[-1]) < 300
