@@ -28,6 +28,9 @@ its attempt, and the handler's stop event), and every message still held is made
 (``ChangeMessageVisibility`` 0), so another worker claims the run at once and runs the same attempt;
 the process then exits 0. A second signal ends the wait at once. After SIGKILL nothing is handed back:
 the lease expires and the next delivery takes the run over (the killed attempt is recorded ``lost``).
+The lease is ``--lease-seconds`` long (default :data:`DEFAULT_LEASE_SECONDS`, the Lambda worker's), renewed
+by a heartbeat every third of it: a shorter lease has a killed task's runs taken over sooner, for one
+heartbeat write per run every ``lease / 3`` seconds.
 
 **Scale-in protection.** While at least one delivery is in progress the task is protected from
 scale-in through the ECS agent (:class:`jobsched.aws.task_protection.TaskProtection`, renewed while
@@ -55,7 +58,7 @@ from dataclasses import dataclass
 from jobsched.aws.clients import Clients
 from jobsched.aws.queues import QueueConsumer, Received
 from jobsched.aws.task_protection import TaskProtection
-from jobsched.compose.pipeline import worker_from_settings
+from jobsched.compose.pipeline import DEFAULT_LEASE_SECONDS, worker_from_settings
 from jobsched.core.clock import Clock
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
@@ -91,6 +94,10 @@ IDLE_SECONDS = 0.5
 #: How often the main thread's wait wakes, so a SIGTERM's handler runs at once (:meth:`ContainerWorker.run`).
 SIGNAL_POLL_SECONDS = 0.5
 RECEIVE_ERROR_PAUSE_SECONDS = 2.0
+#: ``--lease-seconds``' bounds: a heartbeat every third of the lease, so at least one a second at the
+#: shortest; at the longest a killed task's runs wait an hour to be taken over.
+MIN_LEASE_SECONDS = 3.0
+MAX_LEASE_SECONDS = 3600.0
 #: Outcomes a loop keeps (a process runs for weeks: the oldest are dropped).
 OUTCOMES_KEPT = 1000
 
@@ -102,12 +109,16 @@ class LoopConfig:
     concurrency: int = DEFAULT_CONCURRENCY
     stop_timeout_seconds: float = DEFAULT_STOP_TIMEOUT_SECONDS
     wait_seconds: int = POLL_WAIT_SECONDS
+    lease_seconds: float = DEFAULT_LEASE_SECONDS
 
     def __post_init__(self) -> None:
         if self.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, not {self.concurrency}")
         if self.stop_timeout_seconds < 0:
             raise ValueError(f"the stop timeout must be 0 or more, not {self.stop_timeout_seconds}")
+        if not MIN_LEASE_SECONDS <= self.lease_seconds <= MAX_LEASE_SECONDS:
+            bounds = f"{MIN_LEASE_SECONDS:g} to {MAX_LEASE_SECONDS:g}"
+            raise ValueError(f"the lease must be {bounds} seconds, not {self.lease_seconds}")
 
 
 class _Metrics:
@@ -361,10 +372,16 @@ def hand_back_all(loop: ContainerWorker) -> list[str]:
 
 
 def worker_path(
-    settings: Settings, clients: Clients, clock: Clock, owner: str, metrics: _Metrics
+    settings: Settings,
+    clients: Clients,
+    clock: Clock,
+    owner: str,
+    metrics: _Metrics,
+    lease_seconds: float = DEFAULT_LEASE_SECONDS,
 ) -> Deliveries[Worker]:
-    """The worker function's path (:func:`worker_from_settings`), built in the loop's context."""
-    return worker_from_settings(settings, clients, clock, owner, metrics=metrics)
+    """The worker function's path (:func:`worker_from_settings`), built in the loop's context, with the
+    loop's lease."""
+    return worker_from_settings(settings, clients, clock, owner, metrics=metrics, lease_seconds=lease_seconds)
 
 
 def owner_id() -> str:
@@ -386,8 +403,9 @@ def container_worker_from_settings(
     for module in settings.handler_modules:
         importlib.import_module(module)
     clock = clock or SystemClock()
+    config = config or LoopConfig()
     metrics = _Metrics()
-    deliveries = worker_path(settings, clients, clock, owner or owner_id(), metrics)
+    deliveries = worker_path(settings, clients, clock, owner or owner_id(), metrics, config.lease_seconds)
     dynamo_meter = deliveries.worker.attempts.dynamo.meter
     consumer = QueueConsumer(clients.sqs, settings.queue_urls[CONTAINER_KIND], dynamo_meter)
     protection = TaskProtection.from_env(os.environ if environ is None else environ)

@@ -7,8 +7,9 @@ container worker processes the tests start with its environment (as on a user's 
   process finishes the same attempt, with the run's idempotent effect once;
 - a job created through the API on the container pool (its timeout over the limit, which the Lambda
   pool refuses) runs to its end in a container worker;
-- one killed with SIGKILL loses no run: another worker takes it over once its lease (60 s) expired
-  (the killed attempt recorded ``lost``), and the effect is not doubled.
+- one killed with SIGKILL loses no run: another worker takes it over once its lease expired (10 s,
+  ``--lease-seconds``; then its message's visibility, the lease plus the worker's 30 s slack), the
+  killed attempt recorded ``lost``, and the effect is not doubled.
 
 The runs are put on the container queue as the dispatcher does for a container-pool job: the run
 created in the Runs table, its message sent to ``JOBSCHED_QUEUE_URL_CONTAINER``. Real time, generous
@@ -45,6 +46,9 @@ pytestmark = pytest.mark.slow
 TENANT, TOKEN = "acme", "tok-acme"
 LIMIT_SECONDS = 4
 HANDLERS = "tests.local.container_handlers"
+#: The killed worker's ``--lease-seconds``: its heartbeat (every third of it) sets the message's
+#: visibility to the lease plus 30 s, so the takeover comes about 40 s after the kill, not 60-90 s.
+KILLED_LEASE_SECONDS = 10
 
 
 @pytest.fixture(scope="module")
@@ -92,14 +96,19 @@ def queue_run(embedded: EmbeddedProcess, effects: Path, *, seconds: float, timeo
     return msg
 
 
-def start_worker(embedded: EmbeddedProcess, log: Path, *, stop_timeout: float = 4) -> subprocess.Popen[bytes]:
+def start_worker(
+    embedded: EmbeddedProcess, log: Path, *, stop_timeout: float = 4, lease_seconds: float | None = None
+) -> subprocess.Popen[bytes]:
     """``jobsched worker --pool container`` with the embedded mode's environment (as on Kubernetes),
-    its output in ``log``; its long poll (2 s) shorter than its stop timeout, so a stop waits for it."""
+    its output in ``log``; its long poll (2 s) shorter than its stop timeout, so a stop waits for it;
+    ``--lease-seconds`` when given."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JOBSCHED_"))}
     env.update(embedded.environment())
     env["PYTHONUNBUFFERED"] = "1"
     command = [sys.executable, "-m", "jobsched.cli", "worker", "--pool", "container"]
     command += ["--stop-timeout", str(stop_timeout), "--wait-seconds", "2"]
+    if lease_seconds is not None:
+        command += ["--lease-seconds", str(lease_seconds)]
     with log.open("ab") as out:
         return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
 
@@ -175,7 +184,7 @@ def test_a_worker_stopped_with_sigterm_hands_the_run_back_and_another_finishes_i
 def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedded, tmp_path) -> None:
     # Given a run claimed by a container worker
     effects, log = tmp_path / "effects", tmp_path / "worker.log"
-    first = start_worker(embedded, log, stop_timeout=4)
+    first = start_worker(embedded, log, stop_timeout=4, lease_seconds=KILLED_LEASE_SECONDS)
     try:
         msg = queue_run(embedded, effects, seconds=5)
         wait_for(lambda: Path(str(effects) + ".started").exists(), timeout=60, interval=0.2)
@@ -187,7 +196,8 @@ def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedde
             first.kill()
     second = start_worker(embedded, log, stop_timeout=4)
     try:
-        # Then, once the killed worker's lease (60 s) expired, the run is taken over and succeeds
+        # Then, once the killed worker's lease (10 s) expired and its message reappeared, the run is taken
+        # over and succeeds
         run = wait_for(lambda: succeeded(embedded, msg.run_id), timeout=240, interval=1.0)
     finally:
         stop(second)

@@ -8,6 +8,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -84,8 +85,12 @@ def queue_run(aws, clock, job_id: str, handler: str, *, timeout: int = 3600) -> 
     return msg
 
 
-def loop_for(aws, clock, owner: str, *, stop_timeout: float = 5.0, protection=None) -> ContainerWorker:
-    config = LoopConfig(concurrency=2, stop_timeout_seconds=stop_timeout, wait_seconds=0)
+def loop_for(
+    aws, clock, owner: str, *, stop_timeout: float = 5.0, protection=None, lease_seconds: float = 60.0
+) -> ContainerWorker:
+    config = LoopConfig(
+        concurrency=2, stop_timeout_seconds=stop_timeout, wait_seconds=0, lease_seconds=lease_seconds
+    )
     loop = container_worker_from_settings(aws.settings, aws.clients, config=config, clock=clock, owner=owner)
     if protection is not None:
         loop.protection = protection
@@ -148,6 +153,30 @@ def test_a_stop_lets_a_run_finish_within_the_stop_timeout(aws, clock):
     assert handed == []
     assert run_of(aws, msg.run_id).state is RunState.SUCCEEDED
     wait_for(lambda: queued(aws) == [])
+
+
+@pytest.mark.parametrize("lease_seconds", [60.0, 9.0])
+def test_a_run_is_claimed_for_the_loops_lease(aws, clock, lease_seconds):
+    # Given a loop with a lease of `lease_seconds` (--lease-seconds; 60 by default, as on Lambda)
+    msg = queue_run(aws, clock, "job-long", "container_test.long")
+    loop = loop_for(aws, clock, "container:a", lease_seconds=lease_seconds)
+    loop.start()
+    try:
+        # When it claims a run
+        assert STARTED.wait(10)
+        claimed = run_of(aws, msg.run_id)
+    finally:
+        GO.set()
+        loop.stop()
+    # Then the run's lease ends that long after the claim (the fixed clock's now)
+    assert claimed.lease_owner == "container:a"
+    assert claimed.lease_until == clock.now() + timedelta(seconds=lease_seconds)
+
+
+@pytest.mark.parametrize("lease_seconds", [2.9, 0.0, 3600.5])
+def test_a_lease_outside_3_to_3600_seconds_is_refused(lease_seconds):
+    with pytest.raises(ValueError, match="the lease must be 3 to 3600 seconds"):
+        LoopConfig(lease_seconds=lease_seconds)
 
 
 def test_a_run_still_running_at_the_stop_timeout_is_handed_back_and_finished_by_another_worker(aws, clock):

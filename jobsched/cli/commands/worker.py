@@ -28,7 +28,10 @@ ENV_IAM_CALLS_DIR = "IAM_CALLS_DIR"
 def register(subparsers: argparse._SubParsersAction) -> None:
     from jobsched.compose.container_worker import (
         DEFAULT_CONCURRENCY,
+        DEFAULT_LEASE_SECONDS,
         DEFAULT_STOP_TIMEOUT_SECONDS,
+        MAX_LEASE_SECONDS,
+        MIN_LEASE_SECONDS,
         POLL_WAIT_SECONDS,
     )
 
@@ -71,6 +74,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="the receives' long poll, 0..20 (default %(default)s); a stop waits for the one in flight "
         "within --stop-timeout, so keep it shorter",
     )
+    parser.add_argument(
+        "--lease-seconds",
+        type=bounded(float, MIN_LEASE_SECONDS, MAX_LEASE_SECONDS, "seconds"),
+        default=DEFAULT_LEASE_SECONDS,
+        metavar="SECONDS",
+        help=f"each run's lease, {MIN_LEASE_SECONDS:g}..{MAX_LEASE_SECONDS:g} (default %(default)s), "
+        "renewed by a heartbeat every third of it: after a SIGKILL the task's runs are taken over once "
+        "it expires",
+    )
     parser.set_defaults(func=run)
 
 
@@ -95,7 +107,10 @@ def run(args: argparse.Namespace) -> int:
         recorder.install_from_env()
     obs.configure_function_logging(obs.make_logger("jobsched-container-worker"))
     config = LoopConfig(
-        concurrency=args.concurrency, stop_timeout_seconds=args.stop_timeout, wait_seconds=args.wait_seconds
+        concurrency=args.concurrency,
+        stop_timeout_seconds=args.stop_timeout,
+        wait_seconds=args.wait_seconds,
+        lease_seconds=args.lease_seconds,
     )
     loop = container_worker_from_settings(settings, Clients(), config=config)
     restore = on_stop_signals(loop.request_stop)
