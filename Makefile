@@ -41,16 +41,17 @@ fmt: install
 
 # The suite on TEST_WORKERS pytest-xdist workers (decision 0044): tests that share a fixture wider than
 # a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py). Then,
-# in one process, the tests marked serial (real-time assertions a busy CPU breaks) and, last, the
-# permissions check, which judges every call the whole run recorded into the same IAM_CALLS_DIR. Then the
-# deploy rehearsal, started directly: `$(MAKE) deploy-rehearsal` would re-check `install` in a sub-make
-# that `make -o .venv/.installed-stamp` does not reach (make passes no -o down), and reinstall a shared .venv.
+# in one process, the tests marked serial (real-time assertions a busy CPU breaks; only their files are
+# collected, tests/serial.py) and, last, the permissions check, which judges every call the whole run
+# recorded into the same IAM_CALLS_DIR. Then the deploy rehearsal, started directly:
+# `$(MAKE) deploy-rehearsal` would re-check `install` in a sub-make that `make -o .venv/.installed-stamp`
+# does not reach (make passes no -o down), and reinstall a shared .venv.
 TEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 test: install lint
 	export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$" && \
 	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial" && \
-	  $(PY) -m pytest -m serial
+	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial)
 	$(PY) -m jobsched.rehearsal
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded

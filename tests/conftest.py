@@ -30,42 +30,12 @@ import pytest
 from jobsched.aws.tenant_limits import CONTAINER_CACHE
 from jobsched.local import moto_fixes
 from jobsched.local.iam import recorder
+from tests.serial import LAST, SERIAL, serial_files
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
-#: The permissions check: it judges what every other test recorded, so it runs after them.
-LAST = "test_permissions_by_use.py"
 #: Beside each ``<pid>.json`` recording: the test files that process's session collected.
 PATHS_SUFFIX = ".paths"
-#: Tests whose assertions hold only while their processes get the CPU on time (per-second jobs paused
-#: and resumed in real time; a cost comparison of two runs timed on the wall clock). Beside two other
-#: xdist workers on two cores they failed (decision 0044), so ``make test`` runs them after the
-#: parallel run, in one process, with the permissions check: marked ``serial``.
-SERIAL = frozenset(
-    {
-        "tests/local/test_e2e_pause.py",
-        "tests/local/test_e2e_resume.py",
-        "tests/local/test_e2e_priority.py",  # a high run on time while low and default are flooded
-        # A 3 s run every second with overlap skip: an occurrence is skipped only if the dispatcher
-        # decides it while the run is active; a tick late by seconds (load 10, 2026-12-05) let one run.
-        "tests/local/test_e2e_overlap.py",
-        "tests/local/test_dev_command.py",  # jobsched dev's banner within 30 s
-        # Container worker processes stopped and killed mid-run, a run longer than the Lambda limit.
-        "tests/local/test_e2e_container.py",
-        "tests/infra/test_asl_moto.py",  # moto's real-time Step Functions interpreter and heartbeats
-        "tests/bench/test_pipeline.py",
-        # Unmetered calls (goal_met false, requests equal) on a worker that had run other tests before:
-        # it counts every call in its process; suspected a thread an earlier test left running.
-        "tests/bench/test_idle.py",
-        # The same, seen once on a clean clone (2026-12-05): 2 unmetered sqs.SendMessage each for the
-        # dispatcher and the worker, on a worker that had run other tests; it passed on the run before.
-        "tests/bench/test_burst.py",
-        # Five runs of ~1.2 s in real threads with a 0.2 s cancel watch, counting the reads: in the inner
-        # loop (make test-fast, two workers on two cores) it failed 2 runs in 6, alone it passes.
-        "tests/services/test_worker_cancel.py",
-        f"tests/infra/{LAST}",
-    }
-)
 
 
 def _share_botocore_loader() -> None:
@@ -151,6 +121,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if str(item.path.relative_to(ROOT)) in SERIAL:
             item.add_marker(pytest.mark.serial)
+    if items and _is_xdist_worker(config):
+        # The serial session collects only tests.serial's files: a serial test outside them would run
+        # in neither part of make test.
+        listed = set(serial_files())
+        unlisted = sorted(
+            {str(i.path.relative_to(ROOT)) for i in items if i.get_closest_marker("serial")} - listed
+        )
+        if unlisted:
+            raise pytest.UsageError(
+                f"serial tests in {', '.join(unlisted)}, which tests/serial.py does not list (it finds "
+                f"files by the text `mark.serial`): add the file to SERIAL there"
+            )
     if _is_xdist_worker(config):
         deselected = [item for item in items if item.path.name == LAST]
         if deselected:
