@@ -109,6 +109,18 @@ class PipelineResult:
     table_names: dict[str, str] = field(default_factory=dict)  # physical table name -> logical name
     attribution: dict[str, Any] = field(default_factory=dict)  # the tenants' usage against the total
 
+    def attribution_ok(self) -> bool:
+        """The tenants' sum within :data:`ATTRIBUTION_TOLERANCE_PCT` of the measured total, and counting
+        raising the cost per run by at most :data:`COUNTING_RAISE_LIMIT_PCT` (issue 32 §2)."""
+        difference = self.attribution.get("difference_pct")
+        raised = self.attribution.get("counting_raise_pct")
+        return (
+            difference is not None
+            and raised is not None
+            and abs(difference) <= ATTRIBUTION_TOLERANCE_PCT
+            and raised <= COUNTING_RAISE_LIMIT_PCT
+        )
+
     def per_run(self) -> Usage | None:
         return self.usage.per_run(self.succeeded) if self.succeeded else None
 
