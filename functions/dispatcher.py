@@ -48,7 +48,11 @@ def build(parts: Parts) -> tuple[Settings, Dispatcher, FunctionUsage]:
     dispatcher = dispatcher_from_settings(
         settings, clients, meter=meter, owner=owner, clock=parts.clock, sleep=parts.sleep
     )
-    return settings, dispatcher, function_usage_from_settings(settings, clients, parts.clock, meter, "dispatcher")
+    return (
+        settings,
+        dispatcher,
+        function_usage_from_settings(settings, clients, parts.clock, meter, "dispatcher"),
+    )
 
 
 seam = Seam("functions.dispatcher", build, uses=("clock", "sleep", "settings", "clients", "meter"))

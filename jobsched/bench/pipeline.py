@@ -50,9 +50,16 @@ from typing import Any
 from jobsched.bench.bindings import bind_functions, create_cron_jobs
 from jobsched.bench.environment import bench_environment
 from jobsched.bench.evidence import EXECUTIONS, ApiCalls, Tally, register_bench_handler, unsuccessful
-from jobsched.bench.harness import ESM, Harness, run_states
-from jobsched.bench.harness import UsageNow
-from jobsched.bench.pricing import MILLION, US_EAST_1, Cost, Usage, billed_gb_seconds, cost_of, cost_per_million_runs
+from jobsched.bench.harness import ESM, Harness, UsageNow, run_states
+from jobsched.bench.pricing import (
+    MILLION,
+    US_EAST_1,
+    Cost,
+    Usage,
+    billed_gb_seconds,
+    cost_of,
+    cost_per_million_runs,
+)
 from jobsched.core.clock import FakeClock
 from jobsched.core.dispatch_plan import plan_job
 from jobsched.core.messages import payload_size
@@ -110,16 +117,11 @@ class PipelineResult:
     attribution: dict[str, Any] = field(default_factory=dict)  # the tenants' usage against the total
 
     def attribution_ok(self) -> bool:
-        """The tenants' sum within :data:`ATTRIBUTION_TOLERANCE_PCT` of the measured total, and counting
-        raising the cost per run by at most :data:`COUNTING_RAISE_LIMIT_PCT` (issue 32 §2)."""
+        """The tenants' sum within :data:`ATTRIBUTION_TOLERANCE_PCT` of the measured total (issue 32
+        §2): an accounting check, in the exit status. The counting raise is a cost goal, reported in
+        the figures (``counting_raise_within_limit``) like the other goals."""
         difference = self.attribution.get("difference_pct")
-        raised = self.attribution.get("counting_raise_pct")
-        return (
-            difference is not None
-            and raised is not None
-            and abs(difference) <= ATTRIBUTION_TOLERANCE_PCT
-            and raised <= COUNTING_RAISE_LIMIT_PCT
-        )
+        return difference is not None and abs(difference) <= ATTRIBUTION_TOLERANCE_PCT
 
     def per_run(self) -> Usage | None:
         return self.usage.per_run(self.succeeded) if self.succeeded else None
@@ -218,9 +220,10 @@ def usage_attribution(counted: UsageNow, measured_usd: float, runs: int) -> dict
     the newly counting functions' share (:data:`NEWLY_COUNTING`) against the cost without it."""
 
     def usd(figures: dict[str, float]) -> float:
-        return figures.get("wru", 0.0) * US_EAST_1.dynamodb_wru + figures.get(
-            "gb_seconds", 0.0
-        ) * US_EAST_1.lambda_gb_second
+        return (
+            figures.get("wru", 0.0) * US_EAST_1.dynamodb_wru
+            + figures.get("gb_seconds", 0.0) * US_EAST_1.lambda_gb_second
+        )
 
     tenants_usd = sum(counted.tenants.values())
     counting = {name: usd(figures) for name, figures in counted.counting.items()}
@@ -238,6 +241,7 @@ def usage_attribution(counted: UsageNow, measured_usd: float, runs: int) -> dict
         "counting_raise_pct": None if raise_pct is None else round(raise_pct, 3),
         "tolerance_pct": ATTRIBUTION_TOLERANCE_PCT,
         "raise_limit_pct": COUNTING_RAISE_LIMIT_PCT,
+        "counting_raise_within_limit": raise_pct is not None and raise_pct <= COUNTING_RAISE_LIMIT_PCT,
     }
 
 

@@ -121,6 +121,7 @@ class DayUsage:
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> DayUsage:
         names = {f.name for f in fields(cls)}
+
         def plain(name: str, value: Any) -> Any:
             if name in FRACTIONAL:
                 return float(value)

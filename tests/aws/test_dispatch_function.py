@@ -114,13 +114,17 @@ def test_a_tick_adds_each_tenant_it_served_its_share_once(aws_environ, dispatche
 
     pipeline = build_pipeline(aws_environ)
     for tenant in ("acme", "acme", "globex"):
-        pipeline.jobs.create(tenant, {"name": "m", "schedule": "* * * * *", "target": {"handler": "echo"}}, T0)
+        pipeline.jobs.create(
+            tenant, {"name": "m", "schedule": "* * * * *", "target": {"handler": "echo"}}, T0
+        )
     dispatcher_fn.advance(minutes=2)
 
     result = fn.handler({}, _Context())
 
     assert result["runs_created"] == 6
-    store = UsageStore(dynamo_for(aws_environ.settings, aws_environ.clients.dynamodb), aws_environ.settings.leases_table)
+    store = UsageStore(
+        dynamo_for(aws_environ.settings, aws_environ.clients.dynamodb), aws_environ.settings.leases_table
+    )
     days = {u.tenant: u for u in store.all_days(T0.date(), T0.date())}
     assert set(days) == {"acme", "globex"}
     assert sum(u.lambda_requests for u in days.values()) == pytest.approx(1.0)

@@ -158,7 +158,9 @@ def test_the_estimate_prices_lambda_figures_when_the_item_has_them():
     """Given a day with 2 run-seconds, 0.75 GB-s and 3 Lambda requests, then the estimate prices the
     GB-seconds and requests (not the run-seconds); an item with no GB-seconds prices its run-seconds at
     the worker's memory, as before decision 0059."""
-    new = DayUsage(tenant="t", day="2026-03-02", wru=10, run_seconds=2, lambda_gb_seconds=0.75, lambda_requests=3)
+    new = DayUsage(
+        tenant="t", day="2026-03-02", wru=10, run_seconds=2, lambda_gb_seconds=0.75, lambda_requests=3
+    )
     old = DayUsage(tenant="t", day="2026-03-02", wru=10, run_seconds=2)
     assert round(new.estimated_usd(512) * 1e6, 4) == round(10 * 0.625 + 3 * 0.2 + 0.75 * 13.3334, 4)
     assert round(old.estimated_usd(512) * 1e6, 4) == round(10 * 0.625 + 2 * 0.5 * 13.3334, 4)
