@@ -277,7 +277,9 @@ def test_the_tenants_usage_adds_up_to_the_measured_cost_within_2_percent(figures
     for run in (figures, counted.to_dict()):
         attribution = run["usage_attribution"]
         assert set(attribution["tenants"]) == {"bench"}
-        assert attribution["measured_usd_per_million_runs"] == pytest.approx(run["usd_per_million_runs"], abs=1e-3)
+        assert attribution["measured_usd_per_million_runs"] == pytest.approx(
+            run["usd_per_million_runs"], abs=1e-3
+        )
         assert abs(attribution["difference_pct"]) <= 2.0
         assert "usage per tenant (decision 0059): tenants' estimated_usd" in pipeline_text(run)
     assert counted.attribution_ok()
