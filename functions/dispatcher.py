@@ -22,7 +22,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from jobsched.aws.leases import LeaseHeldError
-from jobsched.compose.pipeline import dispatcher_from_settings
+from jobsched.compose.pipeline import dispatcher_from_settings, function_usage_from_settings
 from jobsched.compose.seam import Parts, Seam
 from jobsched.core.errors import LeaseLostError, ValidationError
 from jobsched.core.ids import validate_shard_count
@@ -30,22 +30,29 @@ from jobsched.runtime import observability as obs
 from jobsched.runtime.observability import JOBS_HELD_BACK
 from jobsched.runtime.settings import Settings
 from jobsched.services.dispatcher import Dispatcher, DispatchSummary
+from jobsched.services.usage import FunctionUsage, TenantMeter
 
 logger = Logger(service="jobsched-dispatcher")
 metrics = obs.make_metrics("dispatcher")
 obs.configure_function_logging(logger)
 
 
-def build(parts: Parts) -> tuple[Settings, Dispatcher]:
-    """Settings and dispatcher, built on first use and kept for the container's lifetime. With the
-    wall clock and ``time.sleep`` (nothing installed) a tick aligns its sends to the second by the
-    wall clock (decision 0032)."""
-    settings = parts.read_settings()
+def build(parts: Parts) -> tuple[Settings, Dispatcher, FunctionUsage]:
+    """Settings, dispatcher and usage counting, built on first use and kept for the container's
+    lifetime. With the wall clock and ``time.sleep`` (nothing installed) a tick aligns its sends to the
+    second by the wall clock (decision 0032). Without an installed meter, a per-tenant one (decision
+    0059)."""
+    settings, clients = parts.read_settings(), parts.make_clients()
+    meter = parts.meter if parts.meter is not None else TenantMeter()
     owner = f"dispatcher-{uuid.uuid4().hex[:12]}"
     dispatcher = dispatcher_from_settings(
-        settings, parts.make_clients(), meter=parts.meter, owner=owner, clock=parts.clock, sleep=parts.sleep
+        settings, clients, meter=meter, owner=owner, clock=parts.clock, sleep=parts.sleep
     )
-    return settings, dispatcher
+    return (
+        settings,
+        dispatcher,
+        function_usage_from_settings(settings, clients, parts.clock, meter, "dispatcher"),
+    )
 
 
 seam = Seam("functions.dispatcher", build, uses=("clock", "sleep", "settings", "clients", "meter"))
@@ -79,7 +86,12 @@ def skipped_metrics(summary: DispatchSummary) -> dict[str, int]:
 @metrics.log_metrics
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    settings, dispatcher = seam.services()
+    settings, dispatcher, usage = seam.services()
+    with usage.invocation():  # then one usage write per tenant the tick served (decision 0059)
+        return tick(event, settings, dispatcher)
+
+
+def tick(event: dict[str, Any], settings: Settings, dispatcher: Dispatcher) -> dict[str, Any]:
     shards, count = parse_shards(event, settings.shards)
     summary = DispatchSummary()
     for shard in shards:

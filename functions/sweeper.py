@@ -9,21 +9,25 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 
-from jobsched.compose.pipeline import sweeper_from_settings
+from jobsched.compose.pipeline import function_usage_from_settings, sweeper_from_settings
 from jobsched.compose.seam import Parts, Seam
 from jobsched.runtime import observability as obs
 from jobsched.services.sweeper import Sweeper
+from jobsched.services.usage import FunctionUsage, TenantMeter
 
 logger = Logger(service="jobsched-sweeper")
 metrics = obs.make_metrics("sweeper")
 obs.configure_function_logging(logger)
 
 
-def build(parts: Parts) -> Sweeper:
-    """The sweeper, built on first use and kept for the container's lifetime."""
+def build(parts: Parts) -> tuple[Sweeper, FunctionUsage]:
+    """The sweeper and its usage counting, built on first use and kept for the container's lifetime
+    (without an installed meter, a per-tenant one: decision 0059)."""
     settings, clients = parts.read_settings(), parts.make_clients()
     sink = parts.metrics_or(obs.PowertoolsSink(metrics))
-    return sweeper_from_settings(settings, clients, metrics=sink, meter=parts.meter)
+    meter = parts.meter if parts.meter is not None else TenantMeter()
+    sweeper = sweeper_from_settings(settings, clients, metrics=sink, meter=meter)
+    return sweeper, function_usage_from_settings(settings, clients, parts.clock, meter, "sweeper")
 
 
 seam = Seam("functions.sweeper", build, uses=("clock", "settings", "clients", "meter", "metrics"))
@@ -32,6 +36,8 @@ seam = Seam("functions.sweeper", build, uses=("clock", "settings", "clients", "m
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    summary = seam.services().sweep(seam.clock.now()).to_dict()
+    sweeper, usage = seam.services()
+    with usage.invocation():  # then one usage write per tenant the sweep served (decision 0059)
+        summary = sweeper.sweep(seam.clock.now()).to_dict()
     logger.info("sweep done", extra=summary)
     return summary

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import time
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -40,10 +41,11 @@ from jobsched.aws.tenant_limits import CONTAINER_CACHE
 from jobsched.compose.pipeline import Deliveries, worker_from_settings
 from jobsched.compose.seam import Parts, Seam
 from jobsched.runtime import observability as obs
-from jobsched.runtime.resources import DEFAULT_WORKER_CONCURRENCY, ENV_WORKER_CONCURRENCY
+from jobsched.runtime.resources import DEFAULT_WORKER_CONCURRENCY, ENV_WORKER_CONCURRENCY, WORKER_MEMORY_MB
 from jobsched.runtime.settings import Settings, worker_concurrency_from
 from jobsched.services.deliveries import Delivery
 from jobsched.services.outcome import Outcome
+from jobsched.services.usage import TenantMeter
 from jobsched.services.worker import process_batch
 
 __all__ = ["DEFAULT_WORKER_CONCURRENCY", "ENV_WORKER_CONCURRENCY", "concurrency", "handler", "seam"]
@@ -71,6 +73,11 @@ def concurrency() -> int:
     return worker_concurrency_from(os.environ.get(ENV_WORKER_CONCURRENCY))
 
 
+#: The container's per-tenant meter when none is installed: what an invocation did for no one tenant
+#: (and the seconds its usage write took) is shared with the next invocation's tenants (decision 0059).
+CONTAINER_METER = TenantMeter()
+
+
 def make_worker(context: Any) -> Deliveries:
     """A worker whose lease owner is this invocation (its request id)."""
     parts = seam.parts
@@ -84,7 +91,7 @@ def make_worker(context: Any) -> Deliveries:
         parts.clock,
         owner,
         metrics=sink,
-        meter=parts.meter,
+        meter=parts.meter if parts.meter is not None else CONTAINER_METER,
         limits_cache=CONTAINER_CACHE,
     )
 
@@ -92,6 +99,7 @@ def make_worker(context: Any) -> Deliveries:
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    started = time.perf_counter()
     worker = make_worker(context)
     settings, _ = seam.services()
     clock = seam.clock
@@ -120,7 +128,14 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
             )
         )
     failed = process_batch(deliveries, handle, concurrency=settings.worker_concurrency)
-    worker.flush_usage()  # one write per (tenant, day) this batch touched (services/usage.py)
+    meter = worker.usage.meter if worker.usage is not None else None
+    if isinstance(meter, TenantMeter):  # the event source mapping's receive and delete of this batch
+        meter.record_event_source(
+            [len(d.body.encode()) for d in deliveries], deleted=len(failed) < len(deliveries)
+        )
+    memory = int(getattr(context, "memory_limit_in_mb", 0) or WORKER_MEMORY_MB)
+    # one write per (tenant, day) this batch touched, with its share of the invocation (services/usage.py)
+    worker.flush_usage(seconds=time.perf_counter() - started, memory_mb=memory)
     return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
 
 

@@ -68,12 +68,23 @@ class DayUsageOut(BaseModel):
     runs_dead_lettered: int = Field(description="runs the workers dead-lettered")
     run_seconds: float = Field(description="seconds the tenant's handlers ran")
     throttled_waits: int = Field(description="deliveries held back by a concurrency or rate limit")
-    wru: float = Field(description="DynamoDB write request units of the workers' requests for these runs")
+    wru: float = Field(
+        description="DynamoDB write request units of the worker's, the dispatcher's, the sweeper's and "
+        "the API's requests for the tenant, plus its share of their requests made for no one tenant"
+    )
     rru: float = Field(description="DynamoDB read request units, likewise")
-    sqs_requests: int = Field(description="SQS requests (per 64 KiB), likewise")
+    sqs_requests: float = Field(
+        description="SQS requests (per 64 KiB), likewise, the event source mapping's receive and delete "
+        "of the worker's batches included"
+    )
+    lambda_gb_seconds: float = Field(
+        description="the tenant's share of those functions' billed Lambda duration, in GB-seconds"
+    )
+    lambda_requests: float = Field(description="the tenant's share of those functions' invocations")
     estimated_usd: float = Field(
-        description="wru, rru and sqs_requests at us-east-1 list prices plus run_seconds as Lambda "
-        "duration at the worker's memory"
+        description="wru, rru, sqs_requests, lambda_requests and lambda_gb_seconds at us-east-1 list "
+        "prices (a day counted before lambda_gb_seconds existed: run_seconds as Lambda duration at the "
+        "worker's memory)"
     )
 
 

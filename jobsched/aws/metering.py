@@ -128,6 +128,7 @@ class Dynamo:
         self.meter.record_dynamodb(
             "PutItem", table=table, wcu=self._put_units(table, wire), response=response
         )
+        self.meter.record_items([wire])
 
     def update(
         self,
@@ -169,6 +170,7 @@ class Dynamo:
             wcu=write_units(size) + self._index_units_for_update(table, wire, size, expression, names),
             response=response,
         )
+        self.meter.record_items([wire])
         return deserialize(wire)
 
     def _index_units_for_update(
@@ -218,6 +220,7 @@ class Dynamo:
         self.meter.record_dynamodb(
             "DeleteItem", table=table, wcu=write_units(size) + index_units, response=response
         )
+        self.meter.record_items([wire] if wire else [])
         return deserialize(wire) if wire else None
 
     def get(
@@ -249,6 +252,7 @@ class Dynamo:
             rcu=read_units(item_size(wire) if wire else 0, consistent),
             response=response,
         )
+        self.meter.record_items([wire] if wire else [])
         return deserialize(wire) if wire else None
 
     def query(
@@ -293,6 +297,7 @@ class Dynamo:
             rcu=read_units(sum(item_size(w) for w in wires), consistent),
             response=response,
         )
+        self.meter.record_items(wires)
         last = response.get("LastEvaluatedKey")
         return [deserialize(w) for w in wires], deserialize(last) if last else None
 
@@ -335,6 +340,7 @@ class Dynamo:
             wires = response.get("Items", [])
             size = sum(item_size(w) for w in wires)
             self.meter.record_dynamodb("Scan", rcu=read_units(size, False), response=response)
+            self.meter.record_items(wires)
             out.extend(deserialize(w) for w in wires)
             if "LastEvaluatedKey" not in response:
                 return out
@@ -358,6 +364,7 @@ class Dynamo:
                 done = [r["PutRequest"]["Item"] for r in pending[table] if r not in left]
                 wcu = sum(self._put_units(table, w) for w in done)
                 self.meter.record_dynamodb("BatchWriteItem", wcu=wcu, response=response, table=table)
+                self.meter.record_items(done)
                 if not left:
                     break
                 pending = {table: left}
@@ -396,6 +403,7 @@ class Dynamo:
                 if metered:
                     rcu = sum(read_units(item_size(w), consistent) for w in wires)
                     self.meter.record_dynamodb("BatchGetItem", rcu=rcu, response=response, table=table)
+                self.meter.record_items(wires)
                 out.extend(deserialize(w) for w in wires)
                 pending = response.get("UnprocessedKeys") or {}
                 if not pending:

@@ -124,6 +124,11 @@ class Meter:
             self.sqs_billed_requests += billed
             self.sqs_messages += len(sizes)
 
+    def record_items(self, wires: Iterable[Mapping[str, Any]]) -> None:
+        """Items (wire format) a DynamoDB request returned or wrote. This meter keeps nothing of them;
+        the per-tenant one (:class:`jobsched.services.usage.TenantMeter`) weighs by their ``tenant``
+        who the requests made for no one tenant served (decision 0059)."""
+
     def record_request(self, service: str, operation: str) -> None:
         """One call of another service (e.g. ``sns.Publish``), counted in ``requests``."""
         with self._lock:

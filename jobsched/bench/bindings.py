@@ -26,6 +26,7 @@ from jobsched.aws.metering import Meter
 from jobsched.compose.pipeline import job_service_from_settings
 from jobsched.core.clock import Clock
 from jobsched.runtime.settings import Settings
+from jobsched.services.usage import TenantMeter
 
 Handler = Callable[[dict[str, Any], Any], Any]
 BENCH_TENANT = "bench"
@@ -41,7 +42,8 @@ class PipelineFunctions:
     dispatcher: Handler
     worker: Handler
     sweeper: Handler
-    meters: dict[str, Meter] = field(default_factory=lambda: {name: Meter() for name in PIPELINE})
+    #: Per-tenant meters, as each function makes its own when none is installed (decision 0059).
+    meters: dict[str, Meter] = field(default_factory=lambda: {name: TenantMeter() for name in PIPELINE})
 
     def meter(self, function: str) -> Meter:
         return self.meters[function]

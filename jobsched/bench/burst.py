@@ -165,9 +165,9 @@ def _pages_of(page_size: int | None) -> Iterator[None]:
     function = function_module("dispatcher")
 
     def paged(parts: Parts) -> Any:
-        settings, dispatcher = function.build(parts)
+        settings, dispatcher, usage = function.build(parts)
         dispatcher.config = replace(dispatcher.config, page_size=page_size)
-        return settings, dispatcher
+        return settings, dispatcher, usage
 
     with function.seam.installed(build=paged):
         yield

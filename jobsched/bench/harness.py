@@ -13,19 +13,42 @@ a fixed cost per queue and hour, whatever the number of runs.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
-from jobsched.aws.metering import Meter, deserialize
+from jobsched.aws.metering import Dynamo, Meter, deserialize
+from jobsched.aws.usage_store import PREFIX as USAGE_PREFIX
 from jobsched.bench.bindings import PipelineFunctions
 from jobsched.bench.environment import REGION
 from jobsched.bench.evidence import ApiCalls, Tally
+from jobsched.core.usage import DayUsage
 from jobsched.local.invoke import LambdaContext, function_spec
 from jobsched.local.pollers import MAX_BATCH, failed_ids, to_lambda_record
 from jobsched.local.provision import Provisioned
+from jobsched.runtime.resources import ENV_LEASES_TABLE, WORKER_MEMORY_MB
+from jobsched.services.usage import TenantMeter
 
 log = logging.getLogger(__name__)
 
 ESM = "event_source_mapping"
+
+
+@dataclass(frozen=True)
+class UsageNow:
+    """The tenants' usage at one moment: ``estimated_usd`` per tenant, summed over its usage items, and
+    per function what counting has cost (:attr:`jobsched.services.usage.TenantMeter.counting`)."""
+
+    tenants: dict[str, float]
+    counting: dict[str, dict[str, float]]
+
+    def since(self, earlier: UsageNow) -> UsageNow:
+        """What was added after ``earlier``."""
+        tenants = {t: usd - earlier.tenants.get(t, 0.0) for t, usd in self.tenants.items()}
+        counting = {
+            name: {k: v - earlier.counting.get(name, {}).get(k, 0.0) for k, v in figures.items()}
+            for name, figures in self.counting.items()
+        }
+        return UsageNow(tenants, counting)
 
 
 def lambda_context(function: str) -> LambdaContext:
@@ -43,10 +66,13 @@ class Harness:
         self.functions = functions
         self.calls = calls
         self.sqs = clients["sqs"]
+        self.dynamodb = clients["dynamodb"]
         self.provisioned = provisioned
         self.esm_meter = Meter()
         self.tally = Tally()
         self.batches = 0
+        #: The tenants' usage and what counting it cost, when the tally was last reset (decision 0059).
+        self.usage_at_reset = self.usage_now()
 
     def reset_tally(self) -> None:
         """Start counting afresh (after the warm-up)."""
@@ -54,6 +80,23 @@ class Harness:
         self.calls.calls.clear()
         self.calls.seconds.clear()
         self.batches = 0
+        self.usage_at_reset = self.usage_now()
+
+    def usage_now(self) -> UsageNow:
+        """Every tenant's ``estimated_usd`` as its usage items say (a Scan with a meter of its own, out
+        of the tally), and what each function's counting has cost so far (decision 0059)."""
+        dynamo = Dynamo(self.dynamodb, {}, Meter())
+        tenants: dict[str, float] = {}
+        for item in dynamo.scan_all(self.provisioned.tables[ENV_LEASES_TABLE]):
+            if str(item.get("lease_key", "")).startswith(USAGE_PREFIX):
+                usage = DayUsage.from_item(item)
+                tenants[usage.tenant] = tenants.get(usage.tenant, 0.0) + usage.estimated_usd(WORKER_MEMORY_MB)
+        counting = {
+            name: dict(meter.counting)
+            for name, meter in self.functions.meters.items()
+            if isinstance(meter, TenantMeter)
+        }
+        return UsageNow(tenants, counting)
 
     def invoke(self, name: str, event: dict[str, Any]) -> Any:
         """One Lambda invocation of ``name``, timed and metered."""

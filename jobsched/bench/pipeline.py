@@ -50,8 +50,16 @@ from typing import Any
 from jobsched.bench.bindings import bind_functions, create_cron_jobs
 from jobsched.bench.environment import bench_environment
 from jobsched.bench.evidence import EXECUTIONS, ApiCalls, Tally, register_bench_handler, unsuccessful
-from jobsched.bench.harness import ESM, Harness, run_states
-from jobsched.bench.pricing import Cost, Usage, billed_gb_seconds, cost_per_million_runs
+from jobsched.bench.harness import ESM, Harness, UsageNow, run_states
+from jobsched.bench.pricing import (
+    MILLION,
+    US_EAST_1,
+    Cost,
+    Usage,
+    billed_gb_seconds,
+    cost_of,
+    cost_per_million_runs,
+)
 from jobsched.core.clock import FakeClock
 from jobsched.core.dispatch_plan import plan_job
 from jobsched.core.messages import payload_size
@@ -106,6 +114,14 @@ class PipelineResult:
     aws_call_seconds: dict[str, float] = field(default_factory=dict)  # function -> time inside AWS calls
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> summary of its figures
     table_names: dict[str, str] = field(default_factory=dict)  # physical table name -> logical name
+    attribution: dict[str, Any] = field(default_factory=dict)  # the tenants' usage against the total
+
+    def attribution_ok(self) -> bool:
+        """The tenants' sum within :data:`ATTRIBUTION_TOLERANCE_PCT` of the measured total (issue 32
+        §2): an accounting check, in the exit status. The counting raise is a cost goal, reported in
+        the figures (``counting_raise_within_limit``) like the other goals."""
+        difference = self.attribution.get("difference_pct")
+        return difference is not None and abs(difference) <= ATTRIBUTION_TOLERANCE_PCT
 
     def per_run(self) -> Usage | None:
         return self.usage.per_run(self.succeeded) if self.succeeded else None
@@ -173,6 +189,7 @@ class PipelineResult:
             "by_table": self.by_table(),
             "unmetered_calls": self.unmetered_calls,
             "setup": self.setup,
+            "usage_attribution": self.attribution,
             **({"variants": self.variants} if self.variants else {}),
         }
 
@@ -187,6 +204,45 @@ class PipelineResult:
             "worker_operations": full["breakdown"].get("worker", {}).get("operations", {}),
             "handler": self.setup["handler"],
         }
+
+
+#: The functions whose usage counting decision 0059 added (the worker counted before it).
+NEWLY_COUNTING = ("dispatcher", "sweeper")
+#: The tenants' estimated_usd must match the measured total within this (issue 32 §2).
+ATTRIBUTION_TOLERANCE_PCT = 2.0
+#: Counting everything may raise the cost per run by at most this (issue 32 §2).
+COUNTING_RAISE_LIMIT_PCT = 1.0
+
+
+def usage_attribution(counted: UsageNow, measured_usd: float, runs: int) -> dict[str, Any]:
+    """The tenants' ``estimated_usd`` added in the measured window against the window's measured cost,
+    and what counting cost: its writes (1 WRU each) and the seconds they took, priced. The raise is
+    the newly counting functions' share (:data:`NEWLY_COUNTING`) against the cost without it."""
+
+    def usd(figures: dict[str, float]) -> float:
+        return (
+            figures.get("wru", 0.0) * US_EAST_1.dynamodb_wru
+            + figures.get("gb_seconds", 0.0) * US_EAST_1.lambda_gb_second
+        )
+
+    tenants_usd = sum(counted.tenants.values())
+    counting = {name: usd(figures) for name, figures in counted.counting.items()}
+    new = sum(usd for name, usd in counting.items() if name in NEWLY_COUNTING)
+    difference = 100 * (tenants_usd - measured_usd) / measured_usd if measured_usd else None
+    raise_pct = 100 * new / (measured_usd - new) if measured_usd > new else None
+    per_million = MILLION / max(runs, 1)
+    return {
+        "tenants": {t: round(v * per_million, 4) for t, v in sorted(counted.tenants.items())},
+        "tenants_usd_per_million_runs": round(tenants_usd * per_million, 4),
+        "measured_usd_per_million_runs": round(measured_usd * per_million, 4),
+        "difference_pct": None if difference is None else round(difference, 3),
+        "counting_usd_per_million_runs": {n: round(v * per_million, 5) for n, v in sorted(counting.items())},
+        "counting_writes": {n: round(f.get("requests", 0.0)) for n, f in sorted(counted.counting.items())},
+        "counting_raise_pct": None if raise_pct is None else round(raise_pct, 3),
+        "tolerance_pct": ATTRIBUTION_TOLERANCE_PCT,
+        "raise_limit_pct": COUNTING_RAISE_LIMIT_PCT,
+        "counting_raise_within_limit": raise_pct is not None and raise_pct <= COUNTING_RAISE_LIMIT_PCT,
+    }
 
 
 #: The sweeper's schedule (infra: ``sweeper_rate_minutes``, default 5).
@@ -303,6 +359,7 @@ def _run_pipeline(config: PipelineConfig) -> PipelineResult:
             sweep_every=SWEEP_EVERY_MINUTES,
         )
         states = run_states(clients["dynamodb"], provisioned.tables[resources.ENV_RUNS_TABLE])
+        counted = harness.usage_now().since(harness.usage_at_reset)
     executed = EXECUTIONS.per_run()
 
     def occurrences(first: int, last: int) -> list[str]:
@@ -365,6 +422,7 @@ def _run_pipeline(config: PipelineConfig) -> PipelineResult:
         aws_call_seconds=dict(calls.seconds),
         table_names={provisioned.tables[spec.env_var]: spec.logical_name for spec in resources.TABLES},
     )
+    result.attribution = usage_attribution(counted, cost_of(usage).total, succeeded)
     if config.echo_variant and config.output != "echo":
         echo = run_pipeline(replace(config, output="echo", echo_variant=False))
         result.variants["echo_output"] = echo.summary()

@@ -36,6 +36,16 @@ def pipeline_text(figures: dict[str, Any]) -> str:
         )
         for name in ("dynamodb_writes", "dynamodb_reads", "sqs", "lambda_requests", "lambda_duration"):
             lines.append(f"    {name:<18} {usd[name]:>8.3f}")
+    counted = figures.get("usage_attribution") or {}
+    if counted.get("difference_pct") is not None:
+        lines.append(
+            f"  usage per tenant (decision 0059): tenants' estimated_usd "
+            f"{_fmt(counted['tenants_usd_per_million_runs'], 3)} against measured "
+            f"{_fmt(counted['measured_usd_per_million_runs'], 3)} per million runs: "
+            f"{counted['difference_pct']:+.3f} % (within {counted['tolerance_pct']} %); counting raises "
+            f"the cost per run by {_fmt(counted['counting_raise_pct'], 3)} % (at most "
+            f"{counted['raise_limit_pct']} %)"
+        )
     for name, variant in (figures.get("variants") or {}).items():
         lines.append(
             f"  variant {name} (handler {variant['handler']}): {_fmt(variant['wru'])} WRU per run, "

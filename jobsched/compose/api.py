@@ -20,6 +20,7 @@ from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.quotas import DEFAULT_MAX_JOBS_PER_TENANT, ENV_MAX_JOBS_PER_TENANT, JobQuota
 from jobsched.api.tenants import PrincipalStore
 from jobsched.aws.clients import Clients
+from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock
 from jobsched.runtime.clock import SystemClock
@@ -69,8 +70,15 @@ def api_idempotency_store(dynamodb: object, leases_table: str) -> IdempotencySto
 
 
 def build_services(
-    settings: Settings, clients: Clients, clock: Clock, *, max_jobs: int = DEFAULT_MAX_JOBS_PER_TENANT
+    settings: Settings,
+    clients: Clients,
+    clock: Clock,
+    *,
+    max_jobs: int = DEFAULT_MAX_JOBS_PER_TENANT,
+    meter: Meter | None = None,
 ) -> ApiServices:
+    """The API's services; with ``meter``, every DynamoDB and SQS call of theirs goes through it (the
+    api function's per-tenant meter, decision 0059)."""
     from jobsched.api.run_logs import RunLogs
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.handler_store import HandlerMarksStore
@@ -100,8 +108,9 @@ def build_services(
     # API idempotency records live in the Leases table beside the principal mapping and the job
     # counters: the api function already owns that table, and the idempotency table stays the
     # Powertools store of handlers' external effects.
-    idempotency = api_idempotency_store(clients.dynamodb, settings.leases_table)
-    dispatcher = dispatcher_from_settings(settings, clients, owner="api")
+    dynamodb = dynamo_for(settings, clients.dynamodb, meter) if meter is not None else clients.dynamodb
+    idempotency = api_idempotency_store(dynamodb, settings.leases_table)
+    dispatcher = dispatcher_from_settings(settings, clients, owner="api", meter=meter)
     catalog = RegistryCatalog()
     # Draining marks and forced deploy-checks live in the Leases table too (decision 0049).
     marks = HandlerMarksStore(dispatcher.runs.dynamo, settings.leases_table)
@@ -125,9 +134,9 @@ def build_services(
     engine = workflow_engine_from_settings(settings, clients, jobs.runs.dynamo, replay=runs.replay)
     return ApiServices(
         clock=clock,
-        principals=PrincipalStore(clients.dynamodb, settings.leases_table),
+        principals=PrincipalStore(dynamodb, settings.leases_table),
         idempotency=idempotency,
-        quota=JobQuota(clients.dynamodb, settings.leases_table, max_jobs),
+        quota=JobQuota(dynamodb, settings.leases_table, max_jobs),
         jobs=jobs,
         runs=runs,
         dead_letters=DeadLetterService(runs),
@@ -146,19 +155,24 @@ def build_services(
             HandlerUsage(jobs.runs.dynamo, settings.jobs_table, settings.runs_table),
             code_version=settings.code_version,
         ),
-        forecast=forecast_service_from_settings(settings, clients),
+        forecast=forecast_service_from_settings(settings, clients, meter=meter),
         run_stats=RunStatsStore(jobs.runs.dynamo, settings.runs_table, settings.retention),
     )
 
 
 def app_from_env(
-    env: Mapping[str, str] | None = None, clients: Clients | None = None, clock: Clock | None = None
+    env: Mapping[str, str] | None = None,
+    clients: Clients | None = None,
+    clock: Clock | None = None,
+    meter: Meter | None = None,
 ) -> JobschedResolver:
     env = os.environ if env is None else env
     settings = Settings.from_env(env)
     load_handler_modules(env)
     clients = clients or Clients()
-    services = build_services(settings, clients, clock or SystemClock(), max_jobs=max_jobs_per_tenant(env))
+    services = build_services(
+        settings, clients, clock or SystemClock(), max_jobs=max_jobs_per_tenant(env), meter=meter
+    )
     services.console = ConsoleConfig.from_env(env)
     config = AuthConfig.from_env(env)
     return build_app(services, Authenticator(config, services.principals))

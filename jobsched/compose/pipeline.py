@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from jobsched.services.limits import LimitGate
     from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
     from jobsched.services.sweeper import Sweeper
+    from jobsched.services.usage import FunctionUsage
     from jobsched.services.worker import Worker
     from jobsched.services.workflows import WorkflowEngine
 
@@ -288,6 +289,23 @@ def worker_from_settings(
     store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
     backfills = backfill_service_from_settings(settings, clients, dynamo=dynamo)
     return Deliveries(worker, chunks, backfills, usage=usage, usage_store=store)
+
+
+def function_usage_from_settings(
+    settings: Settings, clients: Clients, clock: Clock, meter: Meter, function: str
+) -> FunctionUsage:
+    """Usage counting for ``function`` (a name of :data:`jobsched.runtime.resources.FUNCTIONS`): its
+    invocations' units, as ``meter`` (a :class:`~jobsched.services.usage.TenantMeter`; any other
+    meter counts nothing per tenant) saw them, and its duration at the function's memory, added to the
+    usage items in the Leases table once per invocation (decision 0059)."""
+    from jobsched.aws.usage_store import UsageStore
+    from jobsched.runtime.resources import FUNCTIONS
+    from jobsched.services.usage import FunctionUsage, UsageRecorder
+
+    memory = next(spec.memory_mb for spec in FUNCTIONS if spec.name == function)
+    dynamo = dynamo_for(settings, clients.dynamodb, meter)
+    store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
+    return FunctionUsage(UsageRecorder(obs.NullSink(), clock, meter), store, memory)
 
 
 def tenant_limits_from_settings(

@@ -94,9 +94,10 @@ class Deliveries(Generic[DefaultT]):
         deployment has none."""
         return next((h for h in self.handlers if isinstance(h, kind)), None)
 
-    def flush_usage(self) -> int:
+    def flush_usage(self, *, seconds: float | None = None, memory_mb: int = 0) -> int:
         """Add the usage counted so far to the usage items (the worker function calls this once per
-        invocation, after its batch); the number of items written."""
+        invocation, after its batch, with the invocation's ``seconds`` at ``memory_mb``: decision
+        0059); the number of items written."""
         if self.usage is None or self.usage_store is None:
             return 0
-        return self.usage.flush(self.usage_store)
+        return self.usage.flush(self.usage_store, seconds=seconds, memory_mb=memory_mb)

@@ -1,4 +1,4 @@
-"""Counting usage per tenant and day in the worker (docs/semantics/limits.md, "Usage").
+"""Counting usage per tenant and day (docs/semantics/limits.md, "Usage per tenant"; decision 0059).
 
 :class:`UsageRecorder` is a metric sink in front of the worker's own: every metric the worker and the
 limit gate emit while a run is handled is also counted for the run's tenant (read from the run's log
@@ -10,18 +10,24 @@ keys, :func:`jobsched.runtime.observability.current_run_keys`, bound for every t
   dead-lettered or lost to a takeover) and ``RunsCancelled``, so started = succeeded + failed +
   cancelled; ``RunsDeadLettered``, ``LimitWaits`` (``throttled_waits``).
 
-:class:`TenantMeter` is the worker's request meter that also keeps the units per tenant. At the end
+:class:`TenantMeter` is the request meter of the worker, the dispatcher, the sweeper and the API
+that also keeps the units per tenant, and splits what was done for no one tenant, with the
+invocation's Lambda duration and request, by the tenants' items each invocation touched. At the end
 of the invocation :meth:`UsageRecorder.flush` adds each (tenant, day) to its usage item: one write
-per tenant and day the invocation touched, and nothing when it handled no run. Metric names carry
-no tenant dimension: the per-tenant figures live in DynamoDB, not in CloudWatch metrics.
+per tenant and day the invocation served, and nothing when it served no tenant
+(:class:`FunctionUsage` wraps the dispatcher's, the sweeper's and the API's invocations). Metric
+names carry no tenant dimension: the per-tenant figures live in DynamoDB, not in CloudWatch metrics.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import math
 import threading
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+import time
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from jobsched.aws.metering import Meter
@@ -49,38 +55,132 @@ def _tenant() -> str | None:
     return tenant if isinstance(tenant, str) and tenant else None
 
 
+def _units() -> dict[str, float]:
+    return {"wru": 0.0, "rru": 0.0, "sqs": 0.0}
+
+
+def billed_gb_seconds(seconds: float, memory_mb: int) -> float:
+    """What Lambda bills for one invocation of ``seconds`` at ``memory_mb``: the duration rounded up to
+    a whole millisecond, times the memory in GB (the rule of :mod:`jobsched.bench.pricing`)."""
+    return math.ceil(max(0.0, seconds) * 1000 - 1e-9) / 1000 * (memory_mb / 1024)
+
+
 class TenantMeter(Meter):
-    """A :class:`Meter` that also adds each request's units to the tenant of the run being handled."""
+    """A :class:`Meter` that also keeps each request's units per tenant (decision 0059).
+
+    A request made in a tenant's lane (:func:`jobsched.runtime.observability.current_lane`: the run a
+    worker handles, the API caller's request, a backfill's tenant) is that tenant's: its units go to
+    :attr:`by_tenant` and it weighs 1 for the tenant. A request made for no one tenant (a dispatcher's
+    shard query, lease and job writes, a sweeper's scans, the event source mapping's receive and delete
+    of a worker batch) goes to :attr:`shared`, and each item it returned or wrote that carries a
+    ``tenant`` (a run, a job, ...) weighs 1 for that tenant. :meth:`settle`, once per invocation,
+    splits the shared units and the invocation's Lambda duration and request charge over the tenants
+    in proportion to their weights; an invocation that weighed no tenant (an idle tick) carries them
+    to the container's next invocation that does.
+    """
 
     def __init__(self) -> None:
         self._tenant_lock = threading.Lock()
-        self.by_tenant: defaultdict[str, dict[str, float]] = defaultdict(
-            lambda: {"wru": 0.0, "rru": 0.0, "sqs": 0.0}
-        )
+        self.by_tenant: defaultdict[str, dict[str, float]] = defaultdict(_units)
+        self.shared: dict[str, float] = {**_units(), "gb_seconds": 0.0, "invocations": 0.0}
+        self.weights: Counter[str] = Counter()
+        #: What counting itself cost (the usage writes' units and seconds), since this meter was made.
+        self.counting: dict[str, float] = {"wru": 0.0, "requests": 0.0, "gb_seconds": 0.0}
+        self._quiet = threading.local()
         super().__init__()
+
+    def _counting(self) -> bool:
+        return bool(getattr(self._quiet, "depth", 0))
+
+    @contextlib.contextmanager
+    def not_attributed(self) -> Iterator[None]:
+        """While active (this thread), requests are counted as counting's own cost, not a tenant's."""
+        self._quiet.depth = getattr(self._quiet, "depth", 0) + 1
+        try:
+            yield
+        finally:
+            self._quiet.depth -= 1
+
+    def _add(self, wru: float, rru: float, sqs: float, requests: int = 1) -> None:
+        if self._counting():
+            with self._tenant_lock:
+                self.counting["wru"] += wru
+                self.counting["requests"] += requests
+            return
+        tenant = obs.current_lane()
+        with self._tenant_lock:
+            units = self.by_tenant[tenant] if tenant else self.shared
+            units["wru"] += wru
+            units["rru"] += rru
+            units["sqs"] += sqs
+            if tenant:
+                self.weights[tenant] += 1
 
     def record_dynamodb(self, operation: str, *, wcu: float = 0.0, rcu: float = 0.0, **kw: Any) -> None:
         super().record_dynamodb(operation, wcu=wcu, rcu=rcu, **kw)
-        if (tenant := _tenant()) is not None:
-            with self._tenant_lock:
-                self.by_tenant[tenant]["wru"] += wcu
-                self.by_tenant[tenant]["rru"] += rcu
+        self._add(wcu, rcu, 0.0, kw.get("requests", 1))
 
     def record_sqs(self, operation: str, payload_bytes: Iterable[int]) -> None:
         sizes = list(payload_bytes)
         before = self.sqs_billed_requests
         super().record_sqs(operation, sizes)
-        if (tenant := _tenant()) is not None:
+        self._add(0.0, 0.0, self.sqs_billed_requests - before)
+
+    def record_items(self, wires: Iterable[Mapping[str, Any]]) -> None:
+        if self._counting() or obs.current_lane():
+            return  # a tenant's own request weighs 1 already
+        tenants = [t["S"] for w in wires if isinstance(t := w.get("tenant"), dict) and t.get("S")]
+        if tenants:
             with self._tenant_lock:
-                self.by_tenant[tenant]["sqs"] += self.sqs_billed_requests - before
+                self.weights.update(tenants)
+
+    def record_event_source(self, body_bytes: Iterable[int], *, deleted: bool) -> None:
+        """The event source mapping's requests for one worker batch, which the function never makes
+        itself: the ``ReceiveMessage`` that returned the records (billed per started 64 KiB) and, when
+        any record succeeded, the ``DeleteMessageBatch`` of those. Shared: split like the function's own
+        requests for no one tenant. Not added to this meter's own request counts."""
+        billed = max(1, math.ceil(sum(body_bytes) / (64 * 1024))) + (1 if deleted else 0)
+        with self._tenant_lock:
+            self.shared["sqs"] += billed
+
+    def record_invocation(self, seconds: float, memory_mb: int) -> None:
+        """One invocation of ``seconds`` at ``memory_mb``: its billed duration and request, shared."""
+        with self._tenant_lock:
+            self.shared["gb_seconds"] += billed_gb_seconds(seconds, memory_mb)
+            self.shared["invocations"] += 1
+
+    def record_counting_time(self, seconds: float, memory_mb: int) -> None:
+        """Seconds an invocation spent writing its usage (after :meth:`settle`): shared with the next
+        invocation's tenants, and counted as counting's own cost."""
+        with self._tenant_lock:
+            self.shared["gb_seconds"] += max(0.0, seconds) * (memory_mb / 1024)
+            self.counting["gb_seconds"] += max(0.0, seconds) * (memory_mb / 1024)
 
     def take_tenant_units(self) -> dict[str, dict[str, float]]:
+        """The units of the requests made in each tenant's lane since the last take (nothing shared)."""
         with self._tenant_lock:
-            taken, self.by_tenant = (
-                dict(self.by_tenant),
-                defaultdict(lambda: {"wru": 0.0, "rru": 0.0, "sqs": 0.0}),
-            )
+            taken, self.by_tenant = dict(self.by_tenant), defaultdict(_units)
         return taken
+
+    def settle(self) -> dict[str, dict[str, float]]:
+        """Per tenant: its own units plus its share (weight / all weights) of the shared units, Lambda
+        GB-seconds (``gb_seconds``) and invocations, since the last settle; keys ``wru``, ``rru``,
+        ``sqs``, ``gb_seconds``, ``invocations``. With no weight at all, the shared figures are kept
+        for the next settle."""
+        with self._tenant_lock:
+            own, self.by_tenant = dict(self.by_tenant), defaultdict(_units)
+            weights, self.weights = self.weights, Counter()
+            total = sum(weights.values())
+            out: dict[str, dict[str, float]] = {}
+            for tenant in set(own) | set(weights):
+                units = {**_units(), "gb_seconds": 0.0, "invocations": 0.0, **own.get(tenant, {})}
+                share = weights[tenant] / total if total else 0.0
+                for name, value in self.shared.items():
+                    units[name] += value * share
+                out[tenant] = units
+            if total:
+                self.shared = dict.fromkeys(self.shared, 0.0)
+        return out
 
 
 class UsageRecorder:
@@ -111,25 +211,60 @@ class UsageRecorder:
         self.inner.add(name, value)
 
     def take(self) -> list[DayUsage]:
-        """What was counted since the last take (units from the meter added), and forget it."""
-        units = self.meter.take_tenant_units() if isinstance(self.meter, TenantMeter) else {}
+        """What was counted since the last take (the meter's units and Lambda shares added, see
+        :meth:`TenantMeter.settle`), and forget it."""
+        units = self.meter.settle() if isinstance(self.meter, TenantMeter) else {}
         with self._lock:
             for tenant, spent in units.items():
                 usage = self._usage(tenant)
                 usage.add("wru", spent["wru"])
                 usage.add("rru", spent["rru"])
-                usage.add("sqs_requests", int(spent["sqs"]))
+                usage.add("sqs_requests", spent["sqs"])
+                usage.add("lambda_gb_seconds", spent["gb_seconds"])
+                usage.add("lambda_requests", spent["invocations"])
             taken, self._days = list(self._days.values()), {}
         return [u for u in taken if not u.is_empty()]
 
-    def flush(self, store: UsageRecords) -> int:
-        """Add what was counted to the usage items; the number of items written. A failed write is
-        logged and dropped (usage is an estimate; the run's own records are what is exact)."""
+    def flush(self, store: UsageRecords, *, seconds: float | None = None, memory_mb: int = 0) -> int:
+        """Add what was counted to the usage items; the number of items written. ``seconds``: the
+        invocation's duration so far, shared over its tenants at ``memory_mb`` (with a
+        :class:`TenantMeter`). Each item written carries its own write's unit (an ``ADD`` to an item
+        under 1 KB: 1 WRU); the seconds the writes take go to the next invocation's tenants. A failed
+        write is logged and dropped (usage is an estimate; the run's own records are what is exact)."""
+        meter = self.meter if isinstance(self.meter, TenantMeter) else None
+        if meter is not None and seconds is not None:
+            meter.record_invocation(seconds, memory_mb)
+        started = time.perf_counter()
         written = 0
-        for usage in self.take():
-            try:
-                store.add(usage)
-                written += 1
-            except Exception:
-                logger.exception("could not add usage of tenant %s on %s", usage.tenant, usage.day)
+        with meter.not_attributed() if meter is not None else contextlib.nullcontext():
+            for usage in self.take():
+                if meter is not None:
+                    usage.add("wru", 1.0)
+                try:
+                    store.add(usage)
+                    written += 1
+                except Exception:
+                    logger.exception("could not add usage of tenant %s on %s", usage.tenant, usage.day)
+        if meter is not None and seconds is not None:
+            meter.record_counting_time(time.perf_counter() - started, memory_mb)
         return written
+
+
+class FunctionUsage:
+    """A function's usage counting across its container's invocations (decision 0059): the dispatcher,
+    the sweeper and the API wrap each invocation in :meth:`invocation`, which times it and then adds
+    what it did for each tenant (its meter's units and shares) to the usage items, one write per
+    (tenant, day)."""
+
+    def __init__(self, recorder: UsageRecorder, store: UsageRecords, memory_mb: int):
+        self.recorder = recorder
+        self.store = store
+        self.memory_mb = memory_mb
+
+    @contextlib.contextmanager
+    def invocation(self) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.recorder.flush(self.store, seconds=time.perf_counter() - started, memory_mb=self.memory_mb)

@@ -101,3 +101,33 @@ def test_held_back_low_jobs_are_counted_in_the_summary_and_the_metric(
     [emf] = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
     assert emf["JobsHeldBack"] == [1.0]
     assert emf["_aws"]["CloudWatchMetrics"][0]["Dimensions"] == [["service"]]
+
+
+def test_a_tick_adds_each_tenant_it_served_its_share_once(aws_environ, dispatcher_fn):
+    """Given two acme jobs and one globex job every minute (decision 0059),
+    When one dispatcher invocation ticks every shard two minutes later,
+    Then one usage item per tenant holds the tick's requests for it and its share of the invocation:
+    the tenants' Lambda requests add up to the one invocation, acme's share (two jobs, their runs) is
+    larger than globex's, and no run is counted as started (the dispatcher starts none)."""
+    from jobsched.aws.metering import dynamo_for
+    from jobsched.aws.usage_store import UsageStore
+
+    pipeline = build_pipeline(aws_environ)
+    for tenant in ("acme", "acme", "globex"):
+        pipeline.jobs.create(
+            tenant, {"name": "m", "schedule": "* * * * *", "target": {"handler": "echo"}}, T0
+        )
+    dispatcher_fn.advance(minutes=2)
+
+    result = fn.handler({}, _Context())
+
+    assert result["runs_created"] == 6
+    store = UsageStore(
+        dynamo_for(aws_environ.settings, aws_environ.clients.dynamodb), aws_environ.settings.leases_table
+    )
+    days = {u.tenant: u for u in store.all_days(T0.date(), T0.date())}
+    assert set(days) == {"acme", "globex"}
+    assert sum(u.lambda_requests for u in days.values()) == pytest.approx(1.0)
+    assert days["acme"].lambda_requests > days["globex"].lambda_requests > 0
+    assert days["acme"].wru > days["globex"].wru > 1  # its runs, job advances, and the usage write
+    assert all(u.lambda_gb_seconds > 0 and u.sqs_requests > 0 and u.runs_started == 0 for u in days.values())

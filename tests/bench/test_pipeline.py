@@ -259,3 +259,39 @@ def test_the_simulation_runs_on_one_cpu_its_threads_too_and_the_caller_s_cpus_co
 
 def test_the_figures_say_which_cpus_the_simulation_ran_on(figures):
     assert figures["setup"]["cpus"] and all(isinstance(cpu, int) for cpu in figures["setup"]["cpus"])
+
+
+@pytest.fixture(scope="module")
+def counted() -> PipelineResult:
+    """A run at 20 jobs (a 15-minute window: 300 runs), so the sweeper's fixed writes every 5 minutes
+    are spread as in a deployment with more than a handful of jobs (decision 0059)."""
+    return run_pipeline(PipelineConfig(runs=100, jobs=20, echo_variant=False))
+
+
+def test_the_tenants_usage_adds_up_to_the_measured_cost_within_2_percent(figures, counted):
+    """Given the benchmark's window (its usage items read when the window starts and when it ends),
+    Then the tenants' estimated_usd added in it is the measured cost of the window within 2 %, at
+    both scales, and the report prints the comparison."""
+    from jobsched.bench.report import pipeline_text
+
+    for run in (figures, counted.to_dict()):
+        attribution = run["usage_attribution"]
+        assert set(attribution["tenants"]) == {"bench"}
+        assert attribution["measured_usd_per_million_runs"] == pytest.approx(
+            run["usd_per_million_runs"], abs=1e-3
+        )
+        assert abs(attribution["difference_pct"]) <= 2.0
+        assert "usage per tenant (decision 0059): tenants' estimated_usd" in pipeline_text(run)
+    assert counted.attribution_ok()
+
+
+def test_counting_every_function_raises_the_cost_per_run_by_at_most_1_percent(counted):
+    """Given the same run, Then the dispatcher's and the sweeper's usage writes (one per tick or sweep
+    that served the tenant) and the seconds they took cost at most 1 % of the rest of a run's cost,
+    measured from the writes the meters saw, not assumed."""
+    attribution = counted.to_dict()["usage_attribution"]
+    writes = attribution["counting_writes"]
+    assert writes["dispatcher"] >= 1 and writes["sweeper"] >= 1  # they counted
+    assert writes["worker"] >= counted.setup["worker_batches"] - 1  # one per batch (a tenant, a day)
+    assert 0 < attribution["counting_raise_pct"] <= 1.0
+    assert attribution["counting_raise_within_limit"]

@@ -117,3 +117,30 @@ def test_handler_serves_the_forecast_on_dynamodb(handler):
     )
     assert own["tenant"] == "acme" and own["total"] in (5, 6)  # 6 unless this minute's run is past
     assert every["tenant"] is None and every["total"] == own["total"]
+
+
+def test_each_request_adds_its_cost_to_the_callers_usage(handler, aws_environ):  # noqa: F811
+    """Given the api function (decision 0059),
+    When acme creates a job and then reads it,
+    Then acme's usage item of the day holds both invocations (2 Lambda requests, their duration) and
+    the DynamoDB units of the requests made for it, each invocation's write included; no other
+    tenant has an item."""
+    from datetime import UTC, datetime
+
+    from jobsched.aws.metering import dynamo_for
+    from jobsched.aws.usage_store import UsageStore
+    from jobsched.core.clock import FakeClock
+
+    at = datetime(2026, 3, 2, 23, 59, 59, tzinfo=UTC)
+    with api.seam.installed(clock=FakeClock(at)):  # the function's clock dates the item
+        created = handler(http_event("POST", "/jobs", body=JOB, headers=ACME), LambdaContext())
+        handler(http_event("GET", f"/jobs/{body_of(created)['id']}", headers=ACME), LambdaContext())
+
+    today = at.date()
+    settings = aws_environ.settings
+    store = UsageStore(dynamo_for(settings, aws_environ.clients.dynamodb), settings.leases_table)
+    [day] = store.all_days(today, today)
+    assert day.tenant == "acme"
+    assert day.lambda_requests == pytest.approx(2.0)
+    assert day.lambda_gb_seconds > 0 and day.wru > 2 and day.rru > 0
+    assert day.estimated_usd(512) > 0

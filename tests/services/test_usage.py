@@ -9,6 +9,7 @@ from datetime import timedelta
 
 import jobsched.targets.demo  # noqa: F401
 from jobsched.aws.clients import Clients  # noqa: F401
+from jobsched.aws.metering import dynamo_for
 from jobsched.aws.runs_store import RunsStore
 from jobsched.aws.usage_store import UsageStore
 from jobsched.compose.pipeline import worker_from_settings
@@ -44,7 +45,8 @@ def test_a_workers_runs_are_counted_per_tenant_and_day_and_added_once(aws, clock
         msg = message(store, f"job-{i}", tenant, at, target)
         deliveries.handle(Delivery.of(msg.to_json()), clock.now())
     assert deliveries.flush_usage() == 2
-    usage = UsageStore(deliveries.worker.attempts.dynamo, aws.settings.leases_table)
+    # read back through a table of its own: the worker's meter would count this read (decision 0059)
+    usage = UsageStore(dynamo_for(aws.settings, aws.clients.dynamodb), aws.settings.leases_table)
     [acme] = usage.tenant_days("acme", at.date(), at.date())
     assert (acme.day, acme.runs_started, acme.runs_succeeded, acme.runs_failed, acme.runs_dead_lettered) == (
         "2026-03-02",
