@@ -67,8 +67,9 @@ class ResumeOutcomeOut(BaseModel):
     next_at: str | None = Field(description="the job's next occurrence afterwards (null: none left)")
     decided: int = Field(description="occurrences the preview decided")
     complete: bool = Field(
-        description="false when more than 30,000 occurrences were missed: the preview decided the "
-        "first 30,000; the dispatcher decides the rest the same way on its next ticks"
+        description="false when the backlog is longer than the preview decides (it stops once 9,000 or "
+        "more are decided, at most about 10,000): the dispatcher decides the rest the same way on its "
+        "next ticks"
     )
 
 

@@ -4,8 +4,15 @@ paused job's resume preview, which is what the resume then does."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from datetime import timedelta
 
+import pytest
+
+from jobsched.core.models import RunState, Trigger
+from jobsched.core.run_records import new_run
+from tests.api.conftest import JOB
 from tests.api.events import ACME, GLOBEX, body_of
 from tests.aws.conftest import T0
 
@@ -67,8 +74,11 @@ def test_a_long_backlog_is_one_summary_cell_and_a_partial_preview(call, create_j
     clock.advance(timedelta(days=21))
     # When its history is read
     preview = {p["policy"]: p for p in history(call, job["id"])["resume_preview"]}
-    # Then the preview stops after 30,000 decided occurrences and says so
-    assert (preview["skip"]["decided"], preview["skip"]["complete"]) == (30_000, False)
+    # Then the preview stops after one planner pass (10,000 occurrences) and says so: under run_once
+    # the newest of them is kept undecided, as the dispatcher does while more are unread
+    assert (preview["skip"]["decided"], preview["skip"]["complete"]) == (10_000, False)
+    assert (preview["run_once"]["decided"], preview["run_once"]["runs_count"]) == (9_999, 0)
+    assert not preview["run_once"]["complete"]
     assert preview["skip"]["job_default"] is True
     # When it is resumed (skip) and the dispatcher has decided the whole backlog
     call("POST", f"/jobs/{job['id']}/resume", headers=ACME)
@@ -151,3 +161,47 @@ def test_bad_input_is_a_clear_4xx_naming_the_field(call, create_job):
         response = call("GET", f"/jobs/{job['id']}/history", headers=ACME, query=query)
         assert response["statusCode"] == status, (query, response["body"])
         assert name in body_of(response)["message"], (query, response["body"])
+
+
+@pytest.fixture
+def app(aws, clock):
+    """The API over ``aws``, its services kept at hand (``app.services``) for the meter and the store."""
+    from jobsched.api.app import build_app
+    from jobsched.api.auth import AuthConfig, Authenticator
+    from jobsched.compose.api import build_services
+    from tests.api.events import TOKENS
+
+    environ = {"JOBSCHED_AUTH_MODE": "token", "JOBSCHED_TENANT_TOKENS": json.dumps(TOKENS)}
+    services = build_services(aws.settings, aws.clients, clock)
+    built = build_app(services, Authenticator(AuthConfig.from_env(environ), services.principals))
+    built.services = services  # type: ignore[attr-defined]
+    return built
+
+
+@pytest.mark.units  # asserts read units: the metering adapter over the fakes' DynamoDB client
+def test_a_page_reads_the_job_and_its_cells_not_the_history(app, call):
+    # Given a job with 1,000 ended runs, one a minute
+    services = app.services
+    job = services.jobs.create("acme", {**JOB, "schedule": "* * * * *"}, T0)
+    store = services.runs.runs
+    done = [
+        replace(
+            new_run(job, T0 - timedelta(minutes=1000 - i), Trigger.SCHEDULE, T0),
+            state=RunState.SUCCEEDED,
+            finished_at=T0,
+        )
+        for i in range(1000)
+    ]
+    store.announce(done)
+    for run in done:
+        store.put_announced(run)
+    meter = store.dynamo.meter
+    meter.reset()
+    # When the newest page of 100 cells is read
+    body = history(call, job.id, limit="100")
+    # Then it holds 100 cells and cost the job's read and one Query of 100 run items: a few units,
+    # whatever the length of the history
+    assert len(body["cells"]) == 100
+    reads = meter.snapshot()["dynamodb"]["rcu"]
+    print(f"history page of 100 cells: {reads} read units")
+    assert reads <= 6
