@@ -35,7 +35,7 @@ from jobsched.ports.stores import JobRecords, RunRecords
 class HistoryPage:
     """``runs``: the page's records, oldest first; ``cursor``: the last run key read, for the next
     (older) page, None when the history ends there. ``changes``: the zone's offset changes from the
-    page's oldest record to its last upcoming fire (or ``until``)."""
+    page's oldest record to its newest record or last upcoming fire."""
 
     job: Job
     until: datetime
@@ -79,7 +79,7 @@ def job_history(
     instants = [r.scheduled_at for r in page] + [f.at for f in fires]
     changes: list[OffsetChange] = []
     if instants:
-        changes = offset_changes(ZoneInfo(job.timezone), min(instants), max([end, *instants]))
+        changes = offset_changes(ZoneInfo(job.timezone), min(instants), max(instants))
     return HistoryPage(
         job=job, until=end, runs=page, cursor=last, changes=changes, upcoming=fires, resume=resume
     )

@@ -152,6 +152,8 @@ def test_bad_input_is_a_clear_4xx_naming_the_field(call, create_job):
     cases = [
         ({"until": "2026-03-01T00:00:00"}, 422, "until"),
         ({"until": "yesterday"}, 422, "until"),
+        ({"until": "0001-01-01T00:30:00+23:00"}, 422, "until"),
+        ({"until": "9999-12-31T23:00:00Z"}, 422, "until"),
         ({"limit": "0"}, 422, "limit"),
         ({"limit": "201"}, 422, "limit"),
         ({"upcoming": "51"}, 422, "upcoming"),

@@ -60,10 +60,13 @@ def test_the_grid_of_a_paused_job_shows_what_happened_and_what_a_resume_would_do
     backfilled = alpha.request("POST", f"/jobs/{job_id}/backfill", body=window)["runs"]
     assert len(backfilled) == 9
     _until(
-        lambda: sum(
-            c["state"] == "succeeded" and c["trigger"] == "schedule" for c in _history(api, job_id)["cells"]
-        )
-        >= 2,
+        lambda: (
+            sum(
+                c["state"] == "succeeded" and c["trigger"] == "schedule"
+                for c in _history(api, job_id)["cells"]
+            )
+            >= 2
+        ),
         "two scheduled runs succeeding",
     )
     manual = alpha.trigger_job(job_id)["id"]
@@ -89,9 +92,11 @@ def test_the_grid_of_a_paused_job_shows_what_happened_and_what_a_resume_would_do
     expect(grid.locator("a[aria-label*='(backfill)']")).to_have_count(9)
     # the October change (UTC+02:00 to UTC+01:00 at 01:00 UTC) sits between the backfilled cells
     change = grid.locator("li.grid-change").first
-    expect(change).to_have_attribute("title", re.compile("UTC offset change at .*: UTC\\+02:00 to UTC\\+01:00"))
+    words = re.compile(r"UTC offset change at .*: UTC\+02:00 to UTC\+01:00")
+    expect(change).to_have_attribute("title", words)
     labels = grid.locator("li").evaluate_all(
-        "items => items.map(li => li.classList.contains('grid-change') ? '|' : li.firstElementChild.getAttribute('aria-label'))"
+        "items => items.map(li => li.classList.contains('grid-change') ? '|'"
+        " : li.firstElementChild.getAttribute('aria-label'))"
     )
     assert labels.index("|") == 4, labels  # 00:59:40, :45, :50, :55 before; 01:00:00 after
     expect(grid.locator("[aria-label*=': upcoming']")).to_have_count(10)

@@ -3,6 +3,7 @@ pause, resume, trigger now, backfill, and a job's runs. Each route calls one job
 
 import hashlib
 import re
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -51,6 +52,8 @@ from jobsched.services.jobs import JobService
 _JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _BACKFILL_ID = re.compile(r"^b[0-9a-f]{24}$")
 _VERSION = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
+#: The instants ``until`` may be (an offset next to year 1 or 9999 would leave what UTC can hold).
+_IN_RANGE = (datetime(1, 1, 2, tzinfo=UTC), datetime(9998, 12, 31, 23, 59, 59, tzinfo=UTC))
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"page size (default {DEFAULT_LIMIT})")]
 Cursor = Annotated[str | None, Query(max_length=2048, description="next_cursor of the previous page")]
@@ -408,6 +411,8 @@ def job_history_grid(
     job_id = job_id_of(job_id)
     if until is not None and (until.tzinfo is None or until.utcoffset() is None):
         raise ValidationError("until: needs a UTC offset or Z (e.g. 2026-11-01T00:00:00Z)", field="until")
+    if until is not None and not _IN_RANGE[0] <= until <= _IN_RANGE[1]:
+        raise ValidationError("until: must be from 0001-01-02 to 9998-12-31 (UTC)", field="until")
     scope = f"job-history:{tenant}:{job_id}"
     start = decode_cursor(cursor, scope=scope)
     history = job_history(
