@@ -23,7 +23,7 @@ class HistoryCellOut(BaseModel):
     local: str = Field(description="the same instant on the job's wall clock, with its offset")
     utc_offset_seconds: int
     state: RunStateName
-    trigger: str = Field(description="schedule, catchup, manual, backfill or replay")
+    trigger: str = Field(description="schedule, catchup, manual or backfill")
     skip_reason: str | None = Field(
         default=None,
         description="skipped records: misfire, dst_gap, overlap, replaced, paused, rescheduled or deleted",
