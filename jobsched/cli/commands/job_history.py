@@ -108,7 +108,7 @@ def grid_line(body: dict) -> str:
     changes = sorted(c["at"] for c in body.get("dst_changes") or [])
     instants = [(c["scheduled_at"], mark(c)) for c in body.get("cells") or []]
     instants += [(f["at"], UPCOMING_MARK) for f in body.get("upcoming") or []]
-    line = []
+    line: list[str] = []
     pending = list(changes)
     for at, char in instants:
         while pending and pending[0] <= at:
