@@ -11,19 +11,11 @@ from typing import Any
 
 import pytest
 
-from tests.console.conftest import screenshot_dir
+from tests.console.conftest import axe_violations, screenshot_dir
 
 pytestmark = pytest.mark.slow  # a browser and a jobsched dev: seconds, not milliseconds
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
-axe_module = pytest.importorskip(
-    "axe_playwright_python.sync_playwright", reason="axe-playwright-python is not installed"
-)
-
-
-def _violations(page: Any) -> str:
-    results = axe_module.Axe().run(page)
-    return "" if results.violations_count == 0 else results.generate_report()
 
 
 def _until(check: Any, what: str, timeout: float = 60.0) -> Any:
@@ -111,7 +103,7 @@ def test_the_grid_of_a_paused_job_shows_what_happened_and_what_a_resume_would_do
     table = page.locator("#history-table")
     expect(table.locator("tr.change-row")).to_have_count(1)
     expect(table.locator("tr.change-row")).to_contain_text("UTC+02:00 → UTC+01:00")
-    report = _violations(page)
+    report = axe_violations(page)
     assert not report, report
     shots = screenshot_dir()
     if shots:
