@@ -32,9 +32,9 @@ _STEP = timedelta(days=1)
 #: spans its whole history; offset changes older than that within the span are not marked.
 MAX_SCAN_DAYS = 20_000
 #: A resume preview stops after the planner pass that brings its decided occurrences to this many (a
-#: pass reads at most 10,000, so at most about 10,000 are decided): each occurrence costs the time core
-#: about 0.13 ms, and the API answers the three policies within about 4 s at worst. A longer backlog is
-#: previewed in part (``complete`` false); the dispatcher's next ticks decide the rest the same way.
+#: pass reads at most 10,000, so at most about 10,000 are decided): each occurrence costs the planner
+#: about 0.13-0.16 ms, so the three policies take under 5 s at worst (docs/performance.md). A longer
+#: backlog is previewed in part (``complete`` false); the dispatcher's next ticks decide the rest alike.
 MAX_PREVIEW_DECIDED = 9_000
 #: Runs listed one by one in a resume preview (the count covers them all).
 PREVIEW_RUNS_LISTED = 20
