@@ -130,7 +130,7 @@ function CellTable({ page, timezone }) {
         ? html`<tr class="change-row"><td colspan="5">UTC offset changes at <${At} iso=${e.at} timezone=${timezone} />: ${offsetText(e.change.before_seconds / 60)} → ${offsetText(e.change.after_seconds / 60)}</td></tr>`
         : e.kind === "upcoming"
           ? html`<tr><td><${At} iso=${e.at} timezone=${timezone} /></td><td>${e.fire.local.slice(19) || "—"}</td>
-              <td>upcoming${e.fire.note ? html` — <strong>${e.fire.note}</strong>: ${NOTES[e.fire.note] || ""}` : ""}</td><td>schedule</td><td class="muted">not made yet</td></tr>`
+              <td>upcoming${e.fire.note ? html` — <strong>${e.fire.note}</strong>: ${NOTES[e.fire.note] || ""}` : ""}</td><td>schedule</td><td class="muted">—</td></tr>`
           : html`<tr><td><${At} iso=${e.at} timezone=${timezone} /></td><td>${offsetText(e.cell.utc_offset_seconds / 60)}</td>
               <td>${outcomeText(e.cell, timezone)}${e.cell.state === "skipped" && SKIP_WORDS[e.cell.skip_reason] ? html` <span class="muted">(${SKIP_WORDS[e.cell.skip_reason]})</span>` : ""}</td>
               <td>${e.cell.trigger}</td><td><${ShortId} id=${e.cell.run_id} href=${link("runs", e.cell.run_id)} /></td></tr>`)}</tbody>
