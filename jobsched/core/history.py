@@ -38,6 +38,10 @@ MAX_SCAN_DAYS = 20_000
 MAX_PREVIEW_DECIDED = 9_000
 #: Runs listed one by one in a resume preview (the count covers them all).
 PREVIEW_RUNS_LISTED = 20
+#: Planner passes a preview makes per policy at most: ``run_all`` with ``max_catchup`` 10,000 needs 21
+#: (a pass queues at most 500 runs, as a dispatcher tick does); the bound also ends the loop should a
+#: pass ever decide nothing.
+MAX_PREVIEW_PASSES = 50
 _NO_HORIZON = timedelta(0)
 
 
@@ -157,24 +161,32 @@ class ResumeOutcome:
 
 
 def resume_preview(
-    job: Job, now: datetime, previous: Run | None, *, max_decided: int = MAX_PREVIEW_DECIDED
+    job: Job,
+    now: datetime,
+    previous: Run | None,
+    *,
+    max_decided: int = MAX_PREVIEW_DECIDED,
+    max_passes: int = MAX_PREVIEW_PASSES,
 ) -> list[ResumeOutcome]:
     """For each misfire policy, what a resume of the paused ``job`` at ``now`` would do (``previous``:
     its latest run, which the overlap policies other than ``allow`` look at, as the dispatcher does).
 
     Each outcome comes from the dispatcher's planner run on :func:`resumed` ``(job, now, policy)``
     with no look-ahead, tick after tick (each tick's fired run the next one's previous run) until
-    the job's cursor is past ``now`` — the runs queued ahead of their instant afterwards are the
-    same under every policy, and are the :func:`upcoming` ones.
+    the job's cursor is past ``now`` (or ``max_decided`` occurrences or ``max_passes`` passes, then
+    ``complete`` is false) — the runs queued ahead of their instant afterwards are the same under every
+    policy, and are the :func:`upcoming` ones.
     """
     require_aware(now, "now")
-    return [_outcome(job, now, previous, policy, max_decided) for policy in MISFIRE_POLICIES]
+    return [_outcome(job, now, previous, policy, max_decided, max_passes) for policy in MISFIRE_POLICIES]
 
 
-def _outcome(job: Job, now: datetime, previous: Run | None, policy: str, max_decided: int) -> ResumeOutcome:
+def _outcome(
+    job: Job, now: datetime, previous: Run | None, policy: str, max_decided: int, max_passes: int
+) -> ResumeOutcome:
     outcome = ResumeOutcome(policy=policy)
     current = resumed(job, now, policy)
-    while True:
+    for passes in range(1, max_passes + 1):
         plan = plan_job(current, now, _NO_HORIZON, previous, lookahead=_NO_HORIZON)
         if plan.hold:
             break
@@ -194,7 +206,7 @@ def _outcome(job: Job, now: datetime, previous: Run | None, policy: str, max_dec
         due = [t for t in (current.next_due_at, current.buffered_at) if t is not None]
         if current.state is not JobState.ACTIVE or not due or min(due) > now:
             break
-        if outcome.decided >= max_decided:
+        if outcome.decided >= max_decided or passes == max_passes:
             outcome.complete = False
             break
     outcome.next_at = current.next_due_at if current.state is JobState.ACTIVE else None

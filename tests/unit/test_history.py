@@ -155,3 +155,23 @@ def test_an_overlap_policy_sees_the_previous_run_as_the_dispatcher_does():
     outcomes = {o.policy: o for o in resume_preview(job, now, ended)}
     assert outcomes["run_all"].runs == [(T0 + timedelta(hours=1), Trigger.CATCHUP)]
     assert outcomes["run_all"].skipped == {"overlap": 2}
+
+
+def test_a_preview_that_needs_more_passes_than_allowed_says_it_is_partial():
+    # Given a per-minute job with run_all and max_catchup 1,000, paused for a day: 1,441 occurrences due,
+    # the last two late by at most the 60 s grace (on time), 1,439 missed
+    job = _job(
+        schedule="* * * * *",
+        misfire_policy="run_all",
+        max_catchup=1000,
+        state=JobState.PAUSED,
+        next_due_at=T0,
+    )
+    now = T0 + timedelta(days=1)
+    # When previewed with one planner pass (a pass queues at most 500 runs, as a tick does)
+    one = {o.policy: o for o in resume_preview(job, now, None, max_passes=1)}["run_all"]
+    # Then it is partial, and with the default passes it is whole: the newest 1,000 missed and the two on
+    # time run, the 439 older ones are recorded skipped
+    assert (one.runs_count, one.complete) == (500, False)
+    whole = {o.policy: o for o in resume_preview(job, now, None)}["run_all"]
+    assert (whole.runs_count, whole.skipped, whole.complete) == (1002, {"misfire": 439}, True)
