@@ -68,8 +68,8 @@ class ResumeOutcomeOut(BaseModel):
     decided: int = Field(description="occurrences the preview decided")
     complete: bool = Field(
         description="false when the backlog is longer than the preview decides (it stops once 9,000 or "
-        "more are decided, at most about 10,000): the dispatcher decides the rest the same way on its "
-        "next ticks"
+        "more are decided, at most about 10,000, or after 50 planner passes): the dispatcher decides the "
+        "rest the same way on its next ticks"
     )
 
 
