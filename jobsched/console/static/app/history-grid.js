@@ -116,6 +116,7 @@ function Legend() {
   const skip = Object.entries(SKIP_MARKS).map(([r, m]) => html`<li><span class="grid-cell grid-skipped" aria-hidden="true">${m}</span> skipped: ${r}</li>`);
   return html`<ul class="grid-legend" aria-label="Legend">${state}${skip}
     <li><span class="grid-cell grid-skipped grid-summary" aria-hidden="true">M</span> many occurrences in one record</li>
+    <li><span class="grid-cell state-bg-succeeded grid-manual" aria-hidden="true">+</span> a manual or backfill run (underlined)</li>
     <li><span class="grid-cell grid-upcoming" aria-hidden="true">·</span> upcoming (<strong>!</strong> moved or doubled by DST)</li>
     <li><span class="grid-change grid-change-key" aria-hidden="true"></span> UTC offset change</li></ul>`;
 }
