@@ -207,3 +207,30 @@ def test_a_page_reads_the_job_and_its_cells_not_the_history(app, call):
     reads = meter.snapshot()["dynamodb"]["rcu"]
     print(f"history page of 100 cells: {reads} read units")
     assert reads <= 6
+
+
+@pytest.mark.parametrize("policy", ["run_once", "run_all", "skip"])
+@pytest.mark.parametrize("overlap", ["allow", "skip"])
+def test_each_policys_preview_is_what_a_resume_with_it_does(call, create_job, clock, policy, overlap):
+    # Given an every-10-minutes job, paused at 12:05 and read at 13:02:30; under overlap skip its 12:00
+    # run, still queued, makes the dispatcher skip what would run after it
+    job = create_job(ACME, schedule="*/10 * * * *", overlap_policy=overlap)
+    clock.advance(minutes=5)
+    call("POST", f"/jobs/{job['id']}/pause", headers=ACME)
+    clock.set(T0 + timedelta(hours=1, minutes=2, seconds=30))
+    preview = {p["policy"]: p for p in history(call, job["id"])["resume_preview"]}[policy]
+    # When the job is resumed with that policy
+    body = {"misfire_policy": policy}
+    assert call("POST", f"/jobs/{job['id']}/resume", body=body, headers=ACME)["statusCode"] == 200
+    # Then the records the resume made are the preview's: its runs queued with their triggers, its
+    # skipped occurrences recorded with their reasons, nothing else after the 12:00 run
+    cells = [c for c in history(call, job["id"])["cells"] if c["scheduled_at"] > "2026-03-02T12:00:00.000Z"]
+    runs = [{"at": c["scheduled_at"], "trigger": c["trigger"]} for c in cells if c["state"] != "skipped"]
+    skipped: dict[str, int] = {}
+    for c in cells:
+        if c["state"] == "skipped":
+            skipped[c["skip_reason"]] = skipped.get(c["skip_reason"], 0) + (c["skipped_count"] or 1)
+    assert (runs, skipped) == (preview["runs"], preview["skipped"])
+    assert preview["decided"] == 6  # 12:10 ... 13:00
+    expected_runs = {"run_once": 1, "run_all": 6, "skip": 0}[policy] if overlap == "allow" else 0
+    assert len(runs) == expected_runs
