@@ -121,11 +121,22 @@ def test_the_grid_of_a_paused_job_shows_what_happened_and_what_a_resume_would_do
     expect(tab.heading(re.compile("^Run"))).to_be_visible()
     assert backfilled[1]["id"] in page.url
 
-    # When the job is resumed with the skip policy, the occurrences it missed are recorded misfire
-    alpha.resume_job(job_id, misfire_policy="skip")
+    # When the job is resumed from its page with the skip policy, its dialog having said what each
+    # choice would do now, the occurrences it missed are recorded misfire
     tab.open(f"jobs/{job_id}")
+    page.get_by_role("button", name="Resume grid.ticker").click()
+    dialog = page.get_by_role("dialog", name="Resume grid.ticker")
+    skip_choice = dialog.locator("label.choice", has_text=re.compile(r"^\s*skip:"))
+    expect(skip_choice).to_contain_text(re.compile(r"If resumed now: \d+ runs? queued, \d+ recorded skipped"))
+    expect(dialog.locator("label.choice").first).to_contain_text("If resumed now:")  # the job's own
+    report = axe_violations(page)
+    assert not report, report
+    skip_choice.get_by_role("radio").check()
+    dialog.get_by_role("button", name="Resume").click()
+    expect(dialog).to_be_hidden()
     expect(grid.locator("a[aria-label*='skipped: misfire']").first).to_be_visible()
     expect(page.locator("#resume-table")).to_have_count(0)  # active again: no preview
+    assert alpha.get_job(job_id)["state"] == "active"
     alpha.pause_job(job_id)  # stop it: the module's jobsched dev runs other tests next
     assert tab.errors == []
 
