@@ -59,13 +59,14 @@ def job_history(
     upcoming_count: int = 10,
 ) -> HistoryPage:
     """One page of the history of ``tenant``'s job ``job_id``: its records scheduled at or before
-    ``until`` (default ``now``), newest first from ``cursor`` on, returned oldest first.
+    ``until`` (default ``now``; a later instant counts as ``now``), newest first from ``cursor`` on,
+    returned oldest first.
 
     The next fires and the resume preview come with the first page only (no ``cursor``, ``until`` not
     given or not before ``now``): they follow the newest records.
     """
     job = jobs.get(tenant, job_id)  # another tenant's job is not found
-    end = until or now
+    end = now if until is None else min(until, now)  # the history is the past: runs queued ahead are upcoming
     page, last = runs.list_for_job(job_id, limit=limit, start_after=cursor, until=end)
     page.reverse()
     latest = cursor is None and end >= now

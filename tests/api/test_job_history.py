@@ -234,3 +234,13 @@ def test_each_policys_preview_is_what_a_resume_with_it_does(call, create_job, cl
     assert preview["decided"] == 6  # 12:10 ... 13:00
     expected_runs = {"run_once": 1, "run_all": 6, "skip": 0}[policy] if overlap == "allow" else 0
     assert len(runs) == expected_runs
+
+
+def test_an_until_after_now_reads_up_to_now(call, create_job):
+    # Given a job whose 12:00:30 run is queued ahead at 12:00 (inside the look-ahead)
+    job = create_job(ACME, schedule="30 0 12 * * *")
+    # When its history is read up to tomorrow
+    body = history(call, job["id"], until="2026-03-03T12:00:00Z")
+    # Then the page ends now: the queued run is not a cell, it is the first upcoming fire
+    assert (body["until"], body["cells"]) == ("2026-03-02T12:00:00.000Z", [])
+    assert body["upcoming"][0]["at"] == "2026-03-02T12:00:30.000Z"

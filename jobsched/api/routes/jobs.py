@@ -402,7 +402,10 @@ def job_history_grid(
     clock: ClockDep,
     until: Annotated[
         Instant | None,
-        Query(description="records scheduled at or before this instant, with an offset or Z (default: now)"),
+        Query(
+            description="records scheduled at or before this instant, with an offset or Z (default, "
+            "and at most: now)"
+        ),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="cells per page (default 100)")] = 100,
     cursor: Cursor = None,
