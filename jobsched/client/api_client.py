@@ -267,6 +267,19 @@ class ApiClient:
     def job_runs_path(job_id: str) -> str:
         return f"/jobs/{_seg(job_id)}/runs"
 
+    def job_history(
+        self,
+        job_id: str,
+        *,
+        until: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        upcoming: int | None = None,
+    ) -> dict:
+        """A page of the job's history as a grid (``GET /jobs/{id}/history``, decision 0063)."""
+        query = {"until": until, "limit": limit, "cursor": cursor, "upcoming": upcoming}
+        return self.request("GET", f"/jobs/{_seg(job_id)}/history", query=query)
+
     # --- runs -------------------------------------------------------------------------------------
 
     def list_runs(self, *, limit: int | None = None, cursor: str | None = None, **filters: Any) -> dict:

@@ -23,6 +23,7 @@ from jobsched.core.dispatch_plan import first_fire_after, schedule_of
 from jobsched.core.edits import SKIP_REASON_RESCHEDULED, TIMING_FIELDS, touches_runs
 from jobsched.core.errors import ConflictError, PreconditionFailedError, ValidationError
 from jobsched.core.handlers import DrainingVersionError, HandlerCatalog, pinned_versions
+from jobsched.core.history import resumed
 from jobsched.core.job_specs import (
     CheckedSpec,
     check_contract,
@@ -295,16 +296,7 @@ class JobService:
         def build(current: Job) -> Job:
             if current.state is not JobState.PAUSED:
                 raise ConflictError(f"job {job_id} is {current.state}; only a paused job can be resumed")
-            state = JobState.ACTIVE if current.next_due_at or current.buffered_at else JobState.COMPLETED
-            return replace(
-                current,
-                state=state,
-                paused_note=None,
-                paused_at=None,
-                misfire_override=misfire_policy,
-                version=current.version + 1,
-                updated_at=now,
-            )
+            return resumed(current, now, misfire_policy)  # also what the history's resume preview plans
 
         job = self._write(tenant, job_id, None, build)
         return self._dispatch_if_due(job, now)

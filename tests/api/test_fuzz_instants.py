@@ -20,6 +20,7 @@ NOT_DATE_TIMES = ["0", "-1", "1700000000", "123.5", "2026-01-01", "2026-01-01T00
         ("/schedules/preview", "after"),
         ("/stats", "from"),
         ("/stats", "to"),
+        ("/jobs/job-0001/history", "until"),
     ],
 )
 def test_an_instant_query_that_is_not_an_rfc_3339_date_time_is_422_naming_it(call, path, name, value):

@@ -46,6 +46,7 @@ def test_openapi_lists_every_route(call):
         ("POST", "/jobs/{job_id}/backfill"),
         ("GET", "/jobs/{job_id}/backfills/{backfill_id}"),
         ("GET", "/jobs/{job_id}/runs"),
+        ("GET", "/jobs/{job_id}/history"),
         ("GET", "/runs"),
         ("GET", "/runs/{run_id}"),
         ("POST", "/runs/{run_id}/cancel"),

@@ -29,6 +29,7 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("GET", "/jobs/{job_id}/backfills/{backfill_id}"): ("jobs", "backfill-status", "job-0001",
                                                         "b" + "0" * 24),
     ("GET", "/jobs/{job_id}/runs"): ("jobs", "runs", "job-0001"),
+    ("GET", "/jobs/{job_id}/history"): ("jobs", "history", "job-0001"),
     ("GET", "/runs"): ("runs", "list"),
     ("GET", "/runs/{run_id}"): ("runs", "get", RUN_ID),
     ("POST", "/runs/{run_id}/cancel"): ("runs", "cancel", RUN_ID),

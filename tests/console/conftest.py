@@ -132,3 +132,13 @@ def console(browser: Any, dev: DevProcess) -> Iterator[Callable[[], Console]]:
 def screenshot_dir() -> Path | None:
     value = os.environ.get(ENV_SCREENSHOTS, "").strip()
     return Path(value) if value else None
+
+
+def axe_violations(page: Any) -> str:
+    """axe-core's report of ``page``'s violations, empty when there are none (the test is skipped
+    without axe-playwright-python)."""
+    axe = pytest.importorskip(
+        "axe_playwright_python.sync_playwright", reason="axe-playwright-python is not installed"
+    )
+    results = axe.Axe().run(page)
+    return "" if results.violations_count == 0 else results.generate_report()

@@ -66,6 +66,7 @@ def _routes(world: World) -> list[tuple[str, str, Any, dict[str, str] | None]]:
             None,
         ),
         ("GET", f"/jobs/{job_id}/runs", None, None),
+        ("GET", f"/jobs/{job_id}/history", None, None),
         ("GET", f"/runs/{run_id}", None, None),
         ("POST", f"/runs/{run_id}/cancel", {}, None),
         ("POST", f"/runs/{run_id}/retry", {}, None),

@@ -3,6 +3,7 @@ pause, resume, trigger now, backfill, and a job's runs. Each route calls one job
 
 import hashlib
 import re
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import Response, content_types
@@ -11,6 +12,7 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Header, Que
 
 from jobsched.api.deps import BackfillsDep, ClockDep, IdempotencyDep, JobsDep, QuotaDep, Tenant
 from jobsched.api.errors import BadRequestError, PreconditionRequiredError, error_body
+from jobsched.api.history_schemas import HistoryOut, history_view
 from jobsched.api.idempotency import (
     Claim,
     IdempotencyStore,
@@ -25,6 +27,7 @@ from jobsched.api.schemas import (
     BackfillIn,
     BackfillOut,
     DeletedOut,
+    Instant,
     JobIn,
     JobList,
     JobOut,
@@ -43,11 +46,14 @@ from jobsched.core.backfills import SYNC_MAX_OCCURRENCES
 from jobsched.core.clock import Clock
 from jobsched.core.errors import JobschedError, NotFoundError, ValidationError
 from jobsched.core.models import Job, to_iso
+from jobsched.services.job_history import job_history
 from jobsched.services.jobs import JobService
 
 _JOB_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 _BACKFILL_ID = re.compile(r"^b[0-9a-f]{24}$")
 _VERSION = re.compile(r'^(?:W/)?"?(\d{1,18})"?$')
+#: The instants ``until`` may be (an offset next to year 1 or 9999 would leave what UTC can hold).
+_IN_RANGE = (datetime(1, 1, 2, tzinfo=UTC), datetime(9998, 12, 31, 23, 59, 59, tzinfo=UTC))
 
 Limit = Annotated[int, Query(ge=1, le=MAX_LIMIT, description=f"page size (default {DEFAULT_LIMIT})")]
 Cursor = Annotated[str | None, Query(max_length=2048, description="next_cursor of the previous page")]
@@ -381,3 +387,46 @@ def job_runs(
         tenant, job_id, limit=limit, cursor=(start or {}).get("after"), now=clock.now(), upcoming=upcoming
     )
     return RunList(**page([run_view(r) for r in runs], {"after": last} if last else None, scope=scope))
+
+
+@history_router.get(
+    "/jobs/<job_id>/history",
+    tags=["jobs"],
+    summary="A job's history as a grid: its run records by scheduled instant (skipped ones with their "
+    "reason), its zone's offset changes, its next fires, and a paused job's resume preview",
+)
+def job_history_grid(
+    job_id: str,
+    tenant: Tenant,
+    jobs: JobsDep,
+    clock: ClockDep,
+    until: Annotated[
+        Instant | None,
+        Query(
+            description="records scheduled at or before this instant, with an offset or Z (default, "
+            "and at most: now)"
+        ),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="cells per page (default 100)")] = 100,
+    cursor: Cursor = None,
+    upcoming: Annotated[int, Query(ge=0, le=50, description="next fires to add (default 10)")] = 10,
+) -> HistoryOut:
+    job_id = job_id_of(job_id)
+    if until is not None and (until.tzinfo is None or until.utcoffset() is None):
+        raise ValidationError("until: needs a UTC offset or Z (e.g. 2026-11-01T00:00:00Z)", field="until")
+    if until is not None and not _IN_RANGE[0] <= until <= _IN_RANGE[1]:
+        raise ValidationError("until: must be from 0001-01-02 to 9998-12-31 (UTC)", field="until")
+    scope = f"job-history:{tenant}:{job_id}"
+    start = decode_cursor(cursor, scope=scope)
+    history = job_history(
+        jobs.jobs,
+        jobs.runs,
+        tenant,
+        job_id,
+        now=clock.now(),
+        until=until,
+        limit=limit,
+        cursor=(start or {}).get("after"),
+        upcoming_count=upcoming,
+    )
+    return history_view(history, scope)

@@ -1,4 +1,5 @@
-"""`jobsched jobs create|list|get|update|pause|resume|trigger|backfill|delete`: job definitions over the API.
+"""`jobsched jobs create|list|get|update|pause|resume|trigger|backfill|delete|runs|history`: jobs over the
+API.
 
 A job can be described with flags (``--name --schedule --handler ...``) or with ``--file job.json``
 (the body of ``POST /jobs``); flags given next to ``--file`` override the file's fields. ``update``
@@ -25,6 +26,7 @@ from jobsched.cli.commands._output import (
     render_table,
     short_time,
 )
+from jobsched.cli.commands.job_history import add_history_parser
 from jobsched.client import ApiClient, ApiError, is_backfill
 
 PRIORITIES = ("high", "default", "low")
@@ -122,6 +124,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     runs.add_argument("--cursor", help="start at this page (the next_cursor of a previous page)")
     runs.add_argument("--all", action="store_true", help="follow next_cursor through every page")
     runs.set_defaults(func=cmd_runs)
+    add_history_parser(sub, common)
 
     update = sub.add_parser(
         "update",

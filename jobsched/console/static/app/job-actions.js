@@ -1,7 +1,7 @@
 // Pause (with a note), resume (with a misfire choice), trigger now, edit, delete — for one job.
 // Used by the Jobs list and the job page; every action is one public API call.
 import { useState } from "preact/hooks";
-import { api, post } from "./api.js";
+import { api, get, post } from "./api.js";
 import { MISFIRE } from "./format.js";
 import { Dialog, ErrorBox, html, link, parseJsonObject, useAction } from "./ui.js";
 
@@ -18,6 +18,7 @@ export function JobActions({ job, onChanged, compact }) {
   const [misfire, setMisfire] = useState("");
   const [edit, setEdit] = useState(null);
   const [triggered, setTriggered] = useState(null);
+  const [preview, setPreview] = useState(null); // what a resume now would do, per policy (GET /jobs/{id}/history)
   const action = useAction();
   const close = () => { setOpen(null); action.setError(null); };
   const done = async (call) => {
@@ -46,9 +47,20 @@ export function JobActions({ job, onChanged, compact }) {
     if (run) { setTriggered(run); onChanged?.(run); }
   };
   const ownPolicy = MISFIRE[job.misfire_policy];
+  const openResume = () => {
+    setMisfire(""); setPreview(null); setOpen("resume");
+    get(`/jobs/${encodeURIComponent(job.id)}/history?limit=1&upcoming=0`)
+      .then((h) => setPreview(Object.fromEntries((h.resume_preview || []).map((p) => [p.policy, p]))))
+      .catch(() => setPreview({}));
+  };
+  const ifNow = (value) => {
+    const p = preview?.[value || job.misfire_policy];
+    if (!p) return null;
+    return html`<br /><span class="muted">If resumed now: ${p.runs_count} run${p.runs_count === 1 ? "" : "s"} queued, ${p.skipped_count} recorded skipped${p.complete ? "" : " (of the first missed occurrences; the later ones alike)"}.</span>`;
+  };
   return html`<div class="actions">
     ${job.state === "active" && html`<button type="button" onClick=${() => { setNote(""); setOpen("pause"); }} aria-label=${"Pause " + name}>Pause</button>`}
-    ${job.state === "paused" && html`<button type="button" onClick=${() => { setMisfire(""); setOpen("resume"); }} aria-label=${"Resume " + name}>Resume</button>`}
+    ${job.state === "paused" && html`<button type="button" onClick=${openResume} aria-label=${"Resume " + name}>Resume</button>`}
     <button type="button" onClick=${trigger} disabled=${action.busy} aria-label=${"Trigger " + name + " now"}>Trigger now</button>
     <button type="button" onClick=${openEdit} aria-label=${"Edit " + name}>Edit</button>
     <button type="button" class="danger" onClick=${() => setOpen("delete")} aria-label=${"Delete " + name}>Delete</button>
@@ -69,7 +81,7 @@ export function JobActions({ job, onChanged, compact }) {
         <fieldset><legend>Occurrences missed while paused</legend>
           ${RESUME_CHOICES.map(([value, label]) => html`<label class="choice">
             <input type="radio" name="misfire" value=${value} checked=${misfire === value} onChange=${() => setMisfire(value)} />
-            <span><strong>${label}</strong>: ${value ? MISFIRE[value] : `${job.misfire_policy} — ${ownPolicy}`}</span>
+            <span><strong>${label}</strong>: ${value ? MISFIRE[value] : `${job.misfire_policy} — ${ownPolicy}`}${ifNow(value)}</span>
           </label>`)}
         </fieldset>
         <p class="muted">Runs the pause withdrew that are still ahead of their due time are queued again either way.</p>

@@ -1,7 +1,9 @@
-// One job: its definition and policies in words, fire times around the next DST change (from the
-// schedule preview), and a timeline of its runs, skipped occurrences and their reasons included.
+// One job: its history as a grid (history-grid.js), its definition and policies in words, fire times
+// around the next DST change (from the schedule preview), and a timeline of its runs, skipped
+// occurrences and their reasons included.
 import { get, query } from "./api.js";
 import { handlerOf, NOTES, nextOffsetChange, offsetText, policiesInWords, scheduleInWords } from "./format.js";
+import { HistoryGrid } from "./history-grid.js";
 import { JobActions } from "./job-actions.js";
 import { Badge, ErrorBox, html, Json, link, usePoll, When } from "./ui.js";
 
@@ -62,6 +64,7 @@ export function JobDetail({ id }) {
     <${ErrorBox} error=${error} />
     ${job.paused_note && html`<p class="notice">Paused: ${job.paused_note}</p>`}
     <${JobActions} job=${job} onChanged=${reload} />
+    <${HistoryGrid} job=${job} />
     <h2>Definition</h2>
     <dl class="props">
       <dt>Id</dt><dd><code>${job.id}</code> (version ${job.version})</dd>
