@@ -164,6 +164,10 @@ class StackConfig:
     #: max_concurrency, i.e. never raised); at least max_concurrency, at most 1000, and within the
     #: reserved concurrency of high and long (a ceiling above a reservation would throttle).
     capacity_max_concurrency: dict[str, int] = field(default_factory=dict)
+    #: The most container tasks the capacity function keeps running ahead of a forecast peak, as the
+    #: container service's scalable-target MinCapacity (0, the default: never raised, and the
+    #: function gets no Application Auto Scaling grant); at most container_max_tasks.
+    capacity_max_warm_tasks: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= DUE_PARTITIONS:
@@ -278,6 +282,17 @@ class StackConfig:
                     f"concurrency ({reserved}): raise {kind}_reserved_concurrency to at least {cap}, or "
                     "set it to 0 (no reservation)"
                 )
+
+        if not 0 <= self.capacity_max_warm_tasks <= self.container_max_tasks:
+            raise ConfigError(
+                f"capacity_max_warm_tasks must be 0 (never raised) to container_max_tasks "
+                f"({self.container_max_tasks}), got {self.capacity_max_warm_tasks}"
+            )
+        if self.capacity_max_warm_tasks and not (self.container_pool and self.capacity):
+            raise ConfigError(
+                "capacity_max_warm_tasks needs container_pool=true and capacity=true (it raises the "
+                "container service's minimum task count from the capacity function)"
+            )
 
     def capacity_caps(self) -> dict[str, int]:
         """Each Lambda queue's cap for the capacity function: its setting, or its max_concurrency."""

@@ -267,6 +267,9 @@ CAPACITY_FUNCTION = FunctionSpec(
 #: source mapping; the policy is JSON ``{kind: {"base": n, "cap": n, "batch_size": n}}``.
 ENV_CAPACITY_MAPPING_PREFIX = "JOBSCHED_CAPACITY_MAPPING_"
 ENV_CAPACITY_QUEUES = "JOBSCHED_CAPACITY_QUEUES"
+#: ``<cluster>/<service>`` of the container pool's ECS service whose scalable target's MinCapacity the
+#: capacity function raises before a peak (set only with ``capacity_max_warm_tasks``; decision 0055).
+ENV_CAPACITY_CONTAINER_SERVICE = "JOBSCHED_CAPACITY_CONTAINER_SERVICE"
 
 DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60

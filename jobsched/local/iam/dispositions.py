@@ -291,6 +291,15 @@ RULES: tuple[Disposition, ...] = (
         "theirs, a freed limit slot makes a waiter's message visible in whichever queue it waits "
         "(infra/workers.py); which of these the tests reached on which queue is test data.",
     ),
+    Disposition(
+        "capacity",
+        "ecs:*Service*",
+        "arn:aws:ecs:*:*:service/*",
+        "platform",
+        "Application Auto Scaling checks that the caller of RegisterScalableTarget may describe and update "
+        "the ECS service it targets (its 'permissions validation for API calls on target resources'); the "
+        "capacity function makes no ECS call itself (infra/capacity.py).",
+    ),
 )
 
 

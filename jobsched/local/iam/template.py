@@ -80,6 +80,10 @@ def _attribute(kind: str, name: str, attribute: str | None) -> str:
             "EventSourceMappingArn": _arn("lambda", f"event-source-mapping:{name}"),
         },
         "AWS::IAM::Role": {None: name, "Arn": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}"},
+        # The container pool (the capacity function's JOBSCHED_CAPACITY_CONTAINER_SERVICE and its grants
+        # on the service); a service's ARN also names its cluster on AWS, not here: no call names it.
+        "AWS::ECS::Cluster": {None: name, "Arn": _arn("ecs", f"cluster/{name}")},
+        "AWS::ECS::Service": {None: _arn("ecs", f"service/{name}"), "Name": name},
     }
     try:
         return forms[kind][attribute]
