@@ -14,9 +14,9 @@ resource-level permission: a scalable target's ARN is an id AWS makes at registr
 the template) and ``ecs:DescribeServices``/``ecs:UpdateService`` on that one service (Application
 Auto Scaling checks that the caller of ``RegisterScalableTarget`` may make these on its target).
 
-Not wired here, and why (decision 0055, Consequences): provisioned concurrency (the worker has no
-published version or alias, so the adapter's provisioned-concurrency calls are never made: the
-function's policy asks for none).
+With ``capacity_max_provisioned`` (> 0) it also sets provisioned concurrency on the worker's alias
+``live`` (infra/workers.py publishes it; the default and low mappings invoke it) ahead of a forecast
+peak and deletes it after: ``lambda:Get/Put/DeleteProvisionedConcurrencyConfig`` on that one alias.
 
 The schedule is EventBridge Scheduler's, in the dispatcher's schedule group, with its own role that may
 invoke only this function, the same retry policy as the ticks and the same dead-letter queue.
@@ -51,7 +51,9 @@ from jobsched.runtime.resources import (
     CAPACITY_FUNCTION,
     ENV_CAPACITY_CONTAINER_SERVICE,
     ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_MAX_PROVISIONED,
     ENV_CAPACITY_QUEUES,
+    ENV_CAPACITY_WORKER_FUNCTION,
     JOBS_TABLE,
     LEASES_TABLE,
     RUNS_TABLE,
@@ -69,6 +71,12 @@ SCALABLE_TARGET_ACTIONS = (
     "application-autoscaling:RegisterScalableTarget",
 )
 SERVICE_VALIDATION_ACTIONS = ("ecs:DescribeServices", "ecs:UpdateService")
+#: What it calls on the worker's alias (jobsched/aws/capacity.py), authorized on the alias's ARN.
+PROVISIONED_ACTIONS = (
+    "lambda:GetProvisionedConcurrencyConfig",
+    "lambda:PutProvisionedConcurrencyConfig",
+    "lambda:DeleteProvisionedConcurrencyConfig",
+)
 
 
 def capacity_queues(config: StackConfig) -> dict[str, dict[str, int]]:
@@ -111,6 +119,7 @@ class Capacity(Construct):
         dead_letter_queue: sqs.IQueue,
         key: kms.IKey | None = None,
         container_service: ecs.FargateService | None = None,
+        worker_alias: lambda_.Alias | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         own = {
@@ -120,6 +129,9 @@ class Capacity(Construct):
                 for kind, source in mappings.items()
             },
         }
+        if worker_alias is not None:
+            own[ENV_CAPACITY_WORKER_FUNCTION] = worker_alias.version.lambda_.function_name
+            own[ENV_CAPACITY_MAX_PROVISIONED] = str(config.capacity_max_provisioned)
         warm = container_service if config.capacity_max_warm_tasks else None
         if warm is not None:
             own[ENV_CAPACITY_CONTAINER_SERVICE] = f"{warm.cluster.cluster_name}/{warm.service_name}"
@@ -142,6 +154,12 @@ class Capacity(Construct):
             actions=list(MAPPING_ACTIONS),
             resource_arns=[mappings[kind].event_source_mapping_arn for kind in sorted(mappings)],
         )
+        if worker_alias is not None:
+            # The alias's own ARN (function ARN + ":live"), not the function's nor another qualifier's.
+            alias_arn = f"{worker_alias.version.lambda_.function_arn}:{worker_alias.alias_name}"
+            iam.Grant.add_to_principal(
+                grantee=self.function, actions=list(PROVISIONED_ACTIONS), resource_arns=[alias_arn]
+            )
         if warm is not None:
             self._grant_scalable_target(warm)
 

@@ -154,6 +154,12 @@ class AwsCapacity:
                 if exc.response.get("Error", {}).get("Code") not in _MISSING:
                     raise
             return
-        self._lambda.put_provisioned_concurrency_config(
-            FunctionName=function, Qualifier=qualifier, ProvisionedConcurrentExecutions=value
-        )
+        try:
+            self._lambda.put_provisioned_concurrency_config(
+                FunctionName=function, Qualifier=qualifier, ProvisionedConcurrentExecutions=value
+            )
+        except ClientError as exc:
+            # e.g. more than the account's unreserved concurrency can spare above its minimum of 100
+            if exc.response.get("Error", {}).get("Code") in _REFUSED:
+                raise CapacityRefused(f"provisioned concurrency {value}: {exc}") from exc
+            raise

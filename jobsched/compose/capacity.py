@@ -12,7 +12,10 @@ from jobsched.core.pools import CONTAINER_QUEUE
 from jobsched.runtime.resources import (
     ENV_CAPACITY_CONTAINER_SERVICE,
     ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_MAX_PROVISIONED,
     ENV_CAPACITY_QUEUES,
+    ENV_CAPACITY_WORKER_FUNCTION,
+    WORKER_ALIAS,
 )
 
 
@@ -43,8 +46,35 @@ def capacity_policy_from_env(env: Mapping[str, str]) -> tuple[CapacityPolicy, di
                 f"environment variable {var} (the {kind} queue's event source mapping) is not set"
             )
         mappings[kind] = env[var]
-    # No worker alias in the stack: provisioned concurrency is never asked (docs/scaling.md).
-    return CapacityPolicy(queues=caps, provisioned_cap=0, runs_per_unit=batches), mappings
+    # Provisioned concurrency only where the stack publishes the worker's alias (docs/scaling.md).
+    raw_cap = env.get(ENV_CAPACITY_MAX_PROVISIONED, "0")
+    try:
+        provisioned_cap = int(raw_cap)
+        if provisioned_cap < 0:
+            raise ValueError(raw_cap)
+    except ValueError as exc:
+        raise ValueError(
+            f"environment variable {ENV_CAPACITY_MAX_PROVISIONED} must be a whole number, 0 or more, "
+            f"got {raw_cap!r}"
+        ) from exc
+    policy = CapacityPolicy(queues=caps, provisioned_cap=provisioned_cap, runs_per_unit=batches)
+    return policy, mappings
+
+
+def worker_alias_from_env(env: Mapping[str, str], policy: CapacityPolicy) -> tuple[str, str] | None:
+    """``(worker function, alias)`` whose provisioned concurrency the function sets, from
+    ``JOBSCHED_CAPACITY_WORKER_FUNCTION`` and :data:`WORKER_ALIAS`; None when the policy asks for none
+    (``provisioned_cap`` 0). A cap with no function named raises ``ValueError`` naming the variable."""
+    if not policy.provisioned_cap:
+        return None
+    function = env.get(ENV_CAPACITY_WORKER_FUNCTION, "")
+    if not function:
+        raise ValueError(
+            f"environment variable {ENV_CAPACITY_WORKER_FUNCTION} (the worker whose alias "
+            f"{WORKER_ALIAS!r} is provisioned) is not set, but {ENV_CAPACITY_MAX_PROVISIONED} is "
+            f"{policy.provisioned_cap}"
+        )
+    return function, WORKER_ALIAS
 
 
 def container_service_from_env(env: Mapping[str, str], policy: CapacityPolicy) -> tuple[str, str] | None:

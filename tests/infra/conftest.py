@@ -30,6 +30,8 @@ SYNTH_GROUP = "tests/infra"  # the xdist group of every test that reads a synthe
 USER_TAGS = '{"team": "payments", "cost-center": "42"}'
 #: The most container tasks the capacity function keeps warm in both synthesized apps.
 WARM_TASKS = 4
+#: The most provisioned concurrency on the worker's alias in the ``cmk_synth`` app.
+MAX_PROVISIONED = 25
 SYNTH_CONTEXT = {"notify_topic_arns": NOTIFY_TOPIC_ARNS, "capacity_max_warm_tasks": str(WARM_TASKS)}
 
 
@@ -81,7 +83,13 @@ def cmk_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
     outdir = tmp_path_factory.mktemp("cdk.out.cmk")
     # with the user's own tags too (infra/tags.py), so cdk-nag, cfn-lint and checkov see them
-    context = {**SYNTH_CONTEXT, "encryption": "cmk", "tags": USER_TAGS}
+    # and provisioned concurrency on the worker's alias (the alias, its version and the grants on it)
+    context = {
+        **SYNTH_CONTEXT,
+        "encryption": "cmk",
+        "tags": USER_TAGS,
+        "capacity_max_provisioned": str(MAX_PROVISIONED),
+    }
     app = cdk.App(outdir=str(outdir), context=context)
     config = StackConfig.from_context(app.node.try_get_context)
     JobschedStack(app, STACK, config=config, code=lambda_.Code.from_inline("def handler(e, c): pass"))

@@ -12,6 +12,7 @@ from aws_cdk import aws_lambda as lambda_
 
 from infra.capacity import (
     MAPPING_ACTIONS,
+    PROVISIONED_ACTIONS,
     SCALABLE_TARGET_ACTIONS,
     SERVICE_VALIDATION_ACTIONS,
     capacity_queues,
@@ -19,17 +20,21 @@ from infra.capacity import (
 from infra.config import ConfigError, StackConfig
 from infra.dispatch import TICK_MAX_EVENT_AGE_SECONDS, TICK_RETRY_ATTEMPTS
 from infra.stack import JobschedStack
+from jobsched.local.iam.template import read_roles
 from jobsched.runtime.resources import (
     CAPACITY_FUNCTION,
     ENV_CAPACITY_CONTAINER_SERVICE,
     ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_MAX_PROVISIONED,
     ENV_CAPACITY_QUEUES,
+    ENV_CAPACITY_WORKER_FUNCTION,
     JOBS_TABLE,
     LAMBDA_QUEUE_KINDS,
     LEASES_TABLE,
     RUNS_TABLE,
+    WORKER_ALIAS,
 )
-from tests.infra.conftest import WARM_TASKS
+from tests.infra.conftest import MAX_PROVISIONED, WARM_TASKS
 
 BASE_ACTIONS = {
     "logs:CreateLogStream",
@@ -254,6 +259,19 @@ def test_the_caps_are_parsed_and_written_into_the_policy():
             r"capacity_max_warm_tasks needs container_pool=true and capacity=true",
         ),
         (
+            {"capacity_max_provisioned": "26"},
+            r"capacity_max_provisioned must be 0 \(never provisioned\) to 25, the default and low "
+            r"queues' caps together .* got 26",
+        ),
+        (
+            {"capacity_max_provisioned": "-1"},
+            r"capacity_max_provisioned must be 0 .* got -1",
+        ),
+        (
+            {"capacity_max_provisioned": "5", "capacity": "false"},
+            r"capacity_max_provisioned needs capacity=true",
+        ),
+        (
             {"capacity_max_warm_tasks": "many"},
             r"capacity_max_warm_tasks='many' is not a valid int",
         ),
@@ -311,3 +329,76 @@ def test_without_warm_tasks_the_function_has_no_container_policy_nor_its_grants(
                 actions |= set(found if isinstance(found, list) else [found])
     assert set(MAPPING_ACTIONS) <= actions
     assert not {a for a in actions if a.startswith(("application-autoscaling:", "ecs:"))}
+
+
+def test_the_provisioned_cap_follows_the_default_and_low_caps():
+    # Given default and low raised to 200 and 50, Then up to 250 instances may be provisioned
+    config = _from({"capacity_max_concurrency": '{"default": 200, "low": 50}', "capacity_max_provisioned": "250"})
+    assert config.capacity_max_provisioned == 250
+    assert _from({}).capacity_max_provisioned == 0
+
+
+def _mapping_targets(synth) -> dict[str, dict]:
+    """Queue kind -> the FunctionName its worker mapping invokes."""
+    ids = _mapping_ids(synth)
+    return {kind: synth.template["Resources"][ids[kind]]["Properties"]["FunctionName"] for kind in ids}
+
+
+def test_by_default_no_worker_version_nor_alias_and_every_mapping_invokes_its_function(synth):
+    # Given capacity_max_provisioned unset (the default synth)
+    assert synth.stack.workers.worker_alias is None
+    assert synth.resources("AWS::Lambda::Alias") == {} and synth.resources("AWS::Lambda::Version") == {}
+    functions = synth.stack.workers.consumers
+    assert _mapping_targets(synth) == {k: {"Ref": synth.logical_id(functions[k])} for k in LAMBDA_QUEUE_KINDS}
+    # Then the capacity function has no alias to provision, nor a grant for it
+    variables = _function(synth)["Environment"]["Variables"]
+    assert ENV_CAPACITY_WORKER_FUNCTION not in variables and ENV_CAPACITY_MAX_PROVISIONED not in variables
+    assert not set(PROVISIONED_ACTIONS) & set(_grants(synth, synth.stack.capacity.function.role))
+
+
+def test_with_a_provisioned_cap_default_and_low_invoke_the_workers_alias_of_its_current_version(cmk_synth):
+    synth = cmk_synth
+    worker = synth.logical_id(synth.stack.workers.worker)
+    # Given capacity_max_provisioned=25, Then one version of the worker is published, deleted when replaced
+    ((version_id, version),) = synth.resources("AWS::Lambda::Version").items()
+    assert version["Properties"]["FunctionName"] == {"Ref": worker}
+    assert version["DeletionPolicy"] == "Delete"
+    # And the alias live points at it, with no provisioned concurrency of its own (the function sets it)
+    ((alias_id, alias),) = synth.resources("AWS::Lambda::Alias").items()
+    assert alias["Properties"]["Name"] == WORKER_ALIAS
+    assert alias["Properties"]["FunctionName"] == {"Ref": worker}
+    assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [version_id, "Version"]}
+    assert "ProvisionedConcurrencyConfig" not in alias["Properties"]
+    # And default and low invoke the alias; high and long their own functions, unchanged
+    # (CDK names an alias "<function name>:live", the name selected from the alias's ARN)
+    workers = synth.stack.workers
+    by_alias = {
+        "Fn::Join": [
+            "",
+            [{"Fn::Select": [6, {"Fn::Split": [":", {"Ref": alias_id}]}]}, f":{WORKER_ALIAS}"],
+        ]
+    }
+    assert _mapping_targets(synth) == {
+        "default": by_alias,
+        "low": by_alias,
+        "high": {"Ref": synth.logical_id(workers.high_worker)},
+        "long": {"Ref": synth.logical_id(workers.long_worker)},
+    }
+    # And the permissions check reads them as the worker's mappings (its consume grants are platform's)
+    consumed = [function for function, _ in read_roles(synth.template).consumed]
+    assert (consumed.count("worker"), consumed.count("worker_high"), consumed.count("worker_long")) == (2, 1, 1)
+
+
+def test_with_a_provisioned_cap_the_function_may_provision_exactly_the_alias(cmk_synth):
+    synth = cmk_synth
+    variables = _function(synth)["Environment"]["Variables"]
+    worker = synth.logical_id(synth.stack.workers.worker)
+    # Then it is told the worker and its cap
+    assert variables[ENV_CAPACITY_WORKER_FUNCTION] == {"Ref": worker}
+    assert variables[ENV_CAPACITY_MAX_PROVISIONED] == str(MAX_PROVISIONED)
+    # And may get, put and delete the provisioned concurrency of the alias live alone
+    grants = _grants(synth, synth.stack.capacity.function.role)
+    alias_arn = {"Fn::Join": ["", [{"Fn::GetAtt": [worker, "Arn"]}, f":{WORKER_ALIAS}"]]}
+    for action in PROVISIONED_ACTIONS:
+        assert grants[action] == [alias_arn]
+    assert {a for a in grants if a.startswith("lambda:")} == set(MAPPING_ACTIONS) | set(PROVISIONED_ACTIONS)

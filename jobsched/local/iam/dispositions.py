@@ -300,6 +300,16 @@ RULES: tuple[Disposition, ...] = (
         "the ECS service it targets (its 'permissions validation for API calls on target resources'); the "
         "capacity function makes no ECS call itself (infra/capacity.py).",
     ),
+    Disposition(
+        "capacity",
+        "lambda:*ProvisionedConcurrencyConfig",
+        "arn:aws:lambda:*:*:function:*:live",
+        "path",
+        "Provisioned concurrency on the worker's alias (capacity_max_provisioned): moto 5.2.6 answers "
+        "Get/Put/DeleteProvisionedConcurrencyConfig '404 Not yet implemented', so no test reaches them on "
+        "moto; the plan and the service's use of them run on the fake (tests/contract/test_pool_capacity.py, "
+        "tests/services/test_forecast_capacity.py) and the grant's one resource is checked in tests/infra/test_capacity.py.",
+    ),
 )
 
 
