@@ -17,11 +17,15 @@ from jobsched.aws.queue_ages import QueueAges
 from jobsched.core.clock import FakeClock
 from jobsched.core.models import Job
 from jobsched.local.invoke import LambdaContext
+from jobsched.compose.capacity import capacity_policy_from_env, worker_alias_from_env
 from jobsched.runtime.resources import (
     ENV_CAPACITY_CONTAINER_SERVICE,
     ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_MAX_PROVISIONED,
     ENV_CAPACITY_QUEUES,
+    ENV_CAPACITY_WORKER_FUNCTION,
     LAMBDA_QUEUE_KINDS,
+    WORKER_ALIAS,
 )
 from tests.aws.conftest import aws, aws_environ  # noqa: F401 - the moto fixtures, exported as the environment
 from tests.aws.moto_lambda import create_stub_function
@@ -243,5 +247,42 @@ def test_a_malformed_container_service_fails_the_build_naming_it(with_containers
     with (
         capacity_function.seam.installed(clock=FakeClock(NOW)),
         pytest.raises(ValueError, match=ENV_CAPACITY_CONTAINER_SERVICE),
+    ):
+        capacity_function.handler({}, LambdaContext("capacity", 60))
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """The variables infra/capacity.py writes (mapping UUIDs made up: nothing is called)."""
+    env = {ENV_CAPACITY_QUEUES: json.dumps(QUEUES), **extra}
+    env.update({ENV_CAPACITY_MAPPING_PREFIX + kind.upper(): f"uuid-{kind}" for kind in LAMBDA_QUEUE_KINDS})
+    return env
+
+
+def test_a_provisioned_cap_names_the_workers_alias_live():
+    # Given what infra/capacity.py writes with -c capacity_max_provisioned=25
+    env = _env(**{ENV_CAPACITY_MAX_PROVISIONED: "25", ENV_CAPACITY_WORKER_FUNCTION: "Jobsched-Worker-1A2B"})
+    policy, _ = capacity_policy_from_env(env)
+    # Then the plan may provision up to 25, on the alias live of that function
+    assert policy.provisioned_cap == 25
+    assert worker_alias_from_env(env, policy) == ("Jobsched-Worker-1A2B", WORKER_ALIAS)
+    # And without the cap (the default deployment) nothing is provisioned and no alias is used
+    default, _ = capacity_policy_from_env(_env())
+    assert default.provisioned_cap == 0 and worker_alias_from_env(_env(), default) is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({ENV_CAPACITY_MAX_PROVISIONED: "25"}, ENV_CAPACITY_WORKER_FUNCTION),
+        ({ENV_CAPACITY_MAX_PROVISIONED: "-3", ENV_CAPACITY_WORKER_FUNCTION: "w"}, ENV_CAPACITY_MAX_PROVISIONED),
+        ({ENV_CAPACITY_MAX_PROVISIONED: "some", ENV_CAPACITY_WORKER_FUNCTION: "w"}, ENV_CAPACITY_MAX_PROVISIONED),
+    ],
+)
+def test_a_bad_provisioned_setting_fails_the_build_naming_the_variable(deployed, monkeypatch, extra, named):
+    for var, value in extra.items():
+        monkeypatch.setenv(var, value)
+    with (
+        capacity_function.seam.installed(clock=FakeClock(NOW)),
+        pytest.raises(ValueError, match=named),
     ):
         capacity_function.handler({}, LambdaContext("capacity", 60))
