@@ -116,7 +116,8 @@ class AwsCapacity:
             raise CapacityRefused(f"{self._resource_id()} has no scalable target: its minimum cannot be set")
         if not 0 <= value <= int(target["MaxCapacity"]):
             raise CapacityRefused(
-                f"{CONTAINER_QUEUE} minimum {value} is outside 0..{target['MaxCapacity']} (the target's maximum)"
+                f"{CONTAINER_QUEUE} minimum {value} is outside 0..{target['MaxCapacity']} "
+                "(the target's maximum)"
             )
         self._scaling.register_scalable_target(
             ServiceNamespace=ECS_NAMESPACE,

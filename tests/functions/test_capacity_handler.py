@@ -14,10 +14,10 @@ import functions.capacity as capacity_function
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import dynamo_for
 from jobsched.aws.queue_ages import QueueAges
+from jobsched.compose.capacity import capacity_policy_from_env, worker_alias_from_env
 from jobsched.core.clock import FakeClock
 from jobsched.core.models import Job
 from jobsched.local.invoke import LambdaContext
-from jobsched.compose.capacity import capacity_policy_from_env, worker_alias_from_env
 from jobsched.runtime.resources import (
     ENV_CAPACITY_CONTAINER_SERVICE,
     ENV_CAPACITY_MAPPING_PREFIX,
@@ -274,8 +274,14 @@ def test_a_provisioned_cap_names_the_workers_alias_live():
     ("extra", "named"),
     [
         ({ENV_CAPACITY_MAX_PROVISIONED: "25"}, ENV_CAPACITY_WORKER_FUNCTION),
-        ({ENV_CAPACITY_MAX_PROVISIONED: "-3", ENV_CAPACITY_WORKER_FUNCTION: "w"}, ENV_CAPACITY_MAX_PROVISIONED),
-        ({ENV_CAPACITY_MAX_PROVISIONED: "some", ENV_CAPACITY_WORKER_FUNCTION: "w"}, ENV_CAPACITY_MAX_PROVISIONED),
+        (
+            {ENV_CAPACITY_MAX_PROVISIONED: "-3", ENV_CAPACITY_WORKER_FUNCTION: "w"},
+            ENV_CAPACITY_MAX_PROVISIONED,
+        ),
+        (
+            {ENV_CAPACITY_MAX_PROVISIONED: "some", ENV_CAPACITY_WORKER_FUNCTION: "w"},
+            ENV_CAPACITY_MAX_PROVISIONED,
+        ),
     ],
 )
 def test_a_bad_provisioned_setting_fails_the_build_naming_the_variable(deployed, monkeypatch, extra, named):

@@ -333,7 +333,9 @@ def test_without_warm_tasks_the_function_has_no_container_policy_nor_its_grants(
 
 def test_the_provisioned_cap_follows_the_default_and_low_caps():
     # Given default and low raised to 200 and 50, Then up to 250 instances may be provisioned
-    config = _from({"capacity_max_concurrency": '{"default": 200, "low": 50}', "capacity_max_provisioned": "250"})
+    config = _from(
+        {"capacity_max_concurrency": '{"default": 200, "low": 50}', "capacity_max_provisioned": "250"}
+    )
     assert config.capacity_max_provisioned == 250
     assert _from({}).capacity_max_provisioned == 0
 
@@ -386,7 +388,11 @@ def test_with_a_provisioned_cap_default_and_low_invoke_the_workers_alias_of_its_
     }
     # And the permissions check reads them as the worker's mappings (its consume grants are platform's)
     consumed = [function for function, _ in read_roles(synth.template).consumed]
-    assert (consumed.count("worker"), consumed.count("worker_high"), consumed.count("worker_long")) == (2, 1, 1)
+    assert (consumed.count("worker"), consumed.count("worker_high"), consumed.count("worker_long")) == (
+        2,
+        1,
+        1,
+    )
 
 
 def test_with_a_provisioned_cap_the_function_may_provision_exactly_the_alias(cmk_synth):

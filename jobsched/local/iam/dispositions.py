@@ -308,7 +308,8 @@ RULES: tuple[Disposition, ...] = (
         "Provisioned concurrency on the worker's alias (capacity_max_provisioned): moto 5.2.6 answers "
         "Get/Put/DeleteProvisionedConcurrencyConfig '404 Not yet implemented', so no test reaches them on "
         "moto; the plan and the service's use of them run on the fake (tests/contract/test_pool_capacity.py, "
-        "tests/services/test_forecast_capacity.py) and the grant's one resource is checked in tests/infra/test_capacity.py.",
+        "tests/services/test_forecast_capacity.py) and the grant's one resource is checked in "
+        "tests/infra/test_capacity.py.",
     ),
 )
 

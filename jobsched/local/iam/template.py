@@ -332,7 +332,9 @@ def read_roles(template: Mapping[str, Any]) -> Roles:
     for resource in resources.values():
         if resource["Type"] == "AWS::Lambda::EventSourceMapping":
             props = resource["Properties"]
-            target = _referenced_id(props.get("FunctionName")) or _alias_in(props.get("FunctionName"), resources)
+            target = _referenced_id(props.get("FunctionName")) or _alias_in(
+                props.get("FunctionName"), resources
+            )
             if resources.get(target, {}).get("Type") == "AWS::Lambda::Alias":
                 # a mapping that invokes an alias (the worker's ``live``) consumes for its function
                 target = _referenced_id(resources[target]["Properties"].get("FunctionName")) or ""
