@@ -161,8 +161,8 @@ class Workers(Construct):
                 "account's unreserved concurrency, which Lambda keeps at 100 at least, so a raise beyond "
                 f"the account's Lambda concurrency quota minus {total + UNRESERVED_MINIMUM} (the workers' "
                 "reservations and Lambda's unreserved minimum) and its other reservations and provisioned "
-                "concurrency is refused (logged by the function; the mappings are still raised). "
-                "docs/scaling.md",
+                "concurrency is refused by Lambda (the function's tick then logs it or fails: "
+                "docs/scaling.md)",
             )
         for function, (reserved, setting) in reservations.items():
             if not reserved:
