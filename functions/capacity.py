@@ -1,7 +1,9 @@
 """Lambda entry point of the capacity service (an EventBridge schedule, once a minute): one tick.
 
-It raises each worker mapping's ``MaximumConcurrency`` before a forecast peak and while runs wait too
-long, within the deployment's caps, and lowers it after (decision 0055, docs/scaling.md). The service
+It raises each worker mapping's ``MaximumConcurrency`` (with ``capacity_max_provisioned``, the
+provisioned concurrency of the worker's alias; with ``capacity_max_warm_tasks``, the container pool's
+minimum task count) before a forecast peak and while runs wait too long, within the
+deployment's caps, and lowers it after (decision 0055, docs/scaling.md). The service
 is built once per container, on the first invocation, from what :data:`seam` holds (clock, settings,
 clients, meter, metric sink: :mod:`jobsched.compose.seam`); the policy and the mappings' UUIDs come from
 the function's own variables (:func:`jobsched.compose.capacity.capacity_policy_from_env`)."""
@@ -14,7 +16,11 @@ from typing import Any
 from aws_lambda_powertools import Logger
 
 from jobsched.aws.capacity import AwsCapacity
-from jobsched.compose.capacity import capacity_policy_from_env
+from jobsched.compose.capacity import (
+    capacity_policy_from_env,
+    container_service_from_env,
+    worker_alias_from_env,
+)
 from jobsched.compose.pipeline import capacity_service_from_settings
 from jobsched.compose.seam import Parts, Seam
 from jobsched.runtime import observability as obs
@@ -29,9 +35,18 @@ def build(parts: Parts) -> CapacityService:
     """The capacity service over the worker mappings, built on first use and kept."""
     settings, clients = parts.read_settings(), parts.make_clients()
     policy, mappings = capacity_policy_from_env(os.environ)
+    service = container_service_from_env(os.environ, policy)
     sink = parts.metrics_or(obs.PowertoolsSink(metrics))
-    # The stack wires neither the worker alias nor the container service (docs/scaling.md).
-    capacity = AwsCapacity(clients.client("lambda"), None, mappings)
+    # The container pool (with capacity_max_warm_tasks): its scalable target's minimum, never the
+    # desired count its step scaling sets; the worker's alias (with capacity_max_provisioned).
+    capacity = AwsCapacity(
+        clients.client("lambda"),
+        None,
+        mappings,
+        alias=worker_alias_from_env(os.environ, policy),
+        service=service,
+        autoscaling_client=clients.client("application-autoscaling") if service else None,
+    )
     return capacity_service_from_settings(
         settings, clients, capacity, policy, metrics=sink, meter=parts.meter
     )

@@ -6,10 +6,17 @@ each worker mapping's ``ScalingConfig.MaximumConcurrency`` between the queue's `
 its ``capacity_max_concurrency`` cap. Its role may read those three tables and get and update exactly
 the four worker mappings, nothing else (no table writes, no other mapping, no function).
 
-Not wired here, and why (decision 0055, Consequences): provisioned concurrency (the worker has no
-published version or alias, so the adapter's provisioned-concurrency calls are never made: the
-function's policy asks for none), and the container pool (the stack's Application Auto Scaling sets
-the ECS service's desired count; the adapter's ``UpdateService`` would fight it).
+With ``capacity_max_warm_tasks`` (> 0) it also raises the container pool's minimum task count ahead of
+a forecast peak and lowers it after: the ``MinCapacity`` of the service's scalable target
+(``RegisterScalableTarget``), never the desired count the service's step scaling sets. Its role then
+also holds ``application-autoscaling:DescribeScalableTargets``/``RegisterScalableTarget`` (no
+resource-level permission: a scalable target's ARN is an id AWS makes at registration, not known to
+the template) and ``ecs:DescribeServices``/``ecs:UpdateService`` on that one service (Application
+Auto Scaling checks that the caller of ``RegisterScalableTarget`` may make these on its target).
+
+With ``capacity_max_provisioned`` (> 0) it also sets provisioned concurrency on the worker's alias
+``live`` (infra/workers.py publishes it; the default and low mappings invoke it) ahead of a forecast
+peak and deletes it after: ``lambda:Get/Put/DeleteProvisionedConcurrencyConfig`` on that one alias.
 
 The schedule is EventBridge Scheduler's, in the dispatcher's schedule group, with its own role that may
 invoke only this function, the same retry policy as the ticks and the same dead-letter queue.
@@ -21,6 +28,7 @@ import json
 from collections.abc import Mapping
 
 import aws_cdk as cdk
+from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -34,13 +42,18 @@ from infra.config import StackConfig
 from infra.dispatch import TICK_MAX_EVENT_AGE_SECONDS, TICK_RETRY_ATTEMPTS
 from infra.encryption import SQS_PRODUCER_KEY_ACTIONS
 from infra.functions import make_function
-from infra.nag import acknowledge
+from infra.nag import acknowledge, skip_checkov
 from infra.tables import Tables
 from infra.workers import BATCH_SIZE, DEFAULT_BATCH_SIZE
+from jobsched.compose.container_worker import DEFAULT_CONCURRENCY
+from jobsched.core.pools import CONTAINER_QUEUE
 from jobsched.runtime.resources import (
     CAPACITY_FUNCTION,
+    ENV_CAPACITY_CONTAINER_SERVICE,
     ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_MAX_PROVISIONED,
     ENV_CAPACITY_QUEUES,
+    ENV_CAPACITY_WORKER_FUNCTION,
     JOBS_TABLE,
     LEASES_TABLE,
     RUNS_TABLE,
@@ -51,13 +64,36 @@ DUE_INDEX = next(index.name for index in JOBS_TABLE.indexes if index.name == "du
 
 #: What the capacity service calls on a mapping (jobsched/aws/capacity.py).
 MAPPING_ACTIONS = ("lambda:GetEventSourceMapping", "lambda:UpdateEventSourceMapping")
+#: What it calls on the container service's scalable target (no resource-level permission), and what
+#: Application Auto Scaling checks the caller of RegisterScalableTarget may do on the ECS service.
+SCALABLE_TARGET_ACTIONS = (
+    "application-autoscaling:DescribeScalableTargets",
+    "application-autoscaling:RegisterScalableTarget",
+)
+SERVICE_VALIDATION_ACTIONS = ("ecs:DescribeServices", "ecs:UpdateService")
+#: Why the role's policy holds write actions on Resource '*' (cdk-nag IAM5, checkov CKV_AWS_111).
+SCALABLE_TARGET_REASON = (
+    "Resource '*' for X-Ray tracing (no resource-level permissions) and for "
+    "application-autoscaling:DescribeScalableTargets/RegisterScalableTarget: the one target it registers, "
+    "the container service's, has an ARN AWS makes at registration (scalable-target/<id>), which the "
+    "template cannot name; a condition on namespace or dimension would not narrow it to that service "
+    "either. RegisterScalableTarget is sent with MinCapacity only (capacity_max_warm_tasks)."
+)
+#: What it calls on the worker's alias (jobsched/aws/capacity.py), authorized on the alias's ARN.
+PROVISIONED_ACTIONS = (
+    "lambda:GetProvisionedConcurrencyConfig",
+    "lambda:PutProvisionedConcurrencyConfig",
+    "lambda:DeleteProvisionedConcurrencyConfig",
+)
 
 
 def capacity_queues(config: StackConfig) -> dict[str, dict[str, int]]:
     """The policy the function reads (``JOBSCHED_CAPACITY_QUEUES``): per Lambda queue, its base (the
-    mapping's configured MaximumConcurrency), its cap and its batch size (runs per invocation)."""
+    mapping's configured MaximumConcurrency), its cap and its batch size (runs per invocation); with
+    ``capacity_max_warm_tasks``, the container queue: base 0 (the scalable target's own minimum), that
+    cap, and the runs a task takes at once (the container worker's concurrency)."""
     caps = config.capacity_caps()
-    return {
+    queues = {
         kind: {
             "base": base,
             "cap": caps[kind],
@@ -65,6 +101,13 @@ def capacity_queues(config: StackConfig) -> dict[str, dict[str, int]]:
         }
         for kind, base in config.max_concurrency.items()
     }
+    if config.capacity_max_warm_tasks:
+        queues[CONTAINER_QUEUE] = {
+            "base": 0,
+            "cap": config.capacity_max_warm_tasks,
+            "batch_size": DEFAULT_CONCURRENCY,
+        }
+    return queues
 
 
 class Capacity(Construct):
@@ -83,6 +126,8 @@ class Capacity(Construct):
         group: scheduler.IScheduleGroup,
         dead_letter_queue: sqs.IQueue,
         key: kms.IKey | None = None,
+        container_service: ecs.FargateService | None = None,
+        worker_alias: lambda_.Alias | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         own = {
@@ -92,6 +137,12 @@ class Capacity(Construct):
                 for kind, source in mappings.items()
             },
         }
+        if worker_alias is not None:
+            own[ENV_CAPACITY_WORKER_FUNCTION] = worker_alias.version.lambda_.function_name
+            own[ENV_CAPACITY_MAX_PROVISIONED] = str(config.capacity_max_provisioned)
+        warm = container_service if config.capacity_max_warm_tasks else None
+        if warm is not None:
+            own[ENV_CAPACITY_CONTAINER_SERVICE] = f"{warm.cluster.cluster_name}/{warm.service_name}"
         self.function = make_function(
             self, CAPACITY_FUNCTION, code=code, config=config, key=key, environment={**environment, **own}
         )
@@ -111,6 +162,14 @@ class Capacity(Construct):
             actions=list(MAPPING_ACTIONS),
             resource_arns=[mappings[kind].event_source_mapping_arn for kind in sorted(mappings)],
         )
+        if worker_alias is not None:
+            # The alias's own ARN (function ARN + ":live"), not the function's nor another qualifier's.
+            alias_arn = f"{worker_alias.version.lambda_.function_arn}:{worker_alias.alias_name}"
+            iam.Grant.add_to_principal(
+                grantee=self.function, actions=list(PROVISIONED_ACTIONS), resource_arns=[alias_arn]
+            )
+        if warm is not None:
+            self._grant_scalable_target(warm)
 
         self.scheduler_role = role = iam.Role(
             self,
@@ -143,3 +202,18 @@ class Capacity(Construct):
                 role=role,
             ),
         )
+
+    def _grant_scalable_target(self, service: ecs.FargateService) -> None:
+        """The container service's scalable target: read and re-register it (its MinCapacity), and
+        what Application Auto Scaling validates on the service for the caller of RegisterScalableTarget."""
+        iam.Grant.add_to_principal(
+            grantee=self.function, actions=list(SCALABLE_TARGET_ACTIONS), resource_arns=["*"]
+        )
+        iam.Grant.add_to_principal(
+            grantee=self.function,
+            actions=list(SERVICE_VALIDATION_ACTIONS),
+            resource_arns=[service.service_arn],
+        )
+        policy = self.function.role.node.find_child("DefaultPolicy")  # type: ignore[union-attr]
+        acknowledge(policy, "AwsSolutions-IAM5[Resource::*]", SCALABLE_TARGET_REASON)
+        skip_checkov(policy, "CKV_AWS_111", SCALABLE_TARGET_REASON)

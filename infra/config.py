@@ -41,6 +41,8 @@ ENCRYPTION_MODES = ("aws", "cmk")
 # (high_reserved_concurrency, long_reserved_concurrency) no other function can take (infra/workers.py,
 # docs/decisions/0028 and 0051). The `container` queue has no mapping: the container pool consumes it.
 DEFAULT_MAX_CONCURRENCY = {"high": 20, "default": 20, "low": 5, "long": 5}
+#: The queues whose worker (``Worker``) invokes the alias provisioned concurrency is set on.
+PROVISIONED_KINDS = ("default", "low")
 MAX_RESERVED_CONCURRENCY = 1000
 
 #: Fargate's task sizes: CPU units -> the memory sizes (MiB) a task of that CPU may have.
@@ -164,6 +166,15 @@ class StackConfig:
     #: max_concurrency, i.e. never raised); at least max_concurrency, at most 1000, and within the
     #: reserved concurrency of high and long (a ceiling above a reservation would throttle).
     capacity_max_concurrency: dict[str, int] = field(default_factory=dict)
+    #: The most container tasks the capacity function keeps running ahead of a forecast peak, as the
+    #: container service's scalable-target MinCapacity (0, the default: never raised, and the
+    #: function gets no Application Auto Scaling grant); at most container_max_tasks.
+    capacity_max_warm_tasks: int = 0
+    #: The most provisioned concurrency the capacity function asks for on the worker's alias ``live``
+    #: (which the default and low mappings then invoke) ahead of a forecast peak, released after it
+    #: (0, the default: no alias, no version published, never provisioned); at most the default and
+    #: low caps together (more could never be invoked at once through their MaximumConcurrency).
+    capacity_max_provisioned: int = 0
 
     def __post_init__(self) -> None:
         if not 1 <= self.shards <= DUE_PARTITIONS:
@@ -278,6 +289,32 @@ class StackConfig:
                     f"concurrency ({reserved}): raise {kind}_reserved_concurrency to at least {cap}, or "
                     "set it to 0 (no reservation)"
                 )
+
+        if not 0 <= self.capacity_max_warm_tasks <= self.container_max_tasks:
+            raise ConfigError(
+                f"capacity_max_warm_tasks must be 0 (never raised) to container_max_tasks "
+                f"({self.container_max_tasks}), got {self.capacity_max_warm_tasks}"
+            )
+        self._check_provisioned()
+        if self.capacity_max_warm_tasks and not (self.container_pool and self.capacity):
+            raise ConfigError(
+                "capacity_max_warm_tasks needs container_pool=true and capacity=true (it raises the "
+                "container service's minimum task count from the capacity function)"
+            )
+
+    def _check_provisioned(self) -> None:
+        caps = self.capacity_caps()
+        most = sum(caps[kind] for kind in PROVISIONED_KINDS)
+        if not 0 <= self.capacity_max_provisioned <= most:
+            raise ConfigError(
+                f"capacity_max_provisioned must be 0 (never provisioned) to {most}, the default and low "
+                f"queues' caps together (capacity_max_concurrency, else max_concurrency: their mappings "
+                f"never invoke more at once), got {self.capacity_max_provisioned}"
+            )
+        if self.capacity_max_provisioned and not self.capacity:
+            raise ConfigError(
+                "capacity_max_provisioned needs capacity=true (the capacity function provisions the alias)"
+            )
 
     def capacity_caps(self) -> dict[str, int]:
         """Each Lambda queue's cap for the capacity function: its setting, or its max_concurrency."""

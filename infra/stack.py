@@ -179,6 +179,8 @@ class JobschedStack(cdk.Stack):
                 mappings=self.workers.mappings,
                 group=self.dispatch.group,
                 dead_letter_queue=self.dispatch.schedule_dlq,
+                container_service=self.containers.service if self.containers is not None else None,
+                worker_alias=self.workers.worker_alias,
                 **shared,
             )
             if config.capacity

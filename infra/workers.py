@@ -11,7 +11,10 @@ Three worker functions run the same code and entry point (``functions.worker.han
   = ``max_concurrency["long"]``): long work never takes capacity from short work, nor the reverse. It
   alone answers the chunk tasks' tokens;
 * ``Worker`` consumes ``default`` and ``low``; it draws on the account's unreserved concurrency, and
-  each of its mappings has its own ``MaximumConcurrency`` as a ceiling.
+  each of its mappings has its own ``MaximumConcurrency`` as a ceiling. With
+  ``capacity_max_provisioned`` its current version is published and the alias ``live``
+  (:data:`~jobsched.runtime.resources.WORKER_ALIAS`) points at it: the two mappings invoke the alias,
+  on which the capacity function sets provisioned concurrency ahead of a forecast peak (decision 0055).
 
 Each mapping reports partial batch failures. The three functions have the same grants for runs (only
 WorkerLong's state machine grants differ), and share one log group (a run's logs are in one place
@@ -32,13 +35,19 @@ from aws_cdk import aws_lambda_event_sources as sources
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Construct
 
-from infra.config import StackConfig
+from infra.config import PROVISIONED_KINDS, StackConfig
 from infra.functions import function_spec, grant_notify_publish, make_function
 from infra.nag import acknowledge, rendered
 from infra.queues import DLQ_CONSUMER, QUEUE_CONSUMER, Queues
 from infra.storage import PayloadStore
 from infra.tables import Tables
-from jobsched.runtime.resources import IDEMPOTENCY_TABLE, LAMBDA_QUEUE_KINDS, LEASES_TABLE, RUNS_TABLE
+from jobsched.runtime.resources import (
+    IDEMPOTENCY_TABLE,
+    LAMBDA_QUEUE_KINDS,
+    LEASES_TABLE,
+    RUNS_TABLE,
+    WORKER_ALIAS,
+)
 
 #: The queues the high worker and the long worker consume; the other Lambda queues feed the shared worker.
 HIGH_KINDS = ("high",)
@@ -100,6 +109,13 @@ class Workers(Construct):
             # them and stops executions (decision 0038: the other workers never made those calls).
             chunks = function is self.long_worker
             grant_state_machine(function, function.role, state_machine, chunks=chunks)  # type: ignore[arg-type]
+        # Provisioned concurrency serves only invocations of a version or alias: with a cap, the
+        # default and low mappings invoke the alias of the current version (one version kept).
+        self.worker_alias: lambda_.Alias | None = None
+        if config.capacity_max_provisioned:
+            version = self.worker.current_version
+            version.apply_removal_policy(cdk.RemovalPolicy.DESTROY)
+            self.worker_alias = lambda_.Alias(self, "WorkerLive", alias_name=WORKER_ALIAS, version=version)
         self.mappings: dict[str, sources.SqsEventSource] = {}
         for kind in LAMBDA_QUEUE_KINDS:
             source = sources.SqsEventSource(
@@ -108,7 +124,9 @@ class Workers(Construct):
                 report_batch_item_failures=True,
                 max_concurrency=config.max_concurrency[kind],
             )
-            self.consumers[kind].add_event_source(source)  # grants consume, incl. ChangeMessageVisibility
+            invoked = self.worker_alias if self.worker_alias and kind in PROVISIONED_KINDS else None
+            # grants consume (incl. ChangeMessageVisibility) to the function's role, alias or not
+            (invoked or self.consumers[kind]).add_event_source(source)
             self.mappings[kind] = source
 
         self.dlq_consumer = make_function(
@@ -135,6 +153,17 @@ class Workers(Construct):
             "WorkerLong": (config.long_reservation, "long_reserved_concurrency"),
         }
         total = sum(reserved for reserved, _ in reservations.values())
+        if config.capacity_max_provisioned:
+            cdk.Annotations.of(self).add_warning_v2(
+                "jobsched:provisionedConcurrencyQuota",
+                f"The capacity function may provision up to {config.capacity_max_provisioned} instances of "
+                "the Worker's alias (context setting capacity_max_provisioned): they are taken from the "
+                "account's unreserved concurrency, which Lambda keeps at 100 at least, so a raise beyond "
+                f"the account's Lambda concurrency quota minus {total + UNRESERVED_MINIMUM} (the workers' "
+                "reservations and Lambda's unreserved minimum) and its other reservations and provisioned "
+                "concurrency is refused by Lambda (the function's tick then logs it or fails: "
+                "docs/scaling.md)",
+            )
         for function, (reserved, setting) in reservations.items():
             if not reserved:
                 continue

@@ -204,10 +204,13 @@ def _check_consumer(
         report.equal(f"{label}: mapping MaximumConcurrency", concurrency, max_concurrency)
 
 
-def check_capacity(report: Report, sqs: Any, lambda_: Any, env: Mapping[str, str]) -> None:
+def check_capacity(
+    report: Report, sqs: Any, lambda_: Any, env: Mapping[str, str], outputs: Mapping[str, str] | None = None
+) -> None:
     """The capacity function's variables (infra/capacity.py), when it is deployed: each Lambda queue's
     mapping UUID names the mapping that reads that queue, and its policy's base is that mapping's
-    ``MaximumConcurrency``."""
+    ``MaximumConcurrency``; with warm container tasks (``capacity_max_warm_tasks``), the service it
+    names is the container pool's (the stack's outputs) and the container queue's base is 0."""
     if resources.ENV_CAPACITY_QUEUES not in env:
         return
     try:
@@ -236,6 +239,18 @@ def check_capacity(report: Report, sqs: Any, lambda_: Any, env: Mapping[str, str
             f"capacity: the {kind} base is its mapping's MaximumConcurrency",
             (policy.get(kind) or {}).get("base"),
             (mapping.get("ScalingConfig") or {}).get("MaximumConcurrency"),
+        )
+    if resources.ENV_CAPACITY_CONTAINER_SERVICE in env:
+        outputs = outputs or {}
+        report.equal(
+            f"capacity: {resources.ENV_CAPACITY_CONTAINER_SERVICE} is the container pool's service",
+            env[resources.ENV_CAPACITY_CONTAINER_SERVICE],
+            f"{outputs.get('ContainerCluster', '')}/{outputs.get('ContainerService', '')}",
+        )
+        report.equal(
+            "capacity: the container queue's base is 0 (the scalable target's own minimum)",
+            (policy.get(resources.CONTAINER_KIND) or {}).get("base"),
+            0,
         )
 
 

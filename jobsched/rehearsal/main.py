@@ -33,7 +33,8 @@ from jobsched.runtime import resources
 
 REGION = "us-east-1"
 #: The update: a setting docs/deploy.md says may be changed on a running stack ("Changing shards").
-UPDATE_CONTEXT = ("shards=8",)
+#: The update also turns on warm container tasks (the capacity function's scalable-target setting).
+UPDATE_CONTEXT = ("shards=8", "capacity_max_warm_tasks=2")
 
 
 def _clients(endpoint_url: str) -> dict[str, Any]:
@@ -68,7 +69,7 @@ def check_deployment(
         report, clients["sqs"], clients["lambda"], env, deployment.functions, context["max_concurrency"]
     )
     checks.check_state_machine(report, clients["stepfunctions"], env, "aws")
-    checks.check_capacity(report, clients["sqs"], clients["lambda"], env)
+    checks.check_capacity(report, clients["sqs"], clients["lambda"], env, deployment.outputs)
     checks.check_bucket_and_topic(
         report, clients["s3"], clients["sns"], env, deployment.outputs.get("AlertTopicArn")
     )

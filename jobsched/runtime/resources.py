@@ -267,6 +267,16 @@ CAPACITY_FUNCTION = FunctionSpec(
 #: source mapping; the policy is JSON ``{kind: {"base": n, "cap": n, "batch_size": n}}``.
 ENV_CAPACITY_MAPPING_PREFIX = "JOBSCHED_CAPACITY_MAPPING_"
 ENV_CAPACITY_QUEUES = "JOBSCHED_CAPACITY_QUEUES"
+#: ``<cluster>/<service>`` of the container pool's ECS service whose scalable target's MinCapacity the
+#: capacity function raises before a peak (set only with ``capacity_max_warm_tasks``; decision 0055).
+ENV_CAPACITY_CONTAINER_SERVICE = "JOBSCHED_CAPACITY_CONTAINER_SERVICE"
+#: The worker function (``default``/``low``) whose alias :data:`WORKER_ALIAS` the capacity function
+#: provisions, and the most provisioned concurrency it asks for (set only with
+#: ``capacity_max_provisioned``; decision 0055).
+ENV_CAPACITY_WORKER_FUNCTION = "JOBSCHED_CAPACITY_WORKER_FUNCTION"
+ENV_CAPACITY_MAX_PROVISIONED = "JOBSCHED_CAPACITY_MAX_PROVISIONED"
+#: The worker's alias the ``default`` and ``low`` mappings invoke when provisioned concurrency is on.
+WORKER_ALIAS = "live"
 
 DEFAULT_SHARDS = 4
 DEFAULT_LOOKAHEAD_SECONDS = 60

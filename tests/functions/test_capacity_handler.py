@@ -14,10 +14,19 @@ import functions.capacity as capacity_function
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import dynamo_for
 from jobsched.aws.queue_ages import QueueAges
+from jobsched.compose.capacity import capacity_policy_from_env, worker_alias_from_env
 from jobsched.core.clock import FakeClock
 from jobsched.core.models import Job
 from jobsched.local.invoke import LambdaContext
-from jobsched.runtime.resources import ENV_CAPACITY_MAPPING_PREFIX, ENV_CAPACITY_QUEUES, LAMBDA_QUEUE_KINDS
+from jobsched.runtime.resources import (
+    ENV_CAPACITY_CONTAINER_SERVICE,
+    ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_MAX_PROVISIONED,
+    ENV_CAPACITY_QUEUES,
+    ENV_CAPACITY_WORKER_FUNCTION,
+    LAMBDA_QUEUE_KINDS,
+    WORKER_ALIAS,
+)
 from tests.aws.conftest import aws, aws_environ  # noqa: F401 - the moto fixtures, exported as the environment
 from tests.aws.moto_lambda import create_stub_function
 
@@ -32,8 +41,7 @@ QUEUES = {
 }
 
 
-@pytest.fixture
-def deployed(aws_environ, monkeypatch):  # noqa: F811
+def _deploy_mappings(aws_environ, monkeypatch) -> dict[str, str]:  # noqa: F811
     """The worker mappings at their configured ceilings, their UUIDs in the function's environment."""
     clients = aws_environ.clients
     lam = create_stub_function(clients)
@@ -50,9 +58,52 @@ def deployed(aws_environ, monkeypatch):  # noqa: F811
             ScalingConfig={"MaximumConcurrency": QUEUES[kind]["base"]},
         )["UUID"]
         monkeypatch.setenv(ENV_CAPACITY_MAPPING_PREFIX + kind.upper(), uuids[kind])
+    return uuids
+
+
+@pytest.fixture
+def deployed(aws_environ, monkeypatch):  # noqa: F811
+    """The worker mappings at their configured ceilings, their UUIDs in the function's environment."""
+    uuids = _deploy_mappings(aws_environ, monkeypatch)
     monkeypatch.setenv(ENV_CAPACITY_QUEUES, json.dumps(QUEUES))
     with capacity_function.seam.installed(clock=FakeClock(NOW)):
         yield aws_environ, uuids
+
+
+#: What infra/capacity.py adds with -c capacity_max_warm_tasks=4: the container queue, 0..4 tasks.
+CONTAINER = {"base": 0, "cap": 4, "batch_size": 1}
+
+
+@pytest.fixture
+def with_containers(aws_environ, monkeypatch):  # noqa: F811
+    """``deployed`` plus the container pool as the stack builds it: an ECS service whose scalable target
+    (0..10 tasks, minimum ``0``) its step scaling drives, named in JOBSCHED_CAPACITY_CONTAINER_SERVICE."""
+    uuids = _deploy_mappings(aws_environ, monkeypatch)
+    ecs = aws_environ.clients.client("ecs")
+    ecs.create_cluster(clusterName="pool")
+    ecs.register_task_definition(
+        family="worker", containerDefinitions=[{"name": "w", "image": "w", "memory": 512}]
+    )
+    ecs.create_service(cluster="pool", serviceName="container", taskDefinition="worker", desiredCount=0)
+    aws_environ.clients.client("application-autoscaling").register_scalable_target(
+        ServiceNamespace="ecs",
+        ResourceId="service/pool/container",
+        ScalableDimension="ecs:service:DesiredCount",
+        MinCapacity=0,
+        MaxCapacity=10,
+    )
+    monkeypatch.setenv(ENV_CAPACITY_QUEUES, json.dumps({**QUEUES, "container": CONTAINER}))
+    monkeypatch.setenv(ENV_CAPACITY_CONTAINER_SERVICE, "pool/container")
+    with capacity_function.seam.installed(clock=FakeClock(NOW)):
+        yield aws_environ, uuids
+
+
+def _minimum(env) -> int:
+    (target,) = env.clients.client("application-autoscaling").describe_scalable_targets(
+        ServiceNamespace="ecs", ResourceIds=["service/pool/container"]
+    )["ScalableTargets"]
+    assert target["MaxCapacity"] == 10  # never changed by the function
+    return int(target["MinCapacity"])
 
 
 def _ceilings(env, uuids) -> dict[str, int]:
@@ -68,6 +119,27 @@ def _waiting_since(env, seconds: float) -> None:
     dynamo = dynamo_for(env.settings, env.clients.dynamodb)
     due = NOW - timedelta(seconds=seconds)
     QueueAges(dynamo, env.settings.leases_table).record({kind: due for kind in LAMBDA_QUEUE_KINDS}, NOW)
+
+
+def _burst(env, count: int, *, priority: str = "default", pool: str | None = None) -> None:
+    """``count`` one-off jobs due at once at 09:05, five minutes ahead (the lead is ten)."""
+    jobs = JobsStore(dynamo_for(env.settings, env.clients.dynamodb), env.settings.jobs_table)
+    burst = NOW + timedelta(minutes=5)
+    for i in range(count):
+        jobs.create(
+            Job(
+                id=f"burst-{i:03d}",
+                tenant="acme",
+                name=f"burst-{i:03d}",
+                schedule="at(2026-12-05T09:05:00)",
+                target={"handler": "demo.echo"},
+                priority=priority,
+                pool=pool,
+                next_due_at=burst,
+                created_at=NOW - timedelta(hours=1),
+                updated_at=NOW - timedelta(hours=1),
+            )
+        )
 
 
 def test_an_idle_deployment_keeps_every_mapping_at_its_configured_ceiling(deployed):
@@ -95,22 +167,7 @@ def test_runs_waiting_past_the_threshold_double_each_ceiling_up_to_its_cap(deplo
 def test_a_burst_due_within_the_lead_raises_its_queue_ahead_of_it(deployed):
     env, uuids = deployed
     # Given 600 low-priority runs due at once at 09:05, five minutes ahead (the lead is ten)
-    jobs = JobsStore(dynamo_for(env.settings, env.clients.dynamodb), env.settings.jobs_table)
-    burst = NOW + timedelta(minutes=5)
-    for i in range(600):
-        jobs.create(
-            Job(
-                id=f"burst-{i:03d}",
-                tenant="acme",
-                name=f"burst-{i:03d}",
-                schedule="at(2026-12-05T09:05:00)",
-                target={"handler": "demo.echo"},
-                priority="low",
-                next_due_at=burst,
-                created_at=NOW - timedelta(hours=1),
-                updated_at=NOW - timedelta(hours=1),
-            )
-        )
+    _burst(env, 600, priority="low")
     # When the scheduled tick runs, nothing waiting yet
     summary = capacity_function.handler({}, LambdaContext("capacity", 60))
     # Then only the low mapping is raised, before the burst: 600 runs of 1 s to start within 5 s need
@@ -145,5 +202,93 @@ def test_a_malformed_policy_fails_the_build_naming_it(deployed, monkeypatch):
     with (
         capacity_function.seam.installed(clock=FakeClock(NOW)),
         pytest.raises(ValueError, match=ENV_CAPACITY_QUEUES),
+    ):
+        capacity_function.handler({}, LambdaContext("capacity", 60))
+
+
+def test_container_runs_due_within_the_lead_raise_the_services_minimum_ahead_of_them(with_containers):
+    env, uuids = with_containers
+    # Given 3 container-pool runs due at 09:05 (300 s each: 3 tasks at once), nothing waiting
+    _burst(env, 3, pool="container")
+    # When the scheduled tick runs at 09:00
+    summary = capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Then the scalable target's minimum is raised to 3 (within the cap of 4), the mappings left alone
+    assert summary["changed"] == {"container": [0, 3]} and summary["refused"] == {}
+    assert _minimum(env) == 3
+    assert _ceilings(env, uuids) == {kind: q["base"] for kind, q in QUEUES.items()}
+
+
+def test_a_burst_over_the_cap_raises_the_minimum_to_the_cap_only(with_containers):
+    env, _ = with_containers
+    _burst(env, 9, pool="container")
+    summary = capacity_function.handler({}, LambdaContext("capacity", 60))
+    assert summary["changed"] == {"container": [0, CONTAINER["cap"]]}
+    assert _minimum(env) == CONTAINER["cap"]
+
+
+def test_once_no_peak_is_near_the_minimum_falls_back_to_zero(with_containers):
+    env, _ = with_containers
+    # Given the minimum raised for a peak that has passed (nothing due, nothing waiting)
+    env.clients.client("application-autoscaling").register_scalable_target(
+        ServiceNamespace="ecs",
+        ResourceId="service/pool/container",
+        ScalableDimension="ecs:service:DesiredCount",
+        MinCapacity=4,
+    )
+    # When the scheduled tick runs
+    summary = capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Then the minimum is back at 0: scale-in is left to the service's own idle policy
+    assert summary["changed"] == {"container": [4, 0]}
+    assert _minimum(env) == 0
+
+
+def test_a_malformed_container_service_fails_the_build_naming_it(with_containers, monkeypatch):
+    monkeypatch.setenv(ENV_CAPACITY_CONTAINER_SERVICE, "pool-without-service")
+    with (
+        capacity_function.seam.installed(clock=FakeClock(NOW)),
+        pytest.raises(ValueError, match=ENV_CAPACITY_CONTAINER_SERVICE),
+    ):
+        capacity_function.handler({}, LambdaContext("capacity", 60))
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """The variables infra/capacity.py writes (mapping UUIDs made up: nothing is called)."""
+    env = {ENV_CAPACITY_QUEUES: json.dumps(QUEUES), **extra}
+    env.update({ENV_CAPACITY_MAPPING_PREFIX + kind.upper(): f"uuid-{kind}" for kind in LAMBDA_QUEUE_KINDS})
+    return env
+
+
+def test_a_provisioned_cap_names_the_workers_alias_live():
+    # Given what infra/capacity.py writes with -c capacity_max_provisioned=25
+    env = _env(**{ENV_CAPACITY_MAX_PROVISIONED: "25", ENV_CAPACITY_WORKER_FUNCTION: "Jobsched-Worker-1A2B"})
+    policy, _ = capacity_policy_from_env(env)
+    # Then the plan may provision up to 25, on the alias live of that function
+    assert policy.provisioned_cap == 25
+    assert worker_alias_from_env(env, policy) == ("Jobsched-Worker-1A2B", WORKER_ALIAS)
+    # And without the cap (the default deployment) nothing is provisioned and no alias is used
+    default, _ = capacity_policy_from_env(_env())
+    assert default.provisioned_cap == 0 and worker_alias_from_env(_env(), default) is None
+
+
+@pytest.mark.parametrize(
+    ("extra", "named"),
+    [
+        ({ENV_CAPACITY_MAX_PROVISIONED: "25"}, ENV_CAPACITY_WORKER_FUNCTION),
+        (
+            {ENV_CAPACITY_MAX_PROVISIONED: "-3", ENV_CAPACITY_WORKER_FUNCTION: "w"},
+            ENV_CAPACITY_MAX_PROVISIONED,
+        ),
+        (
+            {ENV_CAPACITY_MAX_PROVISIONED: "some", ENV_CAPACITY_WORKER_FUNCTION: "w"},
+            ENV_CAPACITY_MAX_PROVISIONED,
+        ),
+    ],
+)
+def test_a_bad_provisioned_setting_fails_the_build_naming_the_variable(deployed, monkeypatch, extra, named):
+    for var, value in extra.items():
+        monkeypatch.setenv(var, value)
+    with (
+        capacity_function.seam.installed(clock=FakeClock(NOW)),
+        pytest.raises(ValueError, match=named),
     ):
         capacity_function.handler({}, LambdaContext("capacity", 60))

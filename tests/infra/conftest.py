@@ -28,6 +28,11 @@ NOTIFY_TOPIC_ARNS = "arn:aws:sns:us-east-1:123456789012:team-*"
 SYNTH_GROUP = "tests/infra"  # the xdist group of every test that reads a synthesized app
 #: The user's own tags of the ``cmk_synth`` app (``-c tags=...``, infra/tags.py).
 USER_TAGS = '{"team": "payments", "cost-center": "42"}'
+#: The most container tasks the capacity function keeps warm in both synthesized apps.
+WARM_TASKS = 4
+#: The most provisioned concurrency on the worker's alias in the ``cmk_synth`` app.
+MAX_PROVISIONED = 25
+SYNTH_CONTEXT = {"notify_topic_arns": NOTIFY_TOPIC_ARNS, "capacity_max_warm_tasks": str(WARM_TASKS)}
 
 
 @dataclass(frozen=True)
@@ -59,8 +64,10 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     from app import build_app
 
     outdir = tmp_path_factory.mktemp("cdk.out")
-    # A notify topic allow-list with a wildcard, so cdk-nag and cfn-lint see the sns:Publish grants.
-    app = build_app(cdk.App(outdir=str(outdir), context={"notify_topic_arns": NOTIFY_TOPIC_ARNS}))
+    # A notify topic allow-list with a wildcard, so cdk-nag and cfn-lint see the sns:Publish grants; warm
+    # container tasks, so they and tests/infra/test_permissions_by_use.py see the capacity function's
+    # scalable-target grants (infra/capacity.py).
+    app = build_app(cdk.App(outdir=str(outdir), context=SYNTH_CONTEXT))
     return _synthesize(app, outdir)
 
 
@@ -76,7 +83,13 @@ def cmk_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
 
     outdir = tmp_path_factory.mktemp("cdk.out.cmk")
     # with the user's own tags too (infra/tags.py), so cdk-nag, cfn-lint and checkov see them
-    context = {"encryption": "cmk", "notify_topic_arns": NOTIFY_TOPIC_ARNS, "tags": USER_TAGS}
+    # and provisioned concurrency on the worker's alias (the alias, its version and the grants on it)
+    context = {
+        **SYNTH_CONTEXT,
+        "encryption": "cmk",
+        "tags": USER_TAGS,
+        "capacity_max_provisioned": str(MAX_PROVISIONED),
+    }
     app = cdk.App(outdir=str(outdir), context=context)
     config = StackConfig.from_context(app.node.try_get_context)
     JobschedStack(app, STACK, config=config, code=lambda_.Code.from_inline("def handler(e, c): pass"))

@@ -10,19 +10,31 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_lambda as lambda_
 
-from infra.capacity import MAPPING_ACTIONS, capacity_queues
+from infra.capacity import (
+    MAPPING_ACTIONS,
+    PROVISIONED_ACTIONS,
+    SCALABLE_TARGET_ACTIONS,
+    SERVICE_VALIDATION_ACTIONS,
+    capacity_queues,
+)
 from infra.config import ConfigError, StackConfig
 from infra.dispatch import TICK_MAX_EVENT_AGE_SECONDS, TICK_RETRY_ATTEMPTS
 from infra.stack import JobschedStack
+from jobsched.local.iam.template import read_roles
 from jobsched.runtime.resources import (
     CAPACITY_FUNCTION,
+    ENV_CAPACITY_CONTAINER_SERVICE,
     ENV_CAPACITY_MAPPING_PREFIX,
+    ENV_CAPACITY_MAX_PROVISIONED,
     ENV_CAPACITY_QUEUES,
+    ENV_CAPACITY_WORKER_FUNCTION,
     JOBS_TABLE,
     LAMBDA_QUEUE_KINDS,
     LEASES_TABLE,
     RUNS_TABLE,
+    WORKER_ALIAS,
 )
+from tests.infra.conftest import MAX_PROVISIONED, WARM_TASKS
 
 BASE_ACTIONS = {
     "logs:CreateLogStream",
@@ -83,11 +95,25 @@ def test_the_function_runs_the_capacity_entry_point_with_the_policy_and_the_mapp
     assert props["Timeout"] == CAPACITY_FUNCTION.timeout_seconds
     variables = props["Environment"]["Variables"]
     # Given the default settings, Then each queue's base and cap are its max_concurrency: nothing raised
+    # (and the fixture's capacity_max_warm_tasks=4: the container queue from 0 up to 4 tasks, one run each)
     assert json.loads(variables[ENV_CAPACITY_QUEUES]) == {
         "high": {"base": 20, "cap": 20, "batch_size": 10},
         "default": {"base": 20, "cap": 20, "batch_size": 10},
         "low": {"base": 5, "cap": 5, "batch_size": 10},
         "long": {"base": 5, "cap": 5, "batch_size": 1},
+        "container": {"base": 0, "cap": WARM_TASKS, "batch_size": 1},
+    }
+    # And the container service is named <cluster>/<service>
+    containers = synth.stack.containers
+    assert variables[ENV_CAPACITY_CONTAINER_SERVICE] == {
+        "Fn::Join": [
+            "",
+            [
+                {"Ref": synth.logical_id(containers.cluster)},
+                "/",
+                {"Fn::GetAtt": [synth.logical_id(containers.service), "Name"]},
+            ],
+        ]
     }
     # And each mapping variable names (Ref: its UUID) the worker mapping of that queue
     assert {kind: variables[ENV_CAPACITY_MAPPING_PREFIX + kind.upper()] for kind in LAMBDA_QUEUE_KINDS} == {
@@ -157,11 +183,18 @@ def test_its_role_may_make_exactly_the_reads_and_mapping_calls_of_a_tick(synth):
     assert {a for a in grants if a.startswith("lambda:")} == set(MAPPING_ACTIONS)
     for action in MAPPING_ACTIONS:
         assert sorted(json.dumps(r) for r in grants[action]) == mappings
+    # And, with warm container tasks, the scalable target's two calls (no resource-level permission)
+    # and what Application Auto Scaling validates on the one container service
+    for action in SCALABLE_TARGET_ACTIONS:
+        assert grants[action] == ["*"]
+    service = {"Ref": synth.logical_id(synth.stack.containers.service)}
+    for action in SERVICE_VALIDATION_ACTIONS:
+        assert grants[action] == [service]
     assert set(grants) - BASE_ACTIONS - {
         "dynamodb:Query",
         "dynamodb:BatchGetItem",
         "dynamodb:GetItem",
-    } == set(MAPPING_ACTIONS)
+    } == set(MAPPING_ACTIONS) | set(SCALABLE_TARGET_ACTIONS) | set(SERVICE_VALIDATION_ACTIONS)
 
 
 def test_the_caps_are_parsed_and_written_into_the_policy():
@@ -209,6 +242,39 @@ def test_the_caps_are_parsed_and_written_into_the_policy():
             {"capacity_max_concurrency": "not json"},
             r"capacity_max_concurrency='not json' is not a valid dict",
         ),
+        (
+            {"capacity_max_warm_tasks": "11"},
+            r"capacity_max_warm_tasks must be 0 \(never raised\) to container_max_tasks \(10\), got 11",
+        ),
+        (
+            {"capacity_max_warm_tasks": "-1"},
+            r"capacity_max_warm_tasks must be 0 .* got -1",
+        ),
+        (
+            {"capacity_max_warm_tasks": "2", "container_pool": "false"},
+            r"capacity_max_warm_tasks needs container_pool=true and capacity=true",
+        ),
+        (
+            {"capacity_max_warm_tasks": "2", "capacity": "false"},
+            r"capacity_max_warm_tasks needs container_pool=true and capacity=true",
+        ),
+        (
+            {"capacity_max_provisioned": "26"},
+            r"capacity_max_provisioned must be 0 \(never provisioned\) to 25, the default and low "
+            r"queues' caps together .* got 26",
+        ),
+        (
+            {"capacity_max_provisioned": "-1"},
+            r"capacity_max_provisioned must be 0 .* got -1",
+        ),
+        (
+            {"capacity_max_provisioned": "5", "capacity": "false"},
+            r"capacity_max_provisioned needs capacity=true",
+        ),
+        (
+            {"capacity_max_warm_tasks": "many"},
+            r"capacity_max_warm_tasks='many' is not a valid int",
+        ),
     ],
 )
 def test_a_bad_cap_stops_the_synth_naming_the_setting(context, named):
@@ -238,3 +304,107 @@ def test_capacity_false_leaves_the_function_and_its_schedule_out(tmp_path):
     # And the schedules left are the dispatcher's ticks and the sweep
     schedules = [r for r in template["Resources"].values() if r["Type"] == "AWS::Scheduler::Schedule"]
     assert len(schedules) == config.shards + 1
+
+
+def test_without_warm_tasks_the_function_has_no_container_policy_nor_its_grants(tmp_path):
+    # Given the default capacity_max_warm_tasks (0)
+    app = cdk.App(outdir=str(tmp_path))
+    config = StackConfig.from_context(app.node.try_get_context)
+    stack = JobschedStack(
+        app, "Jobsched", config=config, code=lambda_.Code.from_inline("def handler(e, c): pass")
+    )
+    template = app.synth().get_stack_by_name("Jobsched").template
+    function_id = stack.resolve(stack.capacity.function.node.default_child.logical_id)
+    variables = template["Resources"][function_id]["Properties"]["Environment"]["Variables"]
+    # Then the policy has the four Lambda queues only and no container service is named
+    assert set(json.loads(variables[ENV_CAPACITY_QUEUES])) == set(LAMBDA_QUEUE_KINDS)
+    assert ENV_CAPACITY_CONTAINER_SERVICE not in variables
+    # And its role holds no Application Auto Scaling nor ECS action
+    role_id = stack.resolve(stack.capacity.function.role.node.default_child.logical_id)
+    actions = set()
+    for resource in template["Resources"].values():
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": role_id} in resource["Properties"]["Roles"]:
+            for statement in resource["Properties"]["PolicyDocument"]["Statement"]:
+                found = statement["Action"]
+                actions |= set(found if isinstance(found, list) else [found])
+    assert set(MAPPING_ACTIONS) <= actions
+    assert not {a for a in actions if a.startswith(("application-autoscaling:", "ecs:"))}
+
+
+def test_the_provisioned_cap_follows_the_default_and_low_caps():
+    # Given default and low raised to 200 and 50, Then up to 250 instances may be provisioned
+    config = _from(
+        {"capacity_max_concurrency": '{"default": 200, "low": 50}', "capacity_max_provisioned": "250"}
+    )
+    assert config.capacity_max_provisioned == 250
+    assert _from({}).capacity_max_provisioned == 0
+
+
+def _mapping_targets(synth) -> dict[str, dict]:
+    """Queue kind -> the FunctionName its worker mapping invokes."""
+    ids = _mapping_ids(synth)
+    return {kind: synth.template["Resources"][ids[kind]]["Properties"]["FunctionName"] for kind in ids}
+
+
+def test_by_default_no_worker_version_nor_alias_and_every_mapping_invokes_its_function(synth):
+    # Given capacity_max_provisioned unset (the default synth)
+    assert synth.stack.workers.worker_alias is None
+    assert synth.resources("AWS::Lambda::Alias") == {} and synth.resources("AWS::Lambda::Version") == {}
+    functions = synth.stack.workers.consumers
+    assert _mapping_targets(synth) == {k: {"Ref": synth.logical_id(functions[k])} for k in LAMBDA_QUEUE_KINDS}
+    # Then the capacity function has no alias to provision, nor a grant for it
+    variables = _function(synth)["Environment"]["Variables"]
+    assert ENV_CAPACITY_WORKER_FUNCTION not in variables and ENV_CAPACITY_MAX_PROVISIONED not in variables
+    assert not set(PROVISIONED_ACTIONS) & set(_grants(synth, synth.stack.capacity.function.role))
+
+
+def test_with_a_provisioned_cap_default_and_low_invoke_the_workers_alias_of_its_current_version(cmk_synth):
+    synth = cmk_synth
+    worker = synth.logical_id(synth.stack.workers.worker)
+    # Given capacity_max_provisioned=25, Then one version of the worker is published, deleted when replaced
+    ((version_id, version),) = synth.resources("AWS::Lambda::Version").items()
+    assert version["Properties"]["FunctionName"] == {"Ref": worker}
+    assert version["DeletionPolicy"] == "Delete"
+    # And the alias live points at it, with no provisioned concurrency of its own (the function sets it)
+    ((alias_id, alias),) = synth.resources("AWS::Lambda::Alias").items()
+    assert alias["Properties"]["Name"] == WORKER_ALIAS
+    assert alias["Properties"]["FunctionName"] == {"Ref": worker}
+    assert alias["Properties"]["FunctionVersion"] == {"Fn::GetAtt": [version_id, "Version"]}
+    assert "ProvisionedConcurrencyConfig" not in alias["Properties"]
+    # And default and low invoke the alias; high and long their own functions, unchanged
+    # (CDK names an alias "<function name>:live", the name selected from the alias's ARN)
+    workers = synth.stack.workers
+    by_alias = {
+        "Fn::Join": [
+            "",
+            [{"Fn::Select": [6, {"Fn::Split": [":", {"Ref": alias_id}]}]}, f":{WORKER_ALIAS}"],
+        ]
+    }
+    assert _mapping_targets(synth) == {
+        "default": by_alias,
+        "low": by_alias,
+        "high": {"Ref": synth.logical_id(workers.high_worker)},
+        "long": {"Ref": synth.logical_id(workers.long_worker)},
+    }
+    # And the permissions check reads them as the worker's mappings (its consume grants are platform's)
+    consumed = [function for function, _ in read_roles(synth.template).consumed]
+    assert (consumed.count("worker"), consumed.count("worker_high"), consumed.count("worker_long")) == (
+        2,
+        1,
+        1,
+    )
+
+
+def test_with_a_provisioned_cap_the_function_may_provision_exactly_the_alias(cmk_synth):
+    synth = cmk_synth
+    variables = _function(synth)["Environment"]["Variables"]
+    worker = synth.logical_id(synth.stack.workers.worker)
+    # Then it is told the worker and its cap
+    assert variables[ENV_CAPACITY_WORKER_FUNCTION] == {"Ref": worker}
+    assert variables[ENV_CAPACITY_MAX_PROVISIONED] == str(MAX_PROVISIONED)
+    # And may get, put and delete the provisioned concurrency of the alias live alone
+    grants = _grants(synth, synth.stack.capacity.function.role)
+    alias_arn = {"Fn::Join": ["", [{"Fn::GetAtt": [worker, "Arn"]}, f":{WORKER_ALIAS}"]]}
+    for action in PROVISIONED_ACTIONS:
+        assert grants[action] == [alias_arn]
+    assert {a for a in grants if a.startswith("lambda:")} == set(MAPPING_ACTIONS) | set(PROVISIONED_ACTIONS)

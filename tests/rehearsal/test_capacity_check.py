@@ -72,3 +72,34 @@ def test_without_the_function_nothing_is_checked(deployed):
     report = checks.Report()
     checks.check_capacity(report, sqs, lam, {})
     assert report.results == []
+
+
+OUTPUTS = {"ContainerCluster": "Jobsched-Cluster-1", "ContainerService": "Jobsched-Service-1"}
+
+
+def _with_warm_tasks(env: dict[str, str], service: str) -> None:
+    """What infra/capacity.py adds with -c capacity_max_warm_tasks=2."""
+    policy = json.loads(env[resources.ENV_CAPACITY_QUEUES])
+    policy[resources.CONTAINER_KIND] = {"base": 0, "cap": 2, "batch_size": 1}
+    env[resources.ENV_CAPACITY_QUEUES] = json.dumps(policy)
+    env[resources.ENV_CAPACITY_CONTAINER_SERVICE] = service
+
+
+def test_warm_tasks_naming_the_container_pools_service_pass(deployed):
+    sqs, lam, env = deployed
+    _with_warm_tasks(env, "Jobsched-Cluster-1/Jobsched-Service-1")
+    report = checks.Report()
+    checks.check_capacity(report, sqs, lam, env, OUTPUTS)
+    names = [result.name for result in report.results]
+    assert "capacity: JOBSCHED_CAPACITY_CONTAINER_SERVICE is the container pool's service" in names
+    assert report.failures == []
+
+
+def test_warm_tasks_naming_another_service_fail_by_name(deployed):
+    sqs, lam, env = deployed
+    _with_warm_tasks(env, "Jobsched-Cluster-1/other")
+    report = checks.Report()
+    checks.check_capacity(report, sqs, lam, env, OUTPUTS)
+    assert [result.name for result in report.failures] == [
+        "capacity: JOBSCHED_CAPACITY_CONTAINER_SERVICE is the container pool's service"
+    ]

@@ -291,6 +291,26 @@ RULES: tuple[Disposition, ...] = (
         "theirs, a freed limit slot makes a waiter's message visible in whichever queue it waits "
         "(infra/workers.py); which of these the tests reached on which queue is test data.",
     ),
+    Disposition(
+        "capacity",
+        "ecs:*Service*",
+        "arn:aws:ecs:*:*:service/*",
+        "platform",
+        "Application Auto Scaling checks that the caller of RegisterScalableTarget may describe and update "
+        "the ECS service it targets (its 'permissions validation for API calls on target resources'); the "
+        "capacity function makes no ECS call itself (infra/capacity.py).",
+    ),
+    Disposition(
+        "capacity",
+        "lambda:*ProvisionedConcurrencyConfig",
+        "arn:aws:lambda:*:*:function:*:live",
+        "path",
+        "Provisioned concurrency on the worker's alias (capacity_max_provisioned): moto 5.2.6 answers "
+        "Get/Put/DeleteProvisionedConcurrencyConfig '404 Not yet implemented', so no test reaches them on "
+        "moto; the plan and the service's use of them run on the fake (tests/contract/test_pool_capacity.py, "
+        "tests/services/test_forecast_capacity.py) and the grant's one resource is checked in "
+        "tests/infra/test_capacity.py.",
+    ),
 )
 
 

@@ -80,6 +80,10 @@ def _attribute(kind: str, name: str, attribute: str | None) -> str:
             "EventSourceMappingArn": _arn("lambda", f"event-source-mapping:{name}"),
         },
         "AWS::IAM::Role": {None: name, "Arn": f"arn:{PARTITION}:iam::{ACCOUNT}:role/{name}"},
+        # The container pool (the capacity function's JOBSCHED_CAPACITY_CONTAINER_SERVICE and its grants
+        # on the service); a service's ARN also names its cluster on AWS, not here: no call names it.
+        "AWS::ECS::Cluster": {None: name, "Arn": _arn("ecs", f"cluster/{name}")},
+        "AWS::ECS::Service": {None: _arn("ecs", f"service/{name}"), "Name": name},
     }
     try:
         return forms[kind][attribute]
@@ -264,6 +268,19 @@ def _referenced_id(value: Any) -> str | None:
     return None
 
 
+def _alias_in(value: Any, resources: Mapping[str, Any]) -> str:
+    """The logical id of the alias a mapping's ``FunctionName`` names by ``<function name>:<alias>``
+    (CDK writes ``Fn::Join`` of the name it selects from the alias's ``Ref``), "" when none."""
+    if isinstance(value, Mapping):
+        ref = value.get("Ref")
+        if isinstance(ref, str) and resources.get(ref, {}).get("Type") == "AWS::Lambda::Alias":
+            return ref
+        return next((found for v in value.values() if (found := _alias_in(v, resources))), "")
+    if isinstance(value, list):
+        return next((found for v in value if (found := _alias_in(v, resources))), "")
+    return ""
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -315,7 +332,13 @@ def read_roles(template: Mapping[str, Any]) -> Roles:
     for resource in resources.values():
         if resource["Type"] == "AWS::Lambda::EventSourceMapping":
             props = resource["Properties"]
-            mapped = by_id.get(_referenced_id(props.get("FunctionName")) or "")
+            target = _referenced_id(props.get("FunctionName")) or _alias_in(
+                props.get("FunctionName"), resources
+            )
+            if resources.get(target, {}).get("Type") == "AWS::Lambda::Alias":
+                # a mapping that invokes an alias (the worker's ``live``) consumes for its function
+                target = _referenced_id(resources[target]["Properties"].get("FunctionName")) or ""
+            mapped = by_id.get(target)
             if mapped is not None:
                 consumed.add((mapped, str(resolver.resolve(props["EventSourceArn"]))))
     if CONTAINER_FUNCTION in roles:
