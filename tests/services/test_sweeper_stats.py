@@ -70,6 +70,7 @@ def test_settled_runs_are_counted_per_tenant_and_minute_of_their_due_instant(kit
             "succeeded": 1,
             "failed": 1,
             "dead_lettered": 1,
+            "dead_letters": 1,  # dead-lettered in the same minute as it was due (decision 0064)
             "cancelled": 1,
             lag_bin(5.0): 2,  # the two that started, 5 s after their due instant
         }
@@ -116,13 +117,18 @@ def test_a_ledger_item_another_sweeper_deleted_first_is_not_counted_by_this_one(
 
 def test_a_run_the_sweep_itself_fails_is_counted_as_failed(kit, stats, clock):
     # Given a queued run whose job is gone and whose send was lost
+    due = clock.now()
     kit.new_run(job_id="deleted")
     clock.advance(minutes=3)
     # When the sweeper runs: it fails the run (lost) and settles its item in the same sweep
     summary = sweeper_over(kit, stats).sweep(clock.now())
-    # Then it is counted as failed, not started (no lag)
-    assert summary.failed == 1 and summary.stats_written == 1
-    assert list(minutes_of(stats, "acme", clock).values()) == [{"failed": 1}]
+    # Then it is counted as failed, not started (no lag), and as a dead letter: in its due minute, and
+    # in the sweep's minute as dead-lettered then (decision 0064)
+    assert summary.failed == 1 and summary.stats_written == 2
+    assert minutes_of(stats, "acme", clock) == {
+        minute_key(due): {"failed": 1, "dead_lettered": 1},
+        minute_key(clock.now()): {"dead_letters": 1},
+    }
 
 
 def test_minutes_outside_the_range_and_other_tenants_are_not_read(kit, stats, clock):
@@ -134,3 +140,20 @@ def test_minutes_outside_the_range_and_other_tenants_are_not_read(kit, stats, cl
     span = stats_range(base + timedelta(minutes=30), base + timedelta(minutes=90), "minute")
     # Then only its minute comes back, with its counters
     assert stats.minutes("acme", span) == [{"minute": keys[1], "succeeded": 2}]
+
+
+def test_a_dead_letter_is_counted_in_the_minute_it_was_dead_lettered(kit, stats, clock):
+    # Given a run due now that starts 2 minutes late and fails permanently: into the dead letters then
+    start = clock.now()
+    _, bad = kit.new_run({"handler": "demo.fail"}, {"kind": "permanent"}, job_id="bad", max_attempts=1)
+    clock.advance(minutes=2)
+    kit.worker().handle(Delivery.of(bad.to_json()), clock.now())
+    dead_at = clock.now()
+    # When the sweeper settles it
+    clock.advance(minutes=3)
+    sweeper_over(kit, stats).sweep(clock.now())
+    # Then the outcome counts in its due minute, the dead letter in the minute of its dead-lettering
+    assert minutes_of(stats, "acme", clock) == {
+        minute_key(start): {"failed": 1, "dead_lettered": 1, lag_bin(120.0): 1},
+        minute_key(dead_at): {"dead_letters": 1},
+    }
