@@ -109,8 +109,16 @@ def test_queue_depth_per_bucket_for_an_administrator(aws, call):
     seed_depths(
         aws,
         {
-            T0 - timedelta(hours=2, minutes=50): {"high_visible": 3, "default_visible": 40, "default_delayed": 5},
-            T0 - timedelta(hours=2, minutes=10): {"high_visible": 1, "default_visible": 90, "default_delayed": 2},
+            T0 - timedelta(hours=2, minutes=50): {
+                "high_visible": 3,
+                "default_visible": 40,
+                "default_delayed": 5,
+            },
+            T0 - timedelta(hours=2, minutes=10): {
+                "high_visible": 1,
+                "default_visible": 90,
+                "default_delayed": 2,
+            },
             T0 - timedelta(minutes=30): {"default_in_flight": 7},
         },
     )
