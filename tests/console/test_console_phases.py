@@ -42,12 +42,13 @@ def _violations(page: Any) -> str:
 
 def test_an_administrator_sees_each_queues_depth_over_the_range(console):
     """Given the sweeper sampling the run queues, when the administrator opens the Overview, then a
-    "Queue depth" chart is drawn and its table has one row per minute of the hour (61: both ends partial), five queues of
-    three figures each, and a sampled minute with numbers in it; axe finds nothing."""
+    "Queue depth" chart is drawn and its table has one row per minute of the hour (61: both ends
+    partial), five queues of three figures each, and a sampled minute with numbers in it; axe finds
+    nothing."""
     tab = console()
     tab.sign_in("alpha")
     page = tab.page
-    expect(page.get_by_role("heading", name="Queue depth, last hour")).to_be_visible()
+    expect(page.get_by_role("heading", name="Queue depth over time")).to_be_visible()
     expect(
         page.get_by_role("img", name=re.compile("^Messages ready per run queue per minute"))
     ).to_be_visible()
@@ -64,7 +65,7 @@ def test_an_administrator_sees_each_queues_depth_over_the_range(console):
     shots = screenshot_dir()
     if shots:
         page.wait_for_timeout(300)  # the chart draws on the next frame
-        page.get_by_role("heading", name="Queue depth, last hour").scroll_into_view_if_needed()
+        page.get_by_role("heading", name="Queue depth over time").scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "overview-depth.png"), full_page=True)
     assert _violations(page) == ""
     assert tab.errors == []
@@ -204,6 +205,6 @@ def _timeline_with_phases(console: Any, beta: Any) -> None:
     shots = screenshot_dir()
     if shots:
         page.get_by_role("heading", name="Timeline").scroll_into_view_if_needed()
-        page.screenshot(path=str(shots / "workflow-timeline.png"), full_page=True)
+        page.screenshot(path=str(shots / "workflow-phases.png"), full_page=True)
     assert _violations(page) == ""
     assert tab.errors == []

@@ -189,6 +189,7 @@ export function Overview() {
       <${ErrorBox} error=${error} />
       ${stats ? html`<${Activity} stats=${stats} rangeWords=${rangeWords} />` : !error && html`<p>Loading…</p>`}
     </section>
+    ${stats && html`<${DeadLetters} stats=${stats} rangeWords=${rangeWords} />`}
     <${QueueDepth} range=${range} rangeKey=${rangeKey} />
     <${NextHour} />
     <section aria-labelledby="usage-h"><h2 id="usage-h">Usage, last ${USAGE_DAYS} days</h2><${Usage} /></section>`;
@@ -215,13 +216,20 @@ function Activity({ stats, rangeWords }) {
         <figcaption class="muted">Start lag of scheduled runs (started − due), p50 and p99: the upper bound of the
           histogram bin they fall in (${starts ? `${starts} starts counted` : "no start counted yet"}).</figcaption>
       </figure>
-      <figure>
-        <${Chart} label=${`Runs that went to the dead letters per ${stats.bucket} over the ${rangeWords}; the numbers are in the table below`}
-          series=${["dead_letters"]} xs=${xs} ys=${[stats.buckets.map((b) => b.dead_letters)]} unit=${"per " + stats.bucket} />
-        <figcaption class="muted">Dead letters by when they went there (${stats.buckets.reduce((n, b) => n + b.dead_letters, 0)} in the ${rangeWords}), not by due time:
-          a run that failed its last attempt, a poison message, a run the sweeper gave up on.</figcaption>
-      </figure>
+
       <${ActivityTable} stats=${stats} id="activity-table" />`;
+}
+
+// Dead letters per bucket by when they went there (GET /stats ``dead_letters``), from the range's answer.
+function DeadLetters({ stats, rangeWords }) {
+  const xs = stats.buckets.map((b) => new Date(b.start).getTime() / 1000);
+  return html`<section aria-labelledby="dead-h"><h2 id="dead-h">Dead letters over time</h2>
+    <figure>
+      <${Chart} label=${`Runs that went to the dead letters per ${stats.bucket} over the ${rangeWords}; the numbers are in the table above, column “into the dead letters”`}
+        series=${["dead_letters"]} xs=${xs} ys=${[stats.buckets.map((b) => b.dead_letters)]} unit=${"per " + stats.bucket} />
+      <figcaption class="muted">Dead letters by when they went there (${stats.buckets.reduce((n, b) => n + b.dead_letters, 0)} in the ${rangeWords}), not by due time:
+        a run that failed its last attempt, a poison message, a run the sweeper gave up on.</figcaption>
+    </figure></section>`;
 }
 
 // The run queues' depth over the range (GET /stats/queues): what the sweeper sampled, the highest
@@ -265,5 +273,5 @@ function QueueDepth({ range, rangeKey }) {
             ${depth.queues.map((q) => Object.keys(FIGURE_WORDS).map((f) => html`<td class="num">${b.queues[q][f] ?? "—"}</td>`))}</tr>`)}</tbody>
         </table></div></details>`;
   }
-  return html`<section aria-labelledby="depth-h"><h2 id="depth-h">Queue depth, ${words}</h2>${body}</section>`;
+  return html`<section aria-labelledby="depth-h"><h2 id="depth-h">Queue depth over time</h2>${body}</section>`;
 }
