@@ -6,7 +6,7 @@
     expires_at = the minute + the retention (the table's TTL)
 
 :meth:`QueueDepths.sample` reads each run queue's approximate counts (one ``GetQueueAttributes`` per
-queue, :meth:`jobsched.aws.queues.RunQueues.depths`) and writes them with one ``PutItem`` (about 250
+queue, :meth:`jobsched.aws.queues.RunQueues.depths`) and writes them with one ``PutItem`` (about 300
 bytes: 1 WRU). Depth is a figure of the deployment's queues, shared by every tenant: it is not kept
 per tenant, and only administrators read it (``GET /stats/queues``). :meth:`QueueDepths.samples`
 reads a range with one ``Query`` (eventually consistent, paged at 1 MB): one item per sweep, whatever
