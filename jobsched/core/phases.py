@@ -18,18 +18,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from jobsched.core.instants import from_iso
 from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState
 
-PHASES = ("queued", "waiting", "running", "retrying")
+PhaseName = Literal["queued", "waiting", "running", "retrying"]
+PHASES: tuple[PhaseName, ...] = ("queued", "waiting", "running", "retrying")
 
 
 @dataclass(frozen=True)
 class Phase:
     """One span of a run's life; ``attempt``: the attempt it is (running) or leads to."""
 
-    phase: str
+    phase: PhaseName
     start: datetime
     end: datetime | None
     attempt: int
@@ -54,11 +56,11 @@ def run_phases(run: Run) -> list[Phase]:
     attempts = sorted(run.attempts, key=lambda a: a.attempt)
     out: list[Phase] = []
 
-    def span(kind: str, start: datetime, end: datetime | None, attempt: int) -> None:
+    def span(kind: PhaseName, start: datetime, end: datetime | None, attempt: int) -> None:
         if end is None or end > start or (kind == "running" and end == start):
             out.append(Phase(kind, start, end, attempt))  # an attempt however short; no empty wait
 
-    def lead_in(kind: str, start: datetime, end: datetime | None, attempt: int) -> None:
+    def lead_in(kind: PhaseName, start: datetime, end: datetime | None, attempt: int) -> None:
         """From ``start`` to ``end`` (the attempt's start; None: not yet) in ``kind``, split where a
         replay re-queued it and where its delivery began waiting for a limit."""
         for at in replays:
@@ -71,7 +73,8 @@ def run_phases(run: Run) -> list[Phase]:
         else:
             span(kind, start, end, attempt)
 
-    cursor, kind = max(run.created_at, run.due_at), "queued"
+    cursor = max(run.created_at, run.due_at)
+    kind: PhaseName = "queued"
     for i, attempt in enumerate(attempts):
         lead_in(kind, cursor, attempt.started_at, attempt.attempt)
         end = attempt.finished_at
