@@ -8,6 +8,8 @@ from datetime import timedelta
 import pytest
 
 from jobsched.aws.jobs_store import JobsStore
+from jobsched.aws.queue_depths import QueueDepths
+from jobsched.aws.queues import RunQueues
 from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.compose.pipeline import notifier_from_settings
 from jobsched.core.run_stats import lag_bin, minute_key, stats_range
@@ -157,3 +159,33 @@ def test_a_dead_letter_is_counted_in_the_minute_it_was_dead_lettered(kit, stats,
         minute_key(start): {"failed": 1, "dead_lettered": 1, lag_bin(120.0): 1},
         minute_key(dead_at): {"dead_letters": 1},
     }
+
+
+class _BrokenSampler:
+    def sample(self, now):
+        raise RuntimeError("the table refused the sample")
+
+
+def test_a_failed_depth_sample_is_logged_and_the_sweep_goes_on(kit, stats, clock, caplog):
+    # Given a settled run and a depth sampler that fails (decision 0064)
+    _, ok = kit.new_run()
+    assert kit.worker().handle(Delivery.of(ok.to_json()), clock.now()).status == "succeeded"
+    clock.advance(minutes=3)
+    sweeper = sweeper_over(kit, stats)
+    sweeper.depths = _BrokenSampler()
+    # When it sweeps, Then the sweep still settles and counts the run, and says what failed
+    summary = sweeper.sweep(clock.now())
+    assert (summary.settled, summary.stats_written, summary.depths_sampled) == (1, 1, 0)
+    assert "could not write the queue depth sample" in caplog.text
+
+
+def test_a_queue_that_cannot_be_read_is_left_out_of_the_sample(kit, clock, caplog):
+    # Given the deployment's queues, one of them named by a URL that does not exist
+    urls = {**kit.aws.settings.queue_urls, "low": kit.aws.settings.queue_urls["low"] + "-gone"}
+    queues = RunQueues(kit.aws.clients.sqs, urls, kit.meter)
+    depths = QueueDepths(queues, tuple(urls), kit.dynamo, kit.aws.settings.runs_table, timedelta(days=1))
+    # When a sample is taken, Then the other four queues are in it and the low queue is not
+    assert depths.sample(clock.now()) == 4
+    [sample] = depths.samples(stats_range(clock.now(), clock.now() + timedelta(minutes=1), "minute"))
+    assert "default_visible" in sample and not any(k.startswith("low_") for k in sample)
+    assert "could not read the depth of the low queue" in caplog.text
