@@ -281,7 +281,7 @@ class Sweeper:
                 active = self._examine(item, sweep, summary)
                 sweep.seen[key] = (active, item.get("tenant", ""))
                 if not active:
-                    sweep.ended[key] = _ended(item, sweep.now)
+                    sweep.ended[key] = _ended(item, sweep.now, key in sweep.dead_lettered)
             active, tenant = sweep.seen[key]
             in_flight = in_flight or active
             if active:
@@ -381,6 +381,7 @@ class Sweeper:
                     run, now, "the run's job was deleted before it ran", "lost", None
                 )
                 summary.failed += 1
+                sweep.dead_lettered.add((run.job_id, run.run_key))
                 self.metrics.add(obs.RUNS_DEAD_LETTERED)
                 logger.warning("run %s was %s and its job is gone: failed (lost)", run.id, run.state)
             except ConflictError:
@@ -460,6 +461,7 @@ class Sweeper:
         except ConflictError:
             return True  # it moved on meanwhile
         summary.stranded += 1
+        sweep.dead_lettered.add((run.job_id, run.run_key))
         self.metrics.add(obs.RUNS_STRANDED)
         self.metrics.add(obs.RUNS_DEAD_LETTERED)
         logger.error("run %s declared stranded and dead-lettered: %s", run.id, error)
@@ -516,13 +518,14 @@ class RunStats(Protocol):
     def add(self, tallies: Mapping[tuple[str, str], Mapping[str, int]]) -> int: ...
 
 
-def _ended(item: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """An ended run as counted: a run the examination itself ended (the sweeper fails a stranded run,
-    or one whose job is gone, into the dead letters at ``now``) was read while still active, and is
-    counted as failed and dead-lettered then."""
+def _ended(item: dict[str, Any], now: datetime, dead_lettered: bool) -> dict[str, Any]:
+    """An ended run as counted: a run the examination itself ended was read while still active, and
+    is counted as failed; one it put in the dead letters (stranded, or its job gone) as dead-lettered
+    at ``now``."""
     if item.get("state") not in _ACTIVE:
         return item
-    return {**item, "state": str(RunState.FAILED), "dl_at": to_iso(now)}
+    ended = {**item, "state": str(RunState.FAILED)}
+    return {**ended, "dl_at": to_iso(now)} if dead_lettered else ended
 
 
 class _Sweep:
@@ -535,6 +538,8 @@ class _Sweep:
         self.jobs: dict[str, Job | None] = {}
         #: run key -> the item of a run examined and found ended (what settling its ledger item counts)
         self.ended: dict[tuple[str, str], dict[str, Any]] = {}
+        #: run key -> of the runs examined, those this sweep put in the dead letters
+        self.dead_lettered: set[tuple[str, str]] = set()
         #: run key -> the ended runs of the ledger items this sweep deleted, each run once
         self.settled_runs: dict[tuple[str, str], dict[str, Any]] = {}
         self._backlogs: dict[str, bool] = {}
