@@ -87,7 +87,9 @@ class Dispatch(Construct):
             tables.table(spec).grant_read_write_data(self.sweeper)
         for kind in queues.kinds:
             queues.grant_send(kind, self.sweeper)
-        for kind in BACKPRESSURE_PRIORITIES:  # a run is declared stranded only if its queue has no backlog
+        # A run is declared stranded only if its queue has no backlog; each sweep samples every run
+        # queue's depth (decision 0064).
+        for kind in queues.kinds:
             queues.queue(kind).grant(self.sweeper, "sqs:GetQueueAttributes")
         grant_notify_publish(self.sweeper, config)  # it delivers the dead-letter notifications still owed
 

@@ -22,6 +22,7 @@ from jobsched.api.idempotency import IdempotencyStore
 from jobsched.api.quotas import JobQuota
 from jobsched.api.run_logs import RunLogs
 from jobsched.api.tenants import PrincipalStore
+from jobsched.aws.queue_depths import QueueDepths
 from jobsched.aws.run_stats_store import RunStatsStore
 from jobsched.aws.state_listing import StateListing
 from jobsched.aws.tenant_limits import TenantLimits
@@ -67,6 +68,7 @@ class ApiServices:
     handlers: HandlerService | None = None  # the /handlers routes
     forecast: ForecastService | None = None  # GET /forecast
     run_stats: RunStatsStore | None = None  # GET /stats
+    queue_depths: QueueDepths | None = None  # GET /stats/queues
 
 
 # --- the caller -----------------------------------------------------------------------------------
@@ -205,6 +207,10 @@ def run_stats_store(request: Request) -> RunStatsStore:
     return _wired(api_services(request).run_stats, "run stats")
 
 
+def queue_depths(request: Request) -> QueueDepths:
+    return _wired(api_services(request).queue_depths, "queue depths")
+
+
 def worker_memory_mb(request: Request) -> int:
     """The worker functions' memory, which prices a run's GB-seconds in ``GET /usage``."""
     return api_services(request).worker_memory_mb
@@ -233,3 +239,4 @@ UsageDep = Annotated[UsageStore, Depends(usage_store)]
 WorkerMemoryDep = Annotated[int, Depends(worker_memory_mb)]
 ForecastDep = Annotated[ForecastService, Depends(forecast_service)]
 RunStatsDep = Annotated[RunStatsStore, Depends(run_stats_store)]
+QueueDepthsDep = Annotated[QueueDepths, Depends(queue_depths)]

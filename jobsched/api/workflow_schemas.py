@@ -180,6 +180,16 @@ class WorkflowTriggerIn(_In):
     _payload_storable = field_validator("payload")(_storable_payload)
 
 
+class PhaseOut(BaseModel):
+    phase: Literal["queued", "waiting", "running", "retrying"] = Field(
+        description="queued; waiting (held by a concurrency or rate limit); running (an attempt); "
+        "retrying (between attempts: the backoff)"
+    )
+    start: str
+    end: str | None = Field(description="null: still in this phase")
+    attempt: int = Field(description="the attempt this phase is (running) or leads to")
+
+
 class NodeOut(BaseModel):
     id: str
     state: NodeStateName
@@ -193,6 +203,10 @@ class NodeOut(BaseModel):
     finished_at: str | None = None
     error: str | None = None
     output: Any = Field(default=None, description="the node's output, or {ref: <S3 key>} if kept in S3")
+    phases: list[PhaseOut] = Field(
+        default_factory=list,
+        description="the node run's phases over time, oldest first (decision 0064); empty while pending",
+    )
 
 
 class WorkflowRunOut(BaseModel):

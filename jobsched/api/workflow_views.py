@@ -6,14 +6,19 @@ from datetime import datetime
 
 from jobsched.api.schemas import iso_z
 from jobsched.api.views import job_view
-from jobsched.api.workflow_schemas import NodeOut, WorkflowOut, WorkflowRunOut, WorkflowRunSummary
+from jobsched.api.workflow_schemas import NodeOut, PhaseOut, WorkflowOut, WorkflowRunOut, WorkflowRunSummary
 from jobsched.core.dag import NodeState, draw, workflow_of
 from jobsched.core.models import Job, Run
+from jobsched.core.phases import Phase, run_phases
 from jobsched.services.workflows import FAILED_NODE, WorkflowRunView
 
 
 def _opt(value: datetime | None) -> str | None:
     return iso_z(value) if value is not None else None
+
+
+def _phase(phase: Phase) -> PhaseOut:
+    return PhaseOut(phase=phase.phase, start=iso_z(phase.start), end=_opt(phase.end), attempt=phase.attempt)
 
 
 def workflow_view(job: Job, now: datetime) -> WorkflowOut:
@@ -63,6 +68,7 @@ def workflow_run_view(view: WorkflowRunView) -> WorkflowRunOut:
                     finished_at=_opt(node_run.finished_at) if node_run is not None else None,
                     error=(node_run.error or node_run.skip_reason) if node_run is not None else None,
                     output=output,
+                    phases=[_phase(p) for p in run_phases(node_run)] if node_run is not None else [],
                 )
             )
     return WorkflowRunOut(

@@ -35,7 +35,7 @@ from typing import Any
 from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.sizing import read_units
 from jobsched.core.errors import ConflictError, LeaseLostError, NotFoundError
-from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, parse_run_id, to_iso
+from jobsched.core.models import ACTIVE_RUN_STATES, Run, RunState, limit_wait_attribute, parse_run_id, to_iso
 from jobsched.ports.stores import Binding, Claim, ClaimStatus
 from jobsched.ports.tables import Table
 
@@ -278,14 +278,16 @@ class AttemptStore:
     def mark_waiting(self, run_id: str, attempt: int, reason: str, now: datetime, until: datetime) -> str:
         """Record that the delivery of ``attempt`` waits for ``reason`` (``concurrency:<key>``,
         ``rate:<key>``) until about ``until``: ``waiting_for``, ``waiting_until`` (the sweeper leaves
-        the run alone until then), ``waits`` + 1 and ``first_waited_at``. One conditional write, no
+        the run alone until then), ``waits`` + 1, ``first_waited_at`` and ``limit_wait_<attempt>`` (the
+        first wait of this attempt: the run's phases, decision 0064). One conditional write, no
         attempt used. Returns ``waiting``, or the run's state when it is not waiting for this attempt
         (``missing``, a terminal state: the delivery has nothing left to do; ``running``: a takeover)."""
         try:
             self._update(
                 run_id,
                 "SET waiting_for = :w, waiting_until = :u, "
-                "first_waited_at = if_not_exists(first_waited_at, :now) ADD waits :one",
+                "first_waited_at = if_not_exists(first_waited_at, :now), "
+                "#lw = if_not_exists(#lw, :now) ADD waits :one",
                 "#state IN (:queued, :retrying) AND (attribute_not_exists(attempt) OR attempt = :prev)",
                 {
                     ":w": reason,
@@ -296,6 +298,7 @@ class AttemptStore:
                     ":retrying": "retrying",
                     ":prev": attempt - 1,
                 },
+                {"#lw": limit_wait_attribute(attempt)},
             )
         except _Rejected as rejected:
             if rejected.item is None:

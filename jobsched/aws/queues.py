@@ -21,6 +21,7 @@ from jobsched.aws.errors import AwsError, aws_call
 from jobsched.aws.metering import Meter
 from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
 from jobsched.core.pools import queue_for
+from jobsched.core.queue_depth import FIGURES
 from jobsched.ports.stores import SendReport
 
 __all__ = [
@@ -149,6 +150,22 @@ class RunQueues:
                 self.sqs.get_queue_attributes, QueueUrl=self.queue_urls[queue], AttributeNames=[attribute]
             )
             return int(response["Attributes"][attribute])
+        except (AwsError, KeyError, ValueError) as exc:
+            raise QueueReadError(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.meter.record_sqs("GetQueueAttributes", [])
+
+    def depths(self, queue: str) -> dict[str, int]:
+        """The queue's approximate counts, one ``GetQueueAttributes``: ``visible``, ``in_flight`` and
+        ``delayed`` (:data:`jobsched.core.queue_depth.FIGURES`); raises :class:`QueueReadError` if they
+        cannot be read."""
+        try:
+            response = aws_call(
+                self.sqs.get_queue_attributes,
+                QueueUrl=self.queue_urls[queue],
+                AttributeNames=list(FIGURES.values()),
+            )
+            return {figure: int(response["Attributes"][name]) for figure, name in FIGURES.items()}
         except (AwsError, KeyError, ValueError) as exc:
             raise QueueReadError(f"{type(exc).__name__}: {exc}") from exc
         finally:

@@ -3,6 +3,7 @@
     job_id  = stats#<tenant>        (job ids never contain '#': no run can share it)
     run_key = <YYYYMMDDTHHMM>       (the UTC minute of the runs' due instants)
     succeeded, failed, cancelled, skipped, dead_lettered, lag_b0..lag_b11   (counters, ADD)
+    dead_letters                    (the runs dead-lettered in this minute, by dl_at: decision 0064)
     expires_at = the minute + the retention (the table's TTL)
 
 :meth:`RunStatsStore.add` is one ``UpdateItem`` of ``ADD`` counters per (tenant, minute) of a sweep's

@@ -92,6 +92,7 @@ def build_services(
         dispatcher_from_settings,
         forecast_service_from_settings,
         notify_policy_from_settings,
+        queue_depths_from_settings,
         run_queues_from_settings,
         tenant_limits_from_settings,
         workflow_engine_from_settings,
@@ -157,6 +158,7 @@ def build_services(
         ),
         forecast=forecast_service_from_settings(settings, clients, meter=meter),
         run_stats=RunStatsStore(jobs.runs.dynamo, settings.runs_table, settings.retention),
+        queue_depths=queue_depths_from_settings(settings, clients, jobs.runs.dynamo),
     )
 
 

@@ -29,6 +29,7 @@ from jobsched.services.deliveries import Deliveries
 if TYPE_CHECKING:
     from jobsched.aws.attempts import AttemptStore
     from jobsched.aws.clients import Clients
+    from jobsched.aws.queue_depths import QueueDepths
     from jobsched.aws.queues import RunQueues
     from jobsched.aws.tenant_limits import LimitsCache, TenantLimits
     from jobsched.core.capacity import CapacityPolicy
@@ -146,6 +147,15 @@ def run_queues_from_settings(settings: Settings, clients: Clients, dynamo: Table
     from jobsched.aws.queues import RunQueues
 
     return RunQueues(clients.sqs, dict(settings.queue_urls), dynamo.meter)
+
+
+def queue_depths_from_settings(settings: Settings, clients: Clients, dynamo: Table) -> QueueDepths:
+    """The run queues' depth samples (decision 0064): every queue of the deployment, kept in the Runs
+    table for the runs' retention."""
+    from jobsched.aws.queue_depths import QueueDepths
+
+    queues = run_queues_from_settings(settings, clients, dynamo)
+    return QueueDepths(queues, tuple(settings.queue_urls), dynamo, settings.runs_table, settings.retention)
 
 
 def notify_policy_from_settings(settings: Settings) -> NotifyPolicy:
@@ -396,6 +406,7 @@ def sweeper_from_settings(
         ages=QueueAges(dynamo, settings.leases_table),
         deadlines=deadlines,
         stats=RunStatsStore(dynamo, settings.runs_table, settings.retention),
+        depths=queue_depths_from_settings(settings, clients, dynamo),
     )
 
 

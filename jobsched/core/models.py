@@ -369,6 +369,14 @@ def tenant_sort_for(run_key: str, job_id: str) -> str:
     return f"{run_key}#{job_id}"
 
 
+#: The item attribute ``limit_wait_<n>``: when the delivery of attempt ``n`` first waited for a limit.
+LIMIT_WAIT_PREFIX = "limit_wait_"
+
+
+def limit_wait_attribute(attempt: int) -> str:
+    return f"{LIMIT_WAIT_PREFIX}{attempt}"
+
+
 @dataclass(kw_only=True)
 class Run:
     """One occurrence of a job (or a manual/backfill/replay run) and its whole history.
@@ -420,6 +428,9 @@ class Run:
     #: How many times its deliveries waited for a limit, and when the first wait was (kept: history).
     waits: int = 0
     first_waited_at: datetime | None = None
+    #: Per attempt number, when its delivery first waited for a limit (item attributes
+    #: ``limit_wait_<n>``, written by the wait's own write; the run's phases, :mod:`jobsched.core.phases`).
+    limit_waits: dict[int, datetime] = field(default_factory=dict)
     #: The node of a DAG workflow this run is (its id is ``<workflow run id>.n<node>``); None otherwise.
     wf_node: str | None = None
     #: The job ``version`` whose definition the run's current ``send_token`` was sent with (None: a run
@@ -475,6 +486,7 @@ class Run:
             "waiting_until": _opt_iso(self.waiting_until),
             "waits": self.waits or None,
             "first_waited_at": _opt_iso(self.first_waited_at),
+            **{limit_wait_attribute(n): to_iso(at) for n, at in self.limit_waits.items()},
             "wf_node": self.wf_node,
             "job_version": self.job_version,
             "handler": self.handler,
@@ -525,6 +537,11 @@ class Run:
             waiting_until=_opt_dt(data.get("waiting_until")),
             waits=int(data.get("waits") or 0),
             first_waited_at=_opt_dt(data.get("first_waited_at")),
+            limit_waits={
+                int(k[len(LIMIT_WAIT_PREFIX) :]): from_iso(v)
+                for k, v in data.items()
+                if k.startswith(LIMIT_WAIT_PREFIX) and k[len(LIMIT_WAIT_PREFIX) :].isdigit()
+            },
             wf_node=data.get("wf_node"),
             job_version=data.get("job_version"),
             handler=data.get("handler"),

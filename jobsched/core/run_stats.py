@@ -23,12 +23,15 @@ from typing import Any
 from jobsched.core.errors import ValidationError
 from jobsched.core.instants import from_iso
 
-#: Outcomes counted per minute (``dead_lettered`` also counts in ``failed``).
+#: Outcomes counted per minute of the runs' due instant (``dead_lettered`` also counts in ``failed``).
 OUTCOMES = ("succeeded", "failed", "cancelled", "skipped", "dead_lettered")
+#: Counted per minute of another instant than the due one: ``dead_letters``, the runs dead-lettered in
+#: that minute (their ``dl_at``; decision 0064).
+EVENTS = ("dead_letters",)
 #: Upper bounds of the start-lag bins, seconds; the last bin also holds every lag over a day.
 LAG_BOUNDS = (0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0, 86400.0)
 LAG_BINS = tuple(f"lag_b{i}" for i in range(len(LAG_BOUNDS)))
-COUNTERS = OUTCOMES + LAG_BINS
+COUNTERS = OUTCOMES + EVENTS + LAG_BINS
 #: Bucket widths ``GET /stats`` answers, in minutes.
 BUCKETS = {"minute": 1, "hour": 60, "day": 1440}
 #: At most this many buckets per call, and this many minutes from ``from`` to ``to`` (a week; the
@@ -76,17 +79,27 @@ def tally_run(item: Mapping[str, Any]) -> tuple[str, str, dict[str, int]] | None
     return tenant, minute_key(due_at), counters
 
 
+def tally_dead_letter(item: Mapping[str, Any]) -> tuple[str, str, dict[str, int]] | None:
+    """(tenant, minute key of its ``dl_at``, ``{"dead_letters": 1}``) of an ended run that is a dead
+    letter; None otherwise."""
+    counted = tally_run(item)
+    if counted is None or not item.get("dl_at"):
+        return None
+    return counted[0], minute_key(from_iso(item["dl_at"])), {"dead_letters": 1}
+
+
 def tally(items: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, int]]:
-    """Counters per (tenant, minute) of the ended runs among ``items``."""
+    """Counters per (tenant, minute) of the ended runs among ``items``: by due minute, and the dead
+    letters by the minute they were dead-lettered."""
     out: dict[tuple[str, str], dict[str, int]] = {}
     for item in items:
-        counted = tally_run(item)
-        if counted is None:
-            continue
-        tenant, minute, counters = counted
-        into = out.setdefault((tenant, minute), {})
-        for name, n in counters.items():
-            into[name] = into.get(name, 0) + n
+        for counted in (tally_run(item), tally_dead_letter(item)):
+            if counted is None:
+                continue
+            tenant, minute, counters = counted
+            into = out.setdefault((tenant, minute), {})
+            for name, n in counters.items():
+                into[name] = into.get(name, 0) + n
     return out
 
 
@@ -176,7 +189,7 @@ def buckets(span: StatsRange, minutes: Iterable[Mapping[str, Any]]) -> list[dict
         out.append(
             {
                 "start": start,
-                **{name: counts[name] for name in OUTCOMES},
+                **{name: counts[name] for name in OUTCOMES + EVENTS},
                 "lag_count": sum(lag.values()),
                 "lag_p50": percentile(lag, 50),
                 "lag_p99": percentile(lag, 99),

@@ -379,6 +379,8 @@ class RunQueue(Protocol):
 
     def visible_messages(self, queue: str) -> int: ...
 
+    def depths(self, queue: str) -> dict[str, int]: ...
+
 
 __all__ = [
     "AttemptRecords",

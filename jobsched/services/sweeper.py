@@ -56,7 +56,13 @@ alarms watch, since SQS's ``ApproximateAgeOfOldestMessage`` counts the time a me
 compacted item) are counted per tenant and minute of their due instant (:mod:`jobsched.core.run_stats`,
 decision 0061): one ``UpdateItem`` per (tenant, minute) at the end of the sweep, only by the sweep
 whose ``DeleteItem`` returned the item (two sweeps never both count it). A run the sweep itself ended
-(stranded, or its job gone) counts as failed.
+(stranded, or its job gone) counts as failed and dead-lettered (at the sweep's instant). A dead
+letter is also counted in the minute it was dead-lettered (``dl_at``), as ``dead_letters`` (decision
+0064).
+
+**Queue depth.** Each sweep samples every run queue's approximate counts (visible, in flight, delayed:
+one ``GetQueueAttributes`` per queue) into one item of its minute (:mod:`jobsched.aws.queue_depths`,
+decision 0064), what ``GET /stats/queues`` reads; a failed sample is logged, the sweep goes on.
 
 Cost: per sweep, one Query per ledger partition (0.5 RRU each when empty) plus the unsettled ledger
 items' size; the runs named, for every sweep that finds their item due and still in flight (usually
@@ -136,6 +142,7 @@ class SweepSummary:
     deadlines_missed: int = 0  # runs found past their deadline and reported (decision 0058)
     occurrences_missed: int = 0  # occurrences with no run found past their deadline and reported
     stats_written: int = 0  # run statistics items added to: one per (tenant, minute) of runs settled
+    depths_sampled: int = 0  # run queues whose depth this sweep sampled (decision 0064)
 
     def to_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -172,6 +179,7 @@ class Sweeper:
         ages: QueueAges | None = None,
         deadlines: DeadlineWatch | None = None,
         stats: RunStats | None = None,
+        depths: DepthSampler | None = None,
     ):
         self.config = config
         self.dynamo = dynamo
@@ -195,6 +203,9 @@ class Sweeper:
         #: Where the runs of the ledger items a sweep settles are counted per tenant and minute
         #: (decision 0061, ``GET /stats``); None: not counted.
         self.stats = stats
+        #: Where each sweep keeps a sample of every run queue's depth (decision 0064, ``GET
+        #: /stats/queues``); None: not sampled.
+        self.depths = depths
 
     def sweep(self, now: datetime) -> SweepSummary:
         """Examine every run the in-flight ledger names; rescue or end the stranded ones."""
@@ -229,6 +240,11 @@ class Sweeper:
                 summary.stats_written = self.stats.add(tally(sweep.settled_runs.values()))
             except Exception:  # statistics are a view: a failed add must not fail the sweep
                 logger.exception("could not add the run statistics of %d runs", len(sweep.settled_runs))
+        if self.depths is not None:
+            try:
+                summary.depths_sampled = self.depths.sample(now)
+            except Exception:  # a view, as the statistics: a failed sample must not fail the sweep
+                logger.exception("could not write the queue depth sample")
         return summary
 
     # --- ledger items ----------------------------------------------------------------------------
@@ -265,7 +281,7 @@ class Sweeper:
                 active = self._examine(item, sweep, summary)
                 sweep.seen[key] = (active, item.get("tenant", ""))
                 if not active:
-                    sweep.ended[key] = _ended(item)
+                    sweep.ended[key] = _ended(item, sweep.now, key in sweep.dead_lettered)
             active, tenant = sweep.seen[key]
             in_flight = in_flight or active
             if active:
@@ -365,6 +381,7 @@ class Sweeper:
                     run, now, "the run's job was deleted before it ran", "lost", None
                 )
                 summary.failed += 1
+                sweep.dead_lettered.add((run.job_id, run.run_key))
                 self.metrics.add(obs.RUNS_DEAD_LETTERED)
                 logger.warning("run %s was %s and its job is gone: failed (lost)", run.id, run.state)
             except ConflictError:
@@ -444,6 +461,7 @@ class Sweeper:
         except ConflictError:
             return True  # it moved on meanwhile
         summary.stranded += 1
+        sweep.dead_lettered.add((run.job_id, run.run_key))
         self.metrics.add(obs.RUNS_STRANDED)
         self.metrics.add(obs.RUNS_DEAD_LETTERED)
         logger.error("run %s declared stranded and dead-lettered: %s", run.id, error)
@@ -488,16 +506,26 @@ class WorkflowHooks(Protocol):
     def node_message(self, item: Mapping[str, Any], now: datetime) -> RunMessage | None: ...
 
 
+class DepthSampler(Protocol):
+    """Keeps a sample of the run queues' depth (:class:`jobsched.aws.queue_depths.QueueDepths`)."""
+
+    def sample(self, now: datetime) -> int: ...
+
+
 class RunStats(Protocol):
     """Counts settled runs per tenant and minute (:class:`jobsched.aws.run_stats_store.RunStatsStore`)."""
 
     def add(self, tallies: Mapping[tuple[str, str], Mapping[str, int]]) -> int: ...
 
 
-def _ended(item: dict[str, Any]) -> dict[str, Any]:
-    """An ended run as counted: a run the examination itself ended (the sweeper fails a stranded run,
-    or one whose job is gone) was read while still active, and is counted as failed."""
-    return item if item.get("state") not in _ACTIVE else {**item, "state": str(RunState.FAILED)}
+def _ended(item: dict[str, Any], now: datetime, dead_lettered: bool) -> dict[str, Any]:
+    """An ended run as counted: a run the examination itself ended was read while still active, and
+    is counted as failed; one it put in the dead letters (stranded, or its job gone) as dead-lettered
+    at ``now``."""
+    if item.get("state") not in _ACTIVE:
+        return item
+    ended = {**item, "state": str(RunState.FAILED)}
+    return {**ended, "dl_at": to_iso(now)} if dead_lettered else ended
 
 
 class _Sweep:
@@ -510,6 +538,8 @@ class _Sweep:
         self.jobs: dict[str, Job | None] = {}
         #: run key -> the item of a run examined and found ended (what settling its ledger item counts)
         self.ended: dict[tuple[str, str], dict[str, Any]] = {}
+        #: run key -> of the runs examined, those this sweep put in the dead letters
+        self.dead_lettered: set[tuple[str, str]] = set()
         #: run key -> the ended runs of the ledger items this sweep deleted, each run once
         self.settled_runs: dict[tuple[str, str], dict[str, Any]] = {}
         self._backlogs: dict[str, bool] = {}

@@ -66,6 +66,7 @@ def test_openapi_lists_every_route(call):
         ("GET", "/usage"),
         ("GET", "/forecast"),
         ("GET", "/stats"),
+        ("GET", "/stats/queues"),
         ("POST", "/workflows"),
         ("GET", "/workflows"),
         ("GET", "/workflows/{workflow_id}"),

@@ -6,8 +6,9 @@ from __future__ import annotations
 from datetime import timedelta
 
 from jobsched.aws.metering import Meter
+from jobsched.aws.queue_depths import PARTITION
 from jobsched.aws.run_stats_store import RunStatsStore
-from jobsched.compose.pipeline import dynamo_for
+from jobsched.compose.pipeline import dynamo_for, queue_depths_from_settings
 from jobsched.core.instants import from_iso
 from jobsched.core.run_stats import LAG_BOUNDS, lag_bin, minute_key
 from tests.api.events import ACME, GLOBEX, body_of
@@ -89,3 +90,61 @@ def test_bad_ranges_are_422_naming_the_field(call):
 
 def test_stats_need_an_authenticated_caller(call):
     assert call("GET", "/stats")["statusCode"] == 401
+
+
+OPS = {"authorization": "Bearer tok-root"}
+
+
+def seed_depths(aws, samples):
+    """Depth samples as the sweeper writes them: {instant: {"<queue>_<figure>": n}}."""
+    dynamo = dynamo_for(aws.settings, aws.clients.dynamodb, Meter())
+    depths = queue_depths_from_settings(aws.settings, aws.clients, dynamo)
+    for at, counts in samples.items():
+        dynamo.put(aws.settings.runs_table, {"job_id": PARTITION, "run_key": minute_key(at), **counts})
+    return depths
+
+
+def test_queue_depth_per_bucket_for_an_administrator(aws, call):
+    # Given two samples in the same hour and one an hour later (decision 0064)
+    seed_depths(
+        aws,
+        {
+            T0 - timedelta(hours=2, minutes=50): {
+                "high_visible": 3,
+                "default_visible": 40,
+                "default_delayed": 5,
+            },
+            T0 - timedelta(hours=2, minutes=10): {
+                "high_visible": 1,
+                "default_visible": 90,
+                "default_delayed": 2,
+            },
+            T0 - timedelta(minutes=30): {"default_in_flight": 7},
+        },
+    )
+    # When an administrator asks for the last three hours by hour
+    query = {"from": (T0 - timedelta(hours=3)).isoformat(), "to": T0.isoformat(), "bucket": "hour"}
+    response = call("GET", "/stats/queues", headers=OPS, query=query)
+    # Then every queue is named, each bucket holds its highest sample per queue and figure
+    assert response["statusCode"] == 200
+    body = body_of(response)
+    assert body["queues"] == ["high", "default", "low", "long", "container"]
+    assert [b["samples"] for b in body["buckets"]] == [2, 0, 1]
+    first, _, last = body["buckets"]
+    assert first["queues"]["default"] == {"visible": 90, "in_flight": None, "delayed": 5}
+    assert first["queues"]["high"]["visible"] == 3
+    assert last["queues"]["default"] == {"visible": None, "in_flight": 7, "delayed": None}
+
+
+def test_queue_depth_is_for_administrators_only(aws, call):
+    # Depth is a figure of the queues every tenant shares: a tenant is refused, naming why
+    response = call("GET", "/stats/queues", headers=ACME)
+    assert response["statusCode"] == 403
+    assert "not an administrator" in body_of(response)["message"]
+
+
+def test_queue_depth_range_errors_name_the_field(call):
+    query = {"from": "2026-03-01T00:00:00Z", "to": "2026-03-20T00:00:00Z"}
+    response = call("GET", "/stats/queues", headers=OPS, query=query)
+    assert response["statusCode"] == 422
+    assert "from" in body_of(response)["message"]

@@ -98,6 +98,7 @@ def test_a_workflow_run_shows_node_states_and_the_drawing(call, kit):
     assert started["statusCode"] == 201, started["body"]
     run = body_of(started)
     assert run["state"] == "queued" and {n["state"] for n in run["nodes"]} == {"pending"}
+    assert [n["phases"] for n in run["nodes"]] == [[], [], []]  # pending: no node run yet
     kit.drain()
     view = body_of(call("GET", f"/workflow-runs/{run['id']}", headers=ACME))
     assert view["state"] == "succeeded"
@@ -109,6 +110,11 @@ def test_a_workflow_run_shows_node_states_and_the_drawing(call, kit):
     assert view["nodes"][0]["run_id"] == f"{run['id']}.nextract"
     assert view["nodes"][1]["output"]["upstream"]["extract"]["output"]["table"] == "orders"
     assert view["drawing"] == ("extract [succeeded]\n└── transform [succeeded]\n    └── load [succeeded]")
+    # each node's phases (decision 0064): here one attempt each, run at the kit's fixed instant
+    for n in view["nodes"]:
+        assert n["phases"] == [
+            {"phase": "running", "start": n["started_at"], "end": n["finished_at"], "attempt": 1}
+        ]
     runs = body_of(call("GET", f"/workflows/{created['id']}/runs", headers=ACME))
     assert [r["id"] for r in runs["items"]] == [run["id"]]
     node_run = body_of(call("GET", f"/runs/{run['id']}.nload", headers=ACME))

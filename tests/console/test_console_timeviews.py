@@ -108,6 +108,7 @@ def _week_of_ten_runs_a_second(now: datetime) -> dict[str, Any]:
                 "cancelled": 10,
                 "skipped": 10,
                 "dead_lettered": 2,
+                "dead_letters": 2,
                 "lag_count": sum(bins),
                 "lag_p50": 0.5,
                 "lag_p99": 10.0 if h % 24 else 30.0,

@@ -15,6 +15,7 @@ from jobsched.aws.limits_store import Buckets, Semaphores, bucket_key, semaphore
 from jobsched.aws.queues import RunQueues
 from jobsched.aws.tenant_limits import TenantLimits
 from jobsched.core.messages import RunMessage
+from jobsched.core.phases import run_phases
 from jobsched.services.deliveries import Delivery
 from jobsched.services.limits import LimitGate
 from tests.aws.conftest_worker import Kit, run_service, sent_messages
@@ -323,3 +324,29 @@ def test_the_sweeper_leaves_a_waiting_run_alone(kit):
     assert stranded_kind(item, kit.clock.now(), timedelta(minutes=2)) is None
     later = kit.clock.now() + timedelta(minutes=4)
     assert stranded_kind(item, later, timedelta(minutes=2)) == "resend"
+
+
+def test_the_waits_of_a_run_are_kept_per_attempt_and_become_its_waiting_phase(kit):
+    """Given a run held by a limit twice, 10 s apart, then started 20 s after its first wait
+    (decision 0064), then its item keeps the first wait of attempt 1 (the wait's own write: no other
+    write), and its phases read queued, waiting from the first wait, running."""
+    worker = limited_worker(kit)
+    _, held = kit.new_run(job_id="job-a")
+    holding = worker.limits.admit(replace(held, concurrency=STRIPE), kit.clock.now(), None, None, "other")
+    run, msg = kit.new_run(job_id="job-b")
+    kit.clock.advance(timedelta(seconds=5))
+    first_wait = kit.clock.now()
+    assert deliver(worker, kit, enqueue(kit, replace(msg, concurrency=STRIPE))).status == "waiting"
+    kit.clock.advance(timedelta(seconds=10))
+    assert deliver(worker, kit, enqueue(kit, replace(msg, concurrency=STRIPE))).status == "waiting"
+    kit.clock.advance(timedelta(seconds=10))
+    holding.release(kit.clock.now())
+    started = kit.clock.now()
+    assert worker.handle(Delivery.of(visible(kit)[0]["Body"]), started).status == "succeeded"
+    stored = kit.attempts.get(run.id)
+    assert stored.waits == 2 and stored.limit_waits == {1: first_wait}
+    assert [(p.phase, p.start, p.end) for p in run_phases(stored)] == [
+        ("queued", run.due_at, first_wait),
+        ("waiting", first_wait, started),
+        ("running", started, started),
+    ]

@@ -1,7 +1,8 @@
 // Overview: this tenant's runs over the last hour, day or week (GET /stats: runs per bucket by
-// outcome, start lag p50/p99), what is in flight now by priority (GET /runs?state=, read from the
-// in-flight ledger), dead letters, and the limits in use (limits.js). Each chart has its numbers in a
-// table beside it.
+// outcome, start lag p50/p99, dead letters by when they were dead-lettered), what is in flight now by
+// priority (GET /runs?state=, read from the in-flight ledger), dead letters, the limits in use
+// (limits.js), and for administrators the run queues' depth over the range (GET /stats/queues). Each
+// chart has its numbers in a table beside it.
 import { useEffect, useRef } from "preact/hooks";
 import { get, listAll, query } from "./api.js";
 import { seconds } from "./format.js";
@@ -12,7 +13,8 @@ import { NextHour } from "./forecast.js";
 export const STATES = ["queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped"];
 export const OUTCOMES = ["succeeded", "failed", "cancelled", "skipped", "dead_lettered"];
 const COLOURS = { runs_started: "#0b5cad", run_seconds: "#6f42c1", succeeded: "#1a6b32", failed: "#a4161a", cancelled: "#4a5360", skipped: "#8a6d3b",
-  dead_lettered: "#6f42c1", lag_p50: "#0b5cad", lag_p99: "#7a4d00" };
+  dead_lettered: "#6f42c1", dead_letters: "#a4161a", lag_p50: "#0b5cad", lag_p99: "#7a4d00",
+  high: "#a4161a", default: "#0b5cad", low: "#1a6b32", long: "#7a4d00", container: "#6f42c1" };
 const MINUTE = 60 * 1000;
 //: The ranges of the picker: how far back, the bucket asked of GET /stats, how often it refreshes.
 export const RANGES = {
@@ -74,10 +76,10 @@ function ActivityTable({ stats, id }) {
   return html`<details><summary>The numbers, one row per ${stats.bucket}</summary>
     <div class="scroll" tabindex="0" role="region" aria-label=${"Runs per " + stats.bucket + ", table"}><table id=${id}><caption class="sr-only">Runs per ${stats.bucket} by outcome, and start lag</caption>
       <thead><tr><th scope="col">${stats.bucket} from</th>${OUTCOMES.map((o) => html`<th scope="col" class="num">${o.replace("_", " ")}</th>`)}
-        <th scope="col" class="num">lag p50</th><th scope="col" class="num">lag p99</th></tr></thead>
+        <th scope="col" class="num">lag p50</th><th scope="col" class="num">lag p99</th><th scope="col" class="num">into the dead letters</th></tr></thead>
       <tbody>${stats.buckets.map((b) => html`<tr><th scope="row"><time datetime=${b.start}>${bucketLabel(b.start, stats.bucket)}</time></th>
         ${OUTCOMES.map((o) => html`<td class="num">${b[o]}</td>`)}
-        <td class="num">${lagText(b.lag_p50)}</td><td class="num">${lagText(b.lag_p99)}</td></tr>`)}</tbody>
+        <td class="num">${lagText(b.lag_p50)}</td><td class="num">${lagText(b.lag_p99)}</td><td class="num">${b.dead_letters}</td></tr>`)}</tbody>
     </table></div></details>`;
 }
 
@@ -187,6 +189,8 @@ export function Overview() {
       <${ErrorBox} error=${error} />
       ${stats ? html`<${Activity} stats=${stats} rangeWords=${rangeWords} />` : !error && html`<p>Loading…</p>`}
     </section>
+    ${stats && html`<${DeadLetters} stats=${stats} rangeWords=${rangeWords} />`}
+    <${QueueDepth} range=${range} rangeKey=${rangeKey} />
     <${NextHour} />
     <section aria-labelledby="usage-h"><h2 id="usage-h">Usage, last ${USAGE_DAYS} days</h2><${Usage} /></section>`;
 }
@@ -212,5 +216,62 @@ function Activity({ stats, rangeWords }) {
         <figcaption class="muted">Start lag of scheduled runs (started − due), p50 and p99: the upper bound of the
           histogram bin they fall in (${starts ? `${starts} starts counted` : "no start counted yet"}).</figcaption>
       </figure>
+
       <${ActivityTable} stats=${stats} id="activity-table" />`;
+}
+
+// Dead letters per bucket by when they went there (GET /stats ``dead_letters``), from the range's answer.
+function DeadLetters({ stats, rangeWords }) {
+  const xs = stats.buckets.map((b) => new Date(b.start).getTime() / 1000);
+  return html`<section aria-labelledby="dead-h"><h2 id="dead-h">Dead letters over time</h2>
+    <figure>
+      <${Chart} label=${`Runs that went to the dead letters per ${stats.bucket} over the ${rangeWords}; the numbers are in the table above, column “into the dead letters”`}
+        series=${["dead_letters"]} xs=${xs} ys=${[stats.buckets.map((b) => b.dead_letters)]} unit=${"per " + stats.bucket} />
+      <figcaption class="muted">Dead letters by when they went there (${stats.buckets.reduce((n, b) => n + b.dead_letters, 0)} in the ${rangeWords}), not by due time:
+        a run that failed its last attempt, a poison message, a run the sweeper gave up on.</figcaption>
+    </figure></section>`;
+}
+
+// The run queues' depth over the range (GET /stats/queues): what the sweeper sampled, the highest
+// sample per bucket. The queues are shared by every tenant, so only administrators are answered; a
+// tenant sees its own runs in flight in the "Now" table instead.
+function loadDepth(range) {
+  const now = Date.now();
+  return get("/stats/queues" + query({ from: new Date(now - range.span).toISOString(), to: new Date(now).toISOString(), bucket: range.bucket }));
+}
+
+const FIGURE_WORDS = { visible: "ready", in_flight: "in flight", delayed: "delayed" };
+
+function QueueDepth({ range, rangeKey }) {
+  const refused = useRef(false); // a 403 is not asked again while the page is open
+  const load = () => (refused.current ? Promise.resolve({ refused: true })
+    : loadDepth(range).catch((e) => { if (e.status !== 403) throw e; refused.current = true; return { refused: true }; }));
+  const { data: depth, error } = usePoll(load, [rangeKey], range.every);
+  const words = range.label.toLowerCase();
+  let body;
+  if (depth?.refused) {
+    body = html`<p class="muted">The queues are shared by every tenant: their depth is shown to administrators.
+      Your own runs in flight are in the table under “Now”.</p>`;
+  } else if (!depth) {
+    body = html`<${ErrorBox} error=${error} />${!error && html`<p>Loading…</p>`}`;
+  } else {
+    const xs = depth.buckets.map((b) => new Date(b.start).getTime() / 1000);
+    const sampled = depth.buckets.filter((b) => b.samples).length;
+    body = html`<${ErrorBox} error=${error} />
+      <figure>
+        <${Chart} label=${`Messages ready per run queue per ${depth.bucket} over the ${words}, the highest sample of each; the numbers are in the table below`}
+          series=${depth.queues} xs=${xs} ys=${depth.queues.map((q) => depth.buckets.map((b) => b.queues[q].visible))} unit="messages ready" />
+        <figcaption class="muted">Messages ready to be received (the backlog) per queue: the highest of the samples the
+          sweeper took in each ${depth.bucket} (one per sweep; ${sampled} of ${depth.buckets.length} ${depth.bucket}s sampled). In flight and delayed are in the table.</figcaption>
+      </figure>
+      <details><summary>The numbers, one row per ${depth.bucket}</summary>
+        <div class="scroll" tabindex="0" role="region" aria-label=${"Queue depth per " + depth.bucket + ", table"}><table id="depth-table">
+          <caption class="sr-only">Queue depth per ${depth.bucket}: ready, in flight and delayed messages per queue, the highest sample</caption>
+          <thead><tr><td></td>${depth.queues.map((q) => html`<th scope="colgroup" colspan="3">${q}</th>`)}</tr>
+            <tr><th scope="col">${depth.bucket} from</th>${depth.queues.map((q) => Object.keys(FIGURE_WORDS).map((f) => html`<th scope="col" class="num" aria-label=${q + " " + FIGURE_WORDS[f]}>${FIGURE_WORDS[f]}</th>`))}</tr></thead>
+          <tbody>${depth.buckets.map((b) => html`<tr><th scope="row"><time datetime=${b.start}>${bucketLabel(b.start, depth.bucket)}</time></th>
+            ${depth.queues.map((q) => Object.keys(FIGURE_WORDS).map((f) => html`<td class="num">${b.queues[q][f] ?? "—"}</td>`))}</tr>`)}</tbody>
+        </table></div></details>`;
+  }
+  return html`<section aria-labelledby="depth-h"><h2 id="depth-h">Queue depth over time</h2>${body}</section>`;
 }
