@@ -348,6 +348,11 @@ class ApiClient:
             "GET", "/stats", query=_without_none({"from": start, "to": end, "bucket": bucket})
         )
 
+    def queue_stats(self, start: str | None = None, end: str | None = None, bucket: str = "minute") -> dict:
+        return self.request(
+            "GET", "/stats/queues", query=_without_none({"from": start, "to": end, "bucket": bucket})
+        )
+
     def own_limits(self) -> dict:
         return self.request("GET", "/limits")
 

@@ -48,6 +48,7 @@ CLI_FOR_OPERATION: dict[tuple[str, str], tuple[str, ...]] = {
     ("GET", "/usage"): ("usage",),
     ("GET", "/forecast"): ("forecast",),
     ("GET", "/stats"): ("stats",),
+    ("GET", "/stats/queues"): ("stats", "--queues"),
     ("GET", "/admin/tenants/limits"): ("admin", "limits", "list"),
     ("GET", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "get", "acme"),
     ("PUT", "/admin/tenants/{tenant}/limits"): ("admin", "limits", "set", "acme", "--max-running", "5"),
