@@ -30,6 +30,7 @@ from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock
 from jobsched.core.errors import UnauthorizedError
 from jobsched.services.backfills import BackfillService
+from jobsched.services.budgets import BudgetService
 from jobsched.services.dead_letters import DeadLetterService
 from jobsched.services.forecast import ForecastService
 from jobsched.services.handlers import HandlerService
@@ -67,6 +68,7 @@ class ApiServices:
     handlers: HandlerService | None = None  # the /handlers routes
     forecast: ForecastService | None = None  # GET /forecast
     run_stats: RunStatsStore | None = None  # GET /stats
+    budgets: BudgetService | None = None  # GET /budget, /admin/tenants/.../budget (decision 0062)
 
 
 # --- the caller -----------------------------------------------------------------------------------
@@ -205,6 +207,10 @@ def run_stats_store(request: Request) -> RunStatsStore:
     return _wired(api_services(request).run_stats, "run stats")
 
 
+def budget_service(request: Request) -> BudgetService:
+    return _wired(api_services(request).budgets, "budgets")
+
+
 def worker_memory_mb(request: Request) -> int:
     """The worker functions' memory, which prices a run's GB-seconds in ``GET /usage``."""
     return api_services(request).worker_memory_mb
@@ -233,3 +239,4 @@ UsageDep = Annotated[UsageStore, Depends(usage_store)]
 WorkerMemoryDep = Annotated[int, Depends(worker_memory_mb)]
 ForecastDep = Annotated[ForecastService, Depends(forecast_service)]
 RunStatsDep = Annotated[RunStatsStore, Depends(run_stats_store)]
+BudgetsDep = Annotated[BudgetService, Depends(budget_service)]

@@ -81,6 +81,7 @@ def build_services(
     from jobsched.aws.usage_store import UsageStore
     from jobsched.compose.pipeline import (
         backfill_service_from_settings,
+        budget_service_from_settings,
         dispatcher_from_settings,
         forecast_service_from_settings,
         notify_policy_from_settings,
@@ -148,6 +149,7 @@ def build_services(
         ),
         forecast=forecast_service_from_settings(settings, clients),
         run_stats=RunStatsStore(jobs.runs.dynamo, settings.runs_table, settings.retention),
+        budgets=budget_service_from_settings(settings, jobs.runs.dynamo),
     )
 
 
