@@ -118,16 +118,21 @@ def budget_notification_of(item: dict[str, Any]) -> dict[str, Any]:
     (``budget:<tenant>:<month>``) is the same on every delivery try: one notification per month."""
     tenant = str(item.get("tenant") or str(item["job_id"]).removeprefix(MARKER_PREFIX))
     month = str(item["run_key"])
+
+    def number(name: str) -> float | None:  # stored as DynamoDB numbers (Decimal)
+        value = item.get(name)
+        return None if value is None else float(value)
+
     return {
         "type": BUDGET_NOTIFICATION,
         "id": f"budget:{tenant}:{month}",
         "tenant": tenant,
         "month": month,
-        "monthly_usd": item.get("monthly_usd"),
-        "spent_usd": item.get("spent_usd"),
-        "percent_used": item.get("percent_used"),
+        "monthly_usd": number("monthly_usd"),
+        "spent_usd": number("spent_usd"),
+        "percent_used": number("percent_used"),
         "reason": (
-            f"the tenant's spend this month reached {item.get('percent_used')} % of its budget; at 100 % "
+            f"the tenant's spend this month reached {number('percent_used')} % of its budget; at 100 % "
             "new runs are recorded skipped with reason budget"
         ),
         "budget": "/budget",
