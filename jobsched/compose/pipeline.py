@@ -129,9 +129,7 @@ def budget_gate_from_settings(
     from jobsched.services.budgets import BudgetGate, BudgetWarnings
 
     warnings = (
-        BudgetWarnings(
-            dynamo, settings.runs_table, lambda: notifier_from_settings(settings, clients, dynamo)
-        )
+        BudgetWarnings(dynamo, settings.runs_table, lambda: notifier_from_settings(settings, clients, dynamo))
         if warn
         else None
     )

@@ -54,8 +54,8 @@ from jobsched.core.messages import Outgoing
 from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.pools import LAMBDA_POOL
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
-from jobsched.core.timeline import iter_fires
 from jobsched.core.send_timing import DEFAULT_ALIGN_BUDGET_SECONDS, DEFAULT_LATE_MARGIN_SECONDS
+from jobsched.core.timeline import iter_fires
 from jobsched.ports.stores import JobRecords, Lease, RunQueue, RunRecords, ShardLeases
 from jobsched.services.backpressure import Backpressure, TickGate
 from jobsched.services.edits import replan_ahead

@@ -42,12 +42,16 @@ def test_an_administrator_sets_a_budget_and_the_tenant_reads_it_with_its_spend(a
     assert body_of(call("GET", "/admin/tenants/acme/budget", headers=OPS)) == answer
 
 
-@pytest.mark.parametrize(("used", "state"), [(0.5, "ok"), (0.79, "ok"), (0.81, "warning"), (0.99, "warning"), (1.01, "capped")])
+@pytest.mark.parametrize(
+    ("used", "state"), [(0.5, "ok"), (0.79, "ok"), (0.81, "warning"), (0.99, "warning"), (1.01, "capped")]
+)
 def test_the_state_follows_the_spend(aws, call, used, state):
     # Given acme's spend today
     spent = _add_usage(aws, "acme", "2026-03-02", run_seconds=1000.0)
     # When its budget is set so that the spend is `used` of it
-    answer = body_of(call("PUT", "/admin/tenants/acme/budget", body={"monthly_usd": spent / used}, headers=OPS))
+    answer = body_of(
+        call("PUT", "/admin/tenants/acme/budget", body={"monthly_usd": spent / used}, headers=OPS)
+    )
     # Then its state is ok under 80 %, warning from 80 %, capped from 100 %
     assert answer["state"] == state, answer
     assert answer["percent_used"] == pytest.approx(used * 100, abs=0.01)
@@ -101,7 +105,9 @@ def test_a_bad_budget_is_422_naming_the_field_and_writes_nothing(call, body):
 
 
 def test_a_tenant_may_neither_set_nor_clear_nor_list_budgets(call):
-    assert call("PUT", "/admin/tenants/acme/budget", body={"monthly_usd": 1}, headers=ACME)["statusCode"] == 403
+    assert (
+        call("PUT", "/admin/tenants/acme/budget", body={"monthly_usd": 1}, headers=ACME)["statusCode"] == 403
+    )
     assert call("DELETE", "/admin/tenants/acme/budget", headers=ACME)["statusCode"] == 403
     assert call("GET", "/admin/tenants/budgets", headers=ACME)["statusCode"] == 403
     assert call("GET", "/admin/tenants/globex/budget", headers=ACME)["statusCode"] == 403

@@ -169,7 +169,9 @@ def test_raising_the_cap_resumes_under_run_once_reviving_the_budget_records(caps
 
 def test_under_run_all_the_missed_occurrences_all_run_after_the_cap_is_cleared(caps):
     _capped(caps)
-    job = caps.pipeline.jobs.create("acme", EVERY_MINUTE | {"misfire_policy": "run_all"}, T0 - timedelta(seconds=30))
+    job = caps.pipeline.jobs.create(
+        "acme", EVERY_MINUTE | {"misfire_policy": "run_all"}, T0 - timedelta(seconds=30)
+    )
     for minute in range(3):
         caps.tick(job, T0 + timedelta(minutes=minute, seconds=1))
     # When the budget is cleared

@@ -91,7 +91,9 @@ def cmd_budget(args: argparse.Namespace, client: ApiClient) -> int:
 @command
 def cmd_admin_list(args: argparse.Namespace, client: ApiClient) -> int:
     page = client.list_budgets()
-    print_page(page, BUDGET_COLUMNS, "tenants with a budget", as_json=args.json, quiet=args.quiet, id_key="tenant")
+    print_page(
+        page, BUDGET_COLUMNS, "tenants with a budget", as_json=args.json, quiet=args.quiet, id_key="tenant"
+    )
     return EXIT_OK
 
 
