@@ -33,6 +33,7 @@ from typing import Any, Protocol
 from jobsched.aws.attempts import NOTIFY_PENDING
 from jobsched.aws.budget_store import BudgetStore
 from jobsched.aws.metering import ConditionFailed
+from jobsched.aws.tenant_limits import TenantCache
 from jobsched.core.budgets import BudgetStatus, marker_key, month_of, month_to_date, validate_budget
 from jobsched.core.models import to_iso
 from jobsched.ports.stores import UsageRecords
@@ -100,38 +101,18 @@ class BudgetService:
         return [BudgetStatus(t, month, budgets[t], spent[t]) for t in sorted(budgets)]
 
 
-class BudgetCache:
+class BudgetCache(TenantCache[BudgetStatus]):
     """Tenants' statuses as read, with the monotonic time of the read (thread-safe). Every cache of
     the process is reachable by :func:`forget_cached`."""
 
-    MAX_TENANTS = 10_000
-
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[float, BudgetStatus]] = {}
-        self._lock = threading.Lock()
+        super().__init__()
         _CACHES.add(self)
 
-    def fresh(self, tenant: str, now: float, max_age: float, month: str) -> BudgetStatus | None:
+    def fresh_in(self, tenant: str, now: float, max_age: float, month: str) -> BudgetStatus | None:
         """The tenant's status if read less than ``max_age`` seconds before ``now`` in ``month``."""
-        with self._lock:
-            entry = self._entries.get(tenant)
-        if entry is None or now - entry[0] >= max_age or entry[1].month != month:
-            return None
-        return entry[1]
-
-    def keep(self, tenant: str, now: float, status: BudgetStatus) -> None:
-        with self._lock:
-            if len(self._entries) >= self.MAX_TENANTS:
-                self._entries.clear()
-            self._entries[tenant] = (now, status)
-
-    def forget(self, tenant: str | None = None) -> None:
-        """Drop the tenant's entry (every entry when ``tenant`` is None)."""
-        with self._lock:
-            if tenant is None:
-                self._entries.clear()
-            else:
-                self._entries.pop(tenant, None)
+        status = self.fresh(tenant, now, max_age)
+        return status if status is not None and status.month == month else None
 
 
 #: The live caches of this process (a gate's lives as long as its dispatcher: on AWS the container).
@@ -235,7 +216,7 @@ class BudgetGate:
         None when it could not be read (logged; dispatch goes on, and it is read again after the TTL)."""
         clock = self.monotonic()
         month = month_of(now)
-        cached = self.cache.fresh(tenant, clock, self.ttl_seconds, month)
+        cached = self.cache.fresh_in(tenant, clock, self.ttl_seconds, month)
         if cached is not None:
             return cached
         self.reads += 1

@@ -198,13 +198,18 @@ def test_a_new_month_resumes_dispatch(caps):
     assert caps.run(job, datetime(2026, 2, 28, 23, 59, tzinfo=UTC)).skip_reason == "misfire"
 
 
+def _owners_told_by_webhook_at(caps, url: str, used: float):
+    """acme's default notify is the webhook ``url``, its spend ``used`` of its budget; its job."""
+    TenantSettingsStore(caps.dynamo, caps.settings.leases_table).put_notify("acme", {"webhook": url}, T0)
+    spent = caps.spend("acme", "2026-03-02", 1000.0)
+    caps.budgets.put("acme", spent / used, T0)
+    return caps.pipeline.jobs.create("acme", EVERY_MINUTE, T0 - timedelta(seconds=30))
+
+
 def test_at_80_percent_the_owners_are_notified_once_per_month(caps, hook):
     # Given acme's default notify is a webhook, and its spend is 90 % of its budget
     url, server = hook
-    TenantSettingsStore(caps.dynamo, caps.settings.leases_table).put_notify("acme", {"webhook": url}, T0)
-    spent = caps.spend("acme", "2026-03-02", 1000.0)
-    caps.budgets.put("acme", spent / 0.9, T0)
-    job = caps.pipeline.jobs.create("acme", EVERY_MINUTE, T0 - timedelta(seconds=30))
+    job = _owners_told_by_webhook_at(caps, url, 0.9)
     # When three ticks read its state (each after the TTL), the last one in a new gate (a new container)
     caps.tick(job, T0 + timedelta(seconds=1))
     caps.tick(job, T0 + timedelta(minutes=1, seconds=1))
@@ -220,10 +225,7 @@ def test_at_80_percent_the_owners_are_notified_once_per_month(caps, hook):
 
 def test_under_80_percent_nobody_is_notified(caps, hook):
     url, server = hook
-    TenantSettingsStore(caps.dynamo, caps.settings.leases_table).put_notify("acme", {"webhook": url}, T0)
-    spent = caps.spend("acme", "2026-03-02", 1000.0)
-    caps.budgets.put("acme", spent / 0.7, T0)
-    job = caps.pipeline.jobs.create("acme", EVERY_MINUTE, T0 - timedelta(seconds=30))
+    job = _owners_told_by_webhook_at(caps, url, 0.7)
     caps.tick(job, T0 + timedelta(seconds=1))
     assert server.seen == []
     assert caps.dynamo.get(caps.settings.runs_table, marker_key("acme", "2026-03")) is None
