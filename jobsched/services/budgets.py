@@ -6,8 +6,9 @@ UTC month to today, read through the usage port (:class:`jobsched.ports.stores.U
 whatever the usage items count flows into the check unchanged.
 
 :class:`BudgetGate` is the dispatcher's view: a tenant's status read at most once per ``ttl_seconds``
-per gate (two reads: the budget item, one BatchGetItem of the month's usage items), so a due job
-costs a dictionary lookup; the dispatcher function builds its gate once per container. A set or clear
+per gate, counted on the dispatch's own instants (one ``GetItem`` of the budget item, and only for a
+tenant that has a budget one ``BatchGetItem`` of the month's usage items), so a due job costs a
+dictionary lookup; the dispatcher function builds its gate once per container. A set or clear
 through the API forgets the tenant in every gate of the process (:func:`forget_cached`), so in the
 embedded mode, where the API and the dispatcher share one process, a change applies at the next tick.
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -70,8 +70,13 @@ class BudgetService:
         first, last = month_to_date(now)
         return sum(day.estimated_usd(self.memory_mb) for day in self.usage.tenant_days(tenant, first, last))
 
-    def status(self, tenant: str, now: datetime) -> BudgetStatus:
-        return BudgetStatus(tenant, month_of(now), self.budgets.get(tenant), self.spent(tenant, now))
+    def status(self, tenant: str, now: datetime, *, spend_without_budget: bool = True) -> BudgetStatus:
+        """The tenant's budget and month-to-date spend. ``spend_without_budget=False`` (the
+        dispatcher's): a tenant with no budget costs one read, its spend is not read (answered 0)."""
+        budget = self.budgets.get(tenant)
+        if budget is None and not spend_without_budget:
+            return BudgetStatus(tenant, month_of(now), None, 0.0)
+        return BudgetStatus(tenant, month_of(now), budget, self.spent(tenant, now))
 
     def set(self, tenant: str, monthly_usd: Any, now: datetime) -> BudgetStatus:
         """Set (or replace) the tenant's monthly budget; :class:`ValidationError` unless positive USD."""
@@ -102,17 +107,17 @@ class BudgetService:
 
 
 class BudgetCache(TenantCache[BudgetStatus]):
-    """Tenants' statuses as read, with the monotonic time of the read (thread-safe). Every cache of
+    """Tenants' statuses as read, with the instant (epoch seconds) of the read (thread-safe). Every cache of
     the process is reachable by :func:`forget_cached`."""
 
     def __init__(self) -> None:
         super().__init__()
         _CACHES.add(self)
 
-    def fresh_in(self, tenant: str, now: float, max_age: float, month: str) -> BudgetStatus | None:
-        """The tenant's status if read less than ``max_age`` seconds before ``now`` in ``month``."""
-        status = self.fresh(tenant, now, max_age)
-        return status if status is not None and status.month == month else None
+    def fresh_at(self, tenant: str, now: datetime, max_age: float) -> BudgetStatus | None:
+        """The tenant's status if read less than ``max_age`` seconds before ``now``, in its month."""
+        status = self.fresh(tenant, now.timestamp(), max_age)
+        return status if status is not None and status.month == month_of(now) else None
 
 
 #: The live caches of this process (a gate's lives as long as its dispatcher: on AWS the container).
@@ -201,34 +206,34 @@ class BudgetWarnings:
 
 @dataclass
 class BudgetGate:
-    """The dispatcher's cached view of tenants' budgets: :meth:`capped` per due job."""
+    """The dispatcher's cached view of tenants' budgets: :meth:`capped` per due job. The TTL is
+    counted on the instants the dispatcher passes (a tick's ``now``), so a test or the cost benchmark
+    on a fake clock reads as often as a deployment does."""
 
     service: BudgetService
     ttl_seconds: float = DEFAULT_TTL_SECONDS
     warnings: BudgetWarnings | None = None
-    monotonic: Callable[[], float] = time.monotonic
     cache: BudgetCache = field(default_factory=BudgetCache)
-    #: Statuses read (not served from the cache): what the cost benchmark counts.
+    #: Statuses read (not served from the cache): what the tests count.
     reads: int = 0
 
     def status(self, tenant: str, now: datetime) -> BudgetStatus | None:
-        """The tenant's status, from the cache when read less than ``ttl_seconds`` ago in this month;
-        None when it could not be read (logged; dispatch goes on, and it is read again after the TTL)."""
-        clock = self.monotonic()
-        month = month_of(now)
-        cached = self.cache.fresh_in(tenant, clock, self.ttl_seconds, month)
+        """The tenant's status, from the cache when read less than ``ttl_seconds`` before ``now`` in
+        the same month; None when it could not be read (logged; dispatch goes on, and it is read again
+        after the TTL)."""
+        cached = self.cache.fresh_at(tenant, now, self.ttl_seconds)
         if cached is not None:
             return cached
         self.reads += 1
         try:
-            status = self.service.status(tenant, now)
+            status = self.service.status(tenant, now, spend_without_budget=False)
         except Exception:
             # A budget is a guardrail on an estimate: a failed read must not stop every tenant's
             # dispatch. Remembered as "no budget" for one TTL, so a failing store is not hammered.
             logger.exception("could not read the budget of tenant %s; dispatching without it", tenant)
-            self.cache.keep(tenant, clock, BudgetStatus(tenant, month, None, 0.0))
+            self.cache.keep(tenant, now.timestamp(), BudgetStatus(tenant, month_of(now), None, 0.0))
             return None
-        self.cache.keep(tenant, clock, status)
+        self.cache.keep(tenant, now.timestamp(), status)
         if self.warnings is not None and status.warned:
             try:
                 self.warnings.warn(status, now)

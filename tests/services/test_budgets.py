@@ -57,8 +57,8 @@ def hook():
 
 
 class Caps:
-    """The pipeline's dispatcher with a gate on a hand-moved monotonic clock, warning through the
-    dead-letter notifier (webhooks to 127.0.0.1 allowed)."""
+    """The pipeline's dispatcher with a gate of a one-minute TTL, warning through the dead-letter
+    notifier (webhooks to 127.0.0.1 allowed)."""
 
     def __init__(self, pipeline):
         self.pipeline = pipeline
@@ -68,11 +68,9 @@ class Caps:
         self.service = budget_service_from_settings(self.settings, self.dynamo)
         self.usage = UsageStore(self.dynamo, self.settings.leases_table)
         self.budgets = BudgetStore(self.dynamo, self.settings.leases_table)
-        self.mono = 0.0
         self.gate = BudgetGate(
             self.service,
             ttl_seconds=TTL,
-            monotonic=lambda: self.mono,
             warnings=BudgetWarnings(
                 self.dynamo,
                 self.settings.runs_table,
@@ -87,7 +85,6 @@ class Caps:
         return usage.estimated_usd(self.service.memory_mb)
 
     def tick(self, job, at):
-        self.mono += TTL  # a minute between ticks: the gate reads the tenant's state again
         return self.pipeline.dispatcher.dispatch_shard(self.pipeline.dispatcher.shard_of(job.id), at)
 
     def run(self, job, at):
@@ -184,14 +181,13 @@ def test_under_run_all_the_missed_occurrences_all_run_after_the_cap_is_cleared(c
 
 
 def test_a_new_month_resumes_dispatch(caps):
-    # Given acme capped on the last day of February
+    # Given acme capped on the last day of February, its state read at 23:59:31
     end = datetime(2026, 2, 28, 23, 58, 30, tzinfo=UTC)
     _capped(caps, day="2026-02-28")
     job = caps.pipeline.jobs.create("acme", EVERY_MINUTE | {"misfire_policy": "skip"}, end)
-    caps.tick(job, end + timedelta(seconds=31))
+    caps.tick(job, end + timedelta(seconds=61))
     assert caps.run(job, datetime(2026, 2, 28, 23, 59, tzinfo=UTC)).skip_reason == "budget"
-    # When the first tick of March comes (the gate's cache is of February: read again)
-    caps.mono -= TTL  # not because of the TTL
+    # When the first tick of March comes 30 s later (within the TTL, but the cache is of February)
     caps.tick(job, datetime(2026, 3, 1, 0, 0, 1, tzinfo=UTC))
     # Then March's spend is 0: 00:00 runs on schedule, and 23:59 follows the policy (skip: misfire)
     assert caps.run(job, datetime(2026, 3, 1, tzinfo=UTC)).state is RunState.QUEUED
@@ -240,10 +236,9 @@ def test_the_gate_reads_a_tenants_state_once_per_ttl(caps):
         caps.pipeline.dispatcher.dispatch_jobs(
             [caps.pipeline.dispatcher.jobs.get("acme", j.id) for j in jobs], T0 + timedelta(seconds=1)
         )
-    # Then acme's state was read once; after the TTL, once more
+    # Then acme's state was read once; a minute later, once more
     assert caps.gate.reads - reads == 1
-    caps.mono += TTL
-    caps.gate.capped("acme", T0 + timedelta(seconds=2))
+    caps.gate.capped("acme", T0 + timedelta(seconds=1 + TTL))
     assert caps.gate.reads - reads == 2
 
 
@@ -265,3 +260,20 @@ def test_a_failed_read_dispatches_without_the_cap(caps):
     caps.service.budgets = Broken()
     assert caps.gate.capped("acme", T0) is False
     assert caps.gate.status("acme", T0) is not None  # remembered as "no budget" for the TTL
+
+
+def test_the_dispatcher_reads_no_usage_for_a_tenant_without_a_budget(caps):
+    # Given acme has spent something but has no budget
+    caps.spend("acme", "2026-03-02", 1000.0)
+    days_read: list[str] = []
+    usage = caps.service.usage
+    caps.service.usage = type(
+        "Spy", (), {"tenant_days": lambda _, t, a, b: days_read.append(t) or usage.tenant_days(t, a, b)}
+    )()
+    # When the gate reads its state, Then its usage items are not read (one GetItem of the budget)
+    assert caps.gate.capped("acme", T0) is False
+    assert days_read == []
+    # And once it has a budget, they are
+    caps.service.set("acme", 1000.0, T0)
+    assert caps.gate.capped("acme", T0) is False
+    assert "acme" in days_read
