@@ -88,7 +88,7 @@ class BudgetIn(_In):
     """``PUT /admin/tenants/{tenant}/budget``: the tenant's monthly budget."""
 
     monthly_usd: float = Field(
-        gt=0,
+        ge=0.000001,
         le=1_000_000_000,
         allow_inf_nan=False,
         description="the tenant's budget per UTC month, in USD (its usage's estimated_usd)",

@@ -22,7 +22,9 @@ from jobsched.core.errors import ValidationError
 
 #: The fraction of the budget at which the tenant's owners are notified.
 WARN_FRACTION = 0.8
-#: The largest budget accepted, in USD (a bound on the input, not a policy).
+#: The smallest and the largest budget accepted, in USD (bounds on the input, not a policy: a
+#: DynamoDB number has a magnitude of at least 1e-130, and the share used stays a finite number).
+MIN_BUDGET_USD = 0.000001
 MAX_BUDGET_USD = 1_000_000_000.0
 #: The skip reason of an occurrence not run because its tenant was over its budget.
 SKIP_REASON_BUDGET = "budget"
@@ -38,13 +40,14 @@ STATE_CAPPED = "capped"
 
 
 def validate_budget(value: Any, field: str = "monthly_usd") -> float:
-    """A positive, finite amount of USD (at most :data:`MAX_BUDGET_USD`); :class:`ValidationError`
-    naming ``field`` otherwise."""
+    """An amount of USD from :data:`MIN_BUDGET_USD` to :data:`MAX_BUDGET_USD`;
+    :class:`ValidationError` naming ``field`` otherwise."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         raise ValidationError(f"{field} must be a number of USD, got {value!r}", field=field)
-    if not 0 < value <= MAX_BUDGET_USD:
+    if not MIN_BUDGET_USD <= value <= MAX_BUDGET_USD:
         raise ValidationError(
-            f"{field} must be more than 0 and at most {MAX_BUDGET_USD:.0f} USD, got {value!r}", field=field
+            f"{field} must be from {MIN_BUDGET_USD:.6f} to {MAX_BUDGET_USD:.0f} USD, got {value!r}",
+            field=field,
         )
     return float(value)
 

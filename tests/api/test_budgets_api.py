@@ -89,6 +89,7 @@ def test_the_list_has_every_tenant_with_a_budget_and_clearing_removes_it(call):
     [
         {"monthly_usd": 0},
         {"monthly_usd": -5},
+        {"monthly_usd": 5e-324},
         {"monthly_usd": "10"},
         {"monthly_usd": True},
         {"monthly_usd": 1e12},

@@ -38,9 +38,9 @@ def test_a_capped_tenant_is_held_and_resumes_under_its_misfire_policy(process: E
     # Given acme's job every 2 s (misfire grace 3 s) has run, so acme has spent something this month
     created = acme.create_job(job("e2e.budget", EVERY_2S, "demo.echo", misfire_grace_seconds=3))
     other = beta.create_job(job("e2e.budget.other", EVERY_2S, "demo.echo"))
-    wait_for(lambda: acme.own_budget()["spent_usd"] > 0, timeout=90, interval=0.5)
+    wait_for(lambda: acme.own_budget()["spent_usd"] > 0.000002, timeout=90, interval=0.5)
     # When an administrator sets acme's budget below that spend
-    answer = ops.put_budget("acme", 1e-9)
+    answer = ops.put_budget("acme", 0.000001)
     assert answer["state"] == "capped", answer
     # Then acme's new occurrences are recorded skipped with reason budget (several, over some seconds)
     capped = wait_for(
