@@ -27,7 +27,7 @@ import threading
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from typing import Any, Protocol
 
 from jobsched.aws.attempts import NOTIFY_PENDING
@@ -45,6 +45,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_TTL_SECONDS = 60.0
 #: How long a warning marker is kept (it only has to outlive its month).
 MARKER_TTL = timedelta(days=62)
+#: How long the dispatcher keeps the sum of a tenant's days before today (a worker invocation that
+#: ends just after midnight still adds to the day it counted on).
+PAST_DAYS_TTL = timedelta(hours=1)
 
 
 class BudgetService:
@@ -64,19 +67,36 @@ class BudgetService:
         self.memory_mb = memory_mb
         #: Called with the tenant after a set or clear (forgets what the gates cached).
         self.on_change = on_change or forget_cached
+        #: tenant -> (today, when read, the spend of the month's days before today): the dispatcher's.
+        self._past: dict[str, tuple[str, datetime, float]] = {}
 
-    def spent(self, tenant: str, now: datetime) -> float:
-        """The tenant's month-to-date ``estimated_usd`` (UTC month)."""
+    def spent(self, tenant: str, now: datetime, *, cached_past: bool = False) -> float:
+        """The tenant's month-to-date ``estimated_usd`` (UTC month). ``cached_past`` (the
+        dispatcher's): the days before today are read at most once per :data:`PAST_DAYS_TTL` and
+        today's item every call, so a read costs one key, not one per day of the month."""
         first, last = month_to_date(now)
+        if not cached_past or first == last:
+            return self._sum(tenant, first, last)
+        today = last.isoformat()
+        entry = self._past.get(tenant)
+        if entry is None or entry[0] != today or not timedelta(0) <= now - entry[1] < PAST_DAYS_TTL:
+            if len(self._past) >= BudgetCache.MAX_TENANTS:
+                self._past.clear()
+            entry = (today, now, self._sum(tenant, first, last - timedelta(days=1)))
+            self._past[tenant] = entry
+        return entry[2] + self._sum(tenant, last, last)
+
+    def _sum(self, tenant: str, first: date, last: date) -> float:
         return sum(day.estimated_usd(self.memory_mb) for day in self.usage.tenant_days(tenant, first, last))
 
-    def status(self, tenant: str, now: datetime, *, spend_without_budget: bool = True) -> BudgetStatus:
-        """The tenant's budget and month-to-date spend. ``spend_without_budget=False`` (the
-        dispatcher's): a tenant with no budget costs one read, its spend is not read (answered 0)."""
+    def status(self, tenant: str, now: datetime, *, dispatch: bool = False) -> BudgetStatus:
+        """The tenant's budget and month-to-date spend. ``dispatch`` (the dispatcher's gate): a tenant
+        with no budget costs one read, its spend not read (answered 0); with a budget, the days before
+        today come from :meth:`spent`'s hourly sum."""
         budget = self.budgets.get(tenant)
-        if budget is None and not spend_without_budget:
+        if budget is None and dispatch:
             return BudgetStatus(tenant, month_of(now), None, 0.0)
-        return BudgetStatus(tenant, month_of(now), budget, self.spent(tenant, now))
+        return BudgetStatus(tenant, month_of(now), budget, self.spent(tenant, now, cached_past=dispatch))
 
     def set(self, tenant: str, monthly_usd: Any, now: datetime) -> BudgetStatus:
         """Set (or replace) the tenant's monthly budget; :class:`ValidationError` unless positive USD."""
@@ -226,7 +246,7 @@ class BudgetGate:
             return cached
         self.reads += 1
         try:
-            status = self.service.status(tenant, now, spend_without_budget=False)
+            status = self.service.status(tenant, now, dispatch=True)
         except Exception:
             # A budget is a guardrail on an estimate: a failed read must not stop every tenant's
             # dispatch. Remembered as "no budget" for one TTL, so a failing store is not hammered.

@@ -277,4 +277,28 @@ def test_the_dispatcher_reads_no_usage_for_a_tenant_without_a_budget(caps):
     caps.service.set("acme", 1000.0, T0)
     days_read.clear()
     assert caps.gate.capped("acme", T0) is False
-    assert days_read == ["acme"]
+    assert days_read == ["acme", "acme"]  # the days before today, then today
+
+
+def test_the_dispatcher_reads_the_past_days_once_an_hour_and_today_every_minute(caps):
+    # Given acme with a budget, spending on the 1st and on the 2nd of March
+    first = caps.spend("acme", "2026-03-01", 1000.0)
+    caps.budgets.put("acme", first * 10, T0)
+    ranges: list[tuple[str, str]] = []
+    usage = caps.service.usage
+
+    class Spy:
+        def tenant_days(self, tenant, a, b):
+            ranges.append((a.isoformat(), b.isoformat()))
+            return usage.tenant_days(tenant, a, b)
+
+    caps.service.usage = Spy()
+    # When the gate reads acme's state at 12:00, 12:01 and 13:00:01
+    for at in (T0, T0 + timedelta(minutes=1), T0 + timedelta(hours=1, seconds=1)):
+        caps.gate.capped("acme", at)
+    today = caps.spend("acme", "2026-03-02", 500.0)  # what a worker adds meanwhile counts at once
+    status = caps.gate.status("acme", T0 + timedelta(hours=1, minutes=1, seconds=2))
+    # Then the 1st was read at 12:00 and again after an hour; the 2nd at every read
+    past, now = ("2026-03-01", "2026-03-01"), ("2026-03-02", "2026-03-02")
+    assert ranges == [past, now, now, past, now, now]
+    assert status.spent_usd == pytest.approx(first + today)
