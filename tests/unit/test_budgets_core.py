@@ -19,7 +19,9 @@ def test_the_state_is_ok_under_80_percent_warning_from_80_capped_from_100(spent,
     assert BudgetStatus("acme", "2026-03", budget, spent).state == state
 
 
-@pytest.mark.parametrize("value", [0, -1, 0.0, 1e-7, 5e-324, float("nan"), float("inf"), "10", True, None, 1e10])
+@pytest.mark.parametrize(
+    "value", [0, -1, 0.0, 1e-7, 5e-324, float("nan"), float("inf"), "10", True, None, 1e10]
+)
 def test_a_budget_must_be_a_positive_finite_number_of_usd(value):
     with pytest.raises(ValidationError) as caught:
         validate_budget(value)

@@ -66,7 +66,9 @@ def register_admin(groups: argparse._SubParsersAction, common: argparse.Argument
     get.set_defaults(func=cmd_admin_get)
     put = sub.add_parser("set", parents=[common], help="set a tenant's monthly budget")
     put.add_argument("tenant")
-    put.add_argument("monthly_usd", type=float, help="the budget per UTC month, in USD (0.000001 to 1000000000)")
+    put.add_argument(
+        "monthly_usd", type=float, help="the budget per UTC month, in USD (0.000001 to 1000000000)"
+    )
     put.set_defaults(func=cmd_admin_set)
     clear = sub.add_parser("clear", parents=[common], help="remove a tenant's budget (no spend cap)")
     clear.add_argument("tenant")
