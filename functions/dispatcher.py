@@ -5,7 +5,8 @@ of every shard when the event names none (handy locally and for a manual catch-u
 Thin on purpose: parse the event, call
 :meth:`jobsched.services.dispatcher.Dispatcher.dispatch_shard`, return the
 summary and emit its metrics: ``RunsSkipped``, ``RunsDispatched``, ``JobsAdvanced``, ``SendFailures``,
-``StaleJobs``, ``ShardsBusy``, ``JobsHeldBack`` (due jobs held back by backpressure) and
+``StaleJobs``, ``ShardsBusy``, ``JobsHeldBack`` (due jobs held back by backpressure), ``JobsCapped``
+(due jobs held because their tenant is over its monthly budget, decision 0062) and
 ``RunsSkipped<Reason>`` (:func:`skipped_metrics`), with no per-run or per-tenant dimension (those
 would be billed as separate metrics). Services are built once per container, on the first
 invocation, never at import time, from what :data:`seam` holds (the clock, the sleep a tick aligns
@@ -27,7 +28,7 @@ from jobsched.compose.seam import Parts, Seam
 from jobsched.core.errors import LeaseLostError, ValidationError
 from jobsched.core.ids import validate_shard_count
 from jobsched.runtime import observability as obs
-from jobsched.runtime.observability import JOBS_HELD_BACK
+from jobsched.runtime.observability import JOBS_CAPPED, JOBS_HELD_BACK
 from jobsched.runtime.settings import Settings
 from jobsched.services.dispatcher import Dispatcher, DispatchSummary
 from jobsched.services.usage import FunctionUsage, TenantMeter
@@ -46,7 +47,13 @@ def build(parts: Parts) -> tuple[Settings, Dispatcher, FunctionUsage]:
     meter = parts.meter if parts.meter is not None else TenantMeter()
     owner = f"dispatcher-{uuid.uuid4().hex[:12]}"
     dispatcher = dispatcher_from_settings(
-        settings, clients, meter=meter, owner=owner, clock=parts.clock, sleep=parts.sleep
+        settings,
+        clients,
+        meter=meter,
+        owner=owner,
+        clock=parts.clock,
+        sleep=parts.sleep,
+        warn_budgets=True,
     )
     return (
         settings,
@@ -111,6 +118,7 @@ def tick(event: dict[str, Any], settings: Settings, dispatcher: Dispatcher) -> d
     metrics.add_metric(name="StaleJobs", unit=MetricUnit.Count, value=summary.jobs_stale)
     metrics.add_metric(name="ShardsBusy", unit=MetricUnit.Count, value=len(summary.lease_busy))
     metrics.add_metric(name=JOBS_HELD_BACK, unit=MetricUnit.Count, value=summary.jobs_held_back)
+    metrics.add_metric(name=JOBS_CAPPED, unit=MetricUnit.Count, value=summary.jobs_capped)
     result = summary.to_dict()
     # A tick that found nothing due is logged at DEBUG: one line per shard and minute on AWS (one per
     # second in the embedded mode) saying nothing happened would drown the lines about runs.

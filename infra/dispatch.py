@@ -79,6 +79,7 @@ class Dispatch(Construct):
             queues.grant_send(kind, self.dispatcher)
         for kind in BACKPRESSURE_PRIORITIES:  # backpressure reads their depth
             queues.queue(kind).grant(self.dispatcher, "sqs:GetQueueAttributes")
+        grant_notify_publish(self.dispatcher, config)  # a tenant's 80 % budget warning (decision 0062)
 
         self.sweeper = make_function(
             self, function_spec("sweeper"), code=code, config=config, environment=environment, key=key

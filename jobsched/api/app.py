@@ -33,6 +33,7 @@ from jobsched.api.errors import raw_error_response, register_error_handlers
 from jobsched.api.openapi import polish, with_payload_schemas
 from jobsched.api.routes import (
     admin,
+    budgets,
     console,
     dead_letters,
     declared,
@@ -281,3 +282,5 @@ def _include_optional_routers(app: JobschedResolver, services: ApiServices) -> N
         app.include_router(forecast.router)
     if services.run_stats is not None:
         app.include_router(stats.router)
+    if services.budgets is not None:
+        app.include_router(budgets.router)

@@ -31,6 +31,7 @@ from jobsched.console import ConsoleConfig
 from jobsched.core.clock import Clock
 from jobsched.core.errors import UnauthorizedError
 from jobsched.services.backfills import BackfillService
+from jobsched.services.budgets import BudgetService
 from jobsched.services.dead_letters import DeadLetterService
 from jobsched.services.forecast import ForecastService
 from jobsched.services.handlers import HandlerService
@@ -69,6 +70,7 @@ class ApiServices:
     forecast: ForecastService | None = None  # GET /forecast
     run_stats: RunStatsStore | None = None  # GET /stats
     queue_depths: QueueDepths | None = None  # GET /stats/queues
+    budgets: BudgetService | None = None  # GET /budget, /admin/tenants/.../budget (decision 0062)
 
 
 # --- the caller -----------------------------------------------------------------------------------
@@ -211,6 +213,10 @@ def queue_depths(request: Request) -> QueueDepths:
     return _wired(api_services(request).queue_depths, "queue depths")
 
 
+def budget_service(request: Request) -> BudgetService:
+    return _wired(api_services(request).budgets, "budgets")
+
+
 def worker_memory_mb(request: Request) -> int:
     """The worker functions' memory, which prices a run's GB-seconds in ``GET /usage``."""
     return api_services(request).worker_memory_mb
@@ -240,3 +246,4 @@ WorkerMemoryDep = Annotated[int, Depends(worker_memory_mb)]
 ForecastDep = Annotated[ForecastService, Depends(forecast_service)]
 RunStatsDep = Annotated[RunStatsStore, Depends(run_stats_store)]
 QueueDepthsDep = Annotated[QueueDepths, Depends(queue_depths)]
+BudgetsDep = Annotated[BudgetService, Depends(budget_service)]

@@ -93,3 +93,31 @@ class UsageOut(BaseModel):
     first_day: str = Field(description="the first day asked for (from)")
     last_day: str = Field(description="the last day asked for (to)")
     next_cursor: None = None
+
+
+class BudgetIn(_In):
+    """``PUT /admin/tenants/{tenant}/budget``: the tenant's monthly budget."""
+
+    monthly_usd: float = Field(
+        ge=0.000001,
+        le=1_000_000_000,
+        allow_inf_nan=False,
+        description="the tenant's budget per UTC month, in USD (its usage's estimated_usd)",
+    )
+
+
+class BudgetOut(BaseModel):
+    tenant: str
+    month: str = Field(description="the UTC month the spend is of, YYYY-MM")
+    monthly_usd: float | None = Field(description="the budget in USD (null: none set)")
+    spent_usd: float = Field(description="the month-to-date estimated_usd of the tenant's usage items")
+    percent_used: float | None = Field(description="spent / budget x 100 (null without a budget)")
+    state: Literal["none", "ok", "warning", "capped"] = Field(
+        description="none: no budget; ok: under 80 %; warning: 80 % or more (owners notified once a "
+        "month); capped: 100 % or more (new runs recorded skipped, reason budget)"
+    )
+
+
+class BudgetList(BaseModel):
+    items: list[BudgetOut] = Field(description="tenants with a budget, by tenant")
+    next_cursor: None = None

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from jobsched.aws.metering import ConditionFailed
 from jobsched.core.errors import NotFoundError
@@ -26,6 +26,7 @@ from jobsched.core.models import to_iso
 from jobsched.ports.tables import Table
 
 PREFIX = "limits#"
+_V = TypeVar("_V")
 #: The key of a tenant's own semaphore and bucket (:func:`jobsched.aws.limits_store.semaphore_key`).
 TENANT_SCOPE = None
 
@@ -50,26 +51,26 @@ class TenantLimit:
         }
 
 
-class LimitsCache:
-    """Tenants' effective limits as read, with the monotonic time of the read (thread-safe)."""
+class TenantCache(Generic[_V]):
+    """Values per tenant as read, with the monotonic time of the read (thread-safe)."""
 
     MAX_TENANTS = 10_000
 
     def __init__(self) -> None:
-        self._entries: dict[str, tuple[float, TenantLimit]] = {}
+        self._entries: dict[str, tuple[float, _V]] = {}
         self._lock = threading.Lock()
 
-    def fresh(self, tenant: str, now: float, max_age: float) -> TenantLimit | None:
-        """The tenant's limits if read less than ``max_age`` seconds before ``now``."""
+    def fresh(self, tenant: str, now: float, max_age: float) -> _V | None:
+        """The tenant's value if read less than ``max_age`` seconds before ``now``."""
         with self._lock:
             entry = self._entries.get(tenant)
         return entry[1] if entry is not None and now - entry[0] < max_age else None
 
-    def keep(self, tenant: str, now: float, limit: TenantLimit) -> None:
+    def keep(self, tenant: str, now: float, value: _V) -> None:
         with self._lock:
             if len(self._entries) >= self.MAX_TENANTS:
                 self._entries.clear()
-            self._entries[tenant] = (now, limit)
+            self._entries[tenant] = (now, value)
 
     def forget(self, tenant: str | None = None) -> None:
         """Drop the tenant's entry (every entry when ``tenant`` is None)."""
@@ -78,6 +79,10 @@ class LimitsCache:
                 self._entries.clear()
             else:
                 self._entries.pop(tenant, None)
+
+
+class LimitsCache(TenantCache[TenantLimit]):
+    """Tenants' effective limits as read, with the monotonic time of the read (thread-safe)."""
 
 
 #: The cache of a container (the worker function's, for all its invocations; see the module docstring).

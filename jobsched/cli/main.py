@@ -26,6 +26,7 @@ COMMAND_MODULES = [
     "settings",
     "limits",
     "usage",
+    "budget",
     "forecast",
     "stats",
     "handlers",

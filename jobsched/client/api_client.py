@@ -368,6 +368,23 @@ class ApiClient:
     def delete_tenant_limits(self, tenant: str) -> Any:
         return self.request("DELETE", f"/admin/tenants/{_seg(tenant)}/limits")
 
+    # --- spend caps (docs/semantics/limits.md "Spend caps") ------------------------------------------
+
+    def own_budget(self) -> dict:
+        return self.request("GET", "/budget")
+
+    def list_budgets(self) -> dict:
+        return self.request("GET", "/admin/tenants/budgets")
+
+    def get_budget(self, tenant: str) -> dict:
+        return self.request("GET", f"/admin/tenants/{_seg(tenant)}/budget")
+
+    def put_budget(self, tenant: str, monthly_usd: float) -> dict:
+        return self.request("PUT", f"/admin/tenants/{_seg(tenant)}/budget", body={"monthly_usd": monthly_usd})
+
+    def delete_budget(self, tenant: str) -> Any:
+        return self.request("DELETE", f"/admin/tenants/{_seg(tenant)}/budget")
+
     # --- handler versions (docs/api.md "Handlers") --------------------------------------------------
 
     def list_handlers(self, *, all_tenants: bool = False) -> dict:

@@ -89,6 +89,7 @@ def build_services(
     from jobsched.aws.usage_store import UsageStore
     from jobsched.compose.pipeline import (
         backfill_service_from_settings,
+        budget_service_from_settings,
         dispatcher_from_settings,
         forecast_service_from_settings,
         notify_policy_from_settings,
@@ -159,6 +160,7 @@ def build_services(
         forecast=forecast_service_from_settings(settings, clients, meter=meter),
         run_stats=RunStatsStore(jobs.runs.dynamo, settings.runs_table, settings.retention),
         queue_depths=queue_depths_from_settings(settings, clients, jobs.runs.dynamo),
+        budgets=budget_service_from_settings(settings, jobs.runs.dynamo),
     )
 
 

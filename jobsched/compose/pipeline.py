@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from jobsched.ports.tables import Table
     from jobsched.runtime.settings import Settings
     from jobsched.services.backfills import BackfillService
+    from jobsched.services.budgets import BudgetGate, BudgetService
     from jobsched.services.capacity import CapacityService
     from jobsched.services.dispatcher import Dispatcher
     from jobsched.services.dlq_consumer import DlqConsumer
@@ -64,12 +65,15 @@ def dispatcher_from_settings(
     owner: str | None = None,
     clock: Clock | None = None,
     sleep: Callable[[float], Any] | None = None,
+    warn_budgets: bool = False,
 ) -> Dispatcher:
     """A dispatcher over the deployment's tables and queues, all calls metered by one ``meter``. With a
     ``clock`` (a tick's) it re-checks its lease and counts its send delays by that clock, and with a
     ``sleep`` on it its sends are aligned to the second by the settings' ``send_align_ms`` (decision
     0032). Without one (the API's immediate dispatch of a created job) both are taken from the
-    dispatch's ``now``, and the dispatcher holds the wall clock."""
+    dispatch's ``now``, and the dispatcher holds the wall clock. Tenants over their monthly budget are
+    held (decision 0062); with ``warn_budgets`` (the dispatcher function's) it also owes and sends the
+    80 % notifications."""
     from jobsched.aws.jobs_store import JobsStore
     from jobsched.aws.leases import Leases
     from jobsched.aws.queue_ages import QueueAges
@@ -100,7 +104,38 @@ def dispatcher_from_settings(
         clock=clock or SystemClock(),
         backpressure=backpressure if backpressure.active else None,
         sleep=sleep,
+        budgets=budget_gate_from_settings(settings, clients, dynamo, warn=warn_budgets),
     )
+
+
+def budget_service_from_settings(settings: Settings, dynamo: Table) -> BudgetService:
+    """Budgets (Leases table) measured against the usage items (Leases table), priced at the
+    worker's memory as ``GET /usage`` prices them."""
+    from jobsched.aws.budget_store import BudgetStore
+    from jobsched.aws.usage_store import UsageStore
+    from jobsched.runtime.resources import WORKER_MEMORY_MB
+    from jobsched.services.budgets import BudgetService
+
+    return BudgetService(
+        BudgetStore(dynamo, settings.leases_table),
+        UsageStore(dynamo, settings.leases_table, settings.retention_days),
+        memory_mb=WORKER_MEMORY_MB,
+    )
+
+
+def budget_gate_from_settings(
+    settings: Settings, clients: Clients, dynamo: Table, *, warn: bool = False
+) -> BudgetGate:
+    """The dispatcher's cached view of budgets (the container's cache); with ``warn``, the 80 %
+    notifications through the dead-letter notifier."""
+    from jobsched.services.budgets import BudgetGate, BudgetWarnings
+
+    warnings = (
+        BudgetWarnings(dynamo, settings.runs_table, lambda: notifier_from_settings(settings, clients, dynamo))
+        if warn
+        else None
+    )
+    return BudgetGate(budget_service_from_settings(settings, dynamo), warnings=warnings)
 
 
 def job_service_from_settings(

@@ -58,6 +58,7 @@ RUNS_MISSED_DEADLINE = "RunsMissedDeadline"  # sweeper: runs (or occurrences wit
 NOTIFICATIONS_SENT = "NotificationsSent"  # dead-letter notifications delivered (per destination)
 NOTIFICATIONS_FAILED = "NotificationsFailed"  # dead-letter notifications given up
 JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due jobs left for a later tick (backpressure)
+JOBS_CAPPED = "JobsCapped"  # dispatcher: due jobs held, their tenant over its monthly budget (0062)
 LIMIT_WAITS = "LimitWaits"  # worker: deliveries held back by a concurrency or rate limit (no attempt used)
 LIMIT_SLOTS_LOST = "LimitSlotsLost"  # worker: a running run's slot lease ended and the semaphore was full
 #: sweeper, once per sweep and priority: seconds since the due instant of the oldest run still
@@ -86,10 +87,11 @@ def pool_metric(name: str, pool: str) -> str:
 PER_POOL = (SCHEDULE_LAG, RUN_DURATION, RUNS_SUCCEEDED, RUNS_FAILED, RUNS_RETRIED, RUNS_DEAD_LETTERED)
 
 #: Why a run was recorded skipped (the dispatcher's: misfire, dst_gap, overlap; a tick that finds its
-#: job paused, deleted or edited since it read it: paused, deleted, rescheduled). The dispatcher emits
+#: job paused, deleted or edited since it read it: paused, deleted, rescheduled; a tenant over its
+#: monthly budget: budget, decision 0062). The dispatcher emits
 #: ``RunsSkipped`` and one ``RunsSkipped<Reason>`` per reason (:func:`skipped_metric`): a bounded set of
 #: names, never a dimension; a reason outside it counts as ``other``.
-SKIP_REASONS = ("misfire", "dst_gap", "overlap", "paused", "deleted", "rescheduled", "other")
+SKIP_REASONS = ("misfire", "dst_gap", "overlap", "paused", "deleted", "rescheduled", "budget", "other")
 
 
 def skipped_metric(reason: str) -> str:

@@ -22,6 +22,13 @@ sweeper) completes without duplicates (docs/decisions/0001-data-model.md):
    tick re-plans it from the same cursor, finds its runs and re-sends them.
 4. an advance refused because the job was paused or deleted since the tick read it withdraws the runs
    the tick queued ahead of the pause (or delete): they were created after its own withdrawal.
+
+A due job of a tenant over its monthly budget (``budgets``, :class:`jobsched.services.budgets.BudgetGate`,
+decision 0062) is held like a paused job: not planned, not advanced; each of its occurrences whose
+instant arrived in the last :data:`BUDGET_LOOKBACK` is recorded ``skipped`` with reason ``budget`` (a
+conditional put, so a second tick finds it). Once the tenant is under its budget again the next tick
+plans the job from where it was held, with its misfire policy, and revives those records in place as
+it revives a pause's (``queued``, or ``skipped``/``misfire``).
 """
 
 from __future__ import annotations
@@ -33,12 +40,13 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from jobsched.aws.jobs_store import StaleJobError
 from jobsched.aws.leases import shard_lease_key
+from jobsched.core.budgets import SKIP_REASON_BUDGET
 from jobsched.core.clock import Clock
-from jobsched.core.dispatch_plan import DEFAULT_BATCH, SKIP_REASON_REPLACED, JobPlan, plan_job
+from jobsched.core.dispatch_plan import DEFAULT_BATCH, SKIP_REASON_REPLACED, JobPlan, plan_job, schedule_of
 from jobsched.core.edits import SKIP_REASON_RESCHEDULED, refreshed, touches_runs
 from jobsched.core.errors import NotFoundError, ValidationError
 from jobsched.core.ids import legacy_keys_of, partition_key, partitions_of, shard_for, validate_shard_count
@@ -47,6 +55,7 @@ from jobsched.core.models import Job, JobState, Run, RunState, make_run_id
 from jobsched.core.pools import LAMBDA_POOL
 from jobsched.core.run_records import new_run, outgoing_for, skipped_run
 from jobsched.core.send_timing import DEFAULT_ALIGN_BUDGET_SECONDS, DEFAULT_LATE_MARGIN_SECONDS
+from jobsched.core.timeline import iter_fires
 from jobsched.ports.stores import JobRecords, Lease, RunQueue, RunRecords, ShardLeases
 from jobsched.services.backpressure import Backpressure, TickGate
 from jobsched.services.edits import replan_ahead
@@ -62,6 +71,17 @@ SKIP_REASON_DELETED = "deleted"
 #: index entries: longer than any function of the old version can still be running (and writing them)
 #: once a deployment has replaced it.
 LEGACY_REKEY_WINDOW = timedelta(hours=1)
+#: How far back a tick records a capped tenant's arrived occurrences skipped (reason ``budget``): two
+#: tick intervals, so a tick that comes late misses none; the previous tick recorded the older ones.
+BUDGET_LOOKBACK = timedelta(minutes=2)
+#: At most this many budget records per job and tick (a per-second job's two minutes).
+MAX_BUDGET_RECORDS = 120
+
+
+class BudgetCheck(Protocol):
+    """Whether a tenant is over its monthly budget (:class:`jobsched.services.budgets.BudgetGate`)."""
+
+    def capped(self, tenant: str, now: datetime) -> bool: ...
 
 
 @dataclass
@@ -77,6 +97,8 @@ class DispatchSummary:
     jobs_held: int = 0
     #: due jobs left for a later tick by backpressure (jobsched/services/backpressure.py), all priorities
     jobs_held_back: int = 0
+    #: due jobs held because their tenant is over its monthly budget (decision 0062)
+    jobs_capped: int = 0
     jobs_stale: int = 0
     jobs_invalid: int = 0
     runs_created: int = 0
@@ -193,6 +215,7 @@ class Dispatcher:
         clock: Clock,
         backpressure: Backpressure | None = None,
         sleep: Callable[[float], Any] | None = None,
+        budgets: BudgetCheck | None = None,
     ):
         self.jobs = jobs
         self.runs = runs
@@ -203,6 +226,8 @@ class Dispatcher:
         self.backpressure = backpressure
         #: What a tick sleeps on to align its sends to the second (one that moves the clock in tests).
         self.sleep = sleep
+        #: Tenants over their monthly budget (None: no spend caps).
+        self.budgets = budgets
 
     @property
     def lookahead(self) -> timedelta:
@@ -340,11 +365,16 @@ class Dispatcher:
         """
         summary = DispatchSummary(jobs_seen=len(jobs))
         planned: list[_Planned] = []
+        capped: list[Run] = []
         for job in jobs:
             due = [t for t in (job.next_due_at, job.buffered_at) if t is not None]
             if not due or min(due) > now + self.lookahead:
                 # The index (eventually consistent) lagged behind an advance: nothing is due, write nothing.
                 summary.jobs_held += 1
+                continue
+            if self.budgets is not None and self.budgets.capped(job.tenant, now):
+                summary.jobs_capped += 1
+                capped.extend(_budget_records(job, now))
                 continue
             # Backpressure watches the Lambda priority queues: a long or container job is never held.
             if gate is not None and (job.pool or LAMBDA_POOL) == LAMBDA_POOL and gate.holds(job.priority):
@@ -369,7 +399,11 @@ class Dispatcher:
                 summary.jobs_held += 1
                 continue
             planned.append(_records(job, plan, previous, now))
-        self.runs.announce(run for p in planned for run in p.records)
+        self.runs.announce([*capped, *(run for p in planned for run in p.records)])
+        for record in capped:
+            created = self.runs.put_announced(record)[1]
+            summary.runs_skipped += created
+            summary.skipped_by_reason[SKIP_REASON_BUDGET] += created
         work: list[_Work] = []
         outgoing: list[Outgoing] = []
 
@@ -480,6 +514,8 @@ class Dispatcher:
         if created:
             return stored, True, False
         stored, revived = self.runs.revive(record, stored, SKIP_REASON_PAUSED)
+        if not revived:  # an occurrence held while its tenant was over its budget, decided now
+            stored, revived = self.runs.revive(record, stored, SKIP_REASON_BUDGET)
         return stored, False, revived
 
     def _withdraw_if_stopped(
@@ -574,6 +610,26 @@ def _records(job: Job, plan: JobPlan, previous: Run | None, now: datetime) -> _P
         summary_record=summary_record,
         fired=[new_run(job, o.at, o.trigger, now) for o in plan.fire],
     )
+
+
+def _budget_records(job: Job, now: datetime) -> list[Run]:
+    """The ``skipped``/``budget`` records of ``job``'s occurrences that arrived in the last
+    :data:`BUDGET_LOOKBACK` (none before its cursor, none after ``now``), newest
+    :data:`MAX_BUDGET_RECORDS` of them."""
+    cursor = job.next_due_at
+    if job.state is not JobState.ACTIVE or cursor is None or cursor > now:
+        return []
+    after = max(cursor - timedelta(milliseconds=1), now - BUDGET_LOOKBACK)
+    try:
+        fires = iter_fires(schedule_of(job), after)
+    except ValidationError:
+        return []  # an invalid stored schedule: the plan reports it once the tenant is under budget
+    instants: list[datetime] = []
+    for fire in fires:  # real fires only (a DST-skipped instant is recorded dst_gap by the plan)
+        if fire.at > now:
+            break
+        instants.append(fire.at)
+    return [skipped_run(job, at, SKIP_REASON_BUDGET, now) for at in instants[-MAX_BUDGET_RECORDS:]]
 
 
 def _bookkeeping(job: Job) -> tuple[object, ...]:

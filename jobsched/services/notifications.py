@@ -1,7 +1,8 @@
 """Dead letters alert the owning team: one notification per dead letter, to the job's ``notify`` or
 the tenant's default (docs/decisions/0015-dead-letter-notifications.md). Missed deadlines take the
 same path: the sweeper's deadline marker carries the same outbox mark (decision 0058,
-:mod:`jobsched.services.deadlines`) and gets a ``deadline_missed`` body.
+:mod:`jobsched.services.deadlines`) and gets a ``deadline_missed`` body; so does a tenant's 80 %
+budget warning (decision 0062, :mod:`jobsched.services.budgets`), a ``budget_warning`` body.
 
 The dead-letter write itself sets the outbox mark ``notify_pending`` (:mod:`jobsched.aws.attempts`),
 so a notification is owed the instant the run is failed, in the same conditional write: nothing can
@@ -35,6 +36,8 @@ from urllib.parse import urlsplit
 from jobsched.aws.attempts import NOTIFIED, NOTIFY_PENDING, NOTIFY_TRIES
 from jobsched.aws.errors import AwsRefused, AwsUnreachable
 from jobsched.aws.notify_store import TenantSettingsStore
+from jobsched.core.budgets import BUDGET_NOTIFICATION, budget_notification_of, budget_subject
+from jobsched.core.budgets import MARKER_PREFIX as BUDGET_MARKER_PREFIX
 from jobsched.core.deadlines import MARKER_PREFIX, deadline_notification_of, deadline_subject
 from jobsched.core.errors import PermanentError, ValidationError
 from jobsched.core.models import to_iso
@@ -201,7 +204,7 @@ class DeadLetterNotifier:
         if destination == "sns_topic_arn":
             if not topic_allowed(address, self.policy.topic_patterns):
                 raise PermanentError(f"topic {address} is no longer in this deployment's notify_topic_arns")
-            subject = deadline_subject(body) if body["type"] != NOTIFICATION_TYPE else subject_of(body)
+            subject = _subject_of(body)
             self.publisher.publish(address, body, subject)
             return
         target = WebhookTarget(
@@ -221,10 +224,21 @@ class DeadLetterNotifier:
 
 
 def _body_of(item: Mapping[str, Any]) -> dict[str, Any]:
-    """A dead letter's notification, or a missed deadline's for a deadline marker (decision 0058)."""
+    """A dead letter's notification, a missed deadline's for a deadline marker (decision 0058), or
+    the 80 % budget warning's for a budget marker (decision 0062)."""
     if str(item["job_id"]).startswith(MARKER_PREFIX):
         return deadline_notification_of(item)
+    if str(item["job_id"]).startswith(BUDGET_MARKER_PREFIX):
+        return budget_notification_of(dict(item))
     return notification_of(item)
+
+
+def _subject_of(body: Mapping[str, Any]) -> str:
+    if body["type"] == NOTIFICATION_TYPE:
+        return subject_of(body)
+    if body["type"] == BUDGET_NOTIFICATION:
+        return budget_subject(dict(body))
+    return deadline_subject(body)
 
 
 def _permanent(exc: BaseException) -> bool:

@@ -88,6 +88,11 @@ def test_openapi_lists_every_route(call):
         ("PUT", "/jobs/by-name/{name}"),
         ("PUT", "/workflows/by-name/{name}"),
         ("GET", "/declared"),
+        ("GET", "/budget"),
+        ("GET", "/admin/tenants/budgets"),
+        ("GET", "/admin/tenants/{tenant}/budget"),
+        ("PUT", "/admin/tenants/{tenant}/budget"),
+        ("DELETE", "/admin/tenants/{tenant}/budget"),
     }
 
 

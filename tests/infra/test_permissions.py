@@ -162,7 +162,8 @@ def test_functions_that_create_runs_may_batch_write_the_run_feed(synth, function
     assert runs in _resources_for(synth, function_name, "dynamodb:BatchWriteItem")
 
 
-@pytest.mark.parametrize("function_name", ["worker", "worker_high", "worker_long", "sweeper"])
+# the dispatcher sends a tenant's 80 % budget warning (decision 0062)
+@pytest.mark.parametrize("function_name", ["worker", "worker_high", "worker_long", "sweeper", "dispatcher"])
 def test_the_functions_that_send_notifications_may_publish_to_the_allow_listed_topics_only(
     synth, function_name
 ):
@@ -172,7 +173,7 @@ def test_the_functions_that_send_notifications_may_publish_to_the_allow_listed_t
     assert _resources_for(synth, function_name, "sns:Publish") == [NOTIFY_TOPIC_ARNS]
 
 
-@pytest.mark.parametrize("function_name", ["api", "dispatcher", "dlq_consumer"])
+@pytest.mark.parametrize("function_name", ["api", "dlq_consumer"])
 def test_functions_that_send_no_notification_cannot_publish(synth, function_name):
     assert "sns:Publish" not in _actions(synth, function_name)
 

@@ -58,6 +58,7 @@ def test_the_function_names_a_metric_per_reason_and_omits_reasons_that_skipped_n
 
 
 def test_skip_reasons_are_the_reasons_the_code_records():
+    from jobsched.core.budgets import SKIP_REASON_BUDGET
     from jobsched.core.dispatch_plan import SKIP_REASON_DST_GAP
     from jobsched.core.edits import SKIP_REASON_RESCHEDULED
     from jobsched.core.misfire import SKIP_REASON_MISFIRE
@@ -66,7 +67,7 @@ def test_skip_reasons_are_the_reasons_the_code_records():
 
     recorded = {
         SKIP_REASON_MISFIRE, SKIP_REASON_DST_GAP, SKIP_REASON_OVERLAP,
-        SKIP_REASON_PAUSED, SKIP_REASON_DELETED, SKIP_REASON_RESCHEDULED,
+        SKIP_REASON_PAUSED, SKIP_REASON_DELETED, SKIP_REASON_RESCHEDULED, SKIP_REASON_BUDGET,
     }  # fmt: skip
     assert set(obs.SKIP_REASONS) == recorded | {"other"}
     assert len({obs.skipped_metric(r) for r in obs.SKIP_REASONS}) == len(obs.SKIP_REASONS)

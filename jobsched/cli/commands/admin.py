@@ -1,5 +1,6 @@
 """`jobsched admin principals list|map|unmap`: who may call a deployed API as which tenant;
-`jobsched admin limits list|get|set|clear`: a tenant's concurrency and rate limits.
+`jobsched admin limits list|get|set|clear`: a tenant's concurrency and rate limits;
+`jobsched admin budget list|get|set|clear`: a tenant's monthly budget (:mod:`jobsched.cli.commands.budget`).
 
 Behind API Gateway IAM auth, a caller's IAM principal is mapped to a tenant by an administrator (a
 principal listed in ``JOBSCHED_ADMIN_PRINCIPALS``; docs/api.md). These commands are that mapping:
@@ -15,6 +16,7 @@ import argparse
 from jobsched.cli.commands._api_args import EXIT_OK, UsageError, api_options, command
 from jobsched.cli.commands._output import Column, print_json, print_page, render_fields, short_time
 from jobsched.cli.commands._output import field as key
+from jobsched.cli.commands.budget import register_admin as register_admin_budget
 from jobsched.client import ApiClient
 
 PRINCIPAL_COLUMNS = (
@@ -86,6 +88,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lclear = lsub.add_parser("clear", parents=[common], help="back to the deployment's default limits")
     lclear.add_argument("tenant")
     lclear.set_defaults(func=cmd_limits_clear)
+    register_admin_budget(groups, common)
 
 
 @command

@@ -252,8 +252,9 @@ RULES: tuple[Disposition, ...] = (
         "*",
         "path",
         "Dead-letter notifications to a team's SNS topic (the worker's, and the sweeper's for those still "
-        "owed): the end-to-end notification test uses a webhook; the SNS publish is tested through the "
-        "service (tests/aws/test_notifications.py), not a function.",
+        "owed; the dispatcher's 80 % budget warnings, decision 0062): the end-to-end notification test "
+        "uses a webhook; the SNS publish is tested through the service (tests/aws/test_notifications.py), "
+        "not a function.",
     ),
     Disposition(
         "*worker*",

@@ -9,6 +9,7 @@ import { seconds } from "./format.js";
 import { ErrorBox, html, setParams, usePoll, useRoute } from "./ui.js";
 import { LimitsInUse, loadLimits } from "./limits.js";
 import { NextHour } from "./forecast.js";
+import { Budget } from "./budget.js";
 
 export const STATES = ["queued", "running", "retrying", "succeeded", "failed", "cancelled", "skipped"];
 export const OUTCOMES = ["succeeded", "failed", "cancelled", "skipped", "dead_lettered"];
@@ -192,7 +193,8 @@ export function Overview() {
     ${stats && html`<${DeadLetters} stats=${stats} rangeWords=${rangeWords} />`}
     <${QueueDepth} range=${range} rangeKey=${rangeKey} />
     <${NextHour} />
-    <section aria-labelledby="usage-h"><h2 id="usage-h">Usage, last ${USAGE_DAYS} days</h2><${Usage} /></section>`;
+    <section aria-labelledby="usage-h"><h2 id="usage-h">Usage, last ${USAGE_DAYS} days</h2><${Usage} /></section>
+    <section aria-labelledby="budget-h"><h2 id="budget-h">Budget</h2><${Budget} /></section>`;
 }
 
 function Activity({ stats, rangeWords }) {
