@@ -157,7 +157,7 @@ def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
         terminalreporter.write_line(
             f"{LAST} is not run on xdist workers: it judges the whole run, so it runs after it, as "
             f"make test does: {recorder.ENV_CALLS_DIR}={os.environ[recorder.ENV_CALLS_DIR]} "
-            f"python -m pytest -m serial"
+            f"python -m pytest -m serial $(python -m tests.serial)"
         )
 
 
