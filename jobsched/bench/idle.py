@@ -205,8 +205,13 @@ def run_idle(config: IdleConfig | None = None) -> dict[str, Any]:
         unmetered = calls.unmetered(harness.tally)
         jobs_table = provisioned.tables[resources.ENV_JOBS_TABLE]
         storage = _storage(clients["dynamodb"], jobs_table)
+        # Runs only: the table's other partitions (the sweeper's queue-depth samples, `depth#queues`;
+        # statistics, feed) have a '#' in their job_id, which no job id has.
         runs = clients["dynamodb"].scan(
-            TableName=provisioned.tables[resources.ENV_RUNS_TABLE], Select="COUNT"
+            TableName=provisioned.tables[resources.ENV_RUNS_TABLE],
+            Select="COUNT",
+            FilterExpression="NOT contains(job_id, :marker)",
+            ExpressionAttributeValues={":marker": {"S": "#"}},
         )
     day_scale = 24 / config.hours  # a shorter simulated day is scaled to 24 h
     marginal = Usage(
