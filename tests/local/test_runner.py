@@ -56,12 +56,17 @@ def test_the_functions_see_the_same_environment_as_on_aws(machinery: Machinery) 
 
 
 def test_stop_ends_everything_within_seconds_and_restores_the_environment() -> None:
-    # Given a running embedded mode with an invocation in progress
+    # Given a running embedded mode with an invocation in progress. Every function is a recording
+    # handler: the real ones build their services once per process from the environment of their first
+    # event (EmbeddedMode's docstring), and this mode's environment is private to it, so a real
+    # dispatcher would keep the package machinery's tables and write to them after that had stopped
+    # (a clean-clone CI recorded its usage writes on a table no environment named any more).
     environ = {"AWS_ENDPOINT_URL": "http://before"}
     worker = Recorder()
+    handlers = {name: Recorder() for name in ("api", "dispatcher", "dlq_consumer", "sweeper")}
     mode = EmbeddedMode(
         machinery_config(),
-        handlers={"worker": worker, "api": Recorder()},
+        handlers={"worker": worker, **handlers},
         environ=environ,
         out=lambda s: None,
     )
