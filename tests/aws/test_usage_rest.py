@@ -48,9 +48,11 @@ def dlq_kit(aws_environ, clock):
         yield Kit(aws_environ, clock)
 
 
-def test_the_dlq_consumers_invocation_is_counted_for_the_tenant_of_the_poison_message(dlq_kit, clock, aws_environ):
+def test_the_dlq_consumers_invocation_is_counted_for_the_tenant_of_the_poison_message(
+    dlq_kit, clock, aws_environ
+):
     # Given a poison message of an acme run in the default queue's DLQ
-    run, msg = dlq_kit.new_run(tenant="acme")
+    _run, msg = dlq_kit.new_run(tenant="acme")
     message = redrive_to_dlq(aws_environ, msg.to_json())
     record = {
         "messageId": message["MessageId"],
