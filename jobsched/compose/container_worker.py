@@ -80,7 +80,7 @@ from jobsched.runtime.resources import (
     ENV_CONTAINER_MEMORY_MB,
     MAX_CONTAINER_TIMEOUT_SECONDS,
 )
-from jobsched.runtime.settings import Settings
+from jobsched.runtime.settings import ConfigurationError, Settings
 from jobsched.services.deliveries import Deliveries, Delivery
 from jobsched.services.outcome import Outcome
 from jobsched.services.worker import SAFETY_MARGIN_SECONDS, Worker
@@ -450,7 +450,7 @@ def tenant_of(body: str) -> str | None:
 def task_size_from_env(environ: Mapping[str, str]) -> tuple[int, int] | None:
     """(CPU units, memory MiB) of the task from ``JOBSCHED_CONTAINER_CPU`` and
     ``JOBSCHED_CONTAINER_MEMORY_MB`` (unset: the stack's defaults); None when either is ``0`` (not on
-    Fargate: no Fargate time counted). :class:`ValueError` naming the variable otherwise."""
+    Fargate: no Fargate time counted). :class:`ConfigurationError` naming the variable otherwise."""
     size = []
     for name, default in (
         (ENV_CONTAINER_CPU, DEFAULT_CONTAINER_CPU),
@@ -460,9 +460,9 @@ def task_size_from_env(environ: Mapping[str, str]) -> tuple[int, int] | None:
         try:
             value = int(raw) if raw else default
         except ValueError:
-            raise ValueError(f"{name} must be a whole number, got {raw!r}") from None
+            raise ConfigurationError(f"{name} must be a whole number, got {raw!r}") from None
         if value < 0:
-            raise ValueError(f"{name} must be 0 or more, got {value}")
+            raise ConfigurationError(f"{name} must be 0 or more, got {value}")
         size.append(value)
     return None if 0 in size else (size[0], size[1])
 
@@ -483,6 +483,8 @@ def container_worker_from_settings(
 ) -> ContainerWorker:
     """The loop over the deployment the settings name: the worker path built as the worker function
     builds it (:func:`worker_from_settings`), the container queue, the task's protection."""
+    env = os.environ if environ is None else environ
+    task_size = task_size_from_env(env)  # before anything is built: a bad size stops the start
     for module in settings.handler_modules:
         importlib.import_module(module)
     clock = clock or SystemClock()
@@ -491,7 +493,6 @@ def container_worker_from_settings(
     deliveries = worker_path(settings, clients, clock, owner or owner_id(), metrics, config.lease_seconds)
     dynamo_meter = deliveries.worker.attempts.dynamo.meter
     consumer = QueueConsumer(clients.sqs, settings.queue_urls[CONTAINER_KIND], dynamo_meter)
-    env = os.environ if environ is None else environ
     protection = TaskProtection.from_env(env)
     return ContainerWorker(
         deliveries,
@@ -500,6 +501,6 @@ def container_worker_from_settings(
         config=config,
         protection=protection,
         metrics=metrics,
-        task_size=task_size_from_env(env),
+        task_size=task_size,
         meter=dynamo_meter,
     )

@@ -21,6 +21,7 @@ from jobsched.core.usage import (
 )
 from jobsched.long_jobs.asl import TRANSITIONS_BY_KIND, chunked_job_definition, start_transitions
 from jobsched.runtime import observability as obs
+from jobsched.runtime.settings import ConfigurationError
 from jobsched.services.usage import MappingPolls, TenantMeter, UsageRecorder
 
 T0 = datetime(2026, 12, 5, 9, 0, tzinfo=UTC)
@@ -182,7 +183,7 @@ def test_the_task_size_comes_from_the_environment_the_stack_sets(environ, size):
 
 @pytest.mark.parametrize("raw", ["one", "-1"])
 def test_a_bad_task_size_names_the_variable(raw):
-    with pytest.raises(ValueError, match="JOBSCHED_CONTAINER_MEMORY_MB"):
+    with pytest.raises(ConfigurationError, match="JOBSCHED_CONTAINER_MEMORY_MB"):
         task_size_from_env({"JOBSCHED_CONTAINER_MEMORY_MB": raw})
 
 
