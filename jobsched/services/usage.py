@@ -17,6 +17,12 @@ of the invocation :meth:`UsageRecorder.flush` adds each (tenant, day) to its usa
 per tenant and day the invocation served, and nothing when it served no tenant
 (:class:`FunctionUsage` wraps the dispatcher's, the sweeper's and the API's invocations). Metric
 names carry no tenant dimension: the per-tenant figures live in DynamoDB, not in CloudWatch metrics.
+
+Since decision 0059 was amended, :meth:`TenantMeter.record_billed` also keeps what is billed outside
+the request units (Step Functions transitions, SNS publishes, Fargate seconds: :data:`BILLED`), the
+DLQ consumer counts like the other functions, and what serves no tenant goes to the deployment row
+(:data:`jobsched.core.usage.DEPLOYMENT`): the capacity function's meter (``TenantMeter(only=...)``)
+and the mappings' empty polls the sweeper adds (:class:`MappingPolls`).
 """
 
 from __future__ import annotations
