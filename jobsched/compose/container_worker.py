@@ -32,12 +32,8 @@ The lease is ``--lease-seconds`` long (default :data:`DEFAULT_LEASE_SECONDS`, th
 by a heartbeat every third of it: a shorter lease has a killed task's runs taken over sooner, for one
 heartbeat write per run every ``lease / 3`` seconds.
 
-**Fargate time** (usage, decision 0059 amended). The task's seconds are split between the deliveries
-it holds at once (:class:`jobsched.core.usage.TaskTime`: each delivery weighs 1), and each delivery's
-share, priced at the task's size (``JOBSCHED_CONTAINER_CPU``, ``JOBSCHED_CONTAINER_MEMORY_MB``, which
-the stack sets), is counted as ``fargate_vcpu_seconds`` and ``fargate_gb_seconds`` for its run's
-tenant when it ends; the seconds the task held nothing are shared like any request made for no one
-tenant, with the usage written after that delivery.
+**Fargate time** (usage, decision 0059 amended): each delivery's share of the task's seconds is
+counted for its run's tenant when it ends (:mod:`jobsched.compose.fargate_time`).
 
 **Scale-in protection.** While at least one delivery is in progress the task is protected from
 scale-in through the ECS agent (:class:`jobsched.aws.task_protection.TaskProtection`, renewed while
@@ -52,7 +48,6 @@ function ``container_worker`` (:mod:`jobsched.local.iam.recorder`), checked agai
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import os
 import socket
@@ -65,22 +60,14 @@ from dataclasses import dataclass
 
 from jobsched.aws.clients import Clients
 from jobsched.aws.queues import QueueConsumer, Received
-from jobsched.aws.sizing import Meter
 from jobsched.aws.task_protection import TaskProtection
+from jobsched.compose.fargate_time import FargateTime, task_size_from_env
 from jobsched.compose.pipeline import DEFAULT_LEASE_SECONDS, worker_from_settings
 from jobsched.core.clock import Clock
-from jobsched.core.usage import TaskTime, fargate_usage
 from jobsched.runtime import observability as obs
 from jobsched.runtime.clock import SystemClock
-from jobsched.runtime.resources import (
-    CONTAINER_KIND,
-    DEFAULT_CONTAINER_CPU,
-    DEFAULT_CONTAINER_MEMORY_MB,
-    ENV_CONTAINER_CPU,
-    ENV_CONTAINER_MEMORY_MB,
-    MAX_CONTAINER_TIMEOUT_SECONDS,
-)
-from jobsched.runtime.settings import ConfigurationError, Settings
+from jobsched.runtime.resources import CONTAINER_KIND, MAX_CONTAINER_TIMEOUT_SECONDS
+from jobsched.runtime.settings import Settings
 from jobsched.services.deliveries import Deliveries, Delivery
 from jobsched.services.outcome import Outcome
 from jobsched.services.worker import SAFETY_MARGIN_SECONDS, Worker
@@ -169,15 +156,11 @@ class ContainerWorker:
         config: LoopConfig | None = None,
         protection: TaskProtection | None = None,
         metrics: _Metrics | None = None,
-        task_size: tuple[int, int] | None = None,
-        meter: Meter | None = None,
+        fargate: FargateTime | None = None,
     ):
         self.deliveries = deliveries
-        #: (CPU units, memory MiB) of the Fargate task, None when the loop is not on Fargate.
-        self.task_size = task_size
-        #: Where the deliveries' Fargate time is counted (the worker path's meter).
-        self.meter = meter
-        self._task_time = TaskTime(time.monotonic())
+        #: Counts the deliveries' shares of the task's time (usage; counts nothing off Fargate).
+        self.fargate = fargate or FargateTime(None, None)
         self.consumer = consumer
         self.clock = clock
         self.config = config or LoopConfig()
@@ -294,7 +277,7 @@ class ContainerWorker:
     def _begin(self, message: Received) -> None:
         with self._lock:
             self._held[message.message_id] = message
-            self._task_time.begin(message.message_id, time.monotonic())
+            self.fargate.begin(message.message_id)
         self._sync_protection()
         threading.Thread(
             target=self._handle, args=(message,), name=f"container-{message.message_id[:8]}", daemon=True
@@ -313,24 +296,6 @@ class ContainerWorker:
             self._slots.release()
             if not self.stopping.is_set():
                 self._sync_protection()
-
-    # --- Fargate time ----------------------------------------------------------------------------
-
-    def count_task_time(self, message: Received) -> None:
-        """The delivery's share of the task's seconds, for its run's tenant, and the task's idle seconds
-        since the last delivery ended, shared (see the module docstring)."""
-        now = time.monotonic()
-        with self._lock:
-            own = self._task_time.end(message.message_id, now)
-            idle = self._task_time.take_idle(now)
-        if self.task_size is None or self.meter is None:
-            return
-        cpu, memory = self.task_size
-        for seconds, tenant in ((own, tenant_of(message.body)), (idle, None)):
-            if seconds > 0:
-                vcpu_seconds, gb_seconds = fargate_usage(seconds, cpu, memory)
-                self.meter.record_billed("fargate_vcpu_seconds", vcpu_seconds, tenant=tenant)
-                self.meter.record_billed("fargate_gb_seconds", gb_seconds, tenant=tenant)
 
     # --- scale-in protection ---------------------------------------------------------------------
 
@@ -389,7 +354,7 @@ def process_message(loop: ContainerWorker, message: Received) -> Outcome | None:
             if not outcome.defer:
                 loop.consumer.delete(message.receipt_handle)
     finally:
-        loop.count_task_time(message)
+        loop.fargate.end(message.message_id, message.body)
     loop.deliveries.flush_usage()
     if loop.metrics is not None:
         loop.metrics.flush()
@@ -432,41 +397,6 @@ def worker_path(
     return worker_from_settings(settings, clients, clock, owner, metrics=metrics, lease_seconds=lease_seconds)
 
 
-def tenant_of(body: str) -> str | None:
-    """The tenant a message is for: a run message's ``tenant``, a workflow message's (``chunk.plan``
-    and ``chunk.complete`` carry it in ``run``); None for a body that names none."""
-    try:
-        data = json.loads(body)
-    except (TypeError, ValueError):
-        return None
-    if not isinstance(data, dict):
-        return None
-    tenant = data.get("tenant")
-    if not tenant and isinstance(data.get("run"), dict):
-        tenant = data["run"].get("tenant")
-    return tenant if isinstance(tenant, str) and tenant else None
-
-
-def task_size_from_env(environ: Mapping[str, str]) -> tuple[int, int] | None:
-    """(CPU units, memory MiB) of the task from ``JOBSCHED_CONTAINER_CPU`` and
-    ``JOBSCHED_CONTAINER_MEMORY_MB`` (unset: the stack's defaults); None when either is ``0`` (not on
-    Fargate: no Fargate time counted). :class:`ConfigurationError` naming the variable otherwise."""
-    size = []
-    for name, default in (
-        (ENV_CONTAINER_CPU, DEFAULT_CONTAINER_CPU),
-        (ENV_CONTAINER_MEMORY_MB, DEFAULT_CONTAINER_MEMORY_MB),
-    ):
-        raw = environ.get(name, "").strip()
-        try:
-            value = int(raw) if raw else default
-        except ValueError:
-            raise ConfigurationError(f"{name} must be a whole number, got {raw!r}") from None
-        if value < 0:
-            raise ConfigurationError(f"{name} must be 0 or more, got {value}")
-        size.append(value)
-    return None if 0 in size else (size[0], size[1])
-
-
 def owner_id() -> str:
     """This process's lease owner: host, process and a random part (a restarted process is another)."""
     return f"container:{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
@@ -501,6 +431,5 @@ def container_worker_from_settings(
         config=config,
         protection=protection,
         metrics=metrics,
-        task_size=task_size,
-        meter=dynamo_meter,
+        fargate=FargateTime(task_size, dynamo_meter),
     )

@@ -314,7 +314,7 @@ def test_a_runs_share_of_the_tasks_time_is_counted_as_fargate_seconds_for_its_te
 
     msg = queue_run(aws, clock, "job-long", "container_test.long")
     loop = loop_for(aws, clock, "container:a")
-    assert loop.task_size == (1024, 2048)
+    assert loop.fargate.task_size == (1024, 2048)
     # When the loop runs it to its end
     loop.start()
     assert STARTED.wait(10)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobsched.compose.container_worker import task_size_from_env, tenant_of
+from jobsched.compose.fargate_time import FargateTime, task_size_from_env, tenant_of
 from jobsched.core.clock import FakeClock
 from jobsched.core.prices import US_EAST_1
 from jobsched.core.usage import (
@@ -198,3 +198,36 @@ def test_a_bad_task_size_names_the_variable(raw):
 )
 def test_the_tenant_of_a_message_is_the_runs_or_the_workflow_messages(body, tenant):
     assert tenant_of(body) == tenant
+
+
+def test_two_tenants_runs_held_at_once_share_the_tasks_seconds_and_the_idle_ones_are_shared():
+    """Given a 0.5 vCPU / 1 GB task idle 4 s, then holding acme's run alone 10 s, acme's and globex's
+    together 20 s, globex's alone 6 s, When each delivery ends (its usage written after it), Then acme
+    is counted 20 s and globex 16 s of the task, and the 4 idle seconds go with acme's flush (its
+    weight alone then), as vCPU-seconds (x 0.5) and GB-seconds (x 1)."""
+    now = [0.0]
+    meter = TenantMeter()
+    fargate = FargateTime((512, 1024), meter, monotonic=lambda: now[0])
+    now[0] = 4.0
+    fargate.begin("a")
+    now[0] = 14.0
+    fargate.begin("b")
+    now[0] = 34.0
+    fargate.end("a", '{"tenant": "acme", "run_id": "r1"}')
+    first = meter.settle()
+    now[0] = 40.0
+    fargate.end("b", '{"kind": "chunk.complete", "run": {"tenant": "globex"}}')
+    second = meter.settle()
+    assert first["acme"]["fargate_vcpu_seconds"] == pytest.approx((20 + 4) * 0.5)
+    assert first["acme"]["fargate_gb_seconds"] == pytest.approx(20 + 4)
+    assert "globex" not in first
+    assert second["globex"]["fargate_vcpu_seconds"] == pytest.approx(16 * 0.5)
+    assert second["globex"]["fargate_gb_seconds"] == pytest.approx(16)
+
+
+def test_off_fargate_nothing_is_counted():
+    meter = TenantMeter()
+    fargate = FargateTime(None, meter)
+    fargate.begin("a")
+    fargate.end("a", '{"tenant": "acme"}')
+    assert meter.billed == {}
