@@ -132,6 +132,7 @@ def build_services(
         jobs=jobs.jobs,
         outputs=OutputStore(clients.s3, settings.bucket),
         queues=run_queues_from_settings(settings, clients, jobs.runs.dynamo),
+        budgets=dispatcher.budgets,
     )
     engine = workflow_engine_from_settings(settings, clients, jobs.runs.dynamo, replay=runs.replay)
     return ApiServices(

@@ -34,7 +34,15 @@ from jobsched.aws.attempts import NOTIFY_PENDING
 from jobsched.aws.budget_store import BudgetStore
 from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.tenant_limits import TenantCache
-from jobsched.core.budgets import BudgetStatus, marker_key, month_of, month_to_date, validate_budget
+from jobsched.core.budgets import (
+    BudgetStatus,
+    exhausted_message,
+    marker_key,
+    month_of,
+    month_to_date,
+    validate_budget,
+)
+from jobsched.core.errors import BudgetExhaustedError
 from jobsched.core.models import to_iso
 from jobsched.ports.stores import UsageRecords
 from jobsched.ports.tables import Table
@@ -265,3 +273,17 @@ class BudgetGate:
         """Whether the tenant's new runs are to be recorded skipped (reason ``budget``)."""
         status = self.status(tenant, now)
         return status is not None and status.capped
+
+    def has_budget(self, tenant: str, now: datetime) -> bool:
+        """Whether the tenant has a monthly budget (from the cache: the dispatcher asks it per due job
+        it sends runs for, right after :meth:`capped`). The dispatcher marks the messages of such a
+        tenant ``budgeted``: only those make the worker check the cap before a first attempt."""
+        status = self.status(tenant, now)
+        return status is not None and status.monthly_usd is not None
+
+    def refuse_if_capped(self, tenant: str, now: datetime, operation: str) -> None:
+        """:class:`BudgetExhaustedError` (409 ``budget_exhausted``) when the tenant is over its monthly
+        budget: what a trigger, a backfill and a replay ask before they write anything."""
+        status = self.status(tenant, now)
+        if status is not None and status.capped:
+            raise BudgetExhaustedError(exhausted_message(status, operation))
