@@ -13,7 +13,6 @@ from datetime import timedelta
 import pytest
 
 import jobsched.targets.demo  # noqa: F401  (registers demo.*)
-
 from jobsched.aws.backfill_store import BackfillStore
 from jobsched.aws.budget_store import BudgetStore
 from jobsched.aws.metering import dynamo_for
