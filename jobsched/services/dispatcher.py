@@ -423,9 +423,7 @@ class Dispatcher:
             outgoing.extend(messages)
             work.append(_Work(p.job, p.plan, [m.key for m in messages]))
         if self.budgets is not None:  # the worker checks the cap before these runs' first attempt
-            outgoing = [
-                _budgeted(o) if self.budgets.has_budget(o.message.tenant, now) else o for o in outgoing
-            ]
+            outgoing = [_budgeted(o) if self.budgeted(o.message.tenant, now) else o for o in outgoing]
         sends = sends if sends is not None else self.timed_sends()
         report = sends.send(self.queues, outgoing) if sends is not None else self.queues.send(outgoing)
         summary.messages_sent += len(report.sent)
@@ -458,6 +456,11 @@ class Dispatcher:
         for own in self._each(advance, work):
             summary.merge(own)
         return summary
+
+    def budgeted(self, tenant: str, now: datetime) -> bool:
+        """Whether ``tenant`` has a monthly budget (the gate's cached answer): its run messages are
+        then marked for the worker's spend-cap check before a first attempt (decision 0062)."""
+        return self.budgets is not None and self.budgets.has_budget(tenant, now)
 
     def _each(self, step: Callable[[_T], _R], items: list[_T]) -> list[_R]:
         """``step`` of every item, in order; up to :attr:`concurrency` at once. Each item is one job:
@@ -572,7 +575,9 @@ class Dispatcher:
         how many were rescheduled (skipped)."""
         found = (self.runs.find(key.rpartition("@")[0]) for key in dict.fromkeys(sent))
         queued = [run for run in found if run is not None and run.state is RunState.QUEUED]
-        done = replan_ahead(self.runs, self.queues, read, current, queued, now)
+        done = replan_ahead(
+            self.runs, self.queues, read, current, queued, now, budgeted=self.budgeted(read.tenant, now)
+        )
         summary.runs_refreshed += len(done.refreshed)
         summary.skipped_by_reason[SKIP_REASON_RESCHEDULED] += len(done.rescheduled)
         return len(done.rescheduled)

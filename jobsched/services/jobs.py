@@ -231,7 +231,8 @@ class JobService:
         if job.state is not JobState.PAUSED and touches_runs(before, job):
             jitter = max(before.jitter_seconds, job.jitter_seconds)
             queued = self.runs.queued_ahead(job.id, now, jitter)
-            replan_ahead(self.runs, self.dispatcher.queues, before, job, queued, now)
+            budgeted = self.dispatcher.budgeted(job.tenant, now)
+            replan_ahead(self.runs, self.dispatcher.queues, before, job, queued, now, budgeted=budgeted)
         if rescheduled:
             self._drop_rescheduled(job, now)
         return self._dispatch_if_due(job, now)

@@ -207,6 +207,20 @@ def test_a_run_another_delivery_already_started_is_not_skipped(gaps):
     assert gaps.run(job, T0).state is RunState.SUCCEEDED
 
 
+def test_an_edit_re_sends_a_budgeted_tenants_queued_ahead_runs_marked_and_the_worker_skips_them(gaps):
+    # Given acme (with a budget) has its 12:00 run queued ahead, then its payload is edited
+    gaps.service.set("acme", 1000.0, T0 - timedelta(hours=1))
+    job = _queued_ahead(gaps)
+    gaps.pipeline.jobs.update("acme", job.id, {"payload": {"n": 2}}, job.version, T0 - timedelta(seconds=10))
+    # Then the message the edit sent (the only one that may run the run) is marked too
+    body = gaps.message_of(job, T0)
+    assert body["payload"] == {"n": 2} and body["budgeted"] is True
+    # And when acme is capped, the worker skips the run on that message
+    gaps.cap()
+    gaps.deliver(body, T0)
+    assert gaps.run(job, T0).skip_reason == "budget"
+
+
 # --- on demand: triggers, backfills, replays ---------------------------------------------------------
 
 
