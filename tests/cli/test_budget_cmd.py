@@ -58,8 +58,8 @@ def test_clear_sends_delete(cli, cli_env: ContractServer) -> None:
 
 REFUSED = {
     "error": "budget_exhausted",
-    "message": "trigger of job-0001 refused: tenant acme has spent 12.00 USD of its monthly budget of 10.00 USD "
-    "(120.0 % in 2026-12), so no new run starts; an administrator raises or clears it with "
+    "message": "trigger of job-0001 refused: tenant acme has spent 12.00 USD of its monthly budget of "
+    "10.00 USD (120.0 % in 2026-12), so no new run starts; an administrator raises or clears it with "
     "PUT /admin/tenants/acme/budget (or DELETE), or it resets with the next UTC month",
 }
 RUN_ID = "job-0001.20261201T000000.000Z"
