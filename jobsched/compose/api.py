@@ -134,7 +134,9 @@ def build_services(
         queues=run_queues_from_settings(settings, clients, jobs.runs.dynamo),
         budgets=dispatcher.budgets,
     )
-    engine = workflow_engine_from_settings(settings, clients, jobs.runs.dynamo, replay=runs.replay)
+    engine = workflow_engine_from_settings(
+        settings, clients, jobs.runs.dynamo, replay=runs.replay, caps=dispatcher.budgets
+    )
     return ApiServices(
         clock=clock,
         principals=PrincipalStore(dynamodb, settings.leases_table),

@@ -286,16 +286,16 @@ def chunk_runner_from_settings(
 
 
 def workflow_engine_from_settings(
-    settings: Settings, clients: Clients, dynamo: Table, *, replay: Any = None
+    settings: Settings, clients: Clients, dynamo: Table, *, replay: Any = None, caps: Any = None
 ) -> WorkflowEngine:
     """The DAG workflow engine over the Runs table and the queues (``replay``: the run service's, for
-    retries; only the API's engine needs it)."""
+    retries, and ``caps``: the spend caps a retry asks first; only the API's engine needs them)."""
     from jobsched.aws.runs_store import RunsStore
     from jobsched.services.workflows import WorkflowEngine
 
     runs = RunsStore(dynamo, settings.runs_table, retention=settings.retention)
     queues = run_queues_from_settings(settings, clients, dynamo)
-    return WorkflowEngine(dynamo=dynamo, runs=runs, queues=queues, replay=replay)
+    return WorkflowEngine(dynamo=dynamo, runs=runs, queues=queues, replay=replay, caps=caps)
 
 
 def worker_from_settings(

@@ -131,3 +131,27 @@ def test_a_queued_ahead_run_skipped_by_the_worker_shows_in_the_history_grid(aws,
     cells = body_of(call("GET", f"/jobs/{job['id']}/history", headers=ACME))["cells"]
     cell = next(c for c in cells if c["scheduled_at"] == "2026-03-02T12:01:00.000Z")
     assert (cell["state"], cell["skip_reason"]) == ("skipped", "budget")
+
+
+def test_a_retry_of_a_capped_tenants_failed_workflow_run_is_refused_before_anything_is_written(
+    aws, clock, call
+):
+    # Given acme's workflow run failed at its one node
+    from tests.aws.workflow_kit import WorkflowKit
+
+    kit = WorkflowKit(aws, clock)
+    body = {
+        **WORKFLOW,
+        "nodes": [{"id": "extract", "target": {"handler": "demo.fail"}, "payload": {"kind": "permanent"}}],
+    }
+    created = body_of(call("POST", "/workflows", body=body, headers=ACME))
+    run = body_of(call("POST", f"/workflows/{created['id']}/runs", headers=ACME))
+    kit.drain()
+    before = body_of(call("GET", f"/workflow-runs/{run['id']}", headers=ACME))
+    assert before["state"] == "failed"
+    # When acme is over its budget and the run is retried
+    _cap(aws, call)
+    _refused(call("POST", f"/workflow-runs/{run['id']}/retry", headers=ACME))
+    # Then the workflow run and its node are as they were: failed, no retry recorded
+    after = body_of(call("GET", f"/workflow-runs/{run['id']}", headers=ACME))
+    assert after == before
