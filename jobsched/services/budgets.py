@@ -140,7 +140,13 @@ class BudgetCache(TenantCache[BudgetStatus]):
 
     def __init__(self) -> None:
         super().__init__()
+        #: Counts the forgets: a read that began before one is not kept (it may predate the change).
+        self.generation = 0
         _CACHES.add(self)
+
+    def forget(self, tenant: str | None = None) -> None:
+        self.generation += 1
+        super().forget(tenant)
 
     def fresh_at(self, tenant: str, now: datetime, max_age: float) -> BudgetStatus | None:
         """The tenant's status if read less than ``max_age`` seconds before ``now``, in its month."""
@@ -253,6 +259,7 @@ class BudgetGate:
         if cached is not None:
             return cached
         self.reads += 1
+        generation = self.cache.generation
         try:
             status = self.service.status(tenant, now, dispatch=True)
         except Exception:
@@ -261,7 +268,8 @@ class BudgetGate:
             logger.exception("could not read the budget of tenant %s; dispatching without it", tenant)
             self.cache.keep(tenant, now.timestamp(), BudgetStatus(tenant, month_of(now), None, 0.0))
             return None
-        self.cache.keep(tenant, now.timestamp(), status)
+        if self.cache.generation == generation:  # a set or clear during the read: read again next time
+            self.cache.keep(tenant, now.timestamp(), status)
         if self.warnings is not None and status.warned:
             try:
                 self.warnings.warn(status, now)

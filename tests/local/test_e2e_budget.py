@@ -110,7 +110,7 @@ def test_a_run_queued_ahead_becomes_skipped_budget_and_a_trigger_is_refused(ahea
     wait_for(lambda: gamma.own_budget()["spent_usd"] > 0.000002, timeout=90, interval=0.5)
 
     def queued_ahead() -> list[dict] | None:
-        soon = datetime.now(UTC) + timedelta(seconds=8)
+        soon = datetime.now(UTC) + timedelta(seconds=15)  # time to set the budget first, under load
         found = [
             r
             for r in runs_of(gamma, created["id"])

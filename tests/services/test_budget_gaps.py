@@ -69,6 +69,12 @@ class Gaps:
         self.service.set(tenant, spent / 2, T0 - timedelta(minutes=5))
         return spent
 
+    def spend_only(self, tenant: str = "acme") -> float:
+        """The tenant spent something today (no budget set); returns the spend."""
+        usage = DayUsage(tenant=tenant, day="2026-03-02", run_seconds=1000.0)
+        self.usage.add(usage)
+        return usage.estimated_usd(self.service.memory_mb)
+
     def tick(self, job, at):
         return self.pipeline.dispatcher.dispatch_shard(self.pipeline.dispatcher.shard_of(job.id), at)
 
@@ -219,6 +225,27 @@ def test_an_edit_re_sends_a_budgeted_tenants_queued_ahead_runs_marked_and_the_wo
     gaps.cap()
     gaps.deliver(body, T0)
     assert gaps.run(job, T0).skip_reason == "budget"
+
+
+def test_a_budget_set_while_a_gate_reads_is_not_hidden_by_that_read(gaps):
+    # Given a gate whose read of acme's budget item is overtaken by an administrator's set (the API
+    # forgets acme in every gate of the process while the read is under way)
+    spent = gaps.spend_only()
+    gate = BudgetGate(gaps.service)
+    real = gaps.service.budgets
+
+    class Racing:
+        def get(self, tenant):
+            found = real.get(tenant)  # read before the set: no budget
+            gaps.service.budgets = real
+            gaps.service.set(tenant, spent / 2, T0)  # the set lands, and forgets acme
+            return found
+
+    gaps.service.budgets = Racing()
+    # When the gate reads (and answers "not capped", what it read)
+    assert gate.capped("acme", T0) is False
+    # Then it did not keep that stale answer: the next ask, within the minute, reads the budget
+    assert gate.capped("acme", T0 + timedelta(seconds=1)) is True
 
 
 # --- on demand: triggers, backfills, replays ---------------------------------------------------------
