@@ -78,6 +78,11 @@ def concurrency() -> int:
 CONTAINER_METER = TenantMeter()
 
 
+#: The tenants' budget statuses as read (the spend cap on runs queued ahead, decision 0062), kept for
+#: the container's life like the limits; made by the first invocation that builds a worker.
+_BUDGETS: list[Any] = []
+
+
 def make_worker(context: Any) -> Deliveries:
     """A worker whose lease owner is this invocation (its request id)."""
     parts = seam.parts
@@ -93,7 +98,16 @@ def make_worker(context: Any) -> Deliveries:
         metrics=sink,
         meter=parts.meter if parts.meter is not None else CONTAINER_METER,
         limits_cache=CONTAINER_CACHE,
+        budget_cache=_budget_cache(),
     )
+
+
+def _budget_cache() -> Any:
+    if not _BUDGETS:
+        from jobsched.services.budgets import BudgetCache
+
+        _BUDGETS.append(BudgetCache())
+    return _BUDGETS[0]
 
 
 @logger.inject_lambda_context(clear_state=True)

@@ -23,6 +23,7 @@ from aws_cdk import aws_lambda as lambda_
 
 from infra.config import StackConfig
 from infra.queues import QUEUE_CONSUMER
+from jobsched.core.budgets import SKIP_REASON_BUDGET
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import CONTAINER_KIND, PRIORITIES
 
@@ -212,12 +213,17 @@ def pool_rows(pool: str) -> PoolRow:
 
 
 def skipped_by_reason() -> cw.GraphWidget:
-    """Runs recorded skipped per minute, one line per reason (the dispatcher's ``RunsSkipped<Reason>``)."""
+    """Runs recorded skipped per minute, one line per reason (the dispatcher's ``RunsSkipped<Reason>``),
+    and the workers' ``RunsSkippedBudget`` (runs queued ahead of a tenant that reached its monthly
+    budget before they started: decision 0062)."""
     return cw.GraphWidget(
         title="Runs skipped by reason (per minute)",
         left=[
-            app_metric(obs.skipped_metric(reason), "Sum", "dispatcher").with_(label=reason)
-            for reason in obs.SKIP_REASONS
+            *(
+                app_metric(obs.skipped_metric(reason), "Sum", "dispatcher").with_(label=reason)
+                for reason in obs.SKIP_REASONS
+            ),
+            worker_metric(obs.skipped_metric(SKIP_REASON_BUDGET), "Sum").with_(label="budget (queued ahead)"),
         ],
         stacked=True,
         width=24,

@@ -43,6 +43,7 @@ from infra.storage import PayloadStore
 from infra.tables import Tables
 from jobsched.runtime.resources import (
     IDEMPOTENCY_TABLE,
+    JOBS_TABLE,
     LAMBDA_QUEUE_KINDS,
     LEASES_TABLE,
     RUNS_TABLE,
@@ -195,10 +196,14 @@ def grant_runs(
     """What a worker (any of the three functions, or the container pool's task role) may do for runs,
     beyond consuming its own queues."""
     # Runs (claims, outcomes), Leases (chunk checkpoints, limits), Idempotency (handlers' effects).
-    # Not Jobs: the worker reads the job's snapshot from the message, and a retry longer than the
-    # SQS delay cap re-sends its own message with the rest of the delay.
+    # Jobs only to read a job and move its cursor back: the worker reads the job's snapshot from the
+    # message, but a run queued ahead that it records skipped for its tenant's budget rewinds the
+    # job to that occurrence (decision 0062; a large payload is a body item read in a batch).
     for spec in (RUNS_TABLE, LEASES_TABLE, IDEMPOTENCY_TABLE):
         tables.table(spec).grant_read_write_data(grantee)
+    tables.table(JOBS_TABLE).grant(
+        grantee, "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:UpdateItem"
+    )
     payloads.grant_objects(grantee, "s3:GetObject", "s3:PutObject")
     # Dead-letter notifications: the worker delivers its own (tenant defaults live in Leases).
     grant_notify_publish(grantee, config)

@@ -453,6 +453,34 @@ class AttemptStore:
         values = {":cancelled": "cancelled", ":now": to_iso(now), ":outcome": "cancelled"}
         return self._finish(claim, owner, sets, values, ["progress"])
 
+    def skip_unstarted(self, run_id: str, token: str | None, now: datetime, reason: str) -> Run | None:
+        """queued -> skipped with ``skip_reason = reason``, before the run's first attempt (the worker's
+        spend cap, decision 0062): conditional on the run being ``queued`` with no attempt begun and,
+        with a ``token``, carrying the delivery's send token (a stale message skips nothing). None when
+        the condition failed: the delivery goes on to the claim, which answers it as usual."""
+        values: dict[str, Any] = {
+            ":queued": "queued",
+            ":skipped": "skipped",
+            ":now": to_iso(now),
+            ":r": reason,
+        }
+        condition = "#state = :queued AND (attribute_not_exists(attempt) OR attempt = :zero)"
+        values[":zero"] = 0
+        if token is not None:
+            condition += f" AND {_TOKEN_MATCHES}"
+            values[":tok"] = token
+        try:
+            item = self._update(
+                run_id,
+                "SET #state = :skipped, skip_reason = :r, finished_at = :now "
+                "REMOVE waiting_for, waiting_until",
+                condition,
+                values,
+            )
+        except _Rejected:
+            return None
+        return Run.from_item(item)
+
     def hand_back(self, claim: Claim, owner: str, now: datetime) -> Run:
         """Give the run up without using its attempt (a worker that stops before the run ends,
         decision 0052): one write fenced like every other (``running``, the attempt, ``owner``) that

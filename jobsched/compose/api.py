@@ -132,8 +132,11 @@ def build_services(
         jobs=jobs.jobs,
         outputs=OutputStore(clients.s3, settings.bucket),
         queues=run_queues_from_settings(settings, clients, jobs.runs.dynamo),
+        budgets=dispatcher.budgets,
     )
-    engine = workflow_engine_from_settings(settings, clients, jobs.runs.dynamo, replay=runs.replay)
+    engine = workflow_engine_from_settings(
+        settings, clients, jobs.runs.dynamo, replay=runs.replay, caps=dispatcher.budgets
+    )
     return ApiServices(
         clock=clock,
         principals=PrincipalStore(dynamodb, settings.leases_table),

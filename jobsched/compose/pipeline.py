@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from jobsched.ports.tables import Table
     from jobsched.runtime.settings import Settings
     from jobsched.services.backfills import BackfillService
-    from jobsched.services.budgets import BudgetGate, BudgetService
+    from jobsched.services.budget_skips import QueuedAheadCap
+    from jobsched.services.budgets import BudgetCache, BudgetGate, BudgetService
     from jobsched.services.capacity import CapacityService
     from jobsched.services.dispatcher import Dispatcher
     from jobsched.services.dlq_consumer import DlqConsumer
@@ -138,6 +139,23 @@ def budget_gate_from_settings(
     return BudgetGate(budget_service_from_settings(settings, dynamo), warnings=warnings)
 
 
+def queued_ahead_cap_from_settings(
+    settings: Settings,
+    dynamo: Table,
+    attempts: AttemptStore,
+    metrics: obs.MetricSink | None,
+    cache: BudgetCache | None = None,
+) -> QueuedAheadCap:
+    """The worker's spend cap on runs queued ahead (:mod:`jobsched.services.budget_skips`): the
+    budget gate (no warnings: the dispatcher's gate owes them) and the Jobs table, for the rewind."""
+    from jobsched.aws.jobs_store import JobsStore
+    from jobsched.services.budget_skips import QueuedAheadCap
+    from jobsched.services.budgets import BudgetCache, BudgetGate
+
+    gate = BudgetGate(budget_service_from_settings(settings, dynamo), cache=cache or BudgetCache())
+    return QueuedAheadCap(gate, attempts, JobsStore(dynamo, settings.jobs_table), metrics)
+
+
 def job_service_from_settings(
     settings: Settings,
     clients: Clients,
@@ -163,16 +181,18 @@ def backfill_service_from_settings(
     settings: Settings, clients: Clients, *, meter: Meter | None = None, dynamo: Table | None = None
 ) -> BackfillService:
     """Asynchronous backfills over the Runs table and the priority queues (the API starts them, the
-    worker decides their slices)."""
+    worker decides their slices; a slice of a tenant over its monthly budget is not made)."""
     from jobsched.aws.backfill_store import BackfillStore
     from jobsched.aws.runs_store import RunsStore
     from jobsched.services.backfills import BackfillService
+    from jobsched.services.budgets import BudgetGate
 
     dynamo = dynamo or dynamo_for(settings, clients.dynamodb, meter)
     return BackfillService(
         BackfillStore(dynamo, settings.runs_table),
         RunsStore(dynamo, settings.runs_table, retention=settings.retention),
         run_queues_from_settings(settings, clients, dynamo),
+        caps=BudgetGate(budget_service_from_settings(settings, dynamo)),
     )
 
 
@@ -267,16 +287,16 @@ def chunk_runner_from_settings(
 
 
 def workflow_engine_from_settings(
-    settings: Settings, clients: Clients, dynamo: Table, *, replay: Any = None
+    settings: Settings, clients: Clients, dynamo: Table, *, replay: Any = None, caps: Any = None
 ) -> WorkflowEngine:
     """The DAG workflow engine over the Runs table and the queues (``replay``: the run service's, for
-    retries; only the API's engine needs it)."""
+    retries, and ``caps``: the spend caps a retry asks first; only the API's engine needs them)."""
     from jobsched.aws.runs_store import RunsStore
     from jobsched.services.workflows import WorkflowEngine
 
     runs = RunsStore(dynamo, settings.runs_table, retention=settings.retention)
     queues = run_queues_from_settings(settings, clients, dynamo)
-    return WorkflowEngine(dynamo=dynamo, runs=runs, queues=queues, replay=replay)
+    return WorkflowEngine(dynamo=dynamo, runs=runs, queues=queues, replay=replay, caps=caps)
 
 
 def worker_from_settings(
@@ -289,9 +309,12 @@ def worker_from_settings(
     meter: Meter | None = None,
     lease_seconds: float = DEFAULT_LEASE_SECONDS,
     limits_cache: LimitsCache | None = None,
+    budget_cache: BudgetCache | None = None,
 ) -> Deliveries[Worker]:
     """The worker (and, with a state machine, the chunk runner) over the deployment's tables, queues
-    and bucket: the function entry point and the local mode build it the same way."""
+    and bucket: the function entry point and the local mode build it the same way. Its spend cap on
+    runs queued ahead (decision 0062) keeps the tenants' statuses in ``budget_cache`` (the worker
+    function's container cache; default: this worker's own)."""
     from jobsched.aws.outputs import OutputStore
     from jobsched.aws.usage_store import UsageStore
     from jobsched.services.usage import TenantMeter, UsageRecorder
@@ -331,6 +354,7 @@ def worker_from_settings(
             settings, clients, dynamo, attempts, lease_seconds, metrics=metrics, limits_cache=limits_cache
         ),
         on_finished=workflows.on_finished,
+        budget_cap=queued_ahead_cap_from_settings(settings, dynamo, attempts, metrics, budget_cache),
     )
     store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
     backfills = backfill_service_from_settings(settings, clients, dynamo=dynamo)

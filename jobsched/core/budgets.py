@@ -111,6 +111,18 @@ class BudgetStatus:
         }
 
 
+def exhausted_message(status: BudgetStatus, operation: str) -> str:
+    """What a refused on-demand ``operation`` (a trigger, a backfill, a replay) tells the caller: the
+    budget, the spend, and how to raise the cap."""
+    figures = status.to_dict()
+    return (
+        f"{operation} refused: tenant {status.tenant} has spent {status.spent_usd:.2f} USD of its monthly "
+        f"budget of {status.monthly_usd or 0:.2f} USD ({figures['percent_used']} % in {status.month}), so "
+        "no new run starts; an administrator raises or clears it with "
+        f"PUT /admin/tenants/{status.tenant}/budget (or DELETE), or it resets with the next UTC month"
+    )
+
+
 def marker_key(tenant: str, month: str) -> dict[str, str]:
     """The key of the tenant's warning marker for ``month`` (Runs table): one per tenant and month."""
     return {"job_id": f"{MARKER_PREFIX}{tenant}", "run_key": month}

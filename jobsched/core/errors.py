@@ -56,6 +56,13 @@ class PreconditionFailedError(ConflictError):
     code = "precondition_failed"
 
 
+class BudgetExhaustedError(ConflictError):
+    """Raised when a tenant over its monthly budget asks for new runs on demand (a trigger, a backfill,
+    a replay or retry of a dead letter): nothing is written (decision 0062, amended)."""
+
+    code = "budget_exhausted"
+
+
 class UnauthorizedError(JobschedError):
     """Raised when a request carries no identity or one that maps to no tenant."""
 

@@ -86,6 +86,10 @@ class RunMessage:
     rate_limit: dict[str, Any] = field(default_factory=dict)
     #: Set on a message re-sent for its rate-limit booking: its tokens are taken, it starts at ``due_at``.
     booked: bool = False
+    #: Set by the dispatcher when the run's tenant had a monthly budget when it was sent: before the
+    #: first attempt the worker checks the tenant's cap (decision 0062). Left out when False, so a
+    #: tenant without a budget costs its runs no read.
+    budgeted: bool = False
     #: The handler version the payload was written for (the job's ``payload_version``); the worker
     #: upgrades it to the version the run is bound to. None: the bound version's own payload.
     payload_version: int | None = None
@@ -128,7 +132,11 @@ class RunMessage:
             "payload_version": self.payload_version,
             **({"token": self.token} if self.token is not None else {}),
         } | _present(
-            notify=self.notify, concurrency=self.concurrency, rate_limit=self.rate_limit, booked=self.booked
+            notify=self.notify,
+            concurrency=self.concurrency,
+            rate_limit=self.rate_limit,
+            booked=self.booked,
+            budgeted=self.budgeted,
         )
 
     def to_json(self) -> str:
@@ -176,6 +184,7 @@ class RunMessage:
             concurrency=data["concurrency"] if isinstance(data.get("concurrency"), dict) else {},
             rate_limit=data["rate_limit"] if isinstance(data.get("rate_limit"), dict) else {},
             booked=data.get("booked") is True,
+            budgeted=data.get("budgeted") is True,
             payload_version=(
                 V1_PAYLOAD_VERSION if version == 1 else _payload_version(data.get("payload_version"))
             ),

@@ -272,6 +272,8 @@ class AttemptRecords(Protocol):
 
     def hand_back(self, claim: Claim, owner: str, now: datetime) -> Run: ...
 
+    def skip_unstarted(self, run_id: str, token: str | None, now: datetime, reason: str) -> Run | None: ...
+
     def mark_waiting(self, run_id: str, attempt: int, reason: str, now: datetime, until: datetime) -> str: ...
 
     def cancel_flags(self, run_ids: Sequence[str]) -> set[str]: ...
@@ -402,3 +404,12 @@ __all__ = [
     "UsageRecords",
     "Waiter",
 ]
+
+
+class SpendCap(Protocol):
+    """The tenants' monthly spend caps as the on-demand operations ask them
+    (:class:`jobsched.services.budgets.BudgetGate`, decision 0062)."""
+
+    def capped(self, tenant: str, now: datetime) -> bool: ...
+
+    def refuse_if_capped(self, tenant: str, now: datetime, operation: str) -> None: ...

@@ -39,7 +39,7 @@ from jobsched.core.instants import to_iso
 from jobsched.core.models import Job, RunState, Trigger
 from jobsched.core.run_records import new_run, outgoing_for
 from jobsched.core.timeline import fires_between
-from jobsched.ports.stores import RunQueue, RunRecords
+from jobsched.ports.stores import RunQueue, RunRecords, SpendCap
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import DEFAULT_REMAINING_SECONDS, Delivery
 from jobsched.services.outcome import Outcome
@@ -73,12 +73,15 @@ class BackfillService:
         *,
         budget_seconds: float = SLICE_BUDGET_SECONDS,
         monotonic: Callable[[], float] = time.monotonic,
+        caps: SpendCap | None = None,
     ):
         self.store = store
         self.runs = runs
         self.queues = queues
         self.budget_seconds = budget_seconds
         self.monotonic = monotonic
+        #: The tenants' spend caps (decision 0062): a slice of a capped tenant's backfill is not made.
+        self.caps = caps
 
     # --- the API's side -------------------------------------------------------------------------
 
@@ -166,6 +169,13 @@ class BackfillService:
             if taken and (elapsed >= self.budget_seconds or remaining_seconds - elapsed < SAFETY_SECONDS):
                 self._send(record, job.priority)  # the rest in a new delivery
                 return Outcome("backfill_step", detail={"backfill": record.id, "done": record.done})
+            if self.caps is not None and self.caps.capped(record.tenant, now):
+                # Its tenant reached its monthly budget since the backfill was accepted: no more runs.
+                reason = "stopped: the tenant is over its monthly budget (PUT /admin/tenants/{t}/budget)"
+                self.store.fail(record, reason.replace("{t}", record.tenant), to_iso(now))
+                return Outcome(
+                    "finished", detail={"backfill": record.id, "state": "failed", "reason": "budget"}
+                )
             taken += 1
             first, last = bounds
             created, existing, sent = self._decide(job, instants[first:last], now)

@@ -34,7 +34,15 @@ from jobsched.aws.attempts import NOTIFY_PENDING
 from jobsched.aws.budget_store import BudgetStore
 from jobsched.aws.metering import ConditionFailed
 from jobsched.aws.tenant_limits import TenantCache
-from jobsched.core.budgets import BudgetStatus, marker_key, month_of, month_to_date, validate_budget
+from jobsched.core.budgets import (
+    BudgetStatus,
+    exhausted_message,
+    marker_key,
+    month_of,
+    month_to_date,
+    validate_budget,
+)
+from jobsched.core.errors import BudgetExhaustedError
 from jobsched.core.models import to_iso
 from jobsched.ports.stores import UsageRecords
 from jobsched.ports.tables import Table
@@ -132,7 +140,13 @@ class BudgetCache(TenantCache[BudgetStatus]):
 
     def __init__(self) -> None:
         super().__init__()
+        #: Counts the forgets: a read that began before one is not kept (it may predate the change).
+        self.generation = 0
         _CACHES.add(self)
+
+    def forget(self, tenant: str | None = None) -> None:
+        self.generation += 1
+        super().forget(tenant)
 
     def fresh_at(self, tenant: str, now: datetime, max_age: float) -> BudgetStatus | None:
         """The tenant's status if read less than ``max_age`` seconds before ``now``, in its month."""
@@ -245,6 +259,7 @@ class BudgetGate:
         if cached is not None:
             return cached
         self.reads += 1
+        generation = self.cache.generation
         try:
             status = self.service.status(tenant, now, dispatch=True)
         except Exception:
@@ -253,7 +268,8 @@ class BudgetGate:
             logger.exception("could not read the budget of tenant %s; dispatching without it", tenant)
             self.cache.keep(tenant, now.timestamp(), BudgetStatus(tenant, month_of(now), None, 0.0))
             return None
-        self.cache.keep(tenant, now.timestamp(), status)
+        if self.cache.generation == generation:  # a set or clear during the read: read again next time
+            self.cache.keep(tenant, now.timestamp(), status)
         if self.warnings is not None and status.warned:
             try:
                 self.warnings.warn(status, now)
@@ -265,3 +281,17 @@ class BudgetGate:
         """Whether the tenant's new runs are to be recorded skipped (reason ``budget``)."""
         status = self.status(tenant, now)
         return status is not None and status.capped
+
+    def has_budget(self, tenant: str, now: datetime) -> bool:
+        """Whether the tenant has a monthly budget (from the cache: the dispatcher asks it per due job
+        it sends runs for, right after :meth:`capped`). The dispatcher marks the messages of such a
+        tenant ``budgeted``: only those make the worker check the cap before a first attempt."""
+        status = self.status(tenant, now)
+        return status is not None and status.monthly_usd is not None
+
+    def refuse_if_capped(self, tenant: str, now: datetime, operation: str) -> None:
+        """:class:`BudgetExhaustedError` (409 ``budget_exhausted``) when the tenant is over its monthly
+        budget: what a trigger, a backfill and a replay ask before they write anything."""
+        status = self.status(tenant, now)
+        if status is not None and status.capped:
+            raise BudgetExhaustedError(exhausted_message(status, operation))

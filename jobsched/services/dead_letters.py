@@ -199,6 +199,8 @@ class DeadLetterService:
     ) -> dict[str, Any]:
         """Replay every dead letter matching ``flt`` (at most ``max_runs``); a run that cannot be
         replayed (changed meanwhile) is reported, not fatal."""
+        # A tenant over its monthly budget: refused before anything is replayed (409 budget_exhausted).
+        self.service.refuse_if_capped(tenant, now, "replay of dead letters")
         replayed: list[str] = []
         errors: list[dict[str, str]] = []
         cursor: str | None = None

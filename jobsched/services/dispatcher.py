@@ -28,7 +28,10 @@ decision 0062) is held like a paused job: not planned, not advanced; each of its
 instant arrived in the last :data:`BUDGET_LOOKBACK` is recorded ``skipped`` with reason ``budget`` (a
 conditional put, so a second tick finds it). Once the tenant is under its budget again the next tick
 plans the job from where it was held, with its misfire policy, and revives those records in place as
-it revives a pause's (``queued``, or ``skipped``/``misfire``).
+it revives a pause's (``queued``, or ``skipped``/``misfire``). The messages of a tenant that has a
+budget are marked ``budgeted``: the worker checks the cap again before their first attempt, so a run
+queued ahead before the tenant reached its budget is recorded ``skipped``/``budget`` too
+(:meth:`jobsched.services.worker.Worker`, decision 0062 amended).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
@@ -82,6 +85,10 @@ class BudgetCheck(Protocol):
     """Whether a tenant is over its monthly budget (:class:`jobsched.services.budgets.BudgetGate`)."""
 
     def capped(self, tenant: str, now: datetime) -> bool: ...
+
+    def has_budget(self, tenant: str, now: datetime) -> bool: ...
+
+    def refuse_if_capped(self, tenant: str, now: datetime, operation: str) -> None: ...
 
 
 @dataclass
@@ -415,6 +422,8 @@ class Dispatcher:
             summary.merge(own)
             outgoing.extend(messages)
             work.append(_Work(p.job, p.plan, [m.key for m in messages]))
+        if self.budgets is not None:  # the worker checks the cap before these runs' first attempt
+            outgoing = [_budgeted(o) if self.budgeted(o.message.tenant, now) else o for o in outgoing]
         sends = sends if sends is not None else self.timed_sends()
         report = sends.send(self.queues, outgoing) if sends is not None else self.queues.send(outgoing)
         summary.messages_sent += len(report.sent)
@@ -447,6 +456,11 @@ class Dispatcher:
         for own in self._each(advance, work):
             summary.merge(own)
         return summary
+
+    def budgeted(self, tenant: str, now: datetime) -> bool:
+        """Whether ``tenant`` has a monthly budget (the gate's cached answer): its run messages are
+        then marked for the worker's spend-cap check before a first attempt (decision 0062)."""
+        return self.budgets is not None and self.budgets.has_budget(tenant, now)
 
     def _each(self, step: Callable[[_T], _R], items: list[_T]) -> list[_R]:
         """``step`` of every item, in order; up to :attr:`concurrency` at once. Each item is one job:
@@ -561,7 +575,9 @@ class Dispatcher:
         how many were rescheduled (skipped)."""
         found = (self.runs.find(key.rpartition("@")[0]) for key in dict.fromkeys(sent))
         queued = [run for run in found if run is not None and run.state is RunState.QUEUED]
-        done = replan_ahead(self.runs, self.queues, read, current, queued, now)
+        done = replan_ahead(
+            self.runs, self.queues, read, current, queued, now, budgeted=self.budgeted(read.tenant, now)
+        )
         summary.runs_refreshed += len(done.refreshed)
         summary.skipped_by_reason[SKIP_REASON_RESCHEDULED] += len(done.rescheduled)
         return len(done.rescheduled)
@@ -630,6 +646,11 @@ def _budget_records(job: Job, now: datetime) -> list[Run]:
             break
         instants.append(fire.at)
     return [skipped_run(job, at, SKIP_REASON_BUDGET, now) for at in instants[-MAX_BUDGET_RECORDS:]]
+
+
+def _budgeted(outgoing: Outgoing) -> Outgoing:
+    """``outgoing`` with its message marked ``budgeted`` (its tenant has a monthly budget)."""
+    return replace(outgoing, message=replace(outgoing.message, budgeted=True))
 
 
 def _bookkeeping(job: Job) -> tuple[object, ...]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from jobsched.core.dispatch_plan import schedule_of
@@ -54,9 +54,18 @@ class Replanned:
 
 
 def replan_ahead(
-    runs: RunRecords, queues: RunQueue, before: Job, after: Job, queued: Iterable[Run], now: datetime
+    runs: RunRecords,
+    queues: RunQueue,
+    before: Job,
+    after: Job,
+    queued: Iterable[Run],
+    now: datetime,
+    *,
+    budgeted: bool = False,
 ) -> Replanned:
-    """Re-plan ``queued`` (runs of the job read ``queued``) for the edit from ``before`` to ``after``."""
+    """Re-plan ``queued`` (runs of the job read ``queued``) for the edit from ``before`` to ``after``.
+    ``budgeted``: the job's tenant has a monthly budget, so the messages re-sent are marked for the
+    worker's spend-cap check (decision 0062), as the dispatcher's are."""
     out = Replanned()
     schedule = schedule_of(after)
     pending: list[tuple[Run, Run]] = []
@@ -81,7 +90,10 @@ def replan_ahead(
             written.append(stored)
             out.refreshed.append(stored.id)
     if written:
-        report = queues.send([outgoing_for(after, run, now) for run in written])
+        outgoing = [outgoing_for(after, run, now) for run in written]
+        if budgeted:
+            outgoing = [replace(o, message=replace(o.message, budgeted=True)) for o in outgoing]
+        report = queues.send(outgoing)
         out.unsent = len(report.failed)
         if report.failed:
             logger.warning(

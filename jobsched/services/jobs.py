@@ -231,7 +231,8 @@ class JobService:
         if job.state is not JobState.PAUSED and touches_runs(before, job):
             jitter = max(before.jitter_seconds, job.jitter_seconds)
             queued = self.runs.queued_ahead(job.id, now, jitter)
-            replan_ahead(self.runs, self.dispatcher.queues, before, job, queued, now)
+            budgeted = self.dispatcher.budgeted(job.tenant, now)
+            replan_ahead(self.runs, self.dispatcher.queues, before, job, queued, now, budgeted=budgeted)
         if rescheduled:
             self._drop_rescheduled(job, now)
         return self._dispatch_if_due(job, now)
@@ -313,11 +314,13 @@ class JobService:
         nonce: str | None = None,
     ) -> Run:
         """Run the job now, outside its schedule (also when paused). ``nonce`` makes a retried call
-        idempotent (same nonce, same run); ``payload`` overrides the job's payload for this run."""
+        idempotent (same nonce, same run); ``payload`` overrides the job's payload for this run. A
+        tenant over its monthly budget is refused (:meth:`refuse_if_capped`): no run is made."""
         require_aware(now, "now")
         if payload is not None:
             validate_payload(payload)
         job = self.jobs.get(tenant, job_id)
+        self.refuse_if_capped(tenant, now, f"trigger of {job_id}")
         run = new_run(
             job, now, Trigger.MANUAL, now, nonce=nonce or self.nonce_factory(), payload_override=payload
         )
@@ -335,6 +338,7 @@ class JobService:
 
     def backfill_now(self, job: Job, instants: builtins.list[datetime], now: datetime) -> builtins.list[Run]:
         """The runs of a planned backfill (:meth:`backfill_plan`), made and sent within the call."""
+        self.refuse_if_capped(job.tenant, now, f"backfill of {job.id}")
         runs = [replace(new_run(job, at, Trigger.BACKFILL, now), due_at=now) for at in instants]
         return self._create_and_send(job, runs, now)
 
@@ -377,6 +381,13 @@ class JobService:
                 job_id, limit=limit, start_after=cursor, newest_first=False, after=now
             )
         return self.runs.list_for_job(job_id, limit=limit, start_after=cursor, until=now)
+
+    def refuse_if_capped(self, tenant: str, now: datetime, operation: str) -> None:
+        """:class:`BudgetExhaustedError` (409 ``budget_exhausted``) when the tenant is over its monthly
+        budget (the dispatcher's gate, decision 0062): a trigger and a backfill ask it before they
+        write anything. Nothing to ask without spend caps."""
+        if self.dispatcher.budgets is not None:
+            self.dispatcher.budgets.refuse_if_capped(tenant, now, operation)
 
     # --- helpers --------------------------------------------------------------------------------
 

@@ -47,7 +47,7 @@ from jobsched.core.errors import ConflictError, NotFoundError, PayloadTooLargeEr
 from jobsched.core.messages import MAX_PAYLOAD_BYTES, RunMessage, payload_size
 from jobsched.core.models import Run, RunState, to_iso
 from jobsched.core.run_records import outgoing_for
-from jobsched.ports.stores import AttemptRecords, JobRecords, Outputs, RunQueue, RunRecords
+from jobsched.ports.stores import AttemptRecords, JobRecords, Outputs, RunQueue, RunRecords, SpendCap
 from jobsched.ports.tables import Table
 
 logger = logging.getLogger(__name__)
@@ -90,12 +90,21 @@ class RunService:
         jobs: JobRecords,
         outputs: Outputs,
         queues: RunQueue,
+        budgets: SpendCap | None = None,
     ):
         self.runs = runs
         self.attempts = attempts
         self.jobs = jobs
         self.outputs = outputs
         self.queues = queues
+        #: The tenants' spend caps (decision 0062): a replay of a capped tenant's run is refused.
+        self.budgets = budgets
+
+    def refuse_if_capped(self, tenant: str, now: datetime, operation: str) -> None:
+        """:class:`BudgetExhaustedError` (409 ``budget_exhausted``) when the tenant is over its
+        monthly budget; nothing to ask without spend caps."""
+        if self.budgets is not None:
+            self.budgets.refuse_if_capped(tenant, now, operation)
 
     def get(self, tenant: str, run_id: str) -> Run:
         """The run; another tenant's run is :class:`NotFoundError`, exactly like a missing one."""
@@ -146,6 +155,7 @@ class RunService:
             raise ConflictError(f"run {run_id} is {run.state}; only failed runs can be replayed")
         if payload is not None and payload_size(payload) > MAX_PAYLOAD_BYTES:
             raise PayloadTooLargeError(f"the corrected payload is over {MAX_PAYLOAD_BYTES} bytes")
+        self.refuse_if_capped(tenant, now, f"{action} of run {run_id}")
         snapshot = self._snapshot(run, item, now)
         message = replace(
             snapshot,

@@ -6,7 +6,9 @@
 
 1. parse the message (a malformed one raises: SQS redrives it to the DLQ, the DLQ consumer records it);
 2. a delivery that arrives before its due instant (a delay over SQS's 900 s cap) is re-sent with the
-   rest of the delay and acknowledged;
+   rest of the delay and acknowledged; a first attempt of a tenant over its monthly budget (a message
+   the dispatcher marked ``budgeted``) is recorded ``skipped``/``budget`` instead of starting
+   (:mod:`jobsched.services.budget_skips`, decision 0062);
 3. claim the run for the message's attempt (:meth:`AttemptStore.claim`): a finished or superseded run is
    acknowledged without doing anything (guarantee 2: a redelivery after a crash does nothing new); a run
    another worker holds is left in the queue; a run whose owner's lease expired is taken over. The
@@ -56,6 +58,7 @@ from jobsched.core.messages import RunMessage
 from jobsched.core.retry import PERMANENT, RetryPolicy, backoff_delay, classify_error
 from jobsched.ports.stores import AttemptRecords, Binding, Outputs, RunQueue
 from jobsched.runtime import observability as obs
+from jobsched.services.budget_skips import QueuedAheadCap
 from jobsched.services.deliveries import DEFAULT_REMAINING_SECONDS, Delivery
 from jobsched.services.limits import Admission, LimitGate, unlimited
 from jobsched.services.outcome import Outcome, OutcomeStatus
@@ -158,6 +161,7 @@ class Worker:
         sleep: Callable[[float], None] = time.sleep,
         limits: LimitGate | None = None,
         on_finished: RunFinished | None = None,
+        budget_cap: QueuedAheadCap | None = None,
     ):
         self.attempts = attempts
         self.outputs = outputs
@@ -173,6 +177,8 @@ class Worker:
         self.sleep = sleep
         #: Concurrency and rate limits, checked before the claim (None: the deployment has none).
         self.limits = limits
+        #: The spend cap on runs queued ahead, checked before the limits (None: no spend caps).
+        self.budget_cap = budget_cap
         #: Told after a delivery that found its run ended (:data:`FINISHED_OUTCOMES`): the extension
         #: point of DAG workflows (:mod:`jobsched.services.workflows` starts a node's children).
         self.on_finished = on_finished
@@ -238,6 +244,8 @@ class Worker:
             self._set_visibility(queue_url, receipt_handle, 0)
             return Outcome(OutcomeStatus.NO_TIME, msg.run_id, msg.attempt, defer=True)
 
+        if self.budget_cap is not None and (skipped := self.budget_cap.skip(msg, now)) is not None:
+            return skipped  # its tenant reached its monthly budget since the run was queued
         admission = self._admit(msg, now, queue_url, receipt_handle, receive_count)
         if admission.outcome is not None:  # held back by a limit: no attempt used
             return admission.outcome

@@ -61,7 +61,7 @@ from jobsched.core.messages import Outgoing, RunMessage, delay_seconds
 from jobsched.core.models import Run, RunState, parse_run_id, to_iso
 from jobsched.core.pools import queue_for
 from jobsched.core.run_records import bound_target, handler_fields
-from jobsched.ports.stores import RunQueue, RunRecords
+from jobsched.ports.stores import RunQueue, RunRecords, SpendCap
 from jobsched.ports.tables import Table
 from jobsched.services.outcome import Outcome, OutcomeStatus
 
@@ -115,6 +115,7 @@ class WorkflowEngine:
         runs: RunRecords,
         queues: RunQueue,
         replay: Any = None,
+        caps: SpendCap | None = None,
     ):
         self.dynamo = dynamo
         self.table = runs.table
@@ -123,6 +124,9 @@ class WorkflowEngine:
         #: ``replay(tenant, run_id, now, action=...)`` (:meth:`jobsched.services.runs.RunService.replay`):
         #: how a retry runs a failed node again. Only the API's engine needs it.
         self.replay = replay
+        #: The tenants' spend caps (decision 0062): a retry of a capped tenant's workflow run is
+        #: refused before anything is written (the API's engine).
+        self.caps = caps
         #: Node bodies by key, read once per process (content-addressed: an item never changes).
         self._bodies: dict[str, dict[str, Any]] = {}
 
@@ -432,6 +436,8 @@ class WorkflowEngine:
         if run.state is not RunState.FAILED or view.workflow is None:
             raise ConflictError(f"workflow run {run_id} is {run.state}; only a failed workflow run retries")
         assert self.replay is not None, "retry needs the run service's replay"
+        if self.caps is not None:  # 409 budget_exhausted before the run or a node is touched
+            self.caps.refuse_if_capped(tenant, now, f"retry of workflow run {run_id}")
         states = view.states()
         failed, reset = retry_plan(view.workflow, states)
         record = {"at": to_iso(now), "failed": failed, "reset": reset}

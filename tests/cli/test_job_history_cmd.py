@@ -107,3 +107,27 @@ def test_history_of_an_unknown_job_is_the_apis_error(cli, cli_env: ContractServe
     result = cli("jobs", "history", "job-0404")
     assert result.code != 0
     assert "not_found" in result.err
+
+
+def test_a_record_skipped_for_the_budget_is_marked_b(cli, cli_env: ContractServer) -> None:
+    """Given a history with a run a worker did not start because the tenant was over its budget, When
+    `jobs history` prints it, Then its mark is `b` and the legend names it (decision 0062)"""
+    body = {
+        **BODY,
+        "state": "active",
+        "cells": [
+            _cell("2026-03-27T01:30:00.000Z", "2026-03-27T02:30:00+01:00", 3600, "succeeded"),
+            _cell(
+                "2026-03-28T01:30:00.000Z", "2026-03-28T02:30:00+01:00", 3600, "skipped", skip_reason="budget"
+            ),
+        ],
+        "dst_changes": [],
+        "upcoming": [],
+        "resume_preview": None,
+    }
+    HistoryOut.model_validate(body)
+    cli_env.respond("GET", f"/jobs/{JOB}/history", 200, body)
+    result = cli("jobs", "history", JOB)
+    assert result.code == 0, result.err
+    assert result.out.splitlines()[1] == "+b"
+    assert "b budget" in result.out

@@ -125,10 +125,11 @@ def test_forecast_against_capacity_reads_both_names_whoever_emits_them(synth, po
     ]
 
 
-def test_skipped_by_reason_draws_each_reasons_sum_from_the_dispatcher(synth):
+def test_skipped_by_reason_draws_each_reasons_sum_from_the_dispatcher_and_the_workers_budget_skips(synth):
     metrics, _ = _widgets(synth)["Runs skipped by reason (per minute)"]
     assert _plain(metrics) == [
-        (NS, obs.skipped_metric(reason), "Sum", ["service", "dispatcher"]) for reason in obs.SKIP_REASONS
+        *((NS, obs.skipped_metric(reason), "Sum", ["service", "dispatcher"]) for reason in obs.SKIP_REASONS),
+        (NS, "RunsSkippedBudget", "Sum", ["service", "worker"]),
     ]
 
 

@@ -48,12 +48,13 @@ class EmbeddedProcess:
         extra_env: dict[str, str] | None = None,
         **config: Any,
     ):
-        """``config``: further :class:`LocalConfig` fields (e.g. ``slots``, or ``admins``: tenants whose
-        token is an administrator's; the embedded mode sets ``JOBSCHED_ADMIN_PRINCIPALS`` from it, so
-        that variable in ``extra_env`` has no effect); ``extra_env``: variables for the child."""
+        """``config``: further :class:`LocalConfig` fields (e.g. ``slots``, ``port`` (default 0: any
+        free one), or ``admins``: tenants whose token is an administrator's; the embedded mode sets
+        ``JOBSCHED_ADMIN_PRINCIPALS`` from it, so that variable in ``extra_env`` has no effect);
+        ``extra_env``: variables for the child."""
         options = {
             **config,
-            "port": 0,
+            "port": config.get("port", 0),
             "tenants": tenants,
             "demo": False,
             "shards": shards,

@@ -2,16 +2,21 @@
 below its month-to-date spend, its job's new occurrences are recorded skipped with reason budget (and
 the job goes on holding); when the administrator clears the budget, the next tick decides the held
 occurrences under the job's misfire policy (run_once here), reviving the budget records in place, and
-the schedule goes on. Another tenant's job is never held. Bounds are generous: the machine is shared."""
+the schedule goes on. Another tenant's job is never held. A run queued ahead (SQS delay) before its
+tenant reached the budget is recorded skipped with reason budget when its time comes, never started,
+and decided again under the misfire policy once the budget is cleared; a manual trigger of the capped
+tenant is refused with 409 budget_exhausted. Bounds are generous: the machine is shared."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from jobsched.client import ApiError
 from tests.local.conftest import wait_for
-from tests.local.e2e_helpers import EmbeddedProcess, job, parse, runs_of
+from tests.local.e2e_helpers import EmbeddedProcess, job, parse, run_state, runs_of
 
 pytestmark = pytest.mark.slow
 
@@ -76,3 +81,72 @@ def test_a_capped_tenant_is_held_and_resumes_under_its_misfire_policy(process: E
     after = {r["id"]: r for r in runs}
     assert all(after[i]["state"] != "skipped" or after[i]["skip_reason"] == "misfire" for i in revived_ids)
     assert _by_reason([after[i] for i in revived_ids], "misfire")
+
+
+# --- runs queued ahead, and on-demand runs (decision 0062, amended) ----------------------------------
+
+AHEAD_TOKENS = {"gamma": "tok-e2e-gamma", "ops": "tok-e2e-ops"}
+EVERY_5S = "*/5 * * * * *"
+#: The embedded API's port for this module's second process (the helper's assigned range).
+AHEAD_PORT = 18142
+
+
+@pytest.fixture(scope="module")
+def ahead() -> Iterator[EmbeddedProcess]:
+    """The embedded mode queuing runs 40 s ahead (SQS delays), as a deployment queues them 900 s ahead."""
+    process = EmbeddedProcess(AHEAD_TOKENS, admins=["ops"], enqueue_horizon_seconds=40, port=AHEAD_PORT)
+    try:
+        process.wait_ready()
+        yield process
+    finally:
+        process.stop()
+
+
+def test_a_run_queued_ahead_becomes_skipped_budget_and_a_trigger_is_refused(ahead: EmbeddedProcess) -> None:
+    gamma, ops = ahead.client("gamma"), ahead.client("ops")
+    # Given gamma has a budget it is under, and a job every 5 s whose runs are queued up to 40 s ahead
+    ops.put_budget("gamma", 1000.0)
+    created = gamma.create_job(job("e2e.budget.ahead", EVERY_5S, "demo.echo", misfire_grace_seconds=3))
+    wait_for(lambda: gamma.own_budget()["spent_usd"] > 0.000002, timeout=90, interval=0.5)
+
+    def queued_ahead() -> list[dict] | None:
+        soon = datetime.now(UTC) + timedelta(seconds=15)  # time to set the budget first, under load
+        found = [
+            r
+            for r in runs_of(gamma, created["id"])
+            if r["state"] == "queued" and parse(r["scheduled_at"]) > soon
+        ]
+        return found or None
+
+    waiting = wait_for(queued_ahead, timeout=90, interval=0.5)
+    # When an administrator sets gamma's budget below its spend (the run was queued before that)
+    assert ops.put_budget("gamma", 0.000001)["state"] == "capped"
+    first = waiting[0]
+    # Then that run, when its time comes, is recorded skipped with reason budget, never started
+    skipped = wait_for(
+        lambda: run_state(gamma, first["id"], "skipped", "succeeded", "running"), timeout=90, interval=0.5
+    )
+    assert (skipped["state"], skipped.get("skip_reason")) == ("skipped", "budget"), skipped
+    assert not skipped.get("attempts") and skipped.get("started_at") is None
+    # And a manual trigger is refused with 409 budget_exhausted, naming how to raise the budget
+    with pytest.raises(ApiError) as refused:
+        gamma.trigger_job(created["id"])
+    assert (refused.value.status, refused.value.code) == (409, "budget_exhausted")
+    assert "PUT /admin/tenants/gamma/budget" in refused.value.message
+    # When the administrator clears the budget
+    ops.delete_budget("gamma")
+
+    # Then the skipped queued-ahead occurrence is decided again under the misfire policy (revived in
+    # place: skipped for misfire, or run), and the schedule goes on with runs that succeed
+    def decided() -> dict | None:
+        run = gamma.get_run(first["id"])
+        later = [
+            r
+            for r in runs_of(gamma, created["id"])
+            if r["state"] == "succeeded" and parse(r["scheduled_at"]) > parse(first["scheduled_at"])
+        ]
+        return run if run.get("skip_reason") != "budget" and later else None
+
+    run = wait_for(decided, timeout=90, interval=0.5)
+    assert run["state"] in ("skipped", "queued", "running", "succeeded"), run
+    assert run["state"] != "skipped" or run["skip_reason"] == "misfire", run

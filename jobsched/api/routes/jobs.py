@@ -341,6 +341,7 @@ def backfill_job(
     if backfills is None or len(instants) <= SYNC_MAX_OCCURRENCES:
         runs = jobs.backfill_now(job, instants, now)
         return _created(RunsOut(runs=[run_view(r) for r in runs]).model_dump(mode="json"))
+    jobs.refuse_if_capped(tenant, now, f"backfill of {job_id}")  # 409 budget_exhausted, nothing written
     record, created = backfills.start(job, window.from_, window.to, len(instants), now, key)
     headers = {"Location": f"/jobs/{job_id}/backfills/{record.id}"}
     if not created:

@@ -1,7 +1,9 @@
 """What every command that talks to the API shares: connection options, output mode, exit codes.
 
 Exit codes: 0 ok, 1 the API answered with an error (or could not be reached), 2 usage or validation
-error detected before sending anything. Errors print one line on stderr: ``error: <code>: <message>``.
+error detected before sending anything. Errors print one line on stderr: ``error: <code>: <message>``;
+a ``budget_exhausted`` refusal (a tenant over its monthly budget) adds a ``hint:`` line naming the
+commands that show and raise the budget.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -21,6 +24,9 @@ EXIT_OK = 0
 EXIT_API_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130  # the shell convention for SIGINT
+#: The API's error code for an on-demand run refused by a tenant's spend cap (decision 0062).
+BUDGET_EXHAUSTED = "budget_exhausted"
+_BUDGET_PATH = re.compile(r"/admin/tenants/([^/\s]+)/budget")
 
 
 class UsageError(ValidationError):
@@ -77,7 +83,10 @@ def command(func: CommandBody) -> Callable[[argparse.Namespace], int]:
         except ApiError as exc:
             if exc.status == 0 and exc.code in ("bad_url", "no_region"):
                 return fail(exc.code, exc.message, EXIT_USAGE)
-            return fail(exc.code, exc.message, EXIT_API_ERROR)
+            code = fail(exc.code, exc.message, EXIT_API_ERROR)
+            if exc.code == BUDGET_EXHAUSTED:
+                print(budget_hint(exc.message), file=sys.stderr)
+            return code
         except ValidationError as exc:
             return fail(exc.code, exc.message, EXIT_USAGE)
         except KeyboardInterrupt:  # Ctrl-C during `runs watch` or a slow request: no traceback
@@ -85,6 +94,16 @@ def command(func: CommandBody) -> Callable[[argparse.Namespace], int]:
             return EXIT_INTERRUPTED
 
     return run
+
+
+def budget_hint(message: str) -> str:
+    """The CLI's way to the budget a ``budget_exhausted`` refusal names (decision 0062)."""
+    found = _BUDGET_PATH.search(message)
+    tenant = found.group(1) if found else "<tenant>"
+    return (
+        f"hint: the budget and spend: `jobsched budget`; an administrator raises it with "
+        f"`jobsched admin budget set {tenant} <usd>` or clears it with `jobsched admin budget clear {tenant}`"
+    )
 
 
 def fail(code: str, message: str, exit_code: int) -> int:

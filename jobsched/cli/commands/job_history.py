@@ -33,6 +33,7 @@ SKIP_MARKS = {
     "rescheduled": "s",
     "replaced": "x",
     "deleted": "d",
+    "budget": "b",
 }
 OTHER_SKIP = "-"
 UPCOMING_MARK = "."

@@ -10,7 +10,7 @@ import { MISFIRE, NOTES, offsetText } from "./format.js";
 import { ErrorBox, html, link, ShortId, usePoll, When } from "./ui.js";
 
 export const STATE_MARKS = { succeeded: "+", failed: "X", cancelled: "c", running: "R", queued: "q", retrying: "r" };
-export const SKIP_MARKS = { misfire: "m", overlap: "o", dst_gap: "g", paused: "p", rescheduled: "s", replaced: "x", deleted: "d" };
+export const SKIP_MARKS = { misfire: "m", overlap: "o", dst_gap: "g", paused: "p", rescheduled: "s", replaced: "x", deleted: "d", budget: "b" };
 const SKIP_WORDS = {
   misfire: "missed by more than the misfire grace (outage, pause, backlog)",
   overlap: "the previous run was still active (overlap policy)",
@@ -19,6 +19,7 @@ const SKIP_WORDS = {
   rescheduled: "withdrawn: the schedule was changed",
   replaced: "replaced by a later occurrence (overlap policy replace)",
   deleted: "withdrawn: the job was deleted",
+  budget: "not run: the tenant was over its monthly budget",
 };
 const PAGE = 100;
 
