@@ -87,14 +87,12 @@ def test_a_capped_tenant_is_held_and_resumes_under_its_misfire_policy(process: E
 
 AHEAD_TOKENS = {"gamma": "tok-e2e-gamma", "ops": "tok-e2e-ops"}
 EVERY_5S = "*/5 * * * * *"
-#: The embedded API's port for this module's second process (the helper's assigned range).
-AHEAD_PORT = 18142
 
 
 @pytest.fixture(scope="module")
 def ahead() -> Iterator[EmbeddedProcess]:
     """The embedded mode queuing runs 40 s ahead (SQS delays), as a deployment queues them 900 s ahead."""
-    process = EmbeddedProcess(AHEAD_TOKENS, admins=["ops"], enqueue_horizon_seconds=40, port=AHEAD_PORT)
+    process = EmbeddedProcess(AHEAD_TOKENS, admins=["ops"], enqueue_horizon_seconds=40)
     try:
         process.wait_ready()
         yield process
