@@ -11,6 +11,7 @@ from aws_cdk import aws_lambda as lambda_
 
 from infra.config import StackConfig
 from infra.stack import JobschedStack
+from jobsched.bench.environment import DEFAULT_TENANT_SLOTS
 from jobsched.runtime.resources import ENV_TENANT_SLOTS
 from jobsched.runtime.settings import tenant_slots_from
 
@@ -79,3 +80,8 @@ def test_the_share_is_read_from_the_cdk_context():
     assert config.fair_share == 0.75
     assert (config.mapping_ceiling("default"), config.mapping_ceiling("low")) == (27, 7)
     assert config.tenant_slots() == {"high": 20, "default": 20, "low": 5}
+
+
+def test_the_cost_benchmark_runs_the_worker_with_the_deployments_default_share():
+    # Given the default StackConfig / Then the cost benchmark's worker is told the same tenant slots
+    assert StackConfig().tenant_slots() == DEFAULT_TENANT_SLOTS

@@ -189,7 +189,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument(
-        "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
+        "--noisy-runs",
+        type=int,
+        default=None,
+        help="runs in the noisy tenant's burst (default 2000; 300 with --noisy-run-seconds)",
     )
     parser.add_argument(
         "--noisy-run-seconds",
@@ -230,6 +233,8 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--estimate-scale must be 0..100")
     if not 1 <= args.lag_runs <= 1000:
         raise ValidationError("--lag-runs must be 1..1000")
+    if args.noisy_runs is None:
+        args.noisy_runs = 300 if getattr(args, "noisy_run_seconds", 0) > 0 else 2000
     if not 100 <= args.noisy_runs <= 5000:
         raise ValidationError("--noisy-runs must be 100..5000")
     if not 0 <= getattr(args, "noisy_run_seconds", 0.0) <= 600:
@@ -447,6 +452,11 @@ def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) ->
         return
     if args.idle:
         print(idle_text(figures["idle"]), file=out)
+        return
+    if args.noisy and getattr(args, "noisy_run_seconds", 0) > 0:
+        from jobsched.bench.report import noisy_long_text
+
+        print(noisy_long_text(figures), file=out)
         return
     if args.noisy:
         print(noisy_text(figures), file=out)
