@@ -33,8 +33,10 @@ from typing import Any
 
 from jobsched.bench.lag import percentile
 from jobsched.bench.peak import RAMP_PER_MINUTE, START_INVOKES
+from jobsched.core.prices import US_EAST_1
 from jobsched.core.shares import DEFAULT_FAIR_SHARE, pool_ceiling
-from jobsched.services.shares import HOLD_SECONDS, POLL_SECONDS, REGISTER_AFTER_SECONDS
+from jobsched.runtime.resources import WORKER_MEMORY_MB
+from jobsched.services.shares import HOLD_SECONDS, POLL_SECONDS, REGISTER_AFTER_SECONDS, SHARE_LEASE_SECONDS
 
 STEP = 0.01
 BATCH = 10
@@ -87,6 +89,9 @@ class _Play:
     holds_converted: int = 0
     looks: int = 0
     registrations: int = 0
+    writes: int = 0
+    held_seconds: float = 0.0
+    refused_messages: int = 0
     invocations: int = 0
 
     @property
@@ -133,8 +138,23 @@ class _Play:
             "refused_batches": self.refusals,
             "held_batches_that_took_a_freed_slot": self.holds_converted,
             "share_reads": self.looks,
-            "share_writes": self.registrations * 2,
+            "share_writes": self.writes,
+            "share_usd": round(self.share_usd(), 6),
         }
+
+    def share_usd(self) -> float:
+        """What the share itself cost in the play, at list prices: its reads (0.5 RRU), its writes, and
+        per refused batch an invocation of its hold at the worker's memory, its receive and one
+        visibility change per refused message."""
+        p = US_EAST_1
+        lambda_gb_seconds = self.held_seconds * WORKER_MEMORY_MB / 1024
+        return (
+            self.looks * 0.5 * p.dynamodb_rru
+            + self.writes * p.dynamodb_wru
+            + self.refusals * (p.lambda_request + p.sqs_request)
+            + self.refused_messages * p.sqs_request
+            + lambda_gb_seconds * p.lambda_gb_second
+        )
 
     def _start(self, now: float) -> None:
         quiet = [m for m in self.queue if m[1] == QUIET]
@@ -168,9 +188,11 @@ class _Play:
         invocation.held_until = None
         invocation.started = now
         invocation.ends = now + self.config.run_seconds + OVERHEAD_SECONDS
-        if self.share and (eager or self.config.run_seconds + OVERHEAD_SECONDS > REGISTER_AFTER_SECONDS):
+        lasts = self.config.run_seconds + OVERHEAD_SECONDS
+        if self.share and (eager or lasts > REGISTER_AFTER_SECONDS):
             invocation.registered_at = now if eager else now + REGISTER_AFTER_SECONDS
             self.registrations += 1
+            self.writes += 2 + int((lasts - (invocation.registered_at - now)) // (SHARE_LEASE_SECONDS / 3))
 
     def _end_and_look(self, now: float) -> None:
         for invocation in list(self.running):
@@ -184,6 +206,8 @@ class _Play:
                     invocation.next_look = now + POLL_SECONDS
                 if now + 1e-9 >= invocation.held_until:
                     self.refusals += 1
+                    self.refused_messages += len(invocation.runs)
+                    self.held_seconds += HOLD_SECONDS
                     self.queue.extend((due, NOISY) for due in invocation.runs)
                     self.running.remove(invocation)
                 continue

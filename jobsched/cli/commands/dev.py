@@ -214,11 +214,13 @@ def _at_least_zero(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def _fair_share(text: str) -> float:
     try:
-        return check_share(float(text), "--fair-share")
-    except (ValueError, ValidationError) as exc:
-        raise argparse.ArgumentTypeError(
-            str(exc) if isinstance(exc, ValidationError) else f"{text} is not a number"
-        ) from None
+        share = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--fair-share must be a number, got {text!r}") from None
+    try:
+        return check_share(share, "--fair-share")
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _shard_count(text: str) -> int:
