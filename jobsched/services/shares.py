@@ -68,31 +68,48 @@ class ProcessHolds:
     one invocation at a time; the embedded mode's pollers and the container worker run many in one
     process, and count them here exactly, before any of them has registered."""
 
-    def __init__(self) -> None:
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._holds: dict[str, set[str]] = {}
+        #: Invocations of this process that ended, by key, with when: their registrations may still be
+        #: in the item (the release is written after), but this process knows they hold nothing.
+        self._ended: dict[str, dict[str, float]] = {}
+        self._monotonic = monotonic
+
+    def _others(self, key: str, registered: set[str]) -> set[str]:
+        ended = self._ended.get(key)
+        if ended:
+            cutoff = self._monotonic() - SHARE_LEASE_SECONDS
+            for name in [n for n, at in ended.items() if at < cutoff]:
+                del ended[name]
+            return registered - set(ended)
+        return registered
 
     def take_if_under(self, key: str, owner: str, registered: set[str], slots: int) -> bool:
         """Add ``owner`` to ``key``'s holds if the tenant (``registered`` and this process's) holds
         fewer than ``slots`` without it; atomically with the other threads of this process."""
         with self._lock:
             mine = self._holds.setdefault(key, set())
-            if holds(registered, mine, owner) >= slots:
+            if holds(self._others(key, registered), mine, owner) >= slots:
                 return False
             mine.add(owner)
             return True
 
     def count(self, key: str, registered: set[str], owner: str) -> int:
         with self._lock:
-            return holds(registered, self._holds.get(key, set()), owner)
+            return holds(self._others(key, registered), self._holds.get(key, set()), owner)
 
-    def discard(self, key: str, owner: str) -> None:
+    def discard(self, key: str, owner: str, *, ended: bool = False) -> None:
+        """Take ``owner`` off ``key``'s holds (``ended``: its invocation ended, so a registration of it
+        the item still shows no longer counts here)."""
         with self._lock:
             held = self._holds.get(key)
             if held is not None:
                 held.discard(owner)
                 if not held:
                     del self._holds[key]
+            if ended:
+                self._ended.setdefault(key, {})[owner] = self._monotonic()
 
 
 def tenant_of(key: str) -> str:
@@ -131,6 +148,8 @@ class Share:
         with self._lock:
             keys, self.keys = self.keys, []
             registered, self.registered = self.registered, set()
+        for key in keys:  # this process stops counting it first, then the registration goes
+            self.gate.process.discard(key, self.owner, ended=True)
         for key in keys:
             if key in registered:
                 try:
@@ -138,7 +157,6 @@ class Share:
                         self.gate.slots.release(key, self.owner, now)
                 except Exception:  # its lease ends on its own
                     logger.exception("could not release the share %s of %s", key, self.owner)
-            self.gate.process.discard(key, self.owner)
 
     def register(self, now: datetime) -> None:
         """Register every hold not registered yet (the lazy registration), renew the others."""
@@ -228,13 +246,15 @@ class ShareGate:
                 share.admitted.append(delivery)
             else:
                 by_key.setdefault(key, []).append(delivery)
+        soon = False
         for key, records in by_key.items():
             with obs.request_lane(tenant_of(key)):  # the tenant's own requests (usage, emulator lanes)
-                admitted, at_once = self._admit(key, owner)
+                admitted, registered, eager = self._admit(key, owner)
             if admitted:
                 share.keys.append(key)
                 share.admitted.extend(records)
-                if at_once:
+                soon = soon or eager
+                if registered:
                     share.registered.add(key)
             else:
                 with obs.request_lane(tenant_of(key)):
@@ -244,7 +264,9 @@ class ShareGate:
             if unregistered and self.register_after <= 0:
                 share.register(self.clock.now())
                 unregistered = []
-            first_wait = self.register_after if unregistered else SHARE_LEASE_SECONDS / 3
+            # from half its slots a tenant's invocation registers at once, beside its runs
+            eager_wait = 0.0 if soon else self.register_after
+            first_wait = eager_wait if unregistered else SHARE_LEASE_SECONDS / 3
             share._thread = threading.Thread(
                 target=share._background, args=(self.clock, first_wait), name=f"share-{owner}", daemon=True
             )
@@ -264,8 +286,11 @@ class ShareGate:
             return None
         return share_key(queue, tenant)
 
-    def _admit(self, key: str, owner: str) -> tuple[bool, bool]:
-        """(admitted, registered at once): look, then hold up to ``hold_seconds`` for a slot."""
+    def _admit(self, key: str, owner: str) -> tuple[bool, bool, bool]:
+        """(admitted, registered, register at once): look, then hold up to ``hold_seconds`` for a
+        slot. An invocation admitted at first look registers beside its runs (at once from half the
+        tenant's slots, else if still running after ``register_after``); a held one takes the slot
+        it waited for with the registration itself, before its runs start."""
         slots = self.slots_of(key)
         deadline = self.monotonic() + self.hold_seconds
         held = False
@@ -273,17 +298,14 @@ class ShareGate:
             now = self.clock.now()
             registered = live(self.slots.peek(key), epoch_ms(now))
             if self.process.take_if_under(key, owner, registered, slots):
-                at_once = held or self.process.count(key, registered, owner) * 2 >= slots
-                if not at_once:
-                    return True, False
-                refusal = self.slots.acquire(key, owner, slots, now, SHARE_LEASE_SECONDS)
-                if refusal is None:
-                    if held:
-                        self.metrics.add(obs.SHARE_HELD)
-                    return True, True
+                if not held:
+                    return True, False, self.process.count(key, registered, owner) * 2 >= slots
+                if self.slots.acquire(key, owner, slots, now, SHARE_LEASE_SECONDS) is None:
+                    self.metrics.add(obs.SHARE_HELD)
+                    return True, True, False
                 self.process.discard(key, owner)  # another invocation took the last slot meanwhile
             if self.monotonic() >= deadline:
-                return False, False
+                return False, False, False
             held = True
             self.sleep(self.poll_seconds)
 

@@ -23,7 +23,9 @@ def kit(aws, clock):
     return Kit(aws, clock)
 
 
-def gate(kit: Kit, *, register_after: float = 0.0, hold: float = 0.5, on_sleep=None) -> ShareGate:
+def gate(
+    kit: Kit, *, register_after: float = 0.0, hold: float = 0.5, on_sleep=None, slots: int = SLOTS
+) -> ShareGate:
     """A gate over the fakes: ``default`` lets a tenant hold 2 invocations; the gate's sleep moves the
     fake clock (and calls ``on_sleep`` first), its monotonic clock is the fake clock."""
 
@@ -35,7 +37,7 @@ def gate(kit: Kit, *, register_after: float = 0.0, hold: float = 0.5, on_sleep=N
     return ShareGate(
         slots=Semaphores(kit.dynamo, kit.aws.settings.leases_table),
         queues=kit.queues,
-        tenant_slots={"default": SLOTS},
+        tenant_slots={"default": slots},
         queue_kinds={url: kind for kind, url in kit.aws.settings.queue_urls.items()},
         clock=kit.clock,
         metrics=kit.metrics,
@@ -151,18 +153,26 @@ def test_a_short_invocation_writes_nothing(kit):
 
 
 def test_this_processs_invocations_count_before_they_register(kit):
-    """Given two invocations of one process, the first not registered (lazy: its tenant held none of its
-    2 slots), the second registered at once (its tenant held half), when a third noisy batch enters the
-    same process, then it is refused: the process counts its own invocations exactly."""
-    shares = gate(kit, register_after=3600, hold=0)
+    """Given a tenant allowed 1 invocation and one of this process admitted but not registered (lazy:
+    its tenant held none), when a second batch of the tenant enters the same process, then it is
+    refused: the process counts its own invocations exactly; once the first ends, one is admitted."""
+    shares = gate(kit, register_after=3600, hold=0, slots=1)
     one = shares.enter([delivered(kit, "noisy")], "inv-1")
-    two = shares.enter([delivered(kit, "noisy")], "inv-2")
-    assert holders(kit, "noisy") == {"inv-2"}
-    third = delivered(kit, "noisy")
-    assert shares.enter([third], "inv-3").deferred == [third.message_id]
-    for share in (one, two):
-        share.exit(kit.clock.now())
-    assert shares.enter([delivered(kit, "noisy")], "inv-4").deferred == []
+    assert holders(kit, "noisy") == set()
+    second = delivered(kit, "noisy")
+    assert shares.enter([second], "inv-2").deferred == [second.message_id]
+    one.exit(kit.clock.now())
+    assert shares.enter([delivered(kit, "noisy")], "inv-3").deferred == []
+
+
+def test_an_invocation_that_ended_here_stops_counting_before_its_release_is_written():
+    """Given a tenant's 2 registered invocations, both of this process, when one ends (its release not
+    yet written), then this process admits another at once."""
+    process = ProcessHolds()
+    assert process.take_if_under("k", "a", set(), 2) and process.take_if_under("k", "b", {"a"}, 2)
+    assert not process.take_if_under("k", "c", {"a", "b"}, 2)
+    process.discard("k", "a", ended=True)
+    assert process.take_if_under("k", "c", {"a", "b"}, 2)
 
 
 def test_a_queue_without_a_share_and_a_body_without_a_tenant_are_admitted_without_a_read(kit):
