@@ -21,18 +21,23 @@ from jobsched.compose.capacity import (
     container_service_from_env,
     worker_alias_from_env,
 )
-from jobsched.compose.pipeline import capacity_service_from_settings
+from jobsched.compose.pipeline import capacity_service_from_settings, function_usage_from_settings
 from jobsched.compose.seam import Parts, Seam
+from jobsched.core.usage import DEPLOYMENT
 from jobsched.runtime import observability as obs
 from jobsched.services.capacity import CapacityService
+from jobsched.services.usage import FunctionUsage, TenantMeter
 
 logger = Logger(service="jobsched-capacity")
 metrics = obs.make_metrics("capacity")
 obs.configure_function_logging(logger)
 
 
-def build(parts: Parts) -> CapacityService:
-    """The capacity service over the worker mappings, built on first use and kept."""
+def build(parts: Parts) -> tuple[CapacityService, FunctionUsage]:
+    """The capacity service over the worker mappings and its usage counting, built on first use and
+    kept. It serves no one tenant: its requests and duration go to the deployment row (without an
+    installed meter, a per-tenant one whose every figure is :data:`DEPLOYMENT`'s; decision 0059
+    amended)."""
     settings, clients = parts.read_settings(), parts.make_clients()
     policy, mappings = capacity_policy_from_env(os.environ)
     service = container_service_from_env(os.environ, policy)
@@ -47,9 +52,9 @@ def build(parts: Parts) -> CapacityService:
         service=service,
         autoscaling_client=clients.client("application-autoscaling") if service else None,
     )
-    return capacity_service_from_settings(
-        settings, clients, capacity, policy, metrics=sink, meter=parts.meter
-    )
+    meter = parts.meter if parts.meter is not None else TenantMeter(only=DEPLOYMENT)
+    built = capacity_service_from_settings(settings, clients, capacity, policy, metrics=sink, meter=meter)
+    return built, function_usage_from_settings(settings, clients, parts.clock, meter, "capacity")
 
 
 seam = Seam("functions.capacity", build, uses=("clock", "settings", "clients", "meter", "metrics"))
@@ -58,7 +63,9 @@ seam = Seam("functions.capacity", build, uses=("clock", "settings", "clients", "
 @logger.inject_lambda_context(clear_state=True)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    report = seam.services().tick(seam.clock.now())
+    service, usage = seam.services()
+    with usage.invocation():  # its cost: the deployment row's (one write a minute)
+        report = service.tick(seam.clock.now())
     summary = {
         "ceilings": report.plan.ceilings,
         "changed": {kind: list(change) for kind, change in report.changed.items()},

@@ -146,7 +146,7 @@ class Capacity(Construct):
         self.function = make_function(
             self, CAPACITY_FUNCTION, code=code, config=config, key=key, environment={**environment, **own}
         )
-        # Exactly the reads it makes (jobsched/aws/forecast_reads.py, queue_ages.py): the due index of
+        # Exactly the calls it makes (jobsched/aws/forecast_reads.py, queue_ages.py): the due index of
         # Jobs and the jobs' views, the in-flight ledger of Runs, the ages item of Leases. With the
         # stack's key, make_function has already granted kms:Decrypt (the tables' reads need no more).
         jobs = tables.table(JOBS_TABLE).table_arn
@@ -155,8 +155,13 @@ class Capacity(Construct):
             ("dynamodb:BatchGetItem", jobs),
             ("dynamodb:Query", tables.table(RUNS_TABLE).table_arn),
             ("dynamodb:GetItem", tables.table(LEASES_TABLE).table_arn),
+            # its usage item on the deployment row, once a minute (decision 0059 amended)
+            ("dynamodb:UpdateItem", tables.table(LEASES_TABLE).table_arn),
         ):
             iam.Grant.add_to_principal(grantee=self.function, actions=[action], resource_arns=[arn])
+        leases_key = tables.table(LEASES_TABLE).encryption_key
+        if leases_key is not None:
+            leases_key.grant_encrypt(self.function)
         iam.Grant.add_to_principal(
             grantee=self.function,
             actions=list(MAPPING_ACTIONS),

@@ -20,6 +20,8 @@ from jobsched.runtime.resources import (
     BACKPRESSURE_PRIORITIES,
     DEFAULT_BACKPRESSURE_AGE_SECONDS,
     DEFAULT_BACKPRESSURE_DEPTH,
+    DEFAULT_CONTAINER_CPU,
+    DEFAULT_CONTAINER_MEMORY_MB,
     DEFAULT_DISPATCH_CONCURRENCY,
     DEFAULT_ENQUEUE_HORIZON_SECONDS,
     DEFAULT_LOOKAHEAD_SECONDS,
@@ -110,8 +112,8 @@ class StackConfig:
     #: queue. false leaves it out (the queue stays; jobs of the container pool then wait in it).
     container_pool: bool = True
     # Each container task's size (Fargate's valid cpu/memory pairs), its ceiling of tasks, Fargate Spot.
-    container_cpu: int = 1024
-    container_memory: int = 2048
+    container_cpu: int = DEFAULT_CONTAINER_CPU
+    container_memory: int = DEFAULT_CONTAINER_MEMORY_MB
     container_max_tasks: int = 10
     container_spot: bool = False
     #: A prebuilt image URI (e.g. <account>.dkr.ecr.<region>.amazonaws.com/jobsched:1.4) instead of the

@@ -57,7 +57,7 @@ from infra.storage import PayloadStore
 from infra.tables import Tables
 from infra.workers import grant_runs, grant_state_machine
 from jobsched.runtime.observability import NAMESPACE
-from jobsched.runtime.resources import CONTAINER_KIND
+from jobsched.runtime.resources import CONTAINER_KIND, ENV_CONTAINER_CPU, ENV_CONTAINER_MEMORY_MB
 
 #: What the container runs (the image's own CMD is the same; jobsched/local/iam/template.py finds the
 #: task definition by it, and judges the loop's recorded calls, ``container_worker``, by its task role).
@@ -216,6 +216,9 @@ class ContainerPool(Construct):
                 "POWERTOOLS_SERVICE_NAME": QUEUE_CONSUMER,
                 "POWERTOOLS_METRICS_NAMESPACE": NAMESPACE,
                 "POWERTOOLS_LOG_LEVEL": "INFO",
+                # the task's size, by which the loop prices its runs' Fargate time (usage)
+                ENV_CONTAINER_CPU: str(config.container_cpu),
+                ENV_CONTAINER_MEMORY_MB: str(config.container_memory),
                 **environment,
             },
             logging=ecs.LogDrivers.aws_logs(stream_prefix="container", log_group=log_group),

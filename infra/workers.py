@@ -135,6 +135,11 @@ class Workers(Construct):
         )
         # Runs only: its poison dead letters are marked as owing a notification, the sweeper sends it.
         tables.table(RUNS_TABLE).grant_read_write_data(self.dlq_consumer)
+        # Its usage items (decision 0059 amended): one UpdateItem ADD per (tenant, day) per invocation.
+        leases = tables.table(LEASES_TABLE)
+        leases.grant(self.dlq_consumer, "dynamodb:UpdateItem")
+        if leases.encryption_key is not None:
+            leases.encryption_key.grant_encrypt(self.dlq_consumer)
         for kind in queues.kinds:
             self.dlq_consumer.add_event_source(
                 sources.SqsEventSource(

@@ -54,7 +54,10 @@ class TenantLimitList(BaseModel):
 
 
 class DayUsageOut(BaseModel):
-    tenant: str
+    tenant: str = Field(
+        description='the tenant; "@deployment" (administrators only): what serves no tenant, the '
+        "capacity function and the event source mappings' empty polls"
+    )
     day: str = Field(description="the UTC day, YYYY-MM-DD")
     runs_started: int = Field(
         description="attempts the workers executed a handler for, and chunked runs they started; "
@@ -81,10 +84,23 @@ class DayUsageOut(BaseModel):
         description="the tenant's share of those functions' billed Lambda duration, in GB-seconds"
     )
     lambda_requests: float = Field(description="the tenant's share of those functions' invocations")
+    sfn_transitions: float = Field(
+        description="Step Functions state transitions of the tenant's chunked runs (each state entered, "
+        "each retry of a task)"
+    )
+    sns_publishes: float = Field(
+        description="SNS publishes made for the tenant (dead-letter notifications, deadline alerts, "
+        "budget warnings), one per started 64 KB"
+    )
+    fargate_vcpu_seconds: float = Field(
+        description="vCPU-seconds of the container pool's Fargate tasks: each task's seconds split "
+        "between the runs it held at once, the idle ones shared like requests for no one tenant"
+    )
+    fargate_gb_seconds: float = Field(description="GB-seconds of those tasks, likewise")
     estimated_usd: float = Field(
-        description="wru, rru, sqs_requests, lambda_requests and lambda_gb_seconds at us-east-1 list "
-        "prices (a day counted before lambda_gb_seconds existed: run_seconds as Lambda duration at the "
-        "worker's memory)"
+        description="wru, rru, sqs_requests, lambda_requests, lambda_gb_seconds, sfn_transitions, "
+        "sns_publishes and the Fargate seconds (arm64) at us-east-1 list prices (a day counted before "
+        "lambda_gb_seconds existed: run_seconds as Lambda duration at the worker's memory)"
     )
 
 

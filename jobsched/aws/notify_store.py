@@ -21,6 +21,7 @@ from jobsched.aws.attempts import NOTIFIED, NOTIFY_LEASE, NOTIFY_PENDING, NOTIFY
 from jobsched.aws.errors import aws_call
 from jobsched.aws.metering import ConditionFailed, Meter
 from jobsched.core.models import to_iso
+from jobsched.core.usage import sns_publish_requests
 from jobsched.ports.tables import Table
 
 #: Leases-table key prefix of a tenant's settings item (``tenant-settings#<tenant>``).
@@ -134,7 +135,9 @@ class NotifyOutbox:
 
 
 class Publisher:
-    """SNS ``Publish`` of one notification (client injected, calls metered as ``sns.Publish``)."""
+    """SNS ``Publish`` of one notification (client injected, calls metered as ``sns.Publish``); a
+    publish that succeeded is counted for the notification's tenant as ``sns_publishes`` (one per
+    started 64 KB of the message, subject and attributes, as SNS bills it; decision 0059 amended)."""
 
     def __init__(self, sns: Any, meter: Meter | None = None):
         self.sns = sns
@@ -162,4 +165,20 @@ class Publisher:
         finally:
             if self.meter is not None:
                 self.meter.record_request("sns", "Publish")
+        if self.meter is not None:
+            tenant = body.get("tenant")
+            self.meter.record_billed(
+                "sns_publishes",
+                sns_publish_requests(_published_bytes(message, subject, kwargs["MessageAttributes"])),
+                tenant=str(tenant) if tenant else None,
+            )
         return str(response.get("MessageId", ""))
+
+
+def _published_bytes(message: str, subject: str, attributes: Mapping[str, Any]) -> int:
+    """The bytes SNS bills a publish by: the message, the subject and the attributes' names, types
+    and values."""
+    size = len(message.encode()) + len(subject.encode())
+    for name, value in attributes.items():
+        size += len(name.encode()) + len(value["DataType"].encode()) + len(str(value["StringValue"]).encode())
+    return size

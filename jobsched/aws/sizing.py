@@ -91,6 +91,9 @@ class Meter:
             self.reported: defaultdict[str, float] = defaultdict(float)  # as reported by the service
             self.sqs_billed_requests = 0
             self.sqs_messages = 0
+            #: What is billed outside the requests' units: ``sfn_transitions``, ``sns_publishes``,
+            #: ``fargate_vcpu_seconds``, ``fargate_gb_seconds`` (:meth:`record_billed`).
+            self.billed: defaultdict[str, float] = defaultdict(float)
 
     def record_dynamodb(
         self,
@@ -129,6 +132,13 @@ class Meter:
         the per-tenant one (:class:`jobsched.services.usage.TenantMeter`) weighs by their ``tenant``
         who the requests made for no one tenant served (decision 0059)."""
 
+    def record_billed(self, counter: str, amount: float, *, tenant: str | None = None) -> None:
+        """``amount`` of a usage counter billed outside the requests' units (a Step Functions
+        transition, an SNS publish, Fargate seconds), for ``tenant`` when it is known, else for whom
+        the current request lane says (the per-tenant meter, decision 0059); this meter keeps totals."""
+        with self._lock:
+            self.billed[counter] += amount
+
     def record_request(self, service: str, operation: str) -> None:
         """One call of another service (e.g. ``sns.Publish``), counted in ``requests``."""
         with self._lock:
@@ -154,4 +164,5 @@ class Meter:
                     "messages": self.sqs_messages,
                 },
                 "requests": dict(self.requests),
+                "billed": dict(self.billed),
             }

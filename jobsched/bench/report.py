@@ -44,7 +44,8 @@ def pipeline_text(figures: dict[str, Any]) -> str:
             f"{_fmt(counted['measured_usd_per_million_runs'], 3)} per million runs: "
             f"{counted['difference_pct']:+.3f} % (within {counted['tolerance_pct']} %); counting raises "
             f"the cost per run by {_fmt(counted['counting_raise_pct'], 3)} % (at most "
-            f"{counted['raise_limit_pct']} %)"
+            f"{counted['raise_limit_pct']} %); the deployment row (estimated empty polls, not in the "
+            f"measured total) {_fmt(counted.get('deployment_usd_per_million_runs', 0.0), 3)}"
         )
     for name, variant in (figures.get("variants") or {}).items():
         lines.append(

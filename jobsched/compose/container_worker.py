@@ -32,6 +32,9 @@ The lease is ``--lease-seconds`` long (default :data:`DEFAULT_LEASE_SECONDS`, th
 by a heartbeat every third of it: a shorter lease has a killed task's runs taken over sooner, for one
 heartbeat write per run every ``lease / 3`` seconds.
 
+**Fargate time** (usage, decision 0059 amended): each delivery's share of the task's seconds is
+counted for its run's tenant when it ends (:mod:`jobsched.compose.fargate_time`).
+
 **Scale-in protection.** While at least one delivery is in progress the task is protected from
 scale-in through the ECS agent (:class:`jobsched.aws.task_protection.TaskProtection`, renewed while
 busy) and the protection is cleared when it is idle; without ``ECS_AGENT_URI`` that is a no-op.
@@ -58,6 +61,7 @@ from dataclasses import dataclass
 from jobsched.aws.clients import Clients
 from jobsched.aws.queues import QueueConsumer, Received
 from jobsched.aws.task_protection import TaskProtection
+from jobsched.compose.fargate_time import FargateTime, task_size_from_env
 from jobsched.compose.pipeline import DEFAULT_LEASE_SECONDS, worker_from_settings
 from jobsched.core.clock import Clock
 from jobsched.runtime import observability as obs
@@ -152,8 +156,11 @@ class ContainerWorker:
         config: LoopConfig | None = None,
         protection: TaskProtection | None = None,
         metrics: _Metrics | None = None,
+        fargate: FargateTime | None = None,
     ):
         self.deliveries = deliveries
+        #: Counts the deliveries' shares of the task's time (usage; counts nothing off Fargate).
+        self.fargate = fargate or FargateTime(None, None)
         self.consumer = consumer
         self.clock = clock
         self.config = config or LoopConfig()
@@ -270,6 +277,7 @@ class ContainerWorker:
     def _begin(self, message: Received) -> None:
         with self._lock:
             self._held[message.message_id] = message
+            self.fargate.begin(message.message_id)
         self._sync_protection()
         threading.Thread(
             target=self._handle, args=(message,), name=f"container-{message.message_id[:8]}", daemon=True
@@ -330,18 +338,23 @@ def process_message(loop: ContainerWorker, message: Received) -> Outcome | None:
         queue_url=loop.consumer.queue_url,
         receive_count=message.receive_count,
     )
-    with obs.run_log_keys(**obs.log_keys_of(message.body)):
-        try:
-            outcome = loop.deliveries.handle(delivery, loop.clock.now(), remaining_seconds=REMAINING_SECONDS)
-        except Exception:  # retried by SQS, then redriven to the DLQ (the DLQ consumer records it)
-            logger.exception("run delivery failed", extra={"message_id": message.message_id})
-            return None
-        logger.info(
-            "run delivery handled",
-            extra={"message_id": message.message_id, "outcome": outcome.status, **outcome.detail},
-        )
-        if not outcome.defer:
-            loop.consumer.delete(message.receipt_handle)
+    try:
+        with obs.run_log_keys(**obs.log_keys_of(message.body)):
+            try:
+                outcome = loop.deliveries.handle(
+                    delivery, loop.clock.now(), remaining_seconds=REMAINING_SECONDS
+                )
+            except Exception:  # retried by SQS, then redriven to the DLQ (the DLQ consumer records it)
+                logger.exception("run delivery failed", extra={"message_id": message.message_id})
+                return None
+            logger.info(
+                "run delivery handled",
+                extra={"message_id": message.message_id, "outcome": outcome.status, **outcome.detail},
+            )
+            if not outcome.defer:
+                loop.consumer.delete(message.receipt_handle)
+    finally:
+        loop.fargate.end(message.message_id, message.body)
     loop.deliveries.flush_usage()
     if loop.metrics is not None:
         loop.metrics.flush()
@@ -400,6 +413,8 @@ def container_worker_from_settings(
 ) -> ContainerWorker:
     """The loop over the deployment the settings name: the worker path built as the worker function
     builds it (:func:`worker_from_settings`), the container queue, the task's protection."""
+    env = os.environ if environ is None else environ
+    task_size = task_size_from_env(env)  # before anything is built: a bad size stops the start
     for module in settings.handler_modules:
         importlib.import_module(module)
     clock = clock or SystemClock()
@@ -408,5 +423,13 @@ def container_worker_from_settings(
     deliveries = worker_path(settings, clients, clock, owner or owner_id(), metrics, config.lease_seconds)
     dynamo_meter = deliveries.worker.attempts.dynamo.meter
     consumer = QueueConsumer(clients.sqs, settings.queue_urls[CONTAINER_KIND], dynamo_meter)
-    protection = TaskProtection.from_env(os.environ if environ is None else environ)
-    return ContainerWorker(deliveries, consumer, clock, config=config, protection=protection, metrics=metrics)
+    protection = TaskProtection.from_env(env)
+    return ContainerWorker(
+        deliveries,
+        consumer,
+        clock,
+        config=config,
+        protection=protection,
+        metrics=metrics,
+        fargate=FargateTime(task_size, dynamo_meter),
+    )

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
     from jobsched.services.shares import ShareGate
     from jobsched.services.sweeper import Sweeper
-    from jobsched.services.usage import FunctionUsage
+    from jobsched.services.usage import FunctionUsage, MappingPolls
     from jobsched.services.worker import Worker
     from jobsched.services.workflows import WorkflowEngine
 
@@ -263,6 +263,7 @@ def chunk_runner_from_settings(
         heartbeat_seconds=heartbeat_seconds,
         metrics=metrics,
         queue_urls=settings.queue_urls,
+        meter=getattr(dynamo, "meter", None),
     )
 
 
@@ -371,13 +372,23 @@ def function_usage_from_settings(
     meter counts nothing per tenant) saw them, and its duration at the function's memory, added to the
     usage items in the Leases table once per invocation (decision 0059)."""
     from jobsched.aws.usage_store import UsageStore
-    from jobsched.runtime.resources import FUNCTIONS
+    from jobsched.runtime.resources import CAPACITY_FUNCTION, FUNCTIONS
     from jobsched.services.usage import FunctionUsage, UsageRecorder
 
-    memory = next(spec.memory_mb for spec in FUNCTIONS if spec.name == function)
+    memory = next(spec.memory_mb for spec in (*FUNCTIONS, CAPACITY_FUNCTION) if spec.name == function)
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
     return FunctionUsage(UsageRecorder(obs.NullSink(), clock, meter), store, memory)
+
+
+def mapping_polls_from_settings(settings: Settings, sweep_period_seconds: float) -> MappingPolls:
+    """The deployment's event source mappings (a worker mapping per Lambda queue, a DLQ consumer
+    mapping per dead-letter queue) for the deployment row's empty polls (decision 0059 amended)."""
+    from jobsched.runtime.resources import LAMBDA_QUEUE_KINDS
+    from jobsched.services.usage import MappingPolls
+
+    mappings = sum(1 for kind in settings.queue_urls if kind in LAMBDA_QUEUE_KINDS) + len(settings.dlq_urls)
+    return MappingPolls(mappings, sweep_period_seconds)
 
 
 def tenant_limits_from_settings(

@@ -163,5 +163,12 @@ class Seam(Generic[S]):
                 self._parts, self._build = before
                 self._forget()
 
+    def forget(self) -> None:
+        """Drop the built services: the next event builds them again from the parts in force, as a new
+        container would. The embedded mode calls it when it starts and stops: the deployment's parts
+        read the process environment, which each embedded mode sets to its own tables and queues."""
+        with self._lock:
+            self._forget()
+
     def _forget(self) -> None:
         self._services, self._built = None, False

@@ -40,6 +40,7 @@ from botocore.config import Config
 
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
 from jobsched.aws.clients import set_lane_source
+from jobsched.compose.seam import Seam
 from jobsched.core.shares import format_tenant_slots
 from jobsched.local.capacity import capacity_tick, local_policy
 from jobsched.local.code_version import local_code_version
@@ -166,9 +167,11 @@ class EmbeddedMode:
     Functions not overridden are imported from their ``resources.FUNCTIONS`` handler path.
 
     moto keeps its state per process, so two embedded modes in one process need different
-    ``config.prefix`` values; and the real functions build their services once per process, from the
-    environment of the first event (each function's seam, :mod:`jobsched.compose.seam`), so run the
-    real ones in one embedded mode per process (the tests start ``jobsched dev`` as a child).
+    ``config.prefix`` values. The real functions build their services once per container, from the
+    environment of the first event (each function's seam, :mod:`jobsched.compose.seam`): the embedded
+    mode makes each loaded function's seam forget them when it starts and when it stops, so embedded
+    modes one after another in one process each run on their own tables and queues (not two at once:
+    the environment is the process's).
     """
 
     def __init__(
@@ -259,6 +262,7 @@ class EmbeddedMode:
             # installed before the handlers are loaded, so that the loaded ones are attributed.
             iam_recorder.install_from_env()
             self.functions = self._load_functions()
+            self._forget_services()
             self._warn_unregistered_handlers()
             self._start_container_worker()
             self._start_pollers()
@@ -304,6 +308,8 @@ class EmbeddedMode:
         self.dynamodb_server.stop()
         set_lane_source(None)
         self._restore_env()
+        # Built from this mode's environment: a later embedded mode in this process builds its own.
+        self._forget_services()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until :meth:`request_stop` (or a signal handler) asks to stop; True if it did.
@@ -434,6 +440,15 @@ class EmbeddedMode:
             except (ImportError, AttributeError) as exc:
                 self.out(f"warning: {spec.name} function unavailable ({exc}); it is not run")
         return functions
+
+    def _forget_services(self) -> None:
+        """Each loaded function's built services dropped (its module's ``seam``; an override, such
+        as a test's recorder, has none)."""
+        for function in self.functions.values():
+            module = sys.modules.get(getattr(function.handler, "__module__", "") or "")
+            seam = getattr(module, "seam", None)
+            if isinstance(seam, Seam):
+                seam.forget()
 
     def _warn_unregistered_handlers(self) -> None:
         """One warning line per handler version the tenants' jobs and runs refer to that the loaded

@@ -88,6 +88,20 @@ RECORD_FAILURE = "RecordFailure"
 FAILED = "Failed"
 
 
+#: State transitions (what Step Functions bills a standard workflow: one per state entered, a retry of
+#: a task one more) that each workflow message stands for: its task's state entered once more (a
+#: retried task sends a new message); ``chunk.failed`` is ``RecordFailure`` then ``Failed``.
+TRANSITIONS_BY_KIND = {KIND_PLAN: 1, KIND_RUN: 1, KIND_COMPLETE: 1, KIND_FAILED: 2}
+#: The ``Chunks`` map state, entered once a plan is answered.
+PLANNED_TRANSITIONS = 1
+
+
+def start_transitions(has_queue_url: bool) -> int:
+    """Transitions before the first task: ``Queue`` (a choice), and ``LongQueue`` when the input names
+    no chunk queue. (The ``Plan`` task's own is its ``chunk.plan`` message's.)"""
+    return 1 if has_queue_url else 2
+
+
 def _retry(max_attempts: int, interval_seconds: int) -> list[dict[str, Any]]:
     """A permanent failure is not retried; timeouts, missed heartbeats and other failures are."""
     return [

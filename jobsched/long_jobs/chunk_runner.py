@@ -36,11 +36,20 @@ from jobsched.aws.attempts import Claim
 from jobsched.aws.errors import AwsRefused
 from jobsched.aws.outputs import OutputStore, encode
 from jobsched.aws.queues import change_visibility
+from jobsched.aws.sizing import Meter
 from jobsched.core.clock import Clock
 from jobsched.core.errors import LeaseLostError, PermanentError
 from jobsched.core.messages import V1_PAYLOAD_VERSION, RunMessage
 from jobsched.core.models import RunState
-from jobsched.long_jobs.asl import KIND_COMPLETE, KIND_FAILED, KIND_PLAN, KIND_RUN, MESSAGE_KINDS
+from jobsched.long_jobs.asl import (
+    KIND_COMPLETE,
+    KIND_FAILED,
+    KIND_PLAN,
+    KIND_RUN,
+    MESSAGE_KINDS,
+    PLANNED_TRANSITIONS,
+    TRANSITIONS_BY_KIND,
+)
 from jobsched.long_jobs.checkpoints import ChunkStore
 from jobsched.long_jobs.chunked import (
     ChunkContext,
@@ -116,8 +125,11 @@ class ChunkRunner:
         safety_margin_seconds: float = 5.0,
         metrics: obs.MetricSink | None = None,
         queue_urls: Mapping[str, str] | None = None,
+        meter: Meter | None = None,
     ):
         self.parents = ParentStore(attempts)
+        #: Counts the execution's state transitions for the run's tenant (usage, decision 0059 amended).
+        self.meter = meter
         self.outputs = outputs
         self.chunks = chunks
         self.sqs = sqs
@@ -131,7 +143,7 @@ class ChunkRunner:
         #: The queue URLs by kind: an execution's chunk queue is the one of its run's pool
         #: (``long`` or ``container``; without it, the state machine's default, the long queue).
         self.starter = ExecutionStarter(
-            self.parents, self.sfn, state_machine_arn, owner, self.metrics, queue_urls=queue_urls
+            self.parents, self.sfn, state_machine_arn, owner, self.metrics, queue_urls=queue_urls, meter=meter
         )
 
     # --- starting --------------------------------------------------------------------------------
@@ -165,6 +177,8 @@ class ChunkRunner:
         arn = str(data["execution_id"])
         name = arn.rsplit(":", 1)[-1]
         run_id = data["run_id"] if "run_id" in data else data["run"]["run_id"]
+        if delivery.receive_count in (None, 1):  # the task's state entered (not an SQS redelivery)
+            self._transitions(TRANSITIONS_BY_KIND[kind], data)
         parent = self.parents.read(run_id)
         if kind == KIND_FAILED:
             return self._failed(parent, name, arn, data, now)
@@ -229,7 +243,8 @@ class ChunkRunner:
             return ended
         chunks = list(result.value)
         self.parents.set_total(task.parent, task.name, len(chunks), self.clock.now())
-        answer_success(self.sfn, task.token, {"chunks": chunks})
+        if answer_success(self.sfn, task.token, {"chunks": chunks}):
+            self._transitions(PLANNED_TRANSITIONS, task.data)
         return Outcome("chunk_planned", run.id, detail={"chunks": len(chunks)})
 
     def _chunk(self, task: _Task) -> Outcome:
@@ -310,6 +325,13 @@ class ChunkRunner:
         return Outcome("dead_lettered", run_id, run.attempt, detail={"reason": "chunk_failed", "error": text})
 
     # --- helpers ---------------------------------------------------------------------------------
+
+    def _transitions(self, count: int, data: Mapping[str, Any]) -> None:
+        """``count`` state transitions of the execution for the run's tenant (the message's)."""
+        if self.meter is None:
+            return
+        tenant = data.get("tenant") or (data.get("run") or {}).get("tenant")
+        self.meter.record_billed("sfn_transitions", count, tenant=str(tenant) if tenant else None)
 
     def _run(self, fn: Callable[[], Any], ctx: ChunkContext, task: _Task) -> StepResult:
         """Run one step with heartbeats that also keep the message invisible and the run leased."""

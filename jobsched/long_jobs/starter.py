@@ -21,10 +21,12 @@ from datetime import datetime
 from typing import Any
 
 from jobsched.aws.attempts import Claim
+from jobsched.aws.sizing import Meter
 from jobsched.aws.step_functions import StepFunctions
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.messages import RunMessage
 from jobsched.core.pools import chunk_queue_for
+from jobsched.long_jobs.asl import start_transitions
 from jobsched.long_jobs.chunked import ChunkedJob, execution_name
 from jobsched.long_jobs.parent import ParentStore
 from jobsched.runtime import observability as obs
@@ -43,7 +45,9 @@ class ExecutionStarter:
         metrics: Any,
         *,
         queue_urls: Mapping[str, str] | None = None,
+        meter: Meter | None = None,
     ):
+        self.meter = meter
         self.parents = parents
         self.queue_urls = dict(queue_urls or {})
         self.sfn = StepFunctions.of(stepfunctions)
@@ -78,6 +82,10 @@ class ExecutionStarter:
         )
         if started:  # counted once per execution, as an executed attempt is (usage: runs_started)
             self.metrics.add(obs.CHUNKED_RUNS_STARTED)
+            if self.meter is not None:  # the state transitions up to the plan task (usage)
+                self.meter.record_billed(
+                    "sfn_transitions", start_transitions(bool(queue_url)), tenant=run.tenant
+                )
         if not started:
             described = self.sfn.describe_execution(self.execution_arn(name))
             if described["status"] != "RUNNING":

@@ -98,6 +98,14 @@ QUEUE_KINDS = (*LAMBDA_QUEUE_KINDS, CONTAINER_KIND)
 LAMBDA_TIME_LIMIT_SECONDS = 900
 #: The longest timeout a run on the ``container`` pool may have: SQS's maximum visibility timeout.
 MAX_CONTAINER_TIMEOUT_SECONDS = 12 * 3600
+#: The container pool's task size (Fargate CPU units, 1024 = 1 vCPU, and memory in MiB): the stack sets
+#: them from ``container_cpu`` / ``container_memory`` in the task's environment, and the loop prices its
+#: runs' Fargate time by them (usage, decision 0059 amended). Unset: the stack's defaults; ``0``
+#: (a loop on machines of one's own, not Fargate): no Fargate time is counted.
+ENV_CONTAINER_CPU = "JOBSCHED_CONTAINER_CPU"
+ENV_CONTAINER_MEMORY_MB = "JOBSCHED_CONTAINER_MEMORY_MB"
+DEFAULT_CONTAINER_CPU = 1024
+DEFAULT_CONTAINER_MEMORY_MB = 2048
 #: The embedded mode only (``jobsched dev --lambda-time-limit``): Lambda's time limit in seconds, in
 #: place of 900, for the API's checks and the embedded invocations (infra never sets it).
 ENV_LAMBDA_TIME_LIMIT = "JOBSCHED_LAMBDA_TIME_LIMIT_SECONDS"

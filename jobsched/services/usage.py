@@ -17,6 +17,12 @@ of the invocation :meth:`UsageRecorder.flush` adds each (tenant, day) to its usa
 per tenant and day the invocation served, and nothing when it served no tenant
 (:class:`FunctionUsage` wraps the dispatcher's, the sweeper's and the API's invocations). Metric
 names carry no tenant dimension: the per-tenant figures live in DynamoDB, not in CloudWatch metrics.
+
+Since decision 0059 was amended, :meth:`TenantMeter.record_billed` also keeps what is billed outside
+the request units (Step Functions transitions, SNS publishes, Fargate seconds: :data:`BILLED`), the
+DLQ consumer counts like the other functions, and what serves no tenant goes to the deployment row
+(:data:`jobsched.core.usage.DEPLOYMENT`): the capacity function's meter (``TenantMeter(only=...)``)
+and the mappings' empty polls the sweeper adds (:class:`MappingPolls`).
 """
 
 from __future__ import annotations
@@ -28,11 +34,12 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import datetime
 from typing import Any
 
 from jobsched.aws.metering import Meter
 from jobsched.core.clock import Clock
-from jobsched.core.usage import DayUsage, day_of
+from jobsched.core.usage import DEPLOYMENT, DayUsage, day_of, empty_polls
 from jobsched.ports.stores import UsageRecords
 from jobsched.runtime import observability as obs
 
@@ -55,8 +62,13 @@ def _tenant() -> str | None:
     return tenant if isinstance(tenant, str) and tenant else None
 
 
+#: Counters billed outside the requests' units (:meth:`TenantMeter.record_billed`), kept per tenant
+#: and shared by the same rule as the units; their names are the usage items'.
+BILLED = ("sfn_transitions", "sns_publishes", "fargate_vcpu_seconds", "fargate_gb_seconds")
+
+
 def _units() -> dict[str, float]:
-    return {"wru": 0.0, "rru": 0.0, "sqs": 0.0}
+    return {"wru": 0.0, "rru": 0.0, "sqs": 0.0, **dict.fromkeys(BILLED, 0.0)}
 
 
 def billed_gb_seconds(seconds: float, memory_mb: int) -> float:
@@ -77,9 +89,14 @@ class TenantMeter(Meter):
     splits the shared units and the invocation's Lambda duration and request charge over the tenants
     in proportion to their weights; an invocation that weighed no tenant (an idle tick) carries them
     to the container's next invocation that does.
+
+    ``only`` (the deployment row, :data:`jobsched.core.usage.DEPLOYMENT`): every request and every
+    billed amount is that tenant's, whatever lane or items it has (the capacity function serves no
+    tenant: its cost is the deployment's).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, only: str | None = None) -> None:
+        self.only = only
         self._tenant_lock = threading.Lock()
         self.by_tenant: defaultdict[str, dict[str, float]] = defaultdict(_units)
         self.shared: dict[str, float] = {**_units(), "gb_seconds": 0.0, "invocations": 0.0}
@@ -107,7 +124,7 @@ class TenantMeter(Meter):
                 self.counting["wru"] += wru
                 self.counting["requests"] += requests
             return
-        tenant = obs.current_lane()
+        tenant = self.only or obs.current_lane()
         with self._tenant_lock:
             units = self.by_tenant[tenant] if tenant else self.shared
             units["wru"] += wru
@@ -126,8 +143,21 @@ class TenantMeter(Meter):
         super().record_sqs(operation, sizes)
         self._add(0.0, 0.0, self.sqs_billed_requests - before)
 
+    def record_billed(self, counter: str, amount: float, *, tenant: str | None = None) -> None:
+        """``amount`` of ``counter`` (one of :data:`BILLED`) for ``tenant``, else the lane's tenant (and
+        it weighs 1 for that tenant, like a request made in its lane), else shared."""
+        super().record_billed(counter, amount, tenant=tenant)
+        if self._counting():
+            return
+        owner = self.only or tenant or obs.current_lane()
+        with self._tenant_lock:
+            units = self.by_tenant[owner] if owner else self.shared
+            units[counter] = units.get(counter, 0.0) + amount
+            if owner:
+                self.weights[owner] += 1
+
     def record_items(self, wires: Iterable[Mapping[str, Any]]) -> None:
-        if self._counting() or obs.current_lane():
+        if self.only or self._counting() or obs.current_lane():
             return  # a tenant's own request weighs 1 already
         tenants = [t["S"] for w in wires if isinstance(t := w.get("tenant"), dict) and t.get("S")]
         if tenants:
@@ -165,11 +195,13 @@ class TenantMeter(Meter):
     def settle(self) -> dict[str, dict[str, float]]:
         """Per tenant: its own units plus its share (weight / all weights) of the shared units, Lambda
         GB-seconds (``gb_seconds``) and invocations, since the last settle; keys ``wru``, ``rru``,
-        ``sqs``, ``gb_seconds``, ``invocations``. With no weight at all, the shared figures are kept
-        for the next settle."""
+        ``sqs``, ``gb_seconds``, ``invocations`` and the :data:`BILLED` counters. With no weight at
+        all, the shared figures are kept for the next settle (with ``only``: they are that tenant's)."""
         with self._tenant_lock:
             own, self.by_tenant = dict(self.by_tenant), defaultdict(_units)
             weights, self.weights = self.weights, Counter()
+            if self.only and not weights:
+                weights[self.only] = 1
             total = sum(weights.values())
             out: dict[str, dict[str, float]] = {}
             for tenant in set(own) | set(weights):
@@ -210,6 +242,12 @@ class UsageRecorder:
                     usage.add(counter, value if by_value else 1)
         self.inner.add(name, value)
 
+    def add_to(self, tenant: str, counter: str, value: float) -> None:
+        """Add ``value`` to ``counter`` of ``tenant``'s day (e.g. the deployment row's estimated empty
+        polls), written with the next flush."""
+        with self._lock:
+            self._usage(tenant).add(counter, value)
+
     def take(self) -> list[DayUsage]:
         """What was counted since the last take (the meter's units and Lambda shares added, see
         :meth:`TenantMeter.settle`), and forget it."""
@@ -222,6 +260,8 @@ class UsageRecorder:
                 usage.add("sqs_requests", spent["sqs"])
                 usage.add("lambda_gb_seconds", spent["gb_seconds"])
                 usage.add("lambda_requests", spent["invocations"])
+                for counter in BILLED:
+                    usage.add(counter, spent.get(counter, 0.0))
             taken, self._days = list(self._days.values()), {}
         return [u for u in taken if not u.is_empty()]
 
@@ -268,3 +308,30 @@ class FunctionUsage:
             yield
         finally:
             self.recorder.flush(self.store, seconds=time.perf_counter() - started, memory_mb=self.memory_mb)
+
+
+class MappingPolls:
+    """The event source mappings' empty polls, a cost of the deployment (decision 0059 amended): the
+    sweeper adds, once per sweep, what ``mappings`` idle mappings poll in the time since its previous
+    sweep in this container (the first sweep: ``period_seconds``, the sweeper's schedule; at most
+    ``cap_seconds``) to the deployment row's ``sqs_requests``. An estimate: a poll that returned runs
+    was counted for their tenants already, and is counted here again."""
+
+    def __init__(self, mappings: int, period_seconds: float, cap_seconds: float = 3600.0):
+        self.mappings = mappings
+        self.period_seconds = period_seconds
+        self.cap_seconds = cap_seconds
+        self.last: datetime | None = None
+
+    def since_last(self, now: datetime) -> float:
+        """Empty polls since the previous call (see the class docstring), and remember ``now``."""
+        elapsed = self.period_seconds if self.last is None else (now - self.last).total_seconds()
+        self.last = now
+        return empty_polls(self.mappings, min(max(0.0, elapsed), self.cap_seconds))
+
+    def add_to(self, recorder: UsageRecorder, now: datetime) -> float:
+        """Add the empty polls since the previous sweep to the deployment row (with the next flush)."""
+        polls = self.since_last(now)
+        if polls:
+            recorder.add_to(DEPLOYMENT, "sqs_requests", polls)
+        return polls

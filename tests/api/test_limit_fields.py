@@ -161,6 +161,29 @@ def test_a_tenant_sees_its_own_usage_and_an_operator_every_tenants(aws, call):
     assert call("GET", "/usage", query={"tenant": "globex"}, headers=ACME)["statusCode"] == 403
 
 
+def test_the_new_counters_are_answered_and_priced_and_the_deployment_row_is_an_operators_only(aws, call):
+    """Given acme's chunked run's transitions, a publish and container time, and the deployment row,
+    When acme asks GET /usage, Then its day answers each counter and prices them into estimated_usd;
+    the deployment row is not acme's; an administrator gets it beside the tenants."""
+    _add_usage(
+        aws,
+        "acme",
+        "2026-03-02",
+        sfn_transitions=1000,
+        sns_publishes=2,
+        fargate_vcpu_seconds=3600,
+        fargate_gb_seconds=7200,
+    )
+    _add_usage(aws, "@deployment", "2026-03-02", sqs_requests=194_400, lambda_requests=1440)
+    [day] = body_of(call("GET", "/usage", headers=ACME))["items"]
+    assert (day["sfn_transitions"], day["sns_publishes"]) == (1000, 2)
+    assert (day["fargate_vcpu_seconds"], day["fargate_gb_seconds"]) == (3600, 7200)
+    assert day["estimated_usd"] == pytest.approx(0.025 + 2 * 0.5e-6 + 0.03238 + 2 * 0.00356)
+    every = body_of(call("GET", "/usage", headers=OPS))["items"]
+    assert [d["tenant"] for d in every] == ["@deployment", "acme"]
+    assert every[0]["sqs_requests"] == 194_400 and every[0]["estimated_usd"] > 0
+
+
 @pytest.mark.parametrize(
     "query", [{"from": "yesterday"}, {"from": "2026-03-02", "to": "2026-03-01"}, {"from": "2026-01-01"}]
 )

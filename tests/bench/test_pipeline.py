@@ -285,6 +285,17 @@ def test_the_tenants_usage_adds_up_to_the_measured_cost_within_2_percent(figures
     assert counted.attribution_ok()
 
 
+def test_the_deployment_row_is_reported_apart_from_the_tenants(counted):
+    """Given the same run, Then the sweeper's estimate of the mappings' empty polls (decision 0059
+    amended) is on the deployment row, reported beside the tenants and not in their sum."""
+    from jobsched.bench.report import pipeline_text
+
+    attribution = counted.to_dict()["usage_attribution"]
+    assert attribution["deployment_usd_per_million_runs"] > 0
+    assert "@deployment" not in attribution["tenants"]
+    assert "the deployment row (estimated empty polls" in pipeline_text(counted.to_dict())
+
+
 def test_counting_every_function_raises_the_cost_per_run_by_at_most_1_percent(counted):
     """Given the same run, Then the dispatcher's and the sweeper's usage writes (one per tick or sweep
     that served the tenant) and the seconds they took cost at most 1 % of the rest of a run's cost,

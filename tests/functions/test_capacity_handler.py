@@ -14,9 +14,11 @@ import functions.capacity as capacity_function
 from jobsched.aws.jobs_store import JobsStore
 from jobsched.aws.metering import dynamo_for
 from jobsched.aws.queue_ages import QueueAges
+from jobsched.aws.usage_store import UsageStore
 from jobsched.compose.capacity import capacity_policy_from_env, worker_alias_from_env
 from jobsched.core.clock import FakeClock
 from jobsched.core.models import Job
+from jobsched.core.usage import DEPLOYMENT
 from jobsched.local.invoke import LambdaContext
 from jobsched.runtime.resources import (
     ENV_CAPACITY_CONTAINER_SERVICE,
@@ -292,3 +294,17 @@ def test_a_bad_provisioned_setting_fails_the_build_naming_the_variable(deployed,
         pytest.raises(ValueError, match=named),
     ):
         capacity_function.handler({}, LambdaContext("capacity", 60))
+
+
+def test_a_tick_is_counted_on_the_deployment_row_not_on_a_tenants(deployed):
+    env, _ = deployed
+    # Given acme's jobs due within the lead (the tick reads them: items that carry a tenant)
+    _burst(env, 3)
+    # When the scheduled tick runs
+    capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Then its requests and its one invocation are the deployment row's, and acme is counted nothing
+    store = UsageStore(dynamo_for(env.settings, env.clients.dynamodb), env.settings.leases_table)
+    day = NOW.date()
+    [row] = store.tenant_days(DEPLOYMENT, day, day)
+    assert row.rru > 0 and row.lambda_requests == 1 and row.lambda_gb_seconds > 0
+    assert store.tenant_days("acme", day, day) == []

@@ -148,16 +148,18 @@ def test_a_one_minute_schedule_invokes_it_with_the_ticks_retry_policy_and_dead_l
     assert grants["lambda:InvokeFunction"] == [function, {"Fn::Join": ["", [function, ":*"]]}]
 
 
-def test_its_role_may_make_exactly_the_reads_and_mapping_calls_of_a_tick(synth):
+def test_its_role_may_make_exactly_the_reads_mapping_calls_and_usage_write_of_a_tick(synth):
     grants = _grants(synth, synth.stack.capacity.function.role)
     jobs, runs, leases = (
         _arn(synth, synth.stack.tables.table(spec)) for spec in (JOBS_TABLE, RUNS_TABLE, LEASES_TABLE)
     )
-    # Then, beyond its logs and traces: the due index and the jobs, the ledger, the ages item
+    # Then, beyond its logs and traces: the due index and the jobs, the ledger, the ages item, and its
+    # usage item on the deployment row (decision 0059 amended)
     assert {a: r for a, r in grants.items() if a.startswith("dynamodb:")} == {
         "dynamodb:Query": [{"Fn::Join": ["", [jobs, "/index/due_index"]]}, runs],
         "dynamodb:BatchGetItem": [jobs],
         "dynamodb:GetItem": [leases],
+        "dynamodb:UpdateItem": [leases],
     }
     # And the two mapping calls on the four worker mappings, nothing else of Lambda
     mappings = sorted(
@@ -195,6 +197,7 @@ def test_its_role_may_make_exactly_the_reads_and_mapping_calls_of_a_tick(synth):
         "dynamodb:Query",
         "dynamodb:BatchGetItem",
         "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
     } == set(MAPPING_ACTIONS) | set(SCALABLE_TARGET_ACTIONS) | set(SERVICE_VALIDATION_ACTIONS)
 
 

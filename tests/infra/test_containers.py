@@ -90,11 +90,14 @@ def test_the_task_definition_is_fargate_arm64_of_the_configured_size(synth):
 def test_the_container_runs_the_worker_loop_with_the_worker_functions_environment(synth):
     # Given the worker function's environment / Then the container runs `jobsched worker --pool
     # container` with exactly the variables the worker has (names, settings, code version; the
-    # worker's service name, so its run metrics and the alarms on them count the container's runs)
+    # worker's service name, so its run metrics and the alarms on them count the container's runs),
+    # and the task's size, by which it counts its runs' Fargate time (usage)
     container = _container(synth.template)
     assert container["Command"] == list(COMMAND) == ["jobsched", "worker", "--pool", "container"]
     env = {item["Name"]: item["Value"] for item in container["Environment"]}
     worker = synth.template["Resources"][synth.logical_id(synth.stack.functions["worker"])]["Properties"]
+    size = {name: env.pop(name) for name in ("JOBSCHED_CONTAINER_CPU", "JOBSCHED_CONTAINER_MEMORY_MB")}
+    assert size == {"JOBSCHED_CONTAINER_CPU": "1024", "JOBSCHED_CONTAINER_MEMORY_MB": "2048"}
     assert env == worker["Environment"]["Variables"]
     assert env["POWERTOOLS_SERVICE_NAME"] == "worker"
     expected = {t.env_var for t in TABLES} | {q.env_var for q in QUEUES} | {q.dlq_env_var for q in QUEUES}
@@ -340,6 +343,8 @@ def test_spot_a_size_and_a_ceiling_follow_the_settings():
     ]
     props = _one(template, "AWS::ECS::TaskDefinition")
     assert (props["Cpu"], props["Memory"]) == ("2048", "8192")
+    env = {item["Name"]: item["Value"] for item in props["ContainerDefinitions"][0]["Environment"]}
+    assert (env["JOBSCHED_CONTAINER_CPU"], env["JOBSCHED_CONTAINER_MEMORY_MB"]) == ("2048", "8192")
     assert _one(template, "AWS::ApplicationAutoScaling::ScalableTarget")["MaxCapacity"] == 3
 
 

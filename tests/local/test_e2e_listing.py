@@ -38,6 +38,9 @@ def process() -> Iterator[EmbeddedProcess]:
         process.stop()
 
 
+# A latency bound on the wall clock (0.75 s): beside three other workers on two cores /health took
+# 0.996 s once (load average 13, 2026-12-05), so it runs in make test's serial session.
+@pytest.mark.serial
 def test_health_answers_promptly_while_a_slow_listing_runs(process: EmbeddedProcess) -> None:
     # Given a per-minute job with a 600-occurrence backfill (a history the tenant listing filters)
     client: ApiClient = process.client(TENANT)

@@ -306,3 +306,25 @@ def test_a_queue_consumer_is_what_the_loop_reads(aws, clock):
     # Then it consumes the container queue (the pool's own), not a Lambda queue
     assert isinstance(loop.consumer, QueueConsumer)
     assert loop.consumer.queue_url == aws.settings.queue_urls[CONTAINER_KIND]
+
+
+def test_a_runs_share_of_the_tasks_time_is_counted_as_fargate_seconds_for_its_tenant(aws, clock):
+    # Given the loop at the stack's default task size (1 vCPU, 2 GB) and acme's run that holds it 0.3 s
+    from jobsched.aws.usage_store import UsageStore
+
+    msg = queue_run(aws, clock, "job-long", "container_test.long")
+    loop = loop_for(aws, clock, "container:a")
+    assert loop.fargate.task_size == (1024, 2048)
+    # When the loop runs it to its end
+    loop.start()
+    assert STARTED.wait(10)
+    threading.Timer(0.3, GO.set).start()
+    wait_for(lambda: run_of(aws, msg.run_id).state is RunState.SUCCEEDED)
+    loop.stop()
+    # Then acme's day holds the task's seconds while it held the run, and the idle seconds before it
+    # (shared by the delivery's weights: acme's alone), as vCPU-seconds and twice that in GB-seconds
+    store = UsageStore(dynamo_for(aws.settings, aws.clients.dynamodb), aws.settings.leases_table)
+    day = clock.now().date()
+    [usage] = wait_for(lambda: store.tenant_days("acme", day, day))
+    assert usage.fargate_vcpu_seconds >= 0.3
+    assert usage.fargate_gb_seconds == pytest.approx(2 * usage.fargate_vcpu_seconds)

@@ -1,7 +1,10 @@
 """`jobsched usage [--from DAY] [--to DAY] [--tenant T]`: usage per tenant and day (``GET /usage``).
 
-A tenant sees its own days; an administrator every tenant's (or one, with ``--tenant``). Days are UTC;
-the default is the last 7 days to today. One row per tenant and day with any usage.
+A tenant sees its own days; an administrator every tenant's (or one, with ``--tenant``), and the
+deployment row (tenant ``@deployment``: what serves no tenant). Days are UTC; the default is the last 7
+days to today. One row per tenant and day with any usage; the table shows the runs, the Step Functions
+transitions (``SFN``), the SNS publishes (``SNS``), the container pool's Fargate vCPU-seconds
+(``VCPU_S``) and the estimate; ``--json`` answers every counter.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ USAGE_COLUMNS = (
     Column("DEAD", key("runs_dead_lettered"), 5),
     Column("RUN_SECONDS", key("run_seconds"), 11),
     Column("WAITS", key("throttled_waits"), 6),
+    Column("SFN", lambda u: f"{u.get('sfn_transitions', 0):g}", 8),
+    Column("SNS", lambda u: f"{u.get('sns_publishes', 0):g}", 6),
+    Column("VCPU_S", lambda u: f"{u.get('fargate_vcpu_seconds', 0):g}", 10),
     Column("EST_USD", lambda u: f"{u.get('estimated_usd', 0):.6f}", 10),
 )
 

@@ -112,7 +112,14 @@ def run(args: argparse.Namespace) -> int:
         wait_seconds=args.wait_seconds,
         lease_seconds=args.lease_seconds,
     )
-    loop = container_worker_from_settings(settings, Clients(), config=config)
+    try:
+        loop = container_worker_from_settings(settings, Clients(), config=config)
+    except ConfigurationError as exc:  # the task size's variables (usage), as the settings' above
+        print(
+            f"error: {exc.code}: {exc.message} (docs/container-worker.md lists the variables)",
+            file=sys.stderr,
+        )
+        return 2
     restore = on_stop_signals(loop.request_stop)
     try:
         code = loop.run()

@@ -150,14 +150,16 @@ function loadUsage() {
     const byDay = Object.fromEntries(answer.items.map((u) => [u.day, u]));
     const days = [];
     for (let t = new Date(answer.first_day + "T00:00:00Z"); day(t) <= answer.last_day; t = new Date(t.getTime() + 1440 * MINUTE)) {
-      days.push(byDay[day(t)] || { day: day(t), runs_started: 0, run_seconds: 0, estimated_usd: 0 });
+      days.push(byDay[day(t)] || { day: day(t), runs_started: 0, run_seconds: 0, sfn_transitions: 0, sns_publishes: 0,
+        fargate_vcpu_seconds: 0, estimated_usd: 0 });
     }
     return days;
   });
 }
 
 // Usage per UTC day (GET /usage, what the workers counted: docs/semantics/limits.md): runs started and
-// the seconds they ran as a chart, with the estimated cost in the table under it.
+// the seconds they ran as a chart; in the table under it, the chunked runs' Step Functions transitions,
+// the SNS publishes, the container pool's Fargate vCPU-seconds and the estimated cost.
 function Usage() {
   const { data: days, error } = usePoll(loadUsage, [], USAGE_EVERY);
   if (!days) return html`<${ErrorBox} error=${error} />${!error && html`<p>Loading…</p>`}`;
@@ -170,9 +172,12 @@ function Usage() {
     </figure>
     <table id="usage-table"><caption class="sr-only">Usage per UTC day</caption>
       <thead><tr><th scope="col">day (UTC)</th><th scope="col" class="num">runs started</th><th scope="col" class="num">run-seconds</th>
-        <th scope="col" class="num">estimated cost (USD)</th></tr></thead>
+        <th scope="col" class="num">state transitions</th><th scope="col" class="num">SNS publishes</th>
+        <th scope="col" class="num">Fargate vCPU-seconds</th><th scope="col" class="num">estimated cost (USD)</th></tr></thead>
       <tbody>${days.map((d) => html`<tr><th scope="row"><time datetime=${d.day}>${d.day}</time></th><td class="num">${d.runs_started}</td>
-        <td class="num">${d.run_seconds.toFixed(1)}</td><td class="num">${d.estimated_usd.toFixed(6)}</td></tr>`)}</tbody>
+        <td class="num">${d.run_seconds.toFixed(1)}</td><td class="num">${Math.round(d.sfn_transitions || 0)}</td>
+        <td class="num">${Math.round(d.sns_publishes || 0)}</td><td class="num">${(d.fargate_vcpu_seconds || 0).toFixed(1)}</td>
+        <td class="num">${d.estimated_usd.toFixed(6)}</td></tr>`)}</tbody>
     </table>`;
 }
 

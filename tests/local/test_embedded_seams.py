@@ -1,0 +1,42 @@
+"""Embedded modes one after another in one process each run the real functions on their own tables.
+
+A real function builds its services once per container from the environment of its first event
+(:mod:`jobsched.compose.seam`); the embedded mode sets that environment to its own tables and queues,
+so it makes the loaded functions' seams forget their services when it starts and when it stops.
+"""
+
+from __future__ import annotations
+
+import time
+
+from functions import dispatcher
+from jobsched.local.embedded import EmbeddedMode
+from tests.local.conftest import machinery_config
+
+#: Every function but the dispatcher is left out: only its ticks run.
+ONLY_THE_DISPATCHER = {"api": None, "worker": None, "dlq_consumer": None, "sweeper": None}
+
+
+def _jobs_table_of_a_tick(mode: EmbeddedMode, timeout: float = 30.0) -> str:
+    """The Jobs table the real dispatcher's built services use, once a tick has built them."""
+    deadline = time.monotonic() + timeout
+    while not dispatcher.seam.built:
+        assert time.monotonic() < deadline, "the dispatcher did not tick"
+        time.sleep(0.05)
+    settings, _, _ = dispatcher.seam.services()
+    return settings.jobs_table
+
+
+def test_a_second_embedded_mode_builds_the_real_functions_afresh() -> None:
+    first_config = machinery_config(tick_seconds=0.1)
+    with EmbeddedMode(first_config, handlers=dict(ONLY_THE_DISPATCHER), out=lambda _line: None) as first:
+        first_table = _jobs_table_of_a_tick(first)
+        assert first_table.startswith(first_config.prefix)
+    # Stopped: nothing built from its environment is kept for the next one.
+    assert not dispatcher.seam.built
+
+    second_config = machinery_config(tick_seconds=0.1)
+    with EmbeddedMode(second_config, handlers=dict(ONLY_THE_DISPATCHER), out=lambda _line: None) as second:
+        second_table = _jobs_table_of_a_tick(second)
+    assert second_table.startswith(second_config.prefix)
+    assert second_table != first_table
