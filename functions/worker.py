@@ -141,7 +141,13 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
                 receive_count=_receive_count(raw),
             )
         )
-    failed = process_batch(deliveries, handle, concurrency=settings.worker_concurrency)
+    # The fair share (decision 0057): a tenant holding its slots of the pool leaves the head-room free.
+    share = worker.enter_share(deliveries, f"worker:{getattr(context, 'aws_request_id', 'local')}")
+    try:
+        failed = process_batch(share.admitted, handle, concurrency=settings.worker_concurrency)
+    finally:
+        share.exit(clock.now())
+    failed = share.deferred + failed
     meter = worker.usage.meter if worker.usage is not None else None
     if isinstance(meter, TenantMeter):  # the event source mapping's receive and delete of this batch
         meter.record_event_source(

@@ -95,11 +95,11 @@ def capacity_queues(config: StackConfig) -> dict[str, dict[str, int]]:
     caps = config.capacity_caps()
     queues = {
         kind: {
-            "base": base,
+            "base": config.mapping_ceiling(kind),
             "cap": caps[kind],
             "batch_size": BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),
         }
-        for kind, base in config.max_concurrency.items()
+        for kind in config.max_concurrency
     }
     if config.capacity_max_warm_tasks:
         queues[CONTAINER_QUEUE] = {

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from jobsched.api.auth import DEFAULT_JWT_TENANT_CLAIM
+from jobsched.core.errors import ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
+from jobsched.core.shares import DEFAULT_FAIR_SHARE, check_share, pool_ceiling
 from jobsched.runtime.resources import (
     BACKPRESSURE_PRIORITIES,
     DEFAULT_BACKPRESSURE_AGE_SECONDS,
@@ -25,6 +27,7 @@ from jobsched.runtime.resources import (
     DEFAULT_LOOKAHEAD_SECONDS,
     DEFAULT_RETENTION_DAYS,
     DEFAULT_SHARDS,
+    FAIR_SHARE_QUEUES,
     LAMBDA_QUEUE_KINDS,
     MAX_BACKPRESSURE_AGE_SECONDS,
     MAX_BACKPRESSURE_DEPTH,
@@ -157,6 +160,10 @@ class StackConfig:
     # Default per-tenant limits (docs/semantics/limits.md); 0 = none. An operator sets a tenant's own
     # with PUT /admin/tenants/{tenant}/limits.
     tenant_max_running: int = 0
+    #: The share of a Lambda queue's invocations one tenant may hold (decision 0057): high, default and
+    #: low's mappings get MaximumConcurrency ceil(max_concurrency / fair_share), one tenant at most
+    #: max_concurrency of them; the rest is head-room for other tenants' runs. 0.1 to 1; 1 = off.
+    fair_share: float = DEFAULT_FAIR_SHARE
     tenant_runs_per_second: float = 0.0
     tenant_burst: int = 1
     #: Jobs of a due page a dispatcher tick writes at once (docs/scaling.md: a shard's throughput).
@@ -239,6 +246,10 @@ class StackConfig:
                 f"alarm_oldest_run_seconds must be {MIN_BACKPRESSURE_AGE_SECONDS} (the sweeper reads no run "
                 f"due more recently) to {MAX_BACKPRESSURE_AGE_SECONDS}, got {self.alarm_oldest_run_seconds}"
             )
+        try:
+            check_share(self.fair_share)
+        except ValidationError as exc:
+            raise ConfigError(str(exc)) from None
         if not 0 <= self.tenant_max_running <= 1000:
             raise ConfigError(f"tenant_max_running must be 0 (none) to 1000, got {self.tenant_max_running}")
         if not 0 <= self.tenant_runs_per_second <= 1000:
@@ -262,11 +273,12 @@ class StackConfig:
             ("high_reserved_concurrency", "high", self.high_reservation),
             ("long_reserved_concurrency", "long", self.long_reservation),
         ):
-            ceiling = self.max_concurrency[kind]
+            ceiling = self.mapping_ceiling(kind)
             if reserved != 0 and not ceiling <= reserved <= MAX_RESERVED_CONCURRENCY:
                 raise ConfigError(
-                    f"{name} must be 0 (no reservation) or between max_concurrency[{kind}] "
-                    f"({ceiling}) and {MAX_RESERVED_CONCURRENCY}, got {reserved}: a reservation below the "
+                    f"{name} must be 0 (no reservation) or between the {kind} mapping's MaximumConcurrency "
+                    f"({ceiling}: max_concurrency[{kind}] with the fair share's head-room) and "
+                    f"{MAX_RESERVED_CONCURRENCY}, got {reserved}: a reservation below the "
                     f"{kind} mapping's MaximumConcurrency would throttle its deliveries"
                 )
 
@@ -278,10 +290,11 @@ class StackConfig:
             )
         reservations = {"high": self.high_reservation, "long": self.long_reservation}
         for kind, cap in self.capacity_max_concurrency.items():
-            base = self.max_concurrency[kind]
+            base = self.mapping_ceiling(kind)
             if not base <= cap <= 1000:
                 raise ConfigError(
-                    f"capacity_max_concurrency[{kind}] must be between max_concurrency[{kind}] ({base}) "
+                    f"capacity_max_concurrency[{kind}] must be between the {kind} mapping's "
+                    f"MaximumConcurrency ({base}: max_concurrency[{kind}] with the fair share's head-room) "
                     f"and 1000, got {cap}"
                 )
             reserved = reservations.get(kind, 0)
@@ -319,11 +332,23 @@ class StackConfig:
             )
 
     def capacity_caps(self) -> dict[str, int]:
-        """Each Lambda queue's cap for the capacity function: its setting, or its max_concurrency."""
+        """Each Lambda queue's cap for the capacity function: its setting, or its mapping's ceiling."""
         return {
-            kind: self.capacity_max_concurrency.get(kind, self.max_concurrency[kind])
+            kind: self.capacity_max_concurrency.get(kind, self.mapping_ceiling(kind))
             for kind in LAMBDA_QUEUE_KINDS
         }
+
+    def mapping_ceiling(self, kind: str) -> int:
+        """The queue's mapping's MaximumConcurrency: max_concurrency, raised by the fair share's
+        head-room on high, default and low (decision 0057)."""
+        base = self.max_concurrency[kind]
+        return pool_ceiling(base, self.fair_share) if kind in FAIR_SHARE_QUEUES else base
+
+    def tenant_slots(self) -> dict[str, int]:
+        """The invocations one tenant may hold per queue (JOBSCHED_TENANT_SLOTS); none at fair_share 1."""
+        if self.fair_share >= 1:
+            return {}
+        return {kind: self.max_concurrency[kind] for kind in FAIR_SHARE_QUEUES}
 
     def _check_containers(self) -> None:
         cpu, memory = self.container_cpu, self.container_memory
@@ -407,7 +432,7 @@ class StackConfig:
     def high_reservation(self) -> int:
         """The high worker's reserved concurrency: the setting, or by default high's ceiling."""
         if self.high_reserved_concurrency is None:
-            return self.max_concurrency["high"]
+            return self.mapping_ceiling("high")
         return self.high_reserved_concurrency
 
     @property

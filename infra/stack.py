@@ -37,6 +37,7 @@ from infra.storage import PayloadStore
 from infra.tables import Tables
 from infra.tags import apply_tags
 from infra.workers import Workers
+from jobsched.core.shares import format_tenant_slots
 from jobsched.runtime.resources import (
     CONTAINER_KIND,
     ENV_ALLOWED_HTTP_HOSTS,
@@ -53,6 +54,7 @@ from jobsched.runtime.resources import (
     ENV_TENANT_BURST,
     ENV_TENANT_MAX_RUNNING,
     ENV_TENANT_RUNS_PER_SECOND,
+    ENV_TENANT_SLOTS,
     QUEUE_KINDS,
     TABLES,
 )
@@ -121,6 +123,11 @@ class JobschedStack(cdk.Stack):
             ENV_TENANT_MAX_RUNNING: str(config.tenant_max_running),
             ENV_TENANT_RUNS_PER_SECOND: str(config.tenant_runs_per_second),
             ENV_TENANT_BURST: str(config.tenant_burst),
+            **(
+                {ENV_TENANT_SLOTS: format_tenant_slots(config.tenant_slots())}
+                if config.tenant_slots()
+                else {}
+            ),
             ENV_DISPATCH_CONCURRENCY: str(config.dispatch_concurrency),
             # What each attempt records as the code that ran it (decision 0048): the asset's hash.
             ENV_CODE_VERSION: code_version_of(self, code),

@@ -123,7 +123,8 @@ class Workers(Construct):
                 queues.queue(kind),
                 batch_size=BATCH_SIZE.get(kind, DEFAULT_BATCH_SIZE),
                 report_batch_item_failures=True,
-                max_concurrency=config.max_concurrency[kind],
+                # with the fair share's head-room (decision 0057): one tenant holds max_concurrency at most
+                max_concurrency=config.mapping_ceiling(kind),
             )
             invoked = self.worker_alias if self.worker_alias and kind in PROVISIONED_KINDS else None
             # grants consume (incl. ChangeMessageVisibility) to the function's role, alias or not

@@ -55,6 +55,11 @@ def semaphore_key(tenant: str, key: str | None) -> str:
     return f"sem#{tenant}" if key is None else f"sem#{tenant}#{key}"
 
 
+def share_key(queue: str, tenant: str) -> str:
+    """The item counting ``tenant``'s invocations on ``queue``'s pool (fair shares, decision 0057)."""
+    return f"share#{queue}#{tenant}"
+
+
 def bucket_key(tenant: str, key: str | None) -> str:
     return f"bucket#{tenant}" if key is None else f"bucket#{tenant}#{key}"
 
@@ -238,6 +243,12 @@ class Semaphores:
                 continue
             return Waiter(run_id=name, queue_url=str(entry["q"]), receipt_handle=str(entry["r"]))
         return None
+
+    def peek(self, key: str) -> dict[str, int]:
+        """The semaphore's holders as stored, read eventually consistent (half a read unit): what a
+        fair share's admission looks at before it decides whether to register (decision 0057)."""
+        item = self.dynamo.get(self.table, {"lease_key": key}) or {}
+        return {h: int(v) for h, v in (item.get("holders") or {}).items()}
 
     def holders(self, key: str) -> dict[str, int]:
         """The semaphore's holders as stored (strongly consistent; for tests and operators)."""

@@ -21,6 +21,7 @@ import boto3
 from moto import mock_aws
 
 from jobsched.core.clock import Clock
+from jobsched.core.shares import format_tenant_slots
 from jobsched.local import moto_fixes
 from jobsched.local.provision import Provisioned, provision
 from jobsched.runtime import resources
@@ -35,8 +36,15 @@ _CLEARED = (
 )
 
 
+#: The deployment's default slots one tenant may hold per queue (infra/config.py: max_concurrency of
+#: high/default/low at the default fair share, decision 0057; tests/infra/test_fair_share.py checks they
+#: agree), so the cost benchmark's worker pays what a deployed one does for the share.
+DEFAULT_TENANT_SLOTS = {"high": 20, "default": 20, "low": 5}
+
+
 def _function_environment(shards: int) -> dict[str, str]:
     return {
+        resources.ENV_TENANT_SLOTS: format_tenant_slots(DEFAULT_TENANT_SLOTS),
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_SESSION_TOKEN": "testing",

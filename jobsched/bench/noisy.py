@@ -33,7 +33,7 @@ import sys
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -42,12 +42,15 @@ from jobsched.bench.lag import percentile
 from jobsched.client import ApiClient
 from jobsched.compose.pipeline import job_service_from_settings
 from jobsched.core.models import from_iso
+from jobsched.core.shares import DEFAULT_FAIR_SHARE
 from jobsched.local.config import LocalConfig
 from jobsched.local.embedded import EmbeddedMode
 from jobsched.runtime import observability as obs
 from jobsched.runtime.settings import Settings
 
 GOAL_P99_SECONDS = 3.0
+#: The long-run variant's goal (issue 31 §7): a quiet run starts within a second of its due time.
+LONG_GOAL_P99_SECONDS = 1.0
 BURST_CHUNK = 500  # runs per backfill, the backfills made at once (the job service's limit is 1000)
 NOISY, QUIET = "noisy", "quiet"
 TOKENS = {NOISY: "bench-noisy-token", QUIET: "bench-quiet-token"}  # valid in the benchmark's own mode
@@ -61,6 +64,11 @@ class NoisyConfig:
     quiet_interval_seconds: float = 0.5
     handler: str = "demo.echo"
     timeout_seconds: float = 240.0  # after the burst was sent, give up waiting for runs to start
+    #: The long-run variant (``--noisy-run-seconds``, decision 0057): the burst's runs are ``demo.sleep``
+    #: of this many seconds (the quiet tenant's stay ``demo.echo``); 0: the burst is ``handler``'s.
+    run_seconds: float = 0.0
+    #: The embedded mode's fair share (``LocalConfig.fair_share``); 1 = off.
+    fair_share: float = DEFAULT_FAIR_SHARE
 
 
 def _round(value: float | None) -> float | None:
@@ -73,8 +81,9 @@ def _start(run: dict[str, Any]) -> datetime | None:
     return from_iso(started) if started else None
 
 
-def _job(name: str, handler: str) -> dict[str, Any]:
-    return {"name": name, "schedule": "@daily", "timezone": "UTC", "target": {"handler": handler}}
+def _job(name: str, handler: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    job = {"name": name, "schedule": "@daily", "timezone": "UTC", "target": {"handler": handler}}
+    return {**job, "payload": payload} if payload else job
 
 
 def _runs(client: ApiClient, job_id: str) -> list[dict[str, Any]]:
@@ -96,11 +105,15 @@ def _queue_empty(mode: EmbeddedMode) -> bool:
 
 def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
     """One embedded mode, one burst; the figures of that mode (``fair`` or not)."""
-    local = LocalConfig(port=0, tenants=dict(TOKENS), fair_queues=fair)
+    local = LocalConfig(port=0, tenants=dict(TOKENS), fair_queues=fair, fair_share=config.fair_share)
     with EmbeddedMode(local, out=lambda _line: None) as mode:
         noisy = ApiClient(mode.api_url, token=TOKENS[NOISY], timeout=300)
         quiet = ApiClient(mode.api_url, token=TOKENS[QUIET], timeout=60)
-        noisy_job = noisy.create_job(_job("bench-noisy", config.handler))
+        if config.run_seconds > 0:
+            burst_job = _job("bench-noisy", "demo.sleep", {"seconds": config.run_seconds})
+        else:
+            burst_job = _job("bench-noisy", config.handler)
+        noisy_job = noisy.create_job(burst_job)
         quiet_job = quiet.create_job(_job("bench-quiet", config.handler))
         jobs = job_service_from_settings(Settings.from_env(), Clients())
         chunks = [
@@ -140,6 +153,7 @@ def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
     started = sum(1 for r in quiet_runs if _start(r))
     return {
         "fair_queues": fair,
+        "fair_share": config.fair_share,
         "quiet_runs": len(quiet_runs),
         "quiet_started": started,
         "quiet_during_burst": len(lags),
@@ -152,6 +166,9 @@ def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
         "noisy_started": len(noisy_starts),
         "burst_creation_seconds": round((burst_sent - burst_started).total_seconds(), 2),
         "noisy_drain_seconds": _round((last_noisy - burst_started).total_seconds() if last_noisy else None),
+        "noisy_start_span_seconds": _round(
+            (last_noisy - min(noisy_starts)).total_seconds() if last_noisy and noisy_starts else None
+        ),
         "load_average_1m": round(os.getloadavg()[0], 2),
     }
 
@@ -177,6 +194,41 @@ def run_noisy(config: NoisyConfig | None = None) -> dict[str, Any]:
         "fifo": fifo,
         "goal_p99_seconds": GOAL_P99_SECONDS,
         "goal_met": bool(complete and p99 is not None and p99 < GOAL_P99_SECONDS),
+        "complete": complete,
+    }
+
+
+def run_noisy_long(config: NoisyConfig) -> dict[str, Any]:
+    """The long-run variant (decision 0057): a burst of ``demo.sleep`` runs of ``run_seconds`` filling
+    every slot, fair queues on, four times: with the fair share and without (``fair_share`` 1), each
+    with the quiet tenant's runs and with the bursting tenant alone (``quiet_runs`` 0: its drain time
+    alone). The quiet tenant's lag p50/p99 with and without the share; the burst's drain with and
+    without the share, alone and beside the quiet tenant."""
+    share = replace(config, fair_share=config.fair_share)
+    off = replace(config, fair_share=1.0)
+    modes = {
+        "share": _in_child(share, fair=True),
+        "no_share": _in_child(off, fair=True),
+        "share_alone": _in_child(replace(share, quiet_runs=0), fair=True),
+        "no_share_alone": _in_child(replace(off, quiet_runs=0), fair=True),
+    }
+    complete = all(
+        m["quiet_started"] == m["quiet_runs"] and m["noisy_started"] == m["noisy_runs"]
+        for m in modes.values()
+    )
+    p99 = modes["share"]["quiet_p99_seconds"]
+    return {
+        "burst_runs": config.burst_runs,
+        "run_seconds": config.run_seconds,
+        "quiet_runs": config.quiet_runs,
+        "quiet_interval_seconds": config.quiet_interval_seconds,
+        "fair_share": config.fair_share,
+        "tenant_slots_default": LocalConfig().slots["default"],
+        "pool_slots_default": LocalConfig(fair_share=config.fair_share).pool_slots("default"),
+        "batch_size": LocalConfig().batch_size,
+        **modes,
+        "goal_p99_seconds": LONG_GOAL_P99_SECONDS,
+        "goal_met": bool(complete and p99 is not None and p99 < LONG_GOAL_P99_SECONDS),
         "complete": complete,
     }
 

@@ -106,6 +106,48 @@ def noisy_text(figures: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def noisy_long_text(figures: dict[str, Any]) -> str:
+    """The long-run variant (decision 0057): the quiet tenant's lag and the burst's drain, with the fair
+    share and without, in the embedded mode (measured) and in the model (deterministic)."""
+    lines = [
+        f"noisy neighbour, long runs: a burst of {figures['burst_runs']} runs of demo.sleep "
+        f"{figures['run_seconds']} s on 'default' (one tenant {figures['tenant_slots_default']} slots, "
+        f"{figures['pool_slots_default']} with the share {figures['fair_share']}; "
+        f"x {figures['batch_size']}), "
+        f"quiet tenant triggers {figures['quiet_runs']} runs every {figures['quiet_interval_seconds']} s",
+    ]
+    for name in ("share", "no_share"):
+        m = figures[name]
+        lines.append(
+            f"  {name:<8}  quiet lag p50 {_fmt(m['quiet_p50_seconds'], 3)} s   p99 "
+            f"{_fmt(m['quiet_p99_seconds'], 3)} s   max {_fmt(m['quiet_max_seconds'], 3)} s   "
+            f"({m['quiet_during_burst']} during the burst); burst's last start after "
+            f"{_fmt(m['noisy_drain_seconds'], 1)} s   (load {m['load_average_1m']})"
+        )
+    for name in ("share_alone", "no_share_alone"):
+        m = figures[name]
+        lines.append(
+            f"  {name:<14}  burst alone: last start after {_fmt(m['noisy_drain_seconds'], 1)} s   "
+            f"(load {m['load_average_1m']})"
+        )
+    model = figures.get("model")
+    if model:
+        lines.append(f"  model (Lambda's SQS scaling, {model['slots']} slots a tenant, deterministic):")
+        for name in ("share", "no_share", "share_alone", "no_share_alone"):
+            m = model[name]
+            lines.append(
+                f"    {name:<14}  ceiling {m['pool_ceiling']}   "
+                f"quiet p50 {_fmt(m['quiet_p50_seconds'], 3)} s   p99 {_fmt(m['quiet_p99_seconds'], 3)} s   "
+                f"drained after {_fmt(m['noisy_drain_seconds'], 1)} s   "
+                f"refused batches {m['refused_batches']}"
+            )
+    lines.append(
+        f"  goal: quiet p99 < {figures['goal_p99_seconds']} s with the share (embedded): "
+        f"{'met' if figures['goal_met'] else 'NOT met'}"
+    )
+    return "\n".join(lines)
+
+
 def idle_text(figures: dict[str, Any]) -> str:
     """The idle figure: what registered jobs add to a day of ticks and sweeps, and the stack's own cost."""
     per = figures["per_million_jobs"]

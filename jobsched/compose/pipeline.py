@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from jobsched.services.jobs import JobService
     from jobsched.services.limits import LimitGate
     from jobsched.services.notifications import DeadLetterNotifier, NotifyPolicy
+    from jobsched.services.shares import ShareGate
     from jobsched.services.sweeper import Sweeper
     from jobsched.services.usage import FunctionUsage, MappingPolls
     from jobsched.services.worker import Worker
@@ -358,7 +359,33 @@ def worker_from_settings(
     )
     store = UsageStore(dynamo, settings.leases_table, settings.retention_days)
     backfills = backfill_service_from_settings(settings, clients, dynamo=dynamo)
-    return Deliveries(worker, chunks, backfills, usage=usage, usage_store=store)
+    shares = share_gate_from_settings(settings, clients, dynamo, clock, metrics=metrics)
+    return Deliveries(worker, chunks, backfills, usage=usage, usage_store=store, shares=shares)
+
+
+def share_gate_from_settings(
+    settings: Settings,
+    clients: Clients,
+    dynamo: Table,
+    clock: Clock,
+    *,
+    metrics: obs.MetricSink | None = None,
+) -> ShareGate | None:
+    """The fair share of the Lambda queues' invocations (decision 0057) over the Leases table; None
+    when the deployment sets no tenant slots (``JOBSCHED_TENANT_SLOTS``)."""
+    from jobsched.aws.limits_store import Semaphores
+    from jobsched.services.shares import ShareGate
+
+    if not settings.tenant_slots:
+        return None
+    return ShareGate(
+        slots=Semaphores(dynamo, settings.leases_table),
+        queues=run_queues_from_settings(settings, clients, dynamo),
+        tenant_slots=settings.tenant_slots,
+        queue_kinds={url: kind for kind, url in settings.queue_urls.items()},
+        clock=clock,
+        metrics=metrics,
+    )
 
 
 def function_usage_from_settings(

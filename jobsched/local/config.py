@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from jobsched.core.errors import ValidationError
+from jobsched.core.shares import DEFAULT_FAIR_SHARE, pool_ceiling
 from jobsched.runtime import resources
 
 DEFAULT_TENANT = "default"
@@ -60,6 +61,19 @@ class LocalConfig:
     #: with per-second jobs keeps an hour's runs, not a month's (issue 12 §6).
     retention_minutes: int | None = None
 
+    def pool_slots(self, kind: str) -> int:
+        """The worker slots of ``kind``'s poller: its ``slots``, raised by the fair share's head-room."""
+        slots = self.slots.get(kind, 1)
+        if kind in resources.FAIR_SHARE_QUEUES and self.fair_share < 1:
+            return pool_ceiling(slots, self.fair_share)
+        return slots
+
+    def tenant_slots(self) -> dict[str, int]:
+        """What ``JOBSCHED_TENANT_SLOTS`` says: the slots one tenant may hold per queue (none when off)."""
+        if self.fair_share >= 1:
+            return {}
+        return {kind: self.slots.get(kind, 1) for kind in resources.FAIR_SHARE_QUEUES}
+
     @property
     def retention(self) -> timedelta:
         if self.retention_minutes is not None:
@@ -69,6 +83,9 @@ class LocalConfig:
     housekeeping_seconds: float = 60.0  # how often expired items and objects are deleted (housekeeping)
     events_seconds: float = 1.0
     fair_queues: bool = True  # serve message groups (tenants) as SQS fair queues do (local/fair_poller.py)
+    #: The fair share (``--fair-share``, decision 0057): each of high/default/low's pollers gets
+    #: ``ceil(slots / fair_share)`` slots, of which one tenant may hold its ``slots``; 1 = off.
+    fair_share: float = DEFAULT_FAIR_SHARE
     tenants: dict[str, str] = field(default_factory=dict)  # tenant name -> bearer token
     admins: tuple[str, ...] = ()  # tenants whose token is also an administrator's (--admin)
     tenant_max_running: int = 0  # the deployment default per tenant (0 = none), as on AWS

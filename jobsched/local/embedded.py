@@ -41,6 +41,7 @@ from botocore.config import Config
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
 from jobsched.aws.clients import set_lane_source
 from jobsched.compose.seam import Seam
+from jobsched.core.shares import format_tenant_slots
 from jobsched.local.capacity import capacity_tick, local_policy
 from jobsched.local.code_version import local_code_version
 from jobsched.local.config import LocalConfig, tenant_tokens_json
@@ -368,6 +369,7 @@ class EmbeddedMode:
             resources.ENV_LAMBDA_TIME_LIMIT: str(self.config.lambda_time_limit_seconds),
             resources.ENV_TENANT_MAX_RUNNING: str(self.config.tenant_max_running),
             resources.ENV_TENANT_RUNS_PER_SECOND: str(self.config.tenant_runs_per_second),
+            resources.ENV_TENANT_SLOTS: format_tenant_slots(self.config.tenant_slots()),
             ENV_ADMIN_PRINCIPALS: ",".join(f"token:{tenant}" for tenant in self.config.admins),
             "POWERTOOLS_SERVICE_NAME": "jobsched",
             "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
@@ -483,7 +485,7 @@ class EmbeddedMode:
         config = self.config
         for kind, ref in self.provisioned.queues.items():
             if "worker" in self.functions and kind in resources.LAMBDA_QUEUE_KINDS:
-                slots, batch = config.slots.get(kind, 1), config.batch_sizes.get(kind, config.batch_size)
+                slots, batch = config.pool_slots(kind), config.batch_sizes.get(kind, config.batch_size)
                 self._add_poller(ref.url, ref.arn, self.functions["worker"], slots, kind, batch)
             if "dlq_consumer" in self.functions:
                 dlq_consumer = self.functions["dlq_consumer"]

@@ -60,6 +60,9 @@ NOTIFICATIONS_FAILED = "NotificationsFailed"  # dead-letter notifications given 
 JOBS_HELD_BACK = "JobsHeldBack"  # dispatcher: due jobs left for a later tick (backpressure)
 JOBS_CAPPED = "JobsCapped"  # dispatcher: due jobs held, their tenant over its monthly budget (0062)
 LIMIT_WAITS = "LimitWaits"  # worker: deliveries held back by a concurrency or rate limit (no attempt used)
+SHARE_REFUSED = "ShareRefused"  # worker: records left in the queue, their tenant holding its share (0057)
+SHARE_HELD = "ShareHeld"  # worker: batches that waited in the head-room and took a slot the tenant freed
+SHARE_OVER = "ShareOver"  # worker: invocations that found their tenant over its share when registering
 LIMIT_SLOTS_LOST = "LimitSlotsLost"  # worker: a running run's slot lease ended and the semaphore was full
 #: sweeper, once per sweep and priority: seconds since the due instant of the oldest run still
 #: ``queued`` (past due, not waiting for a limit), 0 when there is none. The name ends with the priority.

@@ -69,6 +69,10 @@ ENV_RUN_LOG_FILE = "JOBSCHED_RUN_LOG_FILE"
 ENV_TENANT_MAX_RUNNING = "JOBSCHED_TENANT_MAX_RUNNING"
 ENV_TENANT_RUNS_PER_SECOND = "JOBSCHED_TENANT_RUNS_PER_SECOND"
 ENV_TENANT_BURST = "JOBSCHED_TENANT_BURST"
+#: Fair shares (decision 0057): per Lambda queue, the invocations one tenant may hold
+#: (``default=20,low=5,high=20``: the queues' ``max_concurrency``), whose mappings' ceiling is raised
+#: to ``ceil(slots / fair_share)``. Unset or empty: no share is enforced. Read by the worker.
+ENV_TENANT_SLOTS = "JOBSCHED_TENANT_SLOTS"
 
 # --- the embedded mode's fairness lanes -------------------------------------------------------------
 #: The HTTP header naming the tenant a DynamoDB request is made for (the lane it waits in): added by
@@ -85,6 +89,9 @@ POOLS = ("lambda", "long", "container")
 CONTAINER_KIND = "container"
 #: The queues Lambda event source mappings consume (the worker functions; the embedded mode's pollers).
 LAMBDA_QUEUE_KINDS = (*PRIORITIES, "long")
+#: The queues whose pools have fair shares (decision 0057): batches of runs; not ``long`` (one chunk
+#: per invocation, its own reserved capacity).
+FAIR_SHARE_QUEUES = PRIORITIES
 QUEUE_KINDS = (*LAMBDA_QUEUE_KINDS, CONTAINER_KIND)
 #: Lambda's own limit on an invocation: the longest timeout a run on the ``lambda`` or ``long`` pool
 #: may have. The embedded mode may lower it (``ENV_LAMBDA_TIME_LIMIT``) to test long work quickly.

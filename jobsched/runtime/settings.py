@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from jobsched.core.backpressure import QueueLimit
-from jobsched.core.errors import JobschedError
+from jobsched.core.errors import JobschedError, ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
+from jobsched.core.shares import format_tenant_slots, parse_tenant_slots
 from jobsched.runtime import resources as r
 
 
@@ -68,6 +69,9 @@ class Settings:
     tenant_max_running: int = 0
     tenant_runs_per_second: float = 0.0
     tenant_burst: int = 1
+    #: Per Lambda queue, the invocations one tenant may hold (``JOBSCHED_TENANT_SLOTS``, decision 0057);
+    #: empty: no fair share is enforced.
+    tenant_slots: Mapping[str, int] = field(default_factory=dict)
     #: Lambda's limit on an invocation, in seconds (``JOBSCHED_LAMBDA_TIME_LIMIT_SECONDS``, embedded mode
     #: only; 900 on AWS): the longest timeout the API accepts on the ``lambda`` and ``long`` pools.
     lambda_time_limit_seconds: int = r.LAMBDA_TIME_LIMIT_SECONDS
@@ -191,6 +195,7 @@ class Settings:
             tenant_max_running=integer(r.ENV_TENANT_MAX_RUNNING, 0, 0),
             tenant_runs_per_second=rate_setting(env.get(r.ENV_TENANT_RUNS_PER_SECOND)),
             tenant_burst=integer(r.ENV_TENANT_BURST, 1, 1),
+            tenant_slots=tenant_slots_from(env.get(r.ENV_TENANT_SLOTS)),
             lambda_time_limit_seconds=lambda_time_limit,
         )
 
@@ -212,6 +217,7 @@ class Settings:
             r.ENV_TENANT_MAX_RUNNING: str(self.tenant_max_running),
             r.ENV_TENANT_RUNS_PER_SECOND: str(self.tenant_runs_per_second),
             r.ENV_TENANT_BURST: str(self.tenant_burst),
+            **({r.ENV_TENANT_SLOTS: format_tenant_slots(self.tenant_slots)} if self.tenant_slots else {}),
             **(
                 {r.ENV_LAMBDA_TIME_LIMIT: str(self.lambda_time_limit_seconds)}
                 if self.lambda_time_limit_seconds != r.LAMBDA_TIME_LIMIT_SECONDS
@@ -285,6 +291,14 @@ def _bounded(env: Mapping[str, str], name: str, default: int, minimum: int, maxi
             f"environment variable {name} must be between {minimum} and {maximum}, got {value}"
         )
     return value
+
+
+def tenant_slots_from(raw: str | None) -> dict[str, int]:
+    """``JOBSCHED_TENANT_SLOTS`` (``default=20,low=5``) as a mapping; a bad value names the variable."""
+    try:
+        return parse_tenant_slots(raw, r.ENV_TENANT_SLOTS)
+    except ValidationError as exc:
+        raise ConfigurationError(f"environment variable {exc}") from None
 
 
 def worker_concurrency_from(raw: str | None) -> int:

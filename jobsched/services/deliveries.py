@@ -12,13 +12,17 @@ worker function and the embedded mode call it per record.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from jobsched.ports.stores import UsageRecords
 from jobsched.services.outcome import Outcome
 from jobsched.services.usage import UsageRecorder
+
+if TYPE_CHECKING:
+    from jobsched.services.shares import Share, ShareGate
 
 #: A delivery's Lambda time left when the caller does not say (SQS's longest visibility of one record).
 DEFAULT_REMAINING_SECONDS = 900.0
@@ -70,6 +74,7 @@ class Deliveries(Generic[DefaultT]):
         *handlers: DeliveryHandler | None,
         usage: UsageRecorder | None = None,
         usage_store: UsageRecords | None = None,
+        shares: ShareGate | None = None,
     ):
         self.worker = worker
         #: Asked in order before the worker (``None``: a handler the deployment does not have).
@@ -77,6 +82,17 @@ class Deliveries(Generic[DefaultT]):
         #: Usage per tenant and day counted while deliveries are handled, added by :meth:`flush_usage`.
         self.usage = usage
         self.usage_store = usage_store
+        #: The fair share of the pools' invocations (decision 0057); None: no share is enforced.
+        self.shares = shares
+
+    def enter_share(self, deliveries: Sequence[Delivery], owner: str) -> Share:
+        """The batch's admission into its tenants' fair shares (:meth:`ShareGate.enter`): the records
+        to handle now, the ones left in the queue, and the holds to give back after the batch."""
+        from jobsched.services.shares import no_share
+
+        if self.shares is None:
+            return no_share(deliveries, owner)
+        return self.shares.enter(deliveries, owner)
 
     def accepts(self, body: str) -> bool:
         """Every body: the worker takes what no other handler does."""

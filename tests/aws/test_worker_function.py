@@ -114,3 +114,31 @@ def test_an_operator_s_limit_change_reaches_the_same_process_s_workers_at_once(k
     admin.put("acme", kit.clock.now(), max_running=3, per_second=None, burst=None)
     # Then the container's cache forgot acme: its next run reads the new limit
     assert CONTAINER_CACHE.fresh("acme", time.monotonic(), 60) is None
+
+
+def test_with_a_fair_share_the_head_room_refuses_the_tenant_at_its_slots_and_runs_another(
+    kit, clock, aws_environ, monkeypatch
+):
+    # Given a deployment where one tenant may hold 1 invocation of the default queue's pool, and
+    # tenant acme's one slot held by another invocation (registered on acme's share item)
+    from jobsched.aws.limits_store import Semaphores, share_key
+    from jobsched.runtime.resources import ENV_TENANT_SLOTS
+
+    monkeypatch.setenv(ENV_TENANT_SLOTS, "default=1")
+    Semaphores(kit.dynamo, aws_environ.settings.leases_table).acquire(
+        share_key("default", "acme"), "worker:elsewhere", 1, clock.now(), 60
+    )
+    noisy, noisy_msg = kit.new_run(job_id="noisy", tenant="acme")
+    quiet, quiet_msg = kit.new_run(job_id="quiet", tenant="beta")
+    event = sqs_event(aws_environ, [noisy_msg.to_json(), quiet_msg.to_json()])
+    ids = {r["body"]: r["messageId"] for r in event["Records"]}
+    # When this invocation (in the head-room) handles a batch of one acme run and one beta run
+    response = worker_function.handler(event, LambdaContext("worker", 900))
+    # Then beta's run ran; acme's was left in the queue, visible again, its run queued with no attempt
+    assert [f["itemIdentifier"] for f in response["batchItemFailures"]] == [ids[noisy_msg.to_json()]]
+    assert kit.runs.get(quiet.id).state is RunState.SUCCEEDED
+    stored = kit.attempts.get(noisy.id)
+    assert (stored.state, stored.attempt) == ("queued", 0)
+    url = aws_environ.settings.queue_url("default")
+    again = aws_environ.clients.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10)["Messages"]
+    assert [m["MessageId"] for m in again] == [ids[noisy_msg.to_json()]]

@@ -128,7 +128,7 @@ def test_each_queue_mapping_carries_its_maximum_concurrency(synth):
     }
     assert set(mappings) == set(LAMBDA_QUEUE_KINDS)  # the container queue has no Lambda consumer
     for kind, mapping in mappings.items():
-        assert mapping["ScalingConfig"] == {"MaximumConcurrency": config.max_concurrency[kind]}
+        assert mapping["ScalingConfig"] == {"MaximumConcurrency": config.mapping_ceiling(kind)}
         assert mapping["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
 
 
@@ -136,7 +136,7 @@ def test_the_high_worker_has_reserved_concurrency_and_the_worker_none(synth):
     # Given the default high_reserved_concurrency (= max_concurrency["high"]) / Then the high worker
     # reserves that many executions; the shared worker draws on the unreserved pool
     high, worker = _function_named(synth, "worker_high"), _function_named(synth, "worker")
-    assert high["ReservedConcurrentExecutions"] == synth.stack.config.high_reservation == 20
+    assert high["ReservedConcurrentExecutions"] == synth.stack.config.high_reservation == 25
     assert "ReservedConcurrentExecutions" not in worker
 
 

@@ -242,3 +242,27 @@ def test_the_lambda_time_limit_must_be_a_lambda_timeout(capsys) -> None:
         parser.parse_args(["--lambda-time-limit", "901"])
     assert "--lambda-time-limit: 901 must be 1..900 seconds" in capsys.readouterr().err
     assert parser.parse_args(["--lambda-time-limit", "3"]).lambda_time_limit == 3
+
+
+def test_the_fair_share_flag_sets_the_share_and_raises_the_pollers_slots() -> None:
+    """Given --fair-share 0.5, then the config's default poller has ceil(20 / 0.5) = 40 slots, one tenant
+    holding 20 (JOBSCHED_TENANT_SLOTS); by default 0.8 (25); 1 turns it off (20, no tenant slots)."""
+    from jobsched.local.config import LocalConfig
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args([]).fair_share == 0.8
+    config = LocalConfig(fair_share=parser.parse_args(["--fair-share", "0.5"]).fair_share)
+    assert (config.pool_slots("default"), config.tenant_slots()["default"]) == (40, 20)
+    assert config.pool_slots("long") == 2  # long has no share
+    off = LocalConfig(fair_share=1.0)
+    assert (off.pool_slots("default"), off.tenant_slots()) == (20, {})
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "x"])
+def test_a_bad_fair_share_is_refused_naming_the_flag(value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--fair-share", value])
+    assert "--fair-share must be a number" in capsys.readouterr().err

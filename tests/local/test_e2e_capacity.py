@@ -12,7 +12,10 @@ from tests.local.devproc import DevProcess
 
 
 def test_a_forecast_burst_raises_the_low_pollers_slots_ahead_of_it() -> None:
-    dev = DevProcess("--no-demo", "--tenant", "acme=tok-acme", "--capacity-max-slots", "8")
+    # (the fair share off: its head-room would start the low poller at ceil(2 / 0.8) = 3 slots already)
+    dev = DevProcess(
+        "--no-demo", "--tenant", "acme=tok-acme", "--capacity-max-slots", "8", "--fair-share", "1"
+    )
     try:
         dev.wait_for_line("run events", timeout=90)
         client = ApiClient(dev.url, token="tok-acme", timeout=60)

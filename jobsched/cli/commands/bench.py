@@ -57,6 +57,7 @@ from typing import Any
 
 from jobsched.core.errors import ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
+from jobsched.core.shares import DEFAULT_FAIR_SHARE, check_share
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -188,7 +189,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--lag-runs", type=int, default=100, help="runs in the lag burst (default 100)")
     parser.add_argument(
-        "--noisy-runs", type=int, default=2000, help="runs in the noisy tenant's burst (default 2000)"
+        "--noisy-runs",
+        type=int,
+        default=None,
+        help="runs in the noisy tenant's burst (default 2000; 300 with --noisy-run-seconds)",
+    )
+    parser.add_argument(
+        "--noisy-run-seconds",
+        type=float,
+        default=0.0,
+        help="with --noisy: the long-run variant, a burst of demo.sleep runs this long filling every slot, "
+        "with and without the fair share, and the bursting tenant alone (decision 0057; 0: the short burst)",
+    )
+    parser.add_argument(
+        "--fair-share",
+        type=float,
+        default=DEFAULT_FAIR_SHARE,
+        help="the fair share the long-run variant and the model measure (0.1..1; default %(default)s)",
     )
     parser.add_argument(
         "--idle-jobs", type=int, default=200, help="monthly crons registered in the idle figure (200)"
@@ -216,8 +233,13 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--estimate-scale must be 0..100")
     if not 1 <= args.lag_runs <= 1000:
         raise ValidationError("--lag-runs must be 1..1000")
+    if args.noisy_runs is None:
+        args.noisy_runs = 300 if getattr(args, "noisy_run_seconds", 0) > 0 else 2000
     if not 100 <= args.noisy_runs <= 5000:
         raise ValidationError("--noisy-runs must be 100..5000")
+    if not 0 <= getattr(args, "noisy_run_seconds", 0.0) <= 600:
+        raise ValidationError("--noisy-run-seconds must be 0..600")
+    check_share(getattr(args, "fair_share", DEFAULT_FAIR_SHARE), "--fair-share")
     if not 1 <= args.idle_jobs <= 100_000 or not 1 <= args.idle_hours <= 24:
         raise ValidationError("--idle-jobs must be 1..100000 and --idle-hours 1..24")
     if args.burst_jobs is not None and not 1 <= args.burst_jobs <= 100_000:
@@ -281,7 +303,23 @@ def run(args: argparse.Namespace) -> int:
             ok = not burst["lost"] and not burst["duplicates"] and not burst["enqueued_late"]
             print_report(figures, args, stdout)
             return 0 if ok else 1
-        if args.noisy:
+        if args.noisy and args.noisy_run_seconds > 0:
+            from jobsched.bench.noisy import NoisyConfig, run_noisy_long
+            from jobsched.bench.share_model import ShareModelConfig, run_share_model
+
+            figures = run_noisy_long(
+                NoisyConfig(
+                    burst_runs=args.noisy_runs,
+                    run_seconds=args.noisy_run_seconds,
+                    fair_share=args.fair_share,
+                    timeout_seconds=max(240.0, 4 * args.noisy_run_seconds * args.noisy_runs / 200),
+                )
+            )
+            figures["model"] = run_share_model(
+                ShareModelConfig(run_seconds=args.noisy_run_seconds, fair_share=args.fair_share)
+            )
+            ok = bool(figures["complete"])
+        elif args.noisy:
             from jobsched.bench.noisy import NoisyConfig, run_noisy
 
             figures = run_noisy(NoisyConfig(burst_runs=args.noisy_runs))
@@ -414,6 +452,11 @@ def print_report(figures: dict[str, Any], args: argparse.Namespace, out: Any) ->
         return
     if args.idle:
         print(idle_text(figures["idle"]), file=out)
+        return
+    if args.noisy and getattr(args, "noisy_run_seconds", 0) > 0:
+        from jobsched.bench.report import noisy_long_text
+
+        print(noisy_long_text(figures), file=out)
         return
     if args.noisy:
         print(noisy_text(figures), file=out)

@@ -26,6 +26,7 @@ from jobsched.cli.commands._process import bounded, on_stop_signals
 from jobsched.client import ENV_TOKEN
 from jobsched.core.errors import ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
+from jobsched.core.shares import DEFAULT_FAIR_SHARE, check_share
 from jobsched.local.config import LocalConfig, resolve_tenants
 from jobsched.runtime import resources
 
@@ -119,6 +120,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="hand queued messages out in moto's send order instead of SQS fair-queue order",
     )
     parser.add_argument(
+        "--fair-share",
+        type=_fair_share,
+        default=DEFAULT_FAIR_SHARE,
+        metavar="SHARE",
+        help="the share of a pool's worker slots one tenant may hold, as the deployment's fair_share: "
+        "high/default/low get ceil(slots / SHARE) slots, the rest head-room for other tenants' runs "
+        "(0.1 to 1; 1 = off; default %(default)s)",
+    )
+    parser.add_argument(
         "--admin",
         action="append",
         default=[],
@@ -200,6 +210,17 @@ def _at_least_zero(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 
     parse.__name__ = kind.__name__
     return parse
+
+
+def _fair_share(text: str) -> float:
+    try:
+        share = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--fair-share must be a number, got {text!r}") from None
+    try:
+        return check_share(share, "--fair-share")
+    except ValidationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _shard_count(text: str) -> int:
@@ -307,6 +328,7 @@ def _run(
         demo=not args.no_demo,
         verbose=args.verbose,
         fair_queues=not args.no_fair_queues,
+        fair_share=args.fair_share,
         sweeper_seconds=args.sweeper_seconds,
         capacity_max_slots=max(0, args.capacity_max_slots),
         retention_days=args.retention_days,

@@ -1,0 +1,330 @@
+"""Fair shares of a pool's invocations: head-room only other tenants use (issue 31 §7, decision 0057).
+
+A pool (a Lambda queue's mapping, an embedded poller) runs at most ``ceil(slots / fair_share)``
+invocations; one tenant may hold at most ``slots`` of them (today's ceiling, so a tenant alone has
+what it had). The rest is **head-room**: while a tenant holds its ``slots``, an invocation that
+receives its runs does not start them, so a slot stays for another tenant's runs, which SQS fair
+queues hand to whichever invocation receives next. So a quiet tenant's run does not wait for a
+bursting tenant's run to end, however long those runs are.
+
+:meth:`ShareGate.enter` decides once per invocation (a batch), before any record is handled, per
+tenant of the batch:
+
+1. **look**: one eventually consistent read of the tenant's item (``share#<queue>#<tenant>`` in the
+   Leases table, a semaphore whose holders are invocations, not runs); its live holders, with the
+   invocations this process runs for the tenant (registered or not yet: :data:`PROCESS_HOLDS`), are
+   the tenant's holds;
+2. **admitted** when they are fewer than ``slots``. The invocation registers as a holder (a
+   conditional write, at most ``slots``) at once when the tenant already holds half its slots or
+   more; otherwise only if it still runs :data:`REGISTER_AFTER_SECONDS` later (short invocations,
+   most of them, never write: the cost benchmark's single tenant pays only the read). A registered
+   invocation renews its entry every third of :data:`SHARE_LEASE_SECONDS` and removes it when it ends;
+3. **held** when the tenant holds its slots: the invocation keeps the batch and looks again every
+   :data:`POLL_SECONDS`, up to :data:`HOLD_SECONDS`; when one of the tenant's invocations ends
+   meanwhile, this one takes its place (registered at once), so a tenant's own freed slot never idles
+   while its runs wait in a head-room invocation;
+4. **refused** when the hold ends and the tenant still holds its slots: the records are made visible
+   again at once (``ChangeMessageVisibility`` 0) and left in the queue (Lambda's partial batch
+   response); a record received :data:`~jobsched.services.limits.RESEND_AT_RECEIVE` times or more is
+   re-sent as a fresh copy and acknowledged instead, so refusals never redrive a run to the DLQ.
+
+A record whose body names no tenant (not a run message) is admitted without looking.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from jobsched.aws.limits_store import epoch_ms, share_key
+from jobsched.core.clock import Clock
+from jobsched.core.messages import RunMessage
+from jobsched.core.shares import holds, live
+from jobsched.ports.stores import ConcurrencySlots, RunQueue
+from jobsched.runtime import observability as obs
+from jobsched.services.deliveries import Delivery
+from jobsched.services.limits import RESEND_AT_RECEIVE
+
+logger = logging.getLogger(__name__)
+
+#: An admitted invocation that still runs this long registers as a holder (shorter ones never write).
+REGISTER_AFTER_SECONDS = 0.5
+#: How long an invocation whose tenant holds its slots keeps the batch, waiting for one to free.
+HOLD_SECONDS = 0.5
+#: How often a held invocation looks again at its tenant's holders (one read each).
+POLL_SECONDS = 0.25
+#: A registered invocation's lease (renewed every third of it while it runs): a crashed one's entry
+#: stops counting after this long.
+SHARE_LEASE_SECONDS = 60.0
+
+
+class ProcessHolds:
+    """The invocations this process runs now, per share key (thread-safe). On Lambda a container runs
+    one invocation at a time; the embedded mode's pollers and the container worker run many in one
+    process, and count them here exactly, before any of them has registered."""
+
+    def __init__(self, monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
+        self._holds: dict[str, set[str]] = {}
+        #: Invocations of this process that ended, by key, with when: their registrations may still be
+        #: in the item (the release is written after), but this process knows they hold nothing.
+        self._ended: dict[str, dict[str, float]] = {}
+        self._monotonic = monotonic
+
+    def _others(self, key: str, registered: set[str]) -> set[str]:
+        ended = self._ended.get(key)
+        if ended:
+            cutoff = self._monotonic() - SHARE_LEASE_SECONDS
+            for name in [n for n, at in ended.items() if at < cutoff]:
+                del ended[name]
+            return registered - set(ended)
+        return registered
+
+    def take_if_under(self, key: str, owner: str, registered: set[str], slots: int) -> bool:
+        """Add ``owner`` to ``key``'s holds if the tenant (``registered`` and this process's) holds
+        fewer than ``slots`` without it; atomically with the other threads of this process."""
+        with self._lock:
+            mine = self._holds.setdefault(key, set())
+            if holds(self._others(key, registered), mine, owner) >= slots:
+                return False
+            mine.add(owner)
+            return True
+
+    def count(self, key: str, registered: set[str], owner: str) -> int:
+        with self._lock:
+            return holds(self._others(key, registered), self._holds.get(key, set()), owner)
+
+    def discard(self, key: str, owner: str, *, ended: bool = False) -> None:
+        """Take ``owner`` off ``key``'s holds (``ended``: its invocation ended, so a registration of it
+        the item still shows no longer counts here)."""
+        with self._lock:
+            held = self._holds.get(key)
+            if held is not None:
+                held.discard(owner)
+                if not held:
+                    del self._holds[key]
+            if ended:
+                self._ended.setdefault(key, {})[owner] = self._monotonic()
+
+
+def tenant_of(key: str) -> str:
+    """The tenant of a share key (``share#<queue>#<tenant>``)."""
+    return key.split("#", 2)[2]
+
+
+#: This process's invocations (shared by every :class:`ShareGate` of the process).
+PROCESS_HOLDS = ProcessHolds()
+
+
+@dataclass
+class Share:
+    """What :meth:`ShareGate.enter` decided for one invocation: the records to handle, the ids to leave
+    in the queue, and the holds to give back with :meth:`exit`."""
+
+    gate: ShareGate | None
+    owner: str
+    admitted: list[Delivery]
+    deferred: list[str] = field(default_factory=list)  # message ids refused and left in the queue
+    refused: list[str] = field(default_factory=list)  # every refused message id (deferred or re-sent)
+    keys: list[str] = field(default_factory=list)  # share keys held (in this process)
+    registered: set[str] = field(default_factory=set)  # of those, registered in the Leases table
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _thread: threading.Thread | None = None
+
+    def exit(self, now: datetime) -> None:
+        """Give back every hold: remove the registrations (one write each) and this process's counts.
+        Safe to call more than once."""
+        if self.gate is None:
+            return
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=5)
+        with self._lock:
+            keys, self.keys = self.keys, []
+            registered, self.registered = self.registered, set()
+        for key in keys:  # this process stops counting it first, then the registration goes
+            self.gate.process.discard(key, self.owner, ended=True)
+        for key in keys:
+            if key in registered:
+                try:
+                    with obs.request_lane(tenant_of(key)):
+                        self.gate.slots.release(key, self.owner, now)
+                except Exception:  # its lease ends on its own
+                    logger.exception("could not release the share %s of %s", key, self.owner)
+
+    def register(self, now: datetime) -> None:
+        """Register every hold not registered yet (the lazy registration), renew the others."""
+        if self.gate is None:
+            return
+        with self._lock:
+            keys = list(self.keys)
+        for key in keys:
+            if self._stop.is_set():
+                return
+            try:
+                with obs.request_lane(tenant_of(key)):
+                    if key in self.registered:
+                        self.gate.slots.renew(
+                            key, self.owner, self.gate.slots_of(key), now, SHARE_LEASE_SECONDS
+                        )
+                        continue
+                    refusal = self.gate.slots.acquire(
+                        key, self.owner, self.gate.slots_of(key), now, SHARE_LEASE_SECONDS
+                    )
+            except Exception:
+                logger.exception("could not register the share %s of %s", key, self.owner)
+                continue
+            if refusal is None:
+                with self._lock:
+                    if key in self.keys:
+                        self.registered.add(key)
+            else:  # admitted while registrations lagged: over the share for this invocation's life
+                self.gate.metrics.add(obs.SHARE_OVER)
+                logger.warning("invocation %s holds %s over its tenant's share", self.owner, key)
+
+    def _background(self, clock: Clock, first_wait: float) -> None:
+        if self._stop.wait(first_wait):
+            return
+        while True:
+            self.register(clock.now())
+            if self._stop.wait(SHARE_LEASE_SECONDS / 3):
+                return
+
+
+class ShareGate:
+    """Admits a batch's tenants into a pool's share (see the module docstring). ``tenant_slots`` maps a
+    queue kind to the invocations a tenant may hold; ``queue_kinds`` maps a queue URL to its kind; a
+    queue not in ``tenant_slots`` has no share (every record admitted, nothing read)."""
+
+    def __init__(
+        self,
+        *,
+        slots: ConcurrencySlots,
+        queues: RunQueue,
+        tenant_slots: Mapping[str, int],
+        queue_kinds: Mapping[str, str],
+        clock: Clock,
+        metrics: obs.MetricSink | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+        process: ProcessHolds | None = None,
+        register_after: float = REGISTER_AFTER_SECONDS,
+        hold_seconds: float = HOLD_SECONDS,
+        poll_seconds: float = POLL_SECONDS,
+    ):
+        self.slots = slots
+        self.queues = queues
+        self.tenant_slots = dict(tenant_slots)
+        self.queue_kinds = dict(queue_kinds)
+        self.clock = clock
+        self.metrics = metrics or obs.NullSink()
+        self.sleep = sleep
+        self.monotonic = monotonic
+        self.process = process if process is not None else PROCESS_HOLDS
+        self.register_after = register_after
+        self.hold_seconds = hold_seconds
+        self.poll_seconds = poll_seconds
+
+    def slots_of(self, key: str) -> int:
+        queue = key.split("#", 2)[1]
+        return self.tenant_slots[queue]
+
+    def enter(self, deliveries: Sequence[Delivery], owner: str) -> Share:
+        """Decide the batch ``deliveries`` of invocation ``owner``: a :class:`Share` whose ``admitted``
+        records are to be handled now, and whose :meth:`Share.exit` is called when they are."""
+        share = Share(gate=self, owner=owner, admitted=[])
+        by_key: dict[str, list[Delivery]] = {}
+        for delivery in deliveries:
+            key = self._key_of(delivery)
+            if key is None:
+                share.admitted.append(delivery)
+            else:
+                by_key.setdefault(key, []).append(delivery)
+        soon = False
+        for key, records in by_key.items():
+            with obs.request_lane(tenant_of(key)):  # the tenant's own requests (usage, emulator lanes)
+                admitted, registered, eager = self._admit(key, owner)
+            if admitted:
+                share.keys.append(key)
+                share.admitted.extend(records)
+                soon = soon or eager
+                if registered:
+                    share.registered.add(key)
+            else:
+                with obs.request_lane(tenant_of(key)):
+                    self._refuse(share, records)
+        if share.keys:
+            unregistered = [k for k in share.keys if k not in share.registered]
+            if unregistered and self.register_after <= 0:
+                share.register(self.clock.now())
+                unregistered = []
+            # from half its slots a tenant's invocation registers at once, beside its runs
+            eager_wait = 0.0 if soon else self.register_after
+            first_wait = eager_wait if unregistered else SHARE_LEASE_SECONDS / 3
+            share._thread = threading.Thread(
+                target=share._background, args=(self.clock, first_wait), name=f"share-{owner}", daemon=True
+            )
+            share._thread.start()
+        return share
+
+    def _key_of(self, delivery: Delivery) -> str | None:
+        queue = self.queue_kinds.get(delivery.queue_url or "")
+        if queue is None or queue not in self.tenant_slots:
+            return None
+        try:
+            body = json.loads(delivery.body)
+        except ValueError:
+            return None
+        tenant = body.get("tenant") if isinstance(body, dict) else None
+        if not isinstance(tenant, str) or not tenant or "run_id" not in body:
+            return None
+        return share_key(queue, tenant)
+
+    def _admit(self, key: str, owner: str) -> tuple[bool, bool, bool]:
+        """(admitted, registered, register at once): look, then hold up to ``hold_seconds`` for a
+        slot. An invocation admitted at first look registers beside its runs (at once from half the
+        tenant's slots, else if still running after ``register_after``); a held one takes the slot
+        it waited for with the registration itself, before its runs start."""
+        slots = self.slots_of(key)
+        deadline = self.monotonic() + self.hold_seconds
+        held = False
+        while True:
+            now = self.clock.now()
+            registered = live(self.slots.peek(key), epoch_ms(now))
+            if self.process.take_if_under(key, owner, registered, slots):
+                if not held:
+                    return True, False, self.process.count(key, registered, owner) * 2 >= slots
+                if self.slots.acquire(key, owner, slots, now, SHARE_LEASE_SECONDS) is None:
+                    self.metrics.add(obs.SHARE_HELD)
+                    return True, True, False
+                self.process.discard(key, owner)  # another invocation took the last slot meanwhile
+            if self.monotonic() >= deadline:
+                return False, False, False
+            held = True
+            self.sleep(self.poll_seconds)
+
+    def _refuse(self, share: Share, records: list[Delivery]) -> None:
+        now = self.clock.now()
+        for delivery in records:
+            share.refused.append(delivery.message_id)
+            self.metrics.add(obs.SHARE_REFUSED)
+            if delivery.receive_count is not None and delivery.receive_count >= RESEND_AT_RECEIVE:
+                try:
+                    self.queues.send_one(RunMessage.from_json(delivery.body), now)
+                    continue  # the fresh copy is in the queue: this one is acknowledged
+                except Exception:
+                    logger.exception("re-sending refused message %s failed", delivery.message_id)
+            if delivery.queue_url and delivery.receipt_handle:
+                self.queues.set_visibility(delivery.queue_url, delivery.receipt_handle, 0)
+            share.deferred.append(delivery.message_id)
+
+
+def no_share(deliveries: Sequence[Delivery], owner: str = "") -> Share:
+    """Every record admitted, nothing held: a deployment without fair shares."""
+    return Share(gate=None, owner=owner, admitted=list(deliveries))
