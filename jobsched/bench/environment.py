@@ -36,15 +36,21 @@ _CLEARED = (
 )
 
 
-#: The deployment's default slots one tenant may hold per queue (infra/config.py: max_concurrency of
-#: high/default/low at the default fair share, decision 0057; tests/infra/test_fair_share.py checks they
-#: agree), so the cost benchmark's worker pays what a deployed one does for the share.
-DEFAULT_TENANT_SLOTS = {"high": 20, "default": 20, "low": 5}
+#: The deployment's default slots one tenant may hold per queue (infra/config.py's ``tenant_slots()``
+#: at the default fair share, decision 0057; tests/infra/test_fair_share.py checks they agree), so the
+#: cost benchmark's worker pays what a deployed one does for the share: none, the share is off by
+#: default (fair_share 1).
+DEFAULT_TENANT_SLOTS: dict[str, int] = {}
 
 
 def _function_environment(shards: int) -> dict[str, str]:
+    slots = (
+        {resources.ENV_TENANT_SLOTS: format_tenant_slots(DEFAULT_TENANT_SLOTS)}
+        if DEFAULT_TENANT_SLOTS
+        else {}
+    )
     return {
-        resources.ENV_TENANT_SLOTS: format_tenant_slots(DEFAULT_TENANT_SLOTS),
+        **slots,
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_SESSION_TOKEN": "testing",

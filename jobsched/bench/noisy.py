@@ -42,7 +42,7 @@ from jobsched.bench.lag import percentile
 from jobsched.client import ApiClient
 from jobsched.compose.pipeline import job_service_from_settings
 from jobsched.core.models import from_iso
-from jobsched.core.shares import DEFAULT_FAIR_SHARE
+from jobsched.core.shares import MEASURED_FAIR_SHARE
 from jobsched.local.config import LocalConfig
 from jobsched.local.embedded import EmbeddedMode
 from jobsched.runtime import observability as obs
@@ -68,7 +68,7 @@ class NoisyConfig:
     #: of this many seconds (the quiet tenant's stay ``demo.echo``); 0: the burst is ``handler``'s.
     run_seconds: float = 0.0
     #: The embedded mode's fair share (``LocalConfig.fair_share``); 1 = off.
-    fair_share: float = DEFAULT_FAIR_SHARE
+    fair_share: float = MEASURED_FAIR_SHARE
 
 
 def _round(value: float | None) -> float | None:

@@ -34,7 +34,7 @@ from typing import Any
 from jobsched.bench.lag import percentile
 from jobsched.bench.peak import RAMP_PER_MINUTE, START_INVOKES
 from jobsched.core.prices import US_EAST_1
-from jobsched.core.shares import DEFAULT_FAIR_SHARE, pool_ceiling
+from jobsched.core.shares import MEASURED_FAIR_SHARE, pool_ceiling
 from jobsched.runtime.resources import WORKER_MEMORY_MB
 from jobsched.services.shares import HOLD_SECONDS, POLL_SECONDS, REGISTER_AFTER_SECONDS, SHARE_LEASE_SECONDS
 
@@ -52,7 +52,7 @@ class ShareModelConfig:
     burst_runs: int = 300
     run_seconds: float = 10.0
     slots: int = 20  # the default queue's max_concurrency: what one tenant may hold
-    fair_share: float = DEFAULT_FAIR_SHARE
+    fair_share: float = MEASURED_FAIR_SHARE
     quiet_runs: int = 20
     #: None: the quiet runs are spread over one run length (``run_seconds / quiet_runs``, at least 0.5 s).
     quiet_interval_seconds: float | None = None

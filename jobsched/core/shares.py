@@ -14,8 +14,14 @@ from collections.abc import Iterable, Mapping
 
 from jobsched.core.errors import ValidationError
 
-#: The deployment's default fair share (``fair_share``): 20 slots -> a ceiling of 25, 5 of head-room.
-DEFAULT_FAIR_SHARE = 0.8
+#: The deployment's default fair share (``fair_share``, ``jobsched dev --fair-share``): 1, off. A
+#: tenant's slots are the mapping's base ceiling and do not follow the capacity function's raises
+#: (decision 0055), so with a share below 1 a tenant alone would not get a forecast peak's or an old
+#: backlog's raise: the share is opt-in until they do (decision 0057, "Why off by default").
+DEFAULT_FAIR_SHARE = 1.0
+#: The share the benchmarks measure and decision 0057 suggests: 20 slots -> a ceiling of 25, 5 of
+#: head-room.
+MEASURED_FAIR_SHARE = 0.8
 #: The smallest share accepted (a ceiling at most 10 times a tenant's slots).
 MIN_FAIR_SHARE = 0.1
 

@@ -63,11 +63,12 @@ def test_backpressure_and_the_high_reservation_are_parsed_and_merged_with_the_de
 def test_the_high_reservation_defaults_to_the_high_mappings_ceiling():
     # Given no setting / Then every invocation the high mapping may start is reserved; a larger
     # ceiling needs a reservation at least as large
-    # (with the fair share's head-room, decision 0057: ceil(20 / 0.8) = 25, ceil(50 / 0.8) = 63)
-    assert StackConfig().high_reservation == StackConfig().mapping_ceiling("high") == 25
+    # (the fair share is off by default; with one, the ceiling has its head-room, decision 0057:
+    # ceil(50 / 0.8) = 63)
+    assert StackConfig().high_reservation == StackConfig().mapping_ceiling("high") == 20
     assert DEFAULT_MAX_CONCURRENCY["high"] == 20
-    assert _from({"max_concurrency": '{"high": 50}'}).high_reservation == 63
-    assert _from({"max_concurrency": '{"high": 50}', "fair_share": "1"}).high_reservation == 50
+    assert _from({"max_concurrency": '{"high": 50}'}).high_reservation == 50
+    assert _from({"max_concurrency": '{"high": 50}', "fair_share": "0.8"}).high_reservation == 63
     config = _from({"max_concurrency": '{"high": 50}', "high_reserved_concurrency": "70"})
     assert (config.max_concurrency["high"], config.high_reservation) == (50, 70)
 
@@ -124,7 +125,7 @@ def test_notify_topic_patterns_of_one_account_with_a_name_prefix_are_accepted():
         ({"high_reserved_concurrency": "1001"}, "high_reserved_concurrency"),
         ({"high_reserved_concurrency": "-1"}, "high_reserved_concurrency"),
         (
-            {"max_concurrency": '{"high": 50}', "high_reserved_concurrency": "40"},
+            {"max_concurrency": '{"high": 50}', "high_reserved_concurrency": "40", "fair_share": "0.8"},
             r"between the high mapping's MaximumConcurrency \(63: max_concurrency\[high\]",
         ),
         ({"fair_share": "0"}, "fair_share must be a number from 0.1 to 1"),

@@ -67,7 +67,8 @@ def test_the_mappings_get_head_room_and_the_workers_the_slots_one_tenant_may_hol
 
 
 def test_a_fair_share_of_one_leaves_the_stack_as_it_was():
-    # Given fair_share=1 (off)
+    # Given fair_share=1 (off), the default (decision 0057, "Why off by default")
+    assert StackConfig().fair_share == 1.0
     stack, template = _synth(StackConfig(fair_share=1.0))
     # Then every mapping's ceiling is its max_concurrency, and no worker is told a tenant's slots
     assert _ceilings(stack, template) == {"high": 20, "default": 20, "low": 5, "long": 5}

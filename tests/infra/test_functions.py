@@ -136,7 +136,7 @@ def test_the_high_worker_has_reserved_concurrency_and_the_worker_none(synth):
     # Given the default high_reserved_concurrency (= max_concurrency["high"]) / Then the high worker
     # reserves that many executions; the shared worker draws on the unreserved pool
     high, worker = _function_named(synth, "worker_high"), _function_named(synth, "worker")
-    assert high["ReservedConcurrentExecutions"] == synth.stack.config.high_reservation == 25
+    assert high["ReservedConcurrentExecutions"] == synth.stack.config.high_reservation == 20
     assert "ReservedConcurrentExecutions" not in worker
 
 

@@ -37,12 +37,13 @@ def larger() -> tuple[JobschedStack, dict]:
             high_reserved_concurrency=80,
             backpressure_depth={"default": 5000, "low": 200},
             backpressure_age_seconds={"default": 1800, "low": 0},
+            fair_share=0.8,
         )
     )
 
 
 def test_the_reservation_follows_the_setting_and_the_high_ceiling_its_own(larger):
-    # Given high_reserved_concurrency=80 and max_concurrency[high]=50
+    # Given high_reserved_concurrency=80, max_concurrency[high]=50 and fair_share=0.8
     stack, template = larger
     high = _function(stack, template, "worker_high")
     # Then the high worker reserves 80 executions, and its one mapping starts at most 63: 50 one tenant

@@ -57,7 +57,7 @@ from typing import Any
 
 from jobsched.core.errors import ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
-from jobsched.core.shares import DEFAULT_FAIR_SHARE, check_share
+from jobsched.core.shares import MEASURED_FAIR_SHARE, check_share
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -204,7 +204,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--fair-share",
         type=float,
-        default=DEFAULT_FAIR_SHARE,
+        default=MEASURED_FAIR_SHARE,
         help="the fair share the long-run variant and the model measure (0.1..1; default %(default)s)",
     )
     parser.add_argument(
@@ -239,7 +239,7 @@ def _validate(args: argparse.Namespace) -> None:
         raise ValidationError("--noisy-runs must be 100..5000")
     if not 0 <= getattr(args, "noisy_run_seconds", 0.0) <= 600:
         raise ValidationError("--noisy-run-seconds must be 0..600")
-    check_share(getattr(args, "fair_share", DEFAULT_FAIR_SHARE), "--fair-share")
+    check_share(getattr(args, "fair_share", MEASURED_FAIR_SHARE), "--fair-share")
     if not 1 <= args.idle_jobs <= 100_000 or not 1 <= args.idle_hours <= 24:
         raise ValidationError("--idle-jobs must be 1..100000 and --idle-hours 1..24")
     if args.burst_jobs is not None and not 1 <= args.burst_jobs <= 100_000:
