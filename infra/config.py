@@ -276,8 +276,7 @@ class StackConfig:
             ceiling = self.mapping_ceiling(kind)
             if reserved != 0 and not ceiling <= reserved <= MAX_RESERVED_CONCURRENCY:
                 raise ConfigError(
-                    f"{name} must be 0 (no reservation) or between the {kind} mapping's MaximumConcurrency "
-                    f"({ceiling}: max_concurrency[{kind}] with the fair share's head-room) and "
+                    f"{name} must be 0 (no reservation) or between {self._ceiling_named(kind)} and "
                     f"{MAX_RESERVED_CONCURRENCY}, got {reserved}: a reservation below the "
                     f"{kind} mapping's MaximumConcurrency would throttle its deliveries"
                 )
@@ -293,9 +292,8 @@ class StackConfig:
             base = self.mapping_ceiling(kind)
             if not base <= cap <= 1000:
                 raise ConfigError(
-                    f"capacity_max_concurrency[{kind}] must be between the {kind} mapping's "
-                    f"MaximumConcurrency ({base}: max_concurrency[{kind}] with the fair share's head-room) "
-                    f"and 1000, got {cap}"
+                    f"capacity_max_concurrency[{kind}] must be between {self._ceiling_named(kind)} and "
+                    f"1000, got {cap}"
                 )
             reserved = reservations.get(kind, 0)
             if reserved and cap > reserved:
@@ -337,6 +335,17 @@ class StackConfig:
             kind: self.capacity_max_concurrency.get(kind, self.mapping_ceiling(kind))
             for kind in LAMBDA_QUEUE_KINDS
         }
+
+    def _ceiling_named(self, kind: str) -> str:
+        """The queue's mapping's ceiling as a message names it: ``max_concurrency[kind] (N)``, or, with
+        the fair share's head-room, the mapping's MaximumConcurrency and where it comes from."""
+        ceiling = self.mapping_ceiling(kind)
+        if ceiling == self.max_concurrency[kind]:
+            return f"max_concurrency[{kind}] ({ceiling})"
+        return (
+            f"the {kind} mapping's MaximumConcurrency ({ceiling}: max_concurrency[{kind}] with the fair "
+            f"share's head-room)"
+        )
 
     def mapping_ceiling(self, kind: str) -> int:
         """The queue's mapping's MaximumConcurrency: max_concurrency, raised by the fair share's

@@ -36,11 +36,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
 #: Beside each ``<pid>.json`` recording: the test files that process's session collected.
 PATHS_SUFFIX = ".paths"
-#: Session fixtures that each worker may build for itself: cheap, and sharing nothing with other tests
-#: but the thing itself. They do not group their tests on one worker (the console's Chromium starts in
-#: about a second; grouping every console test behind it put all ten modules, each with its own
-#: ``jobsched dev``, on one worker: the parallel run's longest queue).
-PER_WORKER_FIXTURES = frozenset({"browser"})
 
 
 def _share_botocore_loader() -> None:
@@ -94,8 +89,7 @@ def _xdist_group(item: pytest.Item) -> str | None:
 
     A session fixture defined in a conftest groups the tests of that conftest's directory, one
     defined in a test module (or a module, class or package fixture) the tests of that file or
-    package. Fixtures of pytest and its plugins (``tmp_path_factory``...) and :data:`PER_WORKER_FIXTURES`
-    do not count: they are cheap to build once per worker.
+    package. Fixtures of pytest and its plugins (``tmp_path_factory``...) do not count: they are cheap.
     """
     fixtureinfo = getattr(item, "_fixtureinfo", None)
     if fixtureinfo is None:
@@ -103,8 +97,6 @@ def _xdist_group(item: pytest.Item) -> str | None:
     group, widest = None, 0
     rank = {"class": 1, "module": 1, "package": 2, "session": 3}
     for name in fixtureinfo.names_closure:
-        if name in PER_WORKER_FIXTURES:
-            continue
         for fixturedef in fixtureinfo.name2fixturedefs.get(name, ()):
             scope = fixturedef.scope
             if scope not in rank or rank[scope] <= widest:

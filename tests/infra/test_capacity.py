@@ -223,8 +223,8 @@ def test_the_caps_are_parsed_and_written_into_the_policy():
     [
         (
             {"capacity_max_concurrency": '{"default": 10}'},
-            r"capacity_max_concurrency\[default\] must be between the default mapping's "
-            r"MaximumConcurrency \(20: .*\) and 1000, got 10",
+            r"capacity_max_concurrency\[default\] must be between max_concurrency\[default\] \(20\) "
+            r"and 1000, got 10",
         ),
         (
             {"capacity_max_concurrency": '{"low": 1001}'},
