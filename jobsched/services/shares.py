@@ -33,6 +33,7 @@ A record whose body names no tenant (not a run message) is admitted without look
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import threading
@@ -267,8 +268,13 @@ class ShareGate:
             # from half its slots a tenant's invocation registers at once, beside its runs
             eager_wait = 0.0 if soon else self.register_after
             first_wait = eager_wait if unregistered else SHARE_LEASE_SECONDS / 3
+            # In the invocation's context: its writes are the function's (and in the tenant's lane), as
+            # the record threads' are.
             share._thread = threading.Thread(
-                target=share._background, args=(self.clock, first_wait), name=f"share-{owner}", daemon=True
+                target=contextvars.copy_context().run,
+                args=(share._background, self.clock, first_wait),
+                name=f"share-{owner}",
+                daemon=True,
             )
             share._thread.start()
         return share
