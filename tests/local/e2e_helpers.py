@@ -112,6 +112,29 @@ class EmbeddedProcess:
         attributes = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=names)["Attributes"]
         return sum(int(attributes.get(name, 0)) for name in names)
 
+    def _moto(self, service: str) -> Any:
+        """A client of the child's moto server for ``service`` (its endpoint from the ``ENV`` line)."""
+        env = self.environment()
+        return boto3.client(
+            service,
+            endpoint_url=env.get(f"AWS_ENDPOINT_URL_{service.upper()}", env["AWS_ENDPOINT_URL"]),
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+    def share_holders(self, queue: str, tenant: str) -> set[str]:
+        """The invocations registered in ``tenant``'s fair share item of ``queue``'s pool whose lease
+        has not ended (read strongly consistent from the child's moto; decision 0057)."""
+        item = self._moto("dynamodb").get_item(
+            TableName=self.environment()["JOBSCHED_LEASES_TABLE"],
+            Key={"lease_key": {"S": f"share#{queue}#{tenant}"}},
+            ConsistentRead=True,
+        ).get("Item", {})
+        now_ms = time.time() * 1000
+        holders = item.get("holders", {}).get("M", {})
+        return {name for name, until in holders.items() if int(until["N"]) > now_ms}
+
     def environment(self) -> dict[str, str]:
         """The embedded mode's environment for a container worker process (its ``ENV`` line)."""
         line = next(line for line in self.lines if line.startswith("ENV "))
