@@ -45,6 +45,7 @@ from jobsched.runtime.resources import (
     ENV_CODE_VERSION,
     ENV_DISPATCH_CONCURRENCY,
     ENV_ENQUEUE_HORIZON_SECONDS,
+    ENV_FAIR_SHARE,
     ENV_HANDLER_MODULES,
     ENV_LOOKAHEAD_SECONDS,
     ENV_NOTIFY_TOPIC_ARNS,
@@ -123,8 +124,13 @@ class JobschedStack(cdk.Stack):
             ENV_TENANT_MAX_RUNNING: str(config.tenant_max_running),
             ENV_TENANT_RUNS_PER_SECOND: str(config.tenant_runs_per_second),
             ENV_TENANT_BURST: str(config.tenant_burst),
+            # With a fair share, the slots one tenant may hold at the base ceilings, and the share
+            # they follow the capacity function's ceilings by (decision 0057).
             **(
-                {ENV_TENANT_SLOTS: format_tenant_slots(config.tenant_slots())}
+                {
+                    ENV_TENANT_SLOTS: format_tenant_slots(config.tenant_slots()),
+                    ENV_FAIR_SHARE: str(config.fair_share),
+                }
                 if config.tenant_slots()
                 else {}
             ),

@@ -24,6 +24,12 @@ item) is set to ``now + interval`` conditioned on still being idle. Whichever of
 last saw is tried first; a refusal means the bucket changed between the two cases and the other write
 is tried (at most 4 rounds, then the run waits a second and asks again).
 
+**Pool ceiling** (``lease_key = "pool#<queue>"``, decision 0057): ``ceiling`` (the pool's
+``MaximumConcurrency`` as the capacity function set it), ``set_at`` (epoch ms, when it was set) and
+``until`` (epoch ms, how long it is in force unless renewed). The capacity function writes it
+(:class:`PoolCeilingItems`); a fair share's gate reads it with the tenant's share item in one
+eventually consistent ``BatchGetItem`` (:meth:`Semaphores.look`). Missing or lapsed: the base.
+
 Items carry ``expires_at`` a day past their last write (the table's TTL removes idle ones).
 """
 
@@ -35,8 +41,9 @@ from datetime import datetime
 from typing import Any
 
 from jobsched.aws.metering import ConditionFailed
+from jobsched.aws.sizing import read_units
 from jobsched.core.limits import RateSpec, book, expired_holders, oldest_waiter, slot_frees_in
-from jobsched.ports.stores import Refusal, Waiter
+from jobsched.ports.stores import PoolCeiling, Refusal, Waiter
 from jobsched.ports.tables import Table
 
 logger = logging.getLogger(__name__)
@@ -45,6 +52,10 @@ logger = logging.getLogger(__name__)
 MAX_WAITERS = 10
 DAY_SECONDS = 86400
 _ROUNDS = 4
+#: How long a written pool ceiling stays in force without a renewal: five of the capacity function's
+#: one-minute ticks (it renews a raised ceiling at each), so a stopped function's raise lapses to the
+#: base within five minutes.
+POOL_CEILING_LEASE_SECONDS = 300.0
 
 
 def epoch_ms(now: datetime) -> int:
@@ -58,6 +69,11 @@ def semaphore_key(tenant: str, key: str | None) -> str:
 def share_key(queue: str, tenant: str) -> str:
     """The item counting ``tenant``'s invocations on ``queue``'s pool (fair shares, decision 0057)."""
     return f"share#{queue}#{tenant}"
+
+
+def pool_key(queue: str) -> str:
+    """The item holding ``queue``'s pool ceiling as the capacity function set it (decision 0057)."""
+    return f"pool#{queue}"
 
 
 def bucket_key(tenant: str, key: str | None) -> str:
@@ -250,10 +266,70 @@ class Semaphores:
         item = self.dynamo.get(self.table, {"lease_key": key}) or {}
         return {h: int(v) for h, v in (item.get("holders") or {}).items()}
 
+    def look(self, key: str, pool: str) -> tuple[dict[str, int], PoolCeiling | None]:
+        """The semaphore's holders and ``pool``'s ceiling item (:func:`pool_key`), in one eventually
+        consistent ``BatchGetItem`` (half a read unit per item): what a fair share's admission reads
+        when its tenants' slots follow the capacity function's ceilings (decision 0057)."""
+        holders: dict[str, int] = {}
+        ceiling: PoolCeiling | None = None
+        keys = [{"lease_key": key}, {"lease_key": pool_key(pool)}]
+        found = self.dynamo.batch_get(self.table, keys, metered=False)
+        # DynamoDB bills each key of a batch as a GetItem, found or not (the unit minimum: both items
+        # are far under 4 KB); the batch's own metering would count only the items found.
+        self.dynamo.meter.record_dynamodb(
+            "BatchGetItem", rcu=len(keys) * read_units(0, consistent=False), table=self.table
+        )
+        for item in found:
+            if item.get("lease_key") == key:
+                holders = {h: int(v) for h, v in (item.get("holders") or {}).items()}
+            elif "ceiling" in item:
+                ceiling = PoolCeiling(
+                    int(item["ceiling"]), int(item.get("set_at", 0)), int(item.get("until", 0))
+                )
+        return holders, ceiling
+
     def holders(self, key: str) -> dict[str, int]:
         """The semaphore's holders as stored (strongly consistent; for tests and operators)."""
         item = self.dynamo.get(self.table, {"lease_key": key}, consistent=True) or {}
         return {h: int(v) for h, v in (item.get("holders") or {}).items()}
+
+
+def pool_ceiling_of(item: dict[str, Any] | None) -> PoolCeiling | None:
+    """A pool ceiling item as stored (None when there is none)."""
+    if not item or "ceiling" not in item:
+        return None
+    return PoolCeiling(int(item["ceiling"]), int(item.get("set_at", 0)), int(item.get("until", 0)))
+
+
+class PoolCeilingItems:
+    """Writes each pool's ceiling item (:func:`pool_key`) for the fair share's gate: one ``UpdateItem``
+    per call. ``changed``: the ceiling was just set (``set_at`` becomes now); else a renewal (``set_at``
+    kept). Each write puts ``until`` ``lease_seconds`` on."""
+
+    def __init__(self, dynamo: Table, table: str, lease_seconds: float = POOL_CEILING_LEASE_SECONDS):
+        self.dynamo = dynamo
+        self.table = table
+        self.lease_seconds = lease_seconds
+
+    def record(self, kind: str, ceiling: int, now: datetime, *, changed: bool) -> None:
+        now_ms = epoch_ms(now)
+        set_at = "#s = :now" if changed else "#s = if_not_exists(#s, :now)"
+        self.dynamo.update(
+            self.table,
+            {"lease_key": pool_key(kind)},
+            f"SET #c = :c, #u = :until, expires_at = :exp, {set_at}",
+            names={"#c": "ceiling", "#u": "until", "#s": "set_at"},
+            values={
+                ":c": ceiling,
+                ":until": now_ms + int(self.lease_seconds * 1000),
+                ":exp": int(now.timestamp()) + DAY_SECONDS,
+                ":now": now_ms,
+            },
+        )
+
+    def read(self, kind: str) -> PoolCeiling | None:
+        """The item as stored (strongly consistent; for tests and operators)."""
+        return pool_ceiling_of(self.dynamo.get(self.table, {"lease_key": pool_key(kind)}, consistent=True))
 
 
 class Buckets:

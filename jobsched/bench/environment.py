@@ -21,7 +21,7 @@ import boto3
 from moto import mock_aws
 
 from jobsched.core.clock import Clock
-from jobsched.core.shares import format_tenant_slots
+from jobsched.core.shares import DEFAULT_FAIR_SHARE, format_tenant_slots
 from jobsched.local import moto_fixes
 from jobsched.local.provision import Provisioned, provision
 from jobsched.runtime import resources
@@ -38,14 +38,17 @@ _CLEARED = (
 
 #: The deployment's default slots one tenant may hold per queue (infra/config.py's ``tenant_slots()``
 #: at the default fair share, decision 0057; tests/infra/test_fair_share.py checks they agree), so the
-#: cost benchmark's worker pays what a deployed one does for the share: none, the share is off by
-#: default (fair_share 1).
-DEFAULT_TENANT_SLOTS: dict[str, int] = {}
+#: cost benchmark's worker pays what a deployed one does for the share: the look at the tenant's share
+#: item and the pool's ceiling item, one BatchGetItem per invocation.
+DEFAULT_TENANT_SLOTS: dict[str, int] = {"default": 20, "high": 20, "low": 5}
 
 
 def _function_environment(shards: int) -> dict[str, str]:
     slots = (
-        {resources.ENV_TENANT_SLOTS: format_tenant_slots(DEFAULT_TENANT_SLOTS)}
+        {
+            resources.ENV_TENANT_SLOTS: format_tenant_slots(DEFAULT_TENANT_SLOTS),
+            resources.ENV_FAIR_SHARE: str(DEFAULT_FAIR_SHARE),
+        }
         if DEFAULT_TENANT_SLOTS
         else {}
     )

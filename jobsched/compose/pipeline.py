@@ -385,6 +385,7 @@ def share_gate_from_settings(
         queue_kinds={url: kind for kind, url in settings.queue_urls.items()},
         clock=clock,
         metrics=metrics,
+        fair_share=settings.fair_share,
     )
 
 
@@ -528,17 +529,30 @@ def capacity_service_from_settings(
     metrics: obs.MetricSink,
     meter: Any = None,
     forecast: ForecastConfig | None = None,
+    ceiling_lease_seconds: float | None = None,
 ) -> CapacityService:
-    """The capacity service (decision 0055): the forecast, the sweeper's queue ages, ``capacity``."""
+    """The capacity service (decision 0055): the forecast, the sweeper's queue ages, ``capacity``; with
+    fair shares (``JOBSCHED_FAIR_SHARE`` and ``JOBSCHED_TENANT_SLOTS``), the pool ceiling items it
+    writes in the Leases table for the shared queues (decision 0057), in force ``ceiling_lease_seconds``
+    (default :data:`~jobsched.aws.limits_store.POOL_CEILING_LEASE_SECONDS`) unless renewed."""
+    from jobsched.aws.limits_store import POOL_CEILING_LEASE_SECONDS, PoolCeilingItems
     from jobsched.aws.queue_ages import QueueAges
     from jobsched.services.capacity import CapacityConfig, CapacityService
 
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     ages = QueueAges(dynamo, settings.leases_table)
+    shared = settings.fair_share is not None and bool(settings.tenant_slots)
+    ceilings = (
+        PoolCeilingItems(dynamo, settings.leases_table, ceiling_lease_seconds or POOL_CEILING_LEASE_SECONDS)
+        if shared
+        else None
+    )
     return CapacityService(
         CapacityConfig(policy),
         forecast_service_from_settings(settings, clients, meter=meter, config=forecast),
         capacity,
         ages.read,
         metrics,
+        ceilings=ceilings,
+        shared=tuple(settings.tenant_slots) if shared else (),
     )

@@ -4,7 +4,8 @@ A pool (a Lambda queue's event source mapping, an embedded poller) has ``slots``
 may hold at most: today's ceiling (``max_concurrency``). With a fair share ``share`` (0 < share <= 1)
 the pool's ceiling becomes :func:`pool_ceiling` = ``ceil(slots / share)``: a tenant alone still gets
 its ``slots``, and the rest is head-room only other tenants' runs use. ``share`` 1 = no head-room
-(the gate is off).
+(the gate is off). When the capacity function raises or lowers the ceiling (decision 0055), a
+tenant's slots follow it: :func:`tenant_slots_at` = ``max(slots, floor(ceiling * share))``.
 """
 
 from __future__ import annotations
@@ -14,14 +15,14 @@ from collections.abc import Iterable, Mapping
 
 from jobsched.core.errors import ValidationError
 
-#: The deployment's default fair share (``fair_share``, ``jobsched dev --fair-share``): 1, off. A
-#: tenant's slots are the mapping's base ceiling and do not follow the capacity function's raises
-#: (decision 0055), so with a share below 1 a tenant alone would not get a forecast peak's or an old
-#: backlog's raise: the share is opt-in until they do (decision 0057, "Why off by default").
-DEFAULT_FAIR_SHARE = 1.0
-#: The share the benchmarks measure and decision 0057 suggests: 20 slots -> a ceiling of 25, 5 of
+#: The share the benchmarks measure and decision 0057 chose: 20 slots -> a ceiling of 25, 5 of
 #: head-room.
 MEASURED_FAIR_SHARE = 0.8
+#: The deployment's default fair share (``fair_share``, ``jobsched dev --fair-share``, the embedded
+#: mode's ``LocalConfig.fair_share``): on, at the measured share. A tenant's slots follow the capacity
+#: function's raises (:func:`tenant_slots_at`), so a tenant alone keeps pre-warming and the scaling
+#: on age (decision 0057, "Why on by default"). 1 turns it off.
+DEFAULT_FAIR_SHARE = MEASURED_FAIR_SHARE
 #: The smallest share accepted (a ceiling at most 10 times a tenant's slots).
 MIN_FAIR_SHARE = 0.1
 
@@ -36,6 +37,17 @@ def check_share(share: float, field: str = "fair_share") -> float:
 def pool_ceiling(slots: int, share: float) -> int:
     """The pool's ceiling for tenants holding at most ``slots`` each: ``ceil(slots / share)``."""
     return max(slots, math.ceil(round(slots / check_share(share), 9)))
+
+
+def tenant_slots_at(slots: int, share: float, ceiling: int | None) -> int:
+    """The invocations one tenant may hold of a pool whose ceiling in force is ``ceiling`` (None: the
+    base, ``pool_ceiling(slots, share)``): ``max(slots, floor(ceiling * share))``. At the base ceiling
+    ``ceil(slots / share)`` this is ``slots`` exactly (``ceil(slots / share) * share`` is below
+    ``slots + 1``); a raised ceiling gives a tenant alone all of the raise but its head-room
+    ``ceiling - floor(ceiling * share)``; a lowered one never takes a tenant below ``slots``."""
+    if ceiling is None:
+        return slots
+    return max(slots, math.floor(round(ceiling * check_share(share), 9)))
 
 
 def live(holders: Mapping[str, int], now_ms: int) -> set[str]:

@@ -71,10 +71,12 @@ def capacity_tick(
     policy: CapacityPolicy,
     metrics: obs.MetricSink,
     out: Callable[[str], None] = print,
+    ceiling_lease_seconds: float | None = None,
 ) -> Callable[[dict[str, Any]], Any]:
     """The embedded mode's capacity schedule: one capacity service, built on its first tick from the
-    functions' environment (the emulator's endpoint), ticked by the wall clock; each change it makes
-    is a line on ``out`` (``capacity: low 2 -> 3 (forecast)``)."""
+        functions' environment (the emulator's endpoint), ticked by the wall clock; each change it makes
+        is a line on ``out`` (``capacity: low 2 -> 3 (forecast)``). With fair shares it writes the pool
+    ceiling items the workers' share gate reads, as on AWS, in force ``ceiling_lease_seconds``."""
     service: list[Any] = []
     clock = SystemClock()
 
@@ -83,7 +85,12 @@ def capacity_tick(
             settings = Settings.from_env(environ)
             service.append(
                 capacity_service_from_settings(
-                    settings, Clients(), PollerCapacity(pollers), policy, metrics=metrics
+                    settings,
+                    Clients(),
+                    PollerCapacity(pollers),
+                    policy,
+                    metrics=metrics,
+                    ceiling_lease_seconds=ceiling_lease_seconds,
                 )
             )
         report = service[0].tick(clock.now())

@@ -40,6 +40,7 @@ from botocore.config import Config
 
 from jobsched.api.auth import ENV_ADMIN_PRINCIPALS
 from jobsched.aws.clients import set_lane_source
+from jobsched.aws.limits_store import POOL_CEILING_LEASE_SECONDS
 from jobsched.compose.seam import Seam
 from jobsched.core.shares import format_tenant_slots
 from jobsched.local.capacity import capacity_tick, local_policy
@@ -370,6 +371,8 @@ class EmbeddedMode:
             resources.ENV_TENANT_MAX_RUNNING: str(self.config.tenant_max_running),
             resources.ENV_TENANT_RUNS_PER_SECOND: str(self.config.tenant_runs_per_second),
             resources.ENV_TENANT_SLOTS: format_tenant_slots(self.config.tenant_slots()),
+            # a tenant's slots follow the capacity service's ceilings (decision 0057), as on AWS
+            **({resources.ENV_FAIR_SHARE: str(self.config.fair_share)} if self.config.tenant_slots() else {}),
             ENV_ADMIN_PRINCIPALS: ",".join(f"token:{tenant}" for tenant in self.config.admins),
             "POWERTOOLS_SERVICE_NAME": "jobsched",
             "POWERTOOLS_METRICS_NAMESPACE": "jobsched",
@@ -582,7 +585,9 @@ class EmbeddedMode:
         slots = {kind: poller.slots for kind, poller in pollers.items()}
         batches = {kind: config.batch_sizes.get(kind, config.batch_size) for kind in pollers}
         policy = local_policy(slots, batches, config.capacity_max_slots)
-        return capacity_tick(self.environ, pollers, policy, obs.NullSink(), self.out)
+        # a raised poller's ceiling item stays in force five ticks unless renewed, as on AWS
+        lease = max(POOL_CEILING_LEASE_SECONDS, 5 * config.capacity_seconds)
+        return capacity_tick(self.environ, pollers, policy, obs.NullSink(), self.out, lease)
 
     def housekeeper(self) -> Housekeeper:
         """What deletes expired runs and outputs here (DynamoDB TTL and the S3 lifecycle on AWS)."""

@@ -107,6 +107,21 @@ class Waiter:
     receipt_handle: str
 
 
+@dataclass(frozen=True)
+class PoolCeiling:
+    """A pool's ceiling as the capacity function last set it (decision 0057): ``ceiling`` invocations
+    since ``set_at_ms``, in force until ``until_ms`` (epoch ms; the function renews it while it holds a
+    raise, so an entry it stopped renewing falls back to the base)."""
+
+    ceiling: int
+    set_at_ms: int
+    until_ms: int
+
+    def in_force(self, now_ms: int) -> int | None:
+        """The ceiling if its entry has not lapsed at ``now_ms``, else None (the base)."""
+        return self.ceiling if self.until_ms > now_ms else None
+
+
 @dataclass
 class SendReport:
     sent: list[str] = field(default_factory=list)  # Outgoing.key of each message SQS accepted
@@ -323,7 +338,15 @@ class ConcurrencySlots(Protocol):
 
     def peek(self, key: str) -> dict[str, int]: ...
 
+    def look(self, key: str, pool: str) -> tuple[dict[str, int], PoolCeiling | None]: ...
+
     def holders(self, key: str) -> dict[str, int]: ...
+
+
+class PoolCeilings(Protocol):
+    """Where the capacity function writes a pool's ceiling for the fair share's gate (decision 0057)."""
+
+    def record(self, kind: str, ceiling: int, now: datetime, *, changed: bool) -> None: ...
 
 
 class RateBuckets(Protocol):

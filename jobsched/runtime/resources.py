@@ -73,6 +73,12 @@ ENV_TENANT_BURST = "JOBSCHED_TENANT_BURST"
 #: (``default=20,low=5,high=20``: the queues' ``max_concurrency``), whose mappings' ceiling is raised
 #: to ``ceil(slots / fair_share)``. Unset or empty: no share is enforced. Read by the worker.
 ENV_TENANT_SLOTS = "JOBSCHED_TENANT_SLOTS"
+#: The deployment's fair share (``0.8``), set beside ``JOBSCHED_TENANT_SLOTS``: with it a tenant's
+#: slots follow the pool's ceiling as the capacity function sets it (``max(slots, floor(ceiling *
+#: fair_share))``, the ceiling read from the Leases table), and the capacity function writes that
+#: ceiling there. Unset: the slots stay ``JOBSCHED_TENANT_SLOTS``. Read by the worker and the capacity
+#: function.
+ENV_FAIR_SHARE = "JOBSCHED_FAIR_SHARE"
 
 # --- the embedded mode's fairness lanes -------------------------------------------------------------
 #: The HTTP header naming the tenant a DynamoDB request is made for (the lane it waits in): added by

@@ -15,7 +15,7 @@ from datetime import timedelta
 from jobsched.core.backpressure import QueueLimit
 from jobsched.core.errors import JobschedError, ValidationError
 from jobsched.core.ids import DUE_PARTITIONS
-from jobsched.core.shares import format_tenant_slots, parse_tenant_slots
+from jobsched.core.shares import check_share, format_tenant_slots, parse_tenant_slots
 from jobsched.runtime import resources as r
 
 
@@ -72,6 +72,9 @@ class Settings:
     #: Per Lambda queue, the invocations one tenant may hold (``JOBSCHED_TENANT_SLOTS``, decision 0057);
     #: empty: no fair share is enforced.
     tenant_slots: Mapping[str, int] = field(default_factory=dict)
+    #: The deployment's fair share (``JOBSCHED_FAIR_SHARE``): a tenant's slots follow the capacity
+    #: function's ceilings; None: they stay ``tenant_slots``.
+    fair_share: float | None = None
     #: Lambda's limit on an invocation, in seconds (``JOBSCHED_LAMBDA_TIME_LIMIT_SECONDS``, embedded mode
     #: only; 900 on AWS): the longest timeout the API accepts on the ``lambda`` and ``long`` pools.
     lambda_time_limit_seconds: int = r.LAMBDA_TIME_LIMIT_SECONDS
@@ -196,6 +199,7 @@ class Settings:
             tenant_runs_per_second=rate_setting(env.get(r.ENV_TENANT_RUNS_PER_SECOND)),
             tenant_burst=integer(r.ENV_TENANT_BURST, 1, 1),
             tenant_slots=tenant_slots_from(env.get(r.ENV_TENANT_SLOTS)),
+            fair_share=fair_share_from(env.get(r.ENV_FAIR_SHARE)),
             lambda_time_limit_seconds=lambda_time_limit,
         )
 
@@ -218,6 +222,7 @@ class Settings:
             r.ENV_TENANT_RUNS_PER_SECOND: str(self.tenant_runs_per_second),
             r.ENV_TENANT_BURST: str(self.tenant_burst),
             **({r.ENV_TENANT_SLOTS: format_tenant_slots(self.tenant_slots)} if self.tenant_slots else {}),
+            **({r.ENV_FAIR_SHARE: str(self.fair_share)} if self.fair_share is not None else {}),
             **(
                 {r.ENV_LAMBDA_TIME_LIMIT: str(self.lambda_time_limit_seconds)}
                 if self.lambda_time_limit_seconds != r.LAMBDA_TIME_LIMIT_SECONDS
@@ -299,6 +304,18 @@ def tenant_slots_from(raw: str | None) -> dict[str, int]:
         return parse_tenant_slots(raw, r.ENV_TENANT_SLOTS)
     except ValidationError as exc:
         raise ConfigurationError(f"environment variable {exc}") from None
+
+
+def fair_share_from(raw: str | None) -> float | None:
+    """``JOBSCHED_FAIR_SHARE``: a share from 0.1 to 1; unset or empty: None. A bad value names it."""
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return check_share(float(raw), r.ENV_FAIR_SHARE)
+    except (ValueError, ValidationError):
+        raise ConfigurationError(
+            f"environment variable {r.ENV_FAIR_SHARE} must be a number from 0.1 to 1, got {raw!r}"
+        ) from None
 
 
 def worker_concurrency_from(raw: str | None) -> int:

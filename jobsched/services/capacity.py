@@ -8,12 +8,19 @@ the current capacity (:class:`~jobsched.ports.capacity.PoolCapacity`), plans wit
 ``PoolCapacity<Pool>`` (the ceiling after the tick). A value a service refuses is logged and left; the
 other queues are still set. On AWS it is the ``Capacity`` function on a one-minute schedule; in the
 embedded mode the housekeeping loop runs it against the pollers' concurrency (docs/scaling.md).
+
+With fair shares (decision 0057) it also tells the workers each shared pool's ceiling, so a tenant's
+slots follow it: given ``ceilings`` and the ``shared`` kinds, it writes a kind's ceiling item when it
+changes the ceiling -- before lowering the mapping, after raising it, so a tenant's slots never exceed
+what the ceiling in force leaves of the head-room -- and renews it at every tick while the ceiling is
+above the base. A write that fails is logged; the ceiling stays as set (a tenant's slots stay what
+the item said, or the base once it lapses).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -21,6 +28,7 @@ from jobsched.core.capacity import CapacityPolicy, Plan, plan
 from jobsched.core.forecast import WINDOW_MINUTES
 from jobsched.core.pools import CONTAINER_POOL, LONG_POOL, POOLS, queue_for
 from jobsched.ports.capacity import CapacityRefused, PoolCapacity
+from jobsched.ports.stores import PoolCeilings
 from jobsched.runtime import observability as obs
 from jobsched.runtime.resources import PRIORITIES
 from jobsched.services.forecast import ForecastService
@@ -58,12 +66,25 @@ class CapacityService:
         capacity: PoolCapacity,
         ages: Callable[[], Mapping[str, datetime]],
         metrics: obs.MetricSink,
+        *,
+        ceilings: PoolCeilings | None = None,
+        shared: Collection[str] = (),
     ):
         self.config = config
         self.forecasts = forecasts
         self.capacity = capacity
         self.ages = ages
         self.metrics = metrics
+        self.ceilings = ceilings
+        self.shared = frozenset(shared) if ceilings is not None else frozenset()
+
+    def _record(self, kind: str, ceiling: int, now: datetime, *, changed: bool) -> None:
+        if self.ceilings is None or kind not in self.shared:
+            return
+        try:
+            self.ceilings.record(kind, ceiling, now, changed=changed)
+        except Exception:  # the ceiling stands; the tenants' slots stay what the item said (or lapse)
+            logger.exception("the ceiling item of %s (%d) was not written", kind, ceiling)
 
     def tick(self, now: datetime) -> CapacityReport:
         forecast = self.forecasts.forecast(now)
@@ -85,15 +106,25 @@ class CapacityService:
         )
         report = CapacityReport(plan=chosen)
         for kind, target in chosen.ceilings.items():
-            if current.get(kind) == target:
+            before = current.get(kind)
+            if before == target:
+                if target > policy.queues[kind].base:
+                    self._record(kind, target, now, changed=False)  # renewed while raised
                 continue
+            lowering = before is not None and target < before
+            if lowering:  # the tenants' slots come down first, then the mapping
+                self._record(kind, target, now, changed=True)
             try:
                 self.capacity.set_ceiling(kind, target)
             except CapacityRefused as exc:
                 report.refused[kind] = str(exc)
                 logger.warning("capacity of %s not set to %d: %s", kind, target, exc)
+                if lowering and before is not None:
+                    self._record(kind, before, now, changed=True)  # the mapping kept its ceiling
                 continue
-            report.changed[kind] = (current.get(kind), target)
+            if not lowering:
+                self._record(kind, target, now, changed=True)
+            report.changed[kind] = (before, target)
             current[kind] = target
             logger.info(
                 "capacity of %s %s -> %d (%s)", kind, report.changed[kind][0], target, chosen.reasons[kind]

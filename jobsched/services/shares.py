@@ -11,9 +11,13 @@ bursting tenant's run to end, however long those runs are.
 tenant of the batch:
 
 1. **look**: one eventually consistent read of the tenant's item (``share#<queue>#<tenant>`` in the
-   Leases table, a semaphore whose holders are invocations, not runs); its live holders, with the
-   invocations this process runs for the tenant (registered or not yet: :data:`PROCESS_HOLDS`), are
-   the tenant's holds;
+   Leases table, a semaphore whose holders are invocations, not runs) and, when the gate knows the
+   deployment's ``fair_share``, of the pool's ceiling item (``pool#<queue>``, written by the capacity
+   function) in the same ``BatchGetItem``; the live holders, with the invocations this process runs
+   for the tenant (registered or not yet: :data:`PROCESS_HOLDS`), are the tenant's holds, and its
+   ``slots`` are :func:`~jobsched.core.shares.tenant_slots_at` of the ceiling in force (the base
+   ``slots`` when the item is missing or lapsed): a raised ceiling raises them, a lowered one lowers
+   them (runs already running finish; a tenant over its new slots is admitted again once under);
 2. **admitted** when they are fewer than ``slots``. The invocation registers as a holder (a
    conditional write, at most ``slots``) at once when the tenant already holds half its slots or
    more; otherwise only if it still runs :data:`REGISTER_AFTER_SECONDS` later (short invocations,
@@ -45,7 +49,7 @@ from datetime import datetime
 from jobsched.aws.limits_store import epoch_ms, share_key
 from jobsched.core.clock import Clock
 from jobsched.core.messages import RunMessage
-from jobsched.core.shares import holds, live
+from jobsched.core.shares import holds, live, tenant_slots_at
 from jobsched.ports.stores import ConcurrencySlots, RunQueue
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import Delivery
@@ -200,8 +204,9 @@ class Share:
 
 class ShareGate:
     """Admits a batch's tenants into a pool's share (see the module docstring). ``tenant_slots`` maps a
-    queue kind to the invocations a tenant may hold; ``queue_kinds`` maps a queue URL to its kind; a
-    queue not in ``tenant_slots`` has no share (every record admitted, nothing read)."""
+    queue kind to the invocations a tenant may hold at the pool's base ceiling; ``queue_kinds`` maps a
+    queue URL to its kind; a queue not in ``tenant_slots`` has no share (every record admitted, nothing
+    read). With ``fair_share`` the slots follow the pool's ceiling item; without, they stay the base."""
 
     def __init__(
         self,
@@ -218,6 +223,7 @@ class ShareGate:
         register_after: float = REGISTER_AFTER_SECONDS,
         hold_seconds: float = HOLD_SECONDS,
         poll_seconds: float = POLL_SECONDS,
+        fair_share: float | None = None,
     ):
         self.slots = slots
         self.queues = queues
@@ -231,10 +237,26 @@ class ShareGate:
         self.register_after = register_after
         self.hold_seconds = hold_seconds
         self.poll_seconds = poll_seconds
+        self.fair_share = fair_share
+        #: Per share key, the slots its last look found (what a registration or renewal is limited to).
+        self._slots_seen: dict[str, int] = {}
 
     def slots_of(self, key: str) -> int:
+        """The slots a tenant may hold on ``key``'s pool, as the gate's last look found them."""
+        seen = self._slots_seen.get(key)
+        return seen if seen is not None else self.tenant_slots[key.split("#", 2)[1]]
+
+    def _look(self, key: str, now_ms: int) -> tuple[set[str], int]:
+        """The tenant's live registered holders and its slots now: one read (the share item alone, or
+        with the pool's ceiling item in one ``BatchGetItem``)."""
         queue = key.split("#", 2)[1]
-        return self.tenant_slots[queue]
+        base = self.tenant_slots[queue]
+        if self.fair_share is None:
+            return live(self.slots.peek(key), now_ms), base
+        holders, pool = self.slots.look(key, queue)
+        slots = tenant_slots_at(base, self.fair_share, pool.in_force(now_ms) if pool else None)
+        self._slots_seen[key] = slots
+        return live(holders, now_ms), slots
 
     def enter(self, deliveries: Sequence[Delivery], owner: str) -> Share:
         """Decide the batch ``deliveries`` of invocation ``owner``: a :class:`Share` whose ``admitted``
@@ -297,12 +319,11 @@ class ShareGate:
         slot. An invocation admitted at first look registers beside its runs (at once from half the
         tenant's slots, else if still running after ``register_after``); a held one takes the slot
         it waited for with the registration itself, before its runs start."""
-        slots = self.slots_of(key)
         deadline = self.monotonic() + self.hold_seconds
         held = False
         while True:
             now = self.clock.now()
-            registered = live(self.slots.peek(key), epoch_ms(now))
+            registered, slots = self._look(key, epoch_ms(now))
             if self.process.take_if_under(key, owner, registered, slots):
                 if not held:
                     return True, False, self.process.count(key, registered, owner) * 2 >= slots

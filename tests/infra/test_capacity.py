@@ -94,13 +94,14 @@ def test_the_function_runs_the_capacity_entry_point_with_the_policy_and_the_mapp
     assert props["Handler"] == CAPACITY_FUNCTION.handler
     assert props["Timeout"] == CAPACITY_FUNCTION.timeout_seconds
     variables = props["Environment"]["Variables"]
-    # Given the default settings, Then each queue's base and cap are its mapping's ceiling (max_concurrency:
-    # the fair share is off by default, decision 0057): nothing raised
+    # Given the default settings, Then each queue's base and cap are its mapping's ceiling
+    # (max_concurrency with the default fair share's head-room, ceil(20 / 0.8) = 25, ceil(5 / 0.8) = 7 on
+    # high, default and low, decision 0057; long has none): nothing raised
     # (and the fixture's capacity_max_warm_tasks=4: the container queue from 0 up to 4 tasks, one run each)
     assert json.loads(variables[ENV_CAPACITY_QUEUES]) == {
-        "high": {"base": 20, "cap": 20, "batch_size": 10},
-        "default": {"base": 20, "cap": 20, "batch_size": 10},
-        "low": {"base": 5, "cap": 5, "batch_size": 10},
+        "high": {"base": 25, "cap": 25, "batch_size": 10},
+        "default": {"base": 25, "cap": 25, "batch_size": 10},
+        "low": {"base": 7, "cap": 7, "batch_size": 10},
         "long": {"base": 5, "cap": 5, "batch_size": 1},
         "container": {"base": 0, "cap": WARM_TASKS, "batch_size": 1},
     }
@@ -209,10 +210,11 @@ def test_the_caps_are_parsed_and_written_into_the_policy():
         }
     )
     assert config.capacity_caps() == {"high": 40, "default": 200, "low": 50, "long": 5}
+    # (each base the mapping's ceiling with the default fair share's head-room: 25, 25, 7)
     assert capacity_queues(config) == {
-        "high": {"base": 20, "cap": 40, "batch_size": 10},
-        "default": {"base": 20, "cap": 200, "batch_size": 10},
-        "low": {"base": 5, "cap": 50, "batch_size": 10},
+        "high": {"base": 25, "cap": 40, "batch_size": 10},
+        "default": {"base": 25, "cap": 200, "batch_size": 10},
+        "low": {"base": 7, "cap": 50, "batch_size": 10},
         "long": {"base": 5, "cap": 5, "batch_size": 1},
     }
     assert _from({}).capacity is True and _from({"capacity": "false"}).capacity is False
@@ -223,7 +225,8 @@ def test_the_caps_are_parsed_and_written_into_the_policy():
     [
         (
             {"capacity_max_concurrency": '{"default": 10}'},
-            r"capacity_max_concurrency\[default\] must be between max_concurrency\[default\] \(20\) "
+            r"capacity_max_concurrency\[default\] must be between the default mapping's "
+            r"MaximumConcurrency \(25: max_concurrency\[default\] with the fair share's head-room\) "
             r"and 1000, got 10",
         ),
         (
@@ -236,7 +239,7 @@ def test_the_caps_are_parsed_and_written_into_the_policy():
         ),
         (
             {"capacity_max_concurrency": '{"high": 40}'},
-            r"capacity_max_concurrency\[high\] \(40\) is above the high worker's reserved concurrency \(20\)",
+            r"capacity_max_concurrency\[high\] \(40\) is above the high worker's reserved concurrency \(25\)",
         ),
         (
             {"capacity_max_concurrency": '{"long": 9}'},
@@ -263,9 +266,9 @@ def test_the_caps_are_parsed_and_written_into_the_policy():
             r"capacity_max_warm_tasks needs container_pool=true and capacity=true",
         ),
         (
-            {"capacity_max_provisioned": "26"},
-            r"capacity_max_provisioned must be 0 \(never provisioned\) to 25, the default and low "
-            r"queues' caps together .* got 26",
+            {"capacity_max_provisioned": "33"},
+            r"capacity_max_provisioned must be 0 \(never provisioned\) to 32, the default and low "
+            r"queues' caps together .* got 33",
         ),
         (
             {"capacity_max_provisioned": "-1"},

@@ -63,11 +63,12 @@ def test_backpressure_and_the_high_reservation_are_parsed_and_merged_with_the_de
 def test_the_high_reservation_defaults_to_the_high_mappings_ceiling():
     # Given no setting / Then every invocation the high mapping may start is reserved; a larger
     # ceiling needs a reservation at least as large
-    # (the fair share is off by default; with one, the ceiling has its head-room, decision 0057:
-    # ceil(50 / 0.8) = 63)
-    assert StackConfig().high_reservation == StackConfig().mapping_ceiling("high") == 20
+    # (the ceiling has the default fair share's head-room, decision 0057: ceil(20 / 0.8) = 25,
+    # ceil(50 / 0.8) = 63; with the share off, max_concurrency itself)
+    assert StackConfig().high_reservation == StackConfig().mapping_ceiling("high") == 25
     assert DEFAULT_MAX_CONCURRENCY["high"] == 20
-    assert _from({"max_concurrency": '{"high": 50}'}).high_reservation == 50
+    assert _from({"max_concurrency": '{"high": 50}'}).high_reservation == 63
+    assert _from({"max_concurrency": '{"high": 50}', "fair_share": "1"}).high_reservation == 50
     assert _from({"max_concurrency": '{"high": 50}', "fair_share": "0.8"}).high_reservation == 63
     config = _from({"max_concurrency": '{"high": 50}', "high_reserved_concurrency": "70"})
     assert (config.max_concurrency["high"], config.high_reservation) == (50, 70)

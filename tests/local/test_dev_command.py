@@ -251,7 +251,9 @@ def test_the_fair_share_flag_sets_the_share_and_raises_the_pollers_slots() -> No
 
     parser = argparse.ArgumentParser()
     add_arguments(parser)
-    assert parser.parse_args([]).fair_share == 1.0  # off by default (decision 0057)
+    assert parser.parse_args([]).fair_share == 0.8  # on by default (decision 0057)
+    assert LocalConfig(fair_share=parser.parse_args([]).fair_share).pool_slots("default") == 25
+    assert LocalConfig().fair_share == 0.8 and LocalConfig().tenant_slots()["default"] == 20
     config = LocalConfig(fair_share=parser.parse_args(["--fair-share", "0.5"]).fair_share)
     assert (config.pool_slots("default"), config.tenant_slots()["default"]) == (40, 20)
     assert config.pool_slots("long") == 2  # long has no share

@@ -5,12 +5,16 @@ ceilings and warm capacity before a peak, releasing them after, emitting the two
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 import pytest
 
+from jobsched.aws.limits_store import PoolCeilingItems, epoch_ms
+from jobsched.aws.metering import Meter, dynamo_for
 from jobsched.compose.pipeline import capacity_service_from_settings, forecast_service_from_settings
 from jobsched.core.capacity import CapacityPolicy, QueueCaps
+from jobsched.ports.capacity import CapacityRefused
 from jobsched.runtime import observability as obs
 from jobsched.runtime.observability import RecordingSink
 from jobsched.services.capacity import CapacityConfig, CapacityService
@@ -150,3 +154,102 @@ def test_a_tick_counts_ceilings_in_invocations_of_a_batch(aws, pipeline):
     service.tick(T0)
     # Then the low mapping allows 3 invocations (30 runs / 10 a batch), not 30 (capped at 8)
     assert capacity.ceiling("low") == 3
+
+
+# --- the pool ceiling items the fair share's gate reads (decision 0057) ------------------------------
+
+SHARED_POLICY = CapacityPolicy(
+    queues={"default": QueueCaps(25, 500), "low": QueueCaps(7, 7)}, lead_minutes=10
+)
+
+
+def shared_settings(aws, share: float | None = 0.8):
+    """The deployment's settings with fair shares on (20 slots on default, 5 on low) at ``share``."""
+    return replace(aws.settings, tenant_slots={"default": 20, "high": 20, "low": 5}, fair_share=share)
+
+
+class OrderedCeilings:
+    """The real ceiling items, noting the mapping's ceiling in force when each is written."""
+
+    def __init__(self, items: PoolCeilingItems, capacity: InMemoryCapacity):
+        self.items, self.capacity, self.seen = items, capacity, []
+
+    def record(self, kind, ceiling, now, *, changed):
+        self.seen.append((kind, ceiling, self.capacity.ceiling(kind), changed))
+        self.items.record(kind, ceiling, now, changed=changed)
+
+
+def test_the_capacity_service_writes_a_shared_pools_ceiling_beside_raising_and_lowering_it(aws, pipeline):
+    # Given 600 runs due at 12:08 (120 invocations wanted on default) and fair shares on
+    peak_job(pipeline, T0 + timedelta(minutes=8))
+    settings = shared_settings(aws)
+    capacity = InMemoryCapacity({"default": 25, "low": 7})
+    dynamo = dynamo_for(settings, aws.clients.dynamodb, Meter())
+    items = PoolCeilingItems(dynamo, settings.leases_table)
+    service = capacity_service_from_settings(
+        settings, aws.clients, capacity, SHARED_POLICY, metrics=RecordingSink()
+    )
+    ordered = OrderedCeilings(items, capacity)
+    service.ceilings = ordered
+    # When it ticks at 12:00: the mapping is raised to 120, then the item written (ceiling 120, set now)
+    service.tick(T0)
+    assert ordered.seen == [("default", 120, 120, True)]
+    written = items.read("default")
+    assert written is not None and written.ceiling == 120
+    assert written.set_at_ms == epoch_ms(T0) and written.until_ms == epoch_ms(T0) + 300_000
+    assert items.read("low") is None  # at its base, never written
+    # When it ticks at 12:01 with the peak still ahead: the item is renewed (set_at kept, until moved)
+    service.tick(T0 + timedelta(minutes=1))
+    renewed = items.read("default")
+    assert renewed is not None and renewed.set_at_ms == epoch_ms(T0)
+    assert renewed.until_ms == epoch_ms(T0 + timedelta(minutes=1)) + 300_000
+    assert ordered.seen[-1] == ("default", 120, 120, False)
+    # When the peak has passed: the item comes down to the base first, then the mapping
+    service.tick(T0 + timedelta(minutes=9))
+    assert ordered.seen[-1] == ("default", 25, 120, True)
+    assert capacity.ceiling("default") == 25
+    lowered = items.read("default")
+    assert (
+        lowered is not None
+        and lowered.ceiling == 25
+        and lowered.set_at_ms == epoch_ms(T0 + timedelta(minutes=9))
+    )
+
+
+def test_the_capacity_service_writes_no_ceiling_item_without_a_fair_share(aws, pipeline):
+    # Given the same peak and the share off (no JOBSCHED_FAIR_SHARE)
+    peak_job(pipeline, T0 + timedelta(minutes=8))
+    settings = shared_settings(aws, share=None)
+    capacity = InMemoryCapacity({"default": 25, "low": 7})
+    service = capacity_service_from_settings(
+        settings, aws.clients, capacity, SHARED_POLICY, metrics=RecordingSink()
+    )
+    # When it raises default's mapping
+    service.tick(T0)
+    assert capacity.ceiling("default") == 120
+    # Then no ceiling item is written
+    dynamo = dynamo_for(settings, aws.clients.dynamodb, Meter())
+    assert PoolCeilingItems(dynamo, settings.leases_table).read("default") is None
+
+
+def test_a_refused_lowering_writes_the_ceiling_the_mapping_kept(aws):
+    # Given default raised to 120 and its item saying so, and a mapping that refuses every change
+    settings = shared_settings(aws)
+
+    class Refusing(InMemoryCapacity):
+        def set_ceiling(self, kind, value):
+            raise CapacityRefused("no")
+
+    capacity = Refusing({"default": 120, "low": 7})
+    dynamo = dynamo_for(settings, aws.clients.dynamodb, Meter())
+    items = PoolCeilingItems(dynamo, settings.leases_table)
+    items.record("default", 120, T0, changed=True)
+    service = capacity_service_from_settings(
+        settings, aws.clients, capacity, SHARED_POLICY, metrics=RecordingSink()
+    )
+    # When a tick with nothing due lowers it and the mapping refuses
+    report = service.tick(T0 + timedelta(minutes=1))
+    # Then the item says 120 again: the tenants' slots follow the ceiling in force
+    assert "default" in report.refused
+    kept = items.read("default")
+    assert kept is not None and kept.ceiling == 120

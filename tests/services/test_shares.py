@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from jobsched.aws.limits_store import Semaphores, share_key
+from jobsched.aws.limits_store import PoolCeilingItems, Semaphores, share_key
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import Delivery
 from jobsched.services.shares import SHARE_LEASE_SECONDS, ProcessHolds, ShareGate
@@ -24,7 +24,13 @@ def kit(aws, clock):
 
 
 def gate(
-    kit: Kit, *, register_after: float = 0.0, hold: float = 0.5, on_sleep=None, slots: int = SLOTS
+    kit: Kit,
+    *,
+    register_after: float = 0.0,
+    hold: float = 0.5,
+    on_sleep=None,
+    slots: int = SLOTS,
+    fair_share: float | None = None,
 ) -> ShareGate:
     """A gate over the fakes: ``default`` lets a tenant hold 2 invocations; the gate's sleep moves the
     fake clock (and calls ``on_sleep`` first), its monotonic clock is the fake clock."""
@@ -46,6 +52,7 @@ def gate(
         process=ProcessHolds(),
         register_after=register_after,
         hold_seconds=hold,
+        fair_share=fair_share,
     )
 
 
@@ -188,3 +195,90 @@ def test_a_queue_without_a_share_and_a_body_without_a_tenant_are_admitted_withou
     share = shares.enter(records, "inv-1")
     assert [d.message_id for d in share.admitted] == ["m-1", "m-2"]
     assert kit.meter.snapshot() == before
+
+
+# --- a tenant's slots follow the capacity function's ceiling (decision 0057) -------------------------
+
+SHARE = 0.8
+BASE_SLOTS = 20  # a ceiling of 25 at the base
+
+
+def ceilings(kit: Kit, lease_seconds: float = 300) -> PoolCeilingItems:
+    return PoolCeilingItems(kit.dynamo, kit.aws.settings.leases_table, lease_seconds)
+
+
+def fill(kit: Kit, shares: ShareGate, tenant: str, count: int, start: int = 0) -> list:
+    """``count`` batches of ``tenant`` entering invocations inv-<start>.. and their outcome."""
+    return [shares.enter([delivered(kit, tenant)], f"inv-{start + i}") for i in range(count)]
+
+
+def test_a_raised_ceiling_admits_a_tenant_alone_up_to_its_share_of_it(kit):
+    """Given default's ceiling raised from 25 to 40 by the capacity function (share 0.8, 20 slots at
+    the base), when a tenant alone enters 33 batches, then 32 = floor(40 x 0.8) are admitted and the
+    33rd is refused: the raise is the tenant's but for its head-room (8)."""
+    ceilings(kit).record("default", 40, kit.clock.now(), changed=True)
+    shares = gate(kit, hold=0, slots=BASE_SLOTS, fair_share=SHARE)
+    entered = fill(kit, shares, "acme", 33)
+    assert [len(s.admitted) for s in entered] == [1] * 32 + [0]
+    assert len(holders(kit, "acme")) == 32
+    assert entered[-1].deferred != []
+
+
+def test_without_a_ceiling_item_a_tenant_holds_its_base_slots(kit):
+    """Given no ceiling item (the base, 25), when a tenant alone enters 21 batches, then 20 are
+    admitted and the 21st is refused."""
+    shares = gate(kit, hold=0, slots=BASE_SLOTS, fair_share=SHARE)
+    entered = fill(kit, shares, "acme", 21)
+    assert [len(s.admitted) for s in entered] == [1] * 20 + [0]
+
+
+def test_a_lapsed_ceiling_item_is_the_base(kit):
+    """Given a raise to 40 whose item was not renewed for its 300 s, when a tenant enters 21 batches,
+    then it holds its base 20."""
+    ceilings(kit).record("default", 40, kit.clock.now(), changed=True)
+    kit.clock.advance(timedelta(seconds=301))
+    shares = gate(kit, hold=0, slots=BASE_SLOTS, fair_share=SHARE)
+    assert [len(s.admitted) for s in fill(kit, shares, "acme", 21)] == [1] * 20 + [0]
+
+
+def test_a_lowered_ceiling_refuses_a_tenant_above_it_until_it_is_under(kit):
+    """Given a tenant holding 32 invocations under a ceiling of 40, when the ceiling is lowered to 30
+    (24 slots), then its runs already admitted keep their slots, a new batch is refused while it holds
+    24 or more, and admitted once 9 have ended (23 held)."""
+    items = ceilings(kit)
+    items.record("default", 40, kit.clock.now(), changed=True)
+    shares = gate(kit, hold=0, slots=BASE_SLOTS, fair_share=SHARE)
+    held = fill(kit, shares, "acme", 32)
+    items.record("default", 30, kit.clock.now(), changed=True)
+    assert shares.enter([delivered(kit, "acme")], "inv-late-1").deferred != []
+    for share in held[:8]:
+        share.exit(kit.clock.now())
+    assert len(holders(kit, "acme")) == 24
+    assert shares.enter([delivered(kit, "acme")], "inv-late-2").deferred != []
+    held[8].exit(kit.clock.now())
+    assert len(shares.enter([delivered(kit, "acme")], "inv-late-3").admitted) == 1
+
+
+def test_the_raise_is_head_room_for_another_tenant_too(kit):
+    """Given a raise to 40 and noisy holding its 32, when quiet's batch enters, then it is admitted."""
+    ceilings(kit).record("default", 40, kit.clock.now(), changed=True)
+    shares = gate(kit, hold=0, slots=BASE_SLOTS, fair_share=SHARE)
+    fill(kit, shares, "noisy", 32)
+    assert len(shares.enter([delivered(kit, "quiet")], "inv-quiet").admitted) == 1
+
+
+def test_the_look_reads_the_share_and_the_ceiling_in_one_batch_get(kit):
+    """Given the share on, when a batch enters, then its tenant's look is one eventually consistent
+    BatchGetItem of two keys (1 read unit, the two missing items billed as GetItems are) and no
+    GetItem."""
+    shares = gate(kit, register_after=3600, slots=BASE_SLOTS, fair_share=SHARE)
+    batch = [delivered(kit, "acme")]
+    before = kit.meter.snapshot()
+    shares.enter(batch, "inv-1")
+    after = kit.meter.snapshot()
+    calls = {k: after["requests"].get(k, 0) - before["requests"].get(k, 0) for k in after["requests"]}
+    assert {k: v for k, v in calls.items() if k.startswith("dynamodb.") and v} == {"dynamodb.BatchGetItem": 1}
+    rcu = after["dynamodb"]["rcu_by_operation"]["BatchGetItem"] - before["dynamodb"]["rcu_by_operation"].get(
+        "BatchGetItem", 0.0
+    )
+    assert rcu == 1.0
