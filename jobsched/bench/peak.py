@@ -9,7 +9,19 @@ in steps of :data:`STEP` seconds, three times:
   capacity service runs) sets ``MaximumConcurrency`` and the provisioned concurrency from the forecast's
   needs (:func:`jobsched.core.forecast.needed_concurrency`) of the next ``lead_minutes``;
 * ``prewarm_pollers``: as ``prewarm``, with the mapping in provisioned mode, its minimum pollers sized
-  so the planned invocations are ready when the peak arrives.
+  so the planned invocations are ready when the peak arrives;
+* ``prewarm_share``: as ``prewarm`` with the fair share on (decision 0057, :data:`SHARE`): the
+  mapping's base is ``ceil(20 / 0.8)`` = 25 and the day's one tenant may hold
+  :func:`~jobsched.core.shares.tenant_slots_at` of the ceiling in force (its slots follow the raises);
+* ``prewarm_share_fixed``: the same, with the tenant's slots fixed at 20 whatever the ceiling (the
+  share before they followed it: every raise was head-room the lone tenant could not use);
+* ``prewarm_pollers_share``: ``prewarm_pollers`` with the share on, the slots following the ceiling:
+  where the ceiling, not the mapping's ramp, bounds the peak, the lone tenant gets all of a raise but
+  its head-room (a fifth).
+
+With the share, an invocation the tenant cannot hold is not started (the gate's hold and refusal of
+a head-room batch, at most 0.5 s each, are not modelled: the head-room's invocations simply stay
+idle for a lone tenant).
 
 What the model takes from AWS's documentation (the Lambda developer guide, "Configuring scaling
 behavior for SQS event source mappings", and the AWS News Blog announcing provisioned mode): in
@@ -43,6 +55,7 @@ from typing import Any
 
 from jobsched.core.capacity import CapacityPolicy, QueueCaps, plan
 from jobsched.core.forecast import WINDOW_MINUTES, needed_concurrency
+from jobsched.core.shares import MEASURED_FAIR_SHARE, pool_ceiling, tenant_slots_at
 from jobsched.runtime.resources import WORKER_MEMORY_MB
 
 STEP = 0.1
@@ -60,8 +73,19 @@ BATCH = 10
 KEEP_WARM_SECONDS = 300
 PROVISIONED_USD_PER_GB_SECOND = 0.0000033334
 PROVISIONED_BLOCK_SECONDS = 300
-#: The deployment's default MaximumConcurrency on the default queue (infra/config.py).
+#: The default queue's max_concurrency (infra/config.py): the mapping's MaximumConcurrency with the
+#: share off, the slots one tenant may hold at the base with it on.
 BASE_CEILING = 20
+#: The fair share of the ``prewarm_share`` variants (the deployment's default).
+SHARE = MEASURED_FAIR_SHARE
+VARIANTS = (
+    "baseline",
+    "prewarm",
+    "prewarm_pollers",
+    "prewarm_share",
+    "prewarm_share_fixed",
+    "prewarm_pollers_share",
+)
 
 
 @dataclass(frozen=True)
@@ -106,7 +130,9 @@ class Outcome:
     provisioned_gb_seconds: float = 0.0
 
 
-def _plans(shape: list[tuple[float, int]], config: PeakConfig) -> list[tuple[int, int]]:
+def _plans(
+    shape: list[tuple[float, int]], config: PeakConfig, base: int = BASE_CEILING
+) -> list[tuple[int, int]]:
     """``(MaximumConcurrency, provisioned concurrency)`` the capacity plan sets at each minute."""
     counts = [0] * (24 * 60 + WINDOW_MINUTES)
     bursts = [0] * len(counts)
@@ -119,14 +145,14 @@ def _plans(shape: list[tuple[float, int]], config: PeakConfig) -> list[tuple[int
         for c, b in zip(counts, bursts, strict=True)
     ]
     policy = CapacityPolicy(
-        queues={"default": QueueCaps(BASE_CEILING, config.ceiling_cap)},
+        queues={"default": QueueCaps(base, config.ceiling_cap)},
         provisioned_cap=config.provisioned_cap,
         lead_minutes=config.lead_minutes,
         provisioned_queues=("default",),
         runs_per_unit={"default": BATCH},
     )
     plans = []
-    current = BASE_CEILING
+    current = base
     for minute in range(24 * 60):
         chosen = plan(policy, {"default": needs[minute : minute + WINDOW_MINUTES]}, {}, {"default": current})
         current = chosen.ceilings["default"]
@@ -136,8 +162,10 @@ def _plans(shape: list[tuple[float, int]], config: PeakConfig) -> list[tuple[int
 
 def simulate(variant: str, shape: list[tuple[float, int]], config: PeakConfig) -> Outcome:
     """Play the day through the mapping model under ``variant`` (see the module docstring)."""
-    plans = _plans(shape, config) if variant != "baseline" else [(BASE_CEILING, 0)] * (24 * 60)
-    pollers = variant == "prewarm_pollers"
+    shared = "share" in variant
+    base = pool_ceiling(BASE_CEILING, SHARE) if shared else BASE_CEILING
+    plans = _plans(shape, config, base) if variant != "baseline" else [(BASE_CEILING, 0)] * (24 * 60)
+    pollers = variant.startswith("prewarm_pollers")
     ramp = (PROVISIONED_RAMP_PER_MINUTE if pollers else RAMP_PER_MINUTE) / 60.0
     arrivals = deque(shape)
     pending: deque[list[float]] = deque()  # [due, runs left]
@@ -152,6 +180,12 @@ def simulate(variant: str, shape: list[tuple[float, int]], config: PeakConfig) -
         t = step * STEP
         minute = min(int(t // 60), 24 * 60 - 1)
         ceiling, provisioned = plans[minute]
+        # what the day's one tenant may hold: the whole ceiling without the share
+        tenant = ceiling
+        if variant in ("prewarm_share", "prewarm_pollers_share"):
+            tenant = tenant_slots_at(BASE_CEILING, SHARE, ceiling)
+        elif variant == "prewarm_share_fixed":
+            tenant = BASE_CEILING
         out.provisioned_gb_seconds += provisioned * config.memory_mb / 1024 * STEP
         while running and running[0][0] <= t:
             _, warm_slot = heapq.heappop(running)
@@ -171,7 +205,7 @@ def simulate(variant: str, shape: list[tuple[float, int]], config: PeakConfig) -
             limit = min(cap, max(limit, floor) + ramp * STEP)
         else:
             limit = max(min(floor, cap), limit - ramp * STEP)
-        while backlog and len(running) < int(limit):
+        while backlog and len(running) < min(int(limit), tenant):
             take = min(BATCH, backlog)
             warm_slot = prov_busy < provisioned
             if warm_slot:
@@ -229,7 +263,7 @@ def run_peak(config: PeakConfig | None = None, *, measure: bool = True) -> dict[
             "memory_mb": config.memory_mb,
         }
     }
-    for variant in ("baseline", "prewarm", "prewarm_pollers"):
+    for variant in VARIANTS:
         out = simulate(variant, shape, config)
         blocks = math.ceil(out.provisioned_gb_seconds / (config.memory_mb / 1024) / PROVISIONED_BLOCK_SECONDS)
         billed = (
@@ -256,13 +290,13 @@ def peak_text(figures: dict[str, Any]) -> str:
         f"peak model: {a['peak_runs']} runs due at 09:00:00 in a day of {a['runs_per_day']} runs, "
         f"{a['run_seconds']} s each, cold start {a['cold_start_seconds']} s, "
         f"lead {a['lead_minutes']} min",
-        f"{'variant':<16} {'peak p50':>9} {'peak p99':>9} {'day p50':>8} {'day p99':>8} {'cold':>6} "
+        f"{'variant':<20} {'peak p50':>9} {'peak p99':>9} {'day p50':>8} {'day p99':>8} {'cold':>6} "
         f"{'invokes':>8} {'warm USD/day':>12}",
     ]
-    for variant in ("baseline", "prewarm", "prewarm_pollers"):
+    for variant in VARIANTS:
         v = figures[variant]
         lines.append(
-            f"{variant:<16} {v['peak_lag_p50']:>8.2f}s {v['peak_lag_p99']:>8.2f}s {v['day_lag_p50']:>7.2f}s "
+            f"{variant:<20} {v['peak_lag_p50']:>8.2f}s {v['peak_lag_p99']:>8.2f}s {v['day_lag_p50']:>7.2f}s "
             f"{v['day_lag_p99']:>7.2f}s {v['cold_starts']:>6} {v['most_invocations']:>8} "
             f"{v['warm_usd_per_day']:>12.4f}"
         )

@@ -29,3 +29,21 @@ def test_prewarming_shortens_the_peaks_start_lag_and_provisioned_pollers_meet_th
     # and the warm capacity costs something only where it is configured
     assert base["warm_usd_per_day"] == 0 and warm["warm_usd_per_day"] > 0
     assert base["most_invocations"] == 20  # the deployment's MaximumConcurrency, never raised
+
+
+def test_with_the_fair_share_a_lone_tenant_keeps_pre_warming_because_its_slots_follow_the_raise():
+    # Given the day's one tenant and the share at 0.8 (the mapping's base 25, the tenant's slots 20)
+    figures = run_peak(PeakConfig(cold_start_seconds=1.0), measure=False)
+    warm, shared, fixed = figures["prewarm"], figures["prewarm_share"], figures["prewarm_share_fixed"]
+    # Then with its slots following the raised ceiling it starts the peak as without the share (the
+    # mapping's ramp, not the ceiling, bounds it: 108 invocations at most, under floor(0.8 x ceiling))
+    assert shared["peak_lag_p99"] == warm["peak_lag_p99"] == 20.5
+    assert shared["most_invocations"] == warm["most_invocations"] == 108
+    # while slots fixed at 20 would have made every raise head-room: the baseline's lag
+    assert fixed["most_invocations"] == 20
+    assert fixed["peak_lag_p99"] > 3 * warm["peak_lag_p99"]
+    # And where the ceiling bounds the peak (pollers ready at 09:00), the tenant gets the raise but its
+    # head-room (a fifth): 195 invocations against 244, p99 6 s against 4 s
+    pollers, pollers_shared = figures["prewarm_pollers"], figures["prewarm_pollers_share"]
+    assert (pollers["most_invocations"], pollers_shared["most_invocations"]) == (244, 195)
+    assert (pollers["peak_lag_p99"], pollers_shared["peak_lag_p99"]) == (4.0, 6.0)
