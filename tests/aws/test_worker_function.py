@@ -116,15 +116,20 @@ def test_an_operator_s_limit_change_reaches_the_same_process_s_workers_at_once(k
     assert CONTAINER_CACHE.fresh("acme", time.monotonic(), 60) is None
 
 
+@pytest.mark.parametrize("share", [None, "0.5"])
 def test_with_a_fair_share_the_head_room_refuses_the_tenant_at_its_slots_and_runs_another(
-    kit, clock, aws_environ, monkeypatch
+    kit, clock, aws_environ, monkeypatch, share
 ):
     # Given a deployment where one tenant may hold 1 invocation of the default queue's pool, and
-    # tenant acme's one slot held by another invocation (registered on acme's share item)
+    # tenant acme's one slot held by another invocation (registered on acme's share item); with the
+    # share told (JOBSCHED_FAIR_SHARE, as the stack does) the worker reads the pool's ceiling item
+    # with the share item in one BatchGetItem, none written: the base ceiling ceil(1 / 0.5) = 2, 1 slot
     from jobsched.aws.limits_store import Semaphores, share_key
-    from jobsched.runtime.resources import ENV_TENANT_SLOTS
+    from jobsched.runtime.resources import ENV_FAIR_SHARE, ENV_TENANT_SLOTS
 
     monkeypatch.setenv(ENV_TENANT_SLOTS, "default=1")
+    if share is not None:
+        monkeypatch.setenv(ENV_FAIR_SHARE, share)
     Semaphores(kit.dynamo, aws_environ.settings.leases_table).acquire(
         share_key("default", "acme"), "worker:elsewhere", 1, clock.now(), 60
     )

@@ -12,12 +12,14 @@ import pytest
 
 import functions.capacity as capacity_function
 from jobsched.aws.jobs_store import JobsStore
+from jobsched.aws.limits_store import PoolCeilingItems, Semaphores, epoch_ms, share_key
 from jobsched.aws.metering import dynamo_for
 from jobsched.aws.queue_ages import QueueAges
 from jobsched.aws.usage_store import UsageStore
 from jobsched.compose.capacity import capacity_policy_from_env, worker_alias_from_env
 from jobsched.core.clock import FakeClock
 from jobsched.core.models import Job
+from jobsched.core.shares import tenant_slots_at
 from jobsched.core.usage import DEPLOYMENT
 from jobsched.local.invoke import LambdaContext
 from jobsched.runtime.resources import (
@@ -26,6 +28,8 @@ from jobsched.runtime.resources import (
     ENV_CAPACITY_MAX_PROVISIONED,
     ENV_CAPACITY_QUEUES,
     ENV_CAPACITY_WORKER_FUNCTION,
+    ENV_FAIR_SHARE,
+    ENV_TENANT_SLOTS,
     LAMBDA_QUEUE_KINDS,
     WORKER_ALIAS,
 )
@@ -308,3 +312,36 @@ def test_a_tick_is_counted_on_the_deployment_row_not_on_a_tenants(deployed):
     [row] = store.tenant_days(DEPLOYMENT, day, day)
     assert row.rru > 0 and row.lambda_requests == 1 and row.lambda_gb_seconds > 0
     assert store.tenant_days("acme", day, day) == []
+
+
+@pytest.fixture
+def shared(aws_environ, monkeypatch):  # noqa: F811
+    """``deployed`` with the fair share on: the variables infra/stack.py gives every function."""
+    uuids = _deploy_mappings(aws_environ, monkeypatch)
+    monkeypatch.setenv(ENV_CAPACITY_QUEUES, json.dumps(QUEUES))
+    monkeypatch.setenv(ENV_TENANT_SLOTS, "default=20,high=20,low=5")
+    monkeypatch.setenv(ENV_FAIR_SHARE, "0.8")
+    with capacity_function.seam.installed(clock=FakeClock(NOW)):
+        yield aws_environ, uuids
+
+
+def test_with_the_fair_share_a_raised_ceiling_is_written_where_the_workers_read_it(shared):
+    env, uuids = shared
+    # Given every queue's oldest due run waiting for 90 s
+    _waiting_since(env, 90)
+    # When the scheduled tick runs
+    capacity_function.handler({}, LambdaContext("capacity", 60))
+    # Then each shared queue's raised ceiling is in the Leases table (pool#<queue>), in force 300 s;
+    # long has no share and no item
+    items = PoolCeilingItems(dynamo_for(env.settings, env.clients.dynamodb), env.settings.leases_table)
+    for kind, ceiling in (("high", 30), ("default", 40), ("low", 10)):
+        written = items.read(kind)
+        assert written is not None and written.ceiling == ceiling, kind
+        assert written.set_at_ms == epoch_ms(NOW) and written.until_ms == epoch_ms(NOW) + 300_000
+    assert items.read("long") is None
+    # And a worker of that deployment lets one tenant hold floor(40 x 0.8) = 32 of default's
+    holders, pool = Semaphores(
+        dynamo_for(env.settings, env.clients.dynamodb), env.settings.leases_table
+    ).look(share_key("default", "acme"), "default")
+    assert holders == {} and pool is not None
+    assert tenant_slots_at(20, 0.8, pool.in_force(epoch_ms(NOW))) == 32
