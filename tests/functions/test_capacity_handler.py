@@ -326,7 +326,7 @@ def shared(aws_environ, monkeypatch):  # noqa: F811
 
 
 def test_with_the_fair_share_a_raised_ceiling_is_written_where_the_workers_read_it(shared):
-    env, uuids = shared
+    env, _ = shared
     # Given every queue's oldest due run waiting for 90 s
     _waiting_since(env, 90)
     # When the scheduled tick runs
