@@ -111,3 +111,17 @@ def test_the_embedded_mode_s_retention_in_seconds_replaces_the_days_and_round_tr
 def test_a_retention_under_ten_minutes_is_refused():
     with pytest.raises(ConfigurationError, match=f"{r.ENV_RETENTION_SECONDS} must be >= 600"):
         Settings.from_env(ENV | {r.ENV_RETENTION_SECONDS: "599"})
+
+
+def test_the_fair_share_is_read_survives_to_env_and_a_bad_one_names_the_variable():
+    # Given the stack's variables with the share on / Then the settings carry it, and round-trip
+    settings = Settings.from_env(
+        ENV | {r.ENV_TENANT_SLOTS: "default=20,high=20,low=5", r.ENV_FAIR_SHARE: "0.8"}
+    )
+    assert settings.fair_share == 0.8 and settings.tenant_slots["default"] == 20
+    assert Settings.from_env(settings.to_env()) == settings
+    # Given it unset (the share off) / Then None: the slots stay JOBSCHED_TENANT_SLOTS
+    assert Settings.from_env(ENV).fair_share is None
+    for bad in ("1.5", "x", "0"):
+        with pytest.raises(ConfigurationError, match=r.ENV_FAIR_SHARE):
+            Settings.from_env(ENV | {r.ENV_FAIR_SHARE: bad})
