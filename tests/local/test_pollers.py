@@ -102,11 +102,14 @@ def test_a_handler_that_raises_fails_the_whole_batch(machinery: Machinery) -> No
 
 
 def test_a_busy_low_queue_cannot_take_the_high_queue_slots(machinery: Machinery) -> None:
-    # Given the low queue's only slot is taken by an invocation that blocks
+    # Given the low queue's slots all taken by invocations that block: 2, its configured 1 with the
+    # default fair share's head-room (ceil(1 / 0.8), decision 0057)
     worker = machinery.handlers["worker"]
     worker.release.clear()
-    machinery.send("low", "block")
-    wait_for(lambda: worker.records("block"))
+    assert machinery.mode.config.pool_slots("low") == 2
+    for blocker in ("block", "block-head-room"):
+        machinery.send("low", blocker)
+        wait_for(lambda blocker=blocker: worker.records(blocker))
     machinery.send("low", "waiting-low")
     # When a high-priority message arrives
     machinery.send("high", "urgent")
