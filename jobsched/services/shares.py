@@ -13,8 +13,10 @@ tenant of the batch:
 1. **look**: one eventually consistent read of the tenant's item (``share#<queue>#<tenant>`` in the
    Leases table, a semaphore whose holders are invocations, not runs) and, when the gate knows the
    deployment's ``fair_share``, of the pool's ceiling item (``pool#<queue>``, written by the capacity
-   function) in the same ``BatchGetItem``; the live holders, with the invocations this process runs
-   for the tenant (registered or not yet: :data:`PROCESS_HOLDS`), are the tenant's holds, and its
+   function) in the same ``BatchGetItem`` (a process that read that item less than
+   :data:`CEILING_FRESH_SECONDS` ago goes by what it read, and reads the share item alone); the live
+   holders, with the invocations this process runs for the tenant (registered or not yet:
+   :data:`PROCESS_HOLDS`), are the tenant's holds, and its
    ``slots`` are :func:`~jobsched.core.shares.tenant_slots_at` of the ceiling in force (the base
    ``slots`` when the item is missing or lapsed): a raised ceiling raises them, a lowered one lowers
    them (runs already running finish; a tenant over its new slots is admitted again once under);
@@ -50,7 +52,7 @@ from jobsched.aws.limits_store import epoch_ms, share_key
 from jobsched.core.clock import Clock
 from jobsched.core.messages import RunMessage
 from jobsched.core.shares import holds, live, tenant_slots_at
-from jobsched.ports.stores import ConcurrencySlots, RunQueue
+from jobsched.ports.stores import ConcurrencySlots, PoolCeiling, RunQueue
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import Delivery
 from jobsched.services.limits import RESEND_AT_RECEIVE
@@ -66,6 +68,9 @@ POLL_SECONDS = 0.25
 #: A registered invocation's lease (renewed every third of it while it runs): a crashed one's entry
 #: stops counting after this long.
 SHARE_LEASE_SECONDS = 60.0
+#: How long a process goes by a pool's ceiling item it read: its looks within that time read the
+#: tenant's share item alone (half a read unit), the others read both in one BatchGetItem.
+CEILING_FRESH_SECONDS = 10.0
 
 
 class ProcessHolds:
@@ -240,6 +245,8 @@ class ShareGate:
         self.fair_share = fair_share
         #: Per share key, the slots its last look found (what a registration or renewal is limited to).
         self._slots_seen: dict[str, int] = {}
+        #: Per queue, the pool's ceiling item as last read and when (``monotonic``).
+        self._pools_seen: dict[str, tuple[float, PoolCeiling | None]] = {}
 
     def slots_of(self, key: str) -> int:
         """The slots a tenant may hold on ``key``'s pool, as the gate's last look found them."""
@@ -247,13 +254,19 @@ class ShareGate:
         return seen if seen is not None else self.tenant_slots[key.split("#", 2)[1]]
 
     def _look(self, key: str, now_ms: int) -> tuple[set[str], int]:
-        """The tenant's live registered holders and its slots now: one read (the share item alone, or
-        with the pool's ceiling item in one ``BatchGetItem``)."""
+        """The tenant's live registered holders and its slots now: one read -- the share item alone, or
+        with the pool's ceiling item in one ``BatchGetItem`` when this process has not read that item
+        for :data:`CEILING_FRESH_SECONDS`."""
         queue = key.split("#", 2)[1]
         base = self.tenant_slots[queue]
         if self.fair_share is None:
             return live(self.slots.peek(key), now_ms), base
-        holders, pool = self.slots.look(key, queue)
+        seen = self._pools_seen.get(queue)
+        if seen is not None and self.monotonic() - seen[0] < CEILING_FRESH_SECONDS:
+            holders, pool = self.slots.peek(key), seen[1]
+        else:
+            holders, pool = self.slots.look(key, queue)
+            self._pools_seen[queue] = (self.monotonic(), pool)
         slots = tenant_slots_at(base, self.fair_share, pool.in_force(now_ms) if pool else None)
         self._slots_seen[key] = slots
         return live(holders, now_ms), slots

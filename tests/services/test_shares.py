@@ -11,7 +11,7 @@ import pytest
 from jobsched.aws.limits_store import PoolCeilingItems, Semaphores, share_key
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import Delivery
-from jobsched.services.shares import SHARE_LEASE_SECONDS, ProcessHolds, ShareGate
+from jobsched.services.shares import CEILING_FRESH_SECONDS, SHARE_LEASE_SECONDS, ProcessHolds, ShareGate
 from tests.aws.conftest_worker import Kit, sent_messages
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
@@ -243,13 +243,15 @@ def test_a_lapsed_ceiling_item_is_the_base(kit):
 
 def test_a_lowered_ceiling_refuses_a_tenant_above_it_until_it_is_under(kit):
     """Given a tenant holding 32 invocations under a ceiling of 40, when the ceiling is lowered to 30
-    (24 slots), then its runs already admitted keep their slots, a new batch is refused while it holds
-    24 or more, and admitted once 9 have ended (23 held)."""
+    (24 slots) and the gate's reading of the item is older than CEILING_FRESH_SECONDS, then its runs
+    already admitted keep their slots, a new batch is refused while it holds 24 or more, and admitted
+    once 9 have ended (23 held)."""
     items = ceilings(kit)
     items.record("default", 40, kit.clock.now(), changed=True)
     shares = gate(kit, hold=0, slots=BASE_SLOTS, fair_share=SHARE)
     held = fill(kit, shares, "acme", 32)
     items.record("default", 30, kit.clock.now(), changed=True)
+    kit.clock.advance(timedelta(seconds=CEILING_FRESH_SECONDS))  # the gate's reading of 40 goes stale
     assert shares.enter([delivered(kit, "acme")], "inv-late-1").deferred != []
     for share in held[:8]:
         share.exit(kit.clock.now())
@@ -282,3 +284,35 @@ def test_the_look_reads_the_share_and_the_ceiling_in_one_batch_get(kit):
         "BatchGetItem", 0.0
     )
     assert rcu == 1.0
+
+
+def calls(kit: Kit, before: dict) -> dict[str, int]:
+    after = kit.meter.snapshot()["requests"]
+    return {
+        k: v - before.get(k, 0)
+        for k, v in after.items()
+        if k.startswith("dynamodb.") and v - before.get(k, 0)
+    }
+
+
+def test_a_process_reads_the_ceiling_item_again_only_once_its_reading_is_stale(kit):
+    """Given a gate that just read default's ceiling item (40), when another batch enters within
+    CEILING_FRESH_SECONDS, then its look is one GetItem of the share item alone, and its tenant's slots
+    are still 32; when one enters after, the look reads both items again (one BatchGetItem) and
+    finds the raise gone (lowered to the base, 25: 20 slots)."""
+    items = ceilings(kit)
+    items.record("default", 40, kit.clock.now(), changed=True)
+    shares = gate(kit, register_after=3600, slots=BASE_SLOTS, fair_share=SHARE)
+    shares.enter([delivered(kit, "acme")], "inv-1")
+    batch = [delivered(kit, "acme")]
+    before = kit.meter.snapshot()["requests"]
+    shares.enter(batch, "inv-2")
+    assert calls(kit, before) == {"dynamodb.GetItem": 1}
+    assert shares.slots_of(share_key("default", "acme")) == 32
+    items.record("default", 25, kit.clock.now(), changed=True)
+    kit.clock.advance(timedelta(seconds=CEILING_FRESH_SECONDS))
+    batch = [delivered(kit, "acme")]
+    before = kit.meter.snapshot()["requests"]
+    shares.enter(batch, "inv-3")
+    assert calls(kit, before) == {"dynamodb.BatchGetItem": 1}
+    assert shares.slots_of(share_key("default", "acme")) == BASE_SLOTS
