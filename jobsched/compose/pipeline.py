@@ -386,6 +386,7 @@ def share_gate_from_settings(
         clock=clock,
         metrics=metrics,
         fair_share=settings.fair_share,
+        scope=settings.leases_table,
     )
 
 

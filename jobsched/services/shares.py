@@ -122,6 +122,32 @@ class ProcessHolds:
                 self._ended.setdefault(key, {})[owner] = self._monotonic()
 
 
+class PoolReadings:
+    """The pools' ceiling items as this process last read them, and when (thread-safe): a worker is
+    built per invocation, so the readings live here for the process's life, keyed by the deployment's
+    Leases table and the queue."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[tuple[str, str], tuple[float, PoolCeiling | None]] = {}
+
+    def fresh(self, scope: str, queue: str, now: float) -> tuple[bool, PoolCeiling | None]:
+        """(True, the item) if it was read less than :data:`CEILING_FRESH_SECONDS` before ``now``."""
+        with self._lock:
+            seen = self._seen.get((scope, queue))
+        if seen is not None and 0 <= now - seen[0] < CEILING_FRESH_SECONDS:
+            return True, seen[1]
+        return False, None
+
+    def note(self, scope: str, queue: str, now: float, pool: PoolCeiling | None) -> None:
+        with self._lock:
+            self._seen[(scope, queue)] = (now, pool)
+
+
+#: This process's readings of the pools' ceiling items (shared by every :class:`ShareGate`).
+PROCESS_POOLS = PoolReadings()
+
+
 def tenant_of(key: str) -> str:
     """The tenant of a share key (``share#<queue>#<tenant>``)."""
     return key.split("#", 2)[2]
@@ -229,6 +255,8 @@ class ShareGate:
         hold_seconds: float = HOLD_SECONDS,
         poll_seconds: float = POLL_SECONDS,
         fair_share: float | None = None,
+        pools: PoolReadings | None = None,
+        scope: str = "",
     ):
         self.slots = slots
         self.queues = queues
@@ -245,8 +273,10 @@ class ShareGate:
         self.fair_share = fair_share
         #: Per share key, the slots its last look found (what a registration or renewal is limited to).
         self._slots_seen: dict[str, int] = {}
-        #: Per queue, the pool's ceiling item as last read and when (``monotonic``).
-        self._pools_seen: dict[str, tuple[float, PoolCeiling | None]] = {}
+        #: The pools' ceiling items as read (the process's, or ``pools``), under ``scope`` (the Leases
+        #: table: one process may serve several deployments, as tests do).
+        self.pools = pools if pools is not None else PROCESS_POOLS
+        self.scope = scope
 
     def slots_of(self, key: str) -> int:
         """The slots a tenant may hold on ``key``'s pool, as the gate's last look found them."""
@@ -261,12 +291,12 @@ class ShareGate:
         base = self.tenant_slots[queue]
         if self.fair_share is None:
             return live(self.slots.peek(key), now_ms), base
-        seen = self._pools_seen.get(queue)
-        if seen is not None and self.monotonic() - seen[0] < CEILING_FRESH_SECONDS:
-            holders, pool = self.slots.peek(key), seen[1]
+        fresh, pool = self.pools.fresh(self.scope, queue, self.monotonic())
+        if fresh:
+            holders = self.slots.peek(key)
         else:
             holders, pool = self.slots.look(key, queue)
-            self._pools_seen[queue] = (self.monotonic(), pool)
+            self.pools.note(self.scope, queue, self.monotonic(), pool)
         slots = tenant_slots_at(base, self.fair_share, pool.in_force(now_ms) if pool else None)
         self._slots_seen[key] = slots
         return live(holders, now_ms), slots

@@ -11,7 +11,13 @@ import pytest
 from jobsched.aws.limits_store import PoolCeilingItems, Semaphores, share_key
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import Delivery
-from jobsched.services.shares import CEILING_FRESH_SECONDS, SHARE_LEASE_SECONDS, ProcessHolds, ShareGate
+from jobsched.services.shares import (
+    CEILING_FRESH_SECONDS,
+    SHARE_LEASE_SECONDS,
+    PoolReadings,
+    ProcessHolds,
+    ShareGate,
+)
 from tests.aws.conftest_worker import Kit, sent_messages
 from tests.aws.memory import memory_aws  # noqa: F401  (this file runs on the in-memory fakes)
 
@@ -31,6 +37,7 @@ def gate(
     on_sleep=None,
     slots: int = SLOTS,
     fair_share: float | None = None,
+    pools: PoolReadings | None = None,
 ) -> ShareGate:
     """A gate over the fakes: ``default`` lets a tenant hold 2 invocations; the gate's sleep moves the
     fake clock (and calls ``on_sleep`` first), its monotonic clock is the fake clock."""
@@ -50,6 +57,7 @@ def gate(
         sleep=sleep,
         monotonic=lambda: kit.clock.now().timestamp(),
         process=ProcessHolds(),
+        pools=pools if pools is not None else PoolReadings(),
         register_after=register_after,
         hold_seconds=hold,
         fair_share=fair_share,
@@ -316,3 +324,20 @@ def test_a_process_reads_the_ceiling_item_again_only_once_its_reading_is_stale(k
     shares.enter(batch, "inv-3")
     assert calls(kit, before) == {"dynamodb.BatchGetItem": 1}
     assert shares.slots_of(share_key("default", "acme")) == BASE_SLOTS
+
+
+def test_the_reading_outlives_the_gate_as_a_worker_is_built_per_invocation(kit):
+    """Given one invocation's gate that read the ceiling item, when the next invocation's gate (built
+    afresh, as functions/worker.py builds a worker per invocation) looks within CEILING_FRESH_SECONDS,
+    then it reads the share item alone and goes by the raise the first read."""
+    ceilings(kit).record("default", 40, kit.clock.now(), changed=True)
+    readings = PoolReadings()
+    gate(kit, register_after=3600, slots=BASE_SLOTS, fair_share=SHARE, pools=readings).enter(
+        [delivered(kit, "acme")], "inv-1"
+    )
+    second = gate(kit, register_after=3600, slots=BASE_SLOTS, fair_share=SHARE, pools=readings)
+    batch = [delivered(kit, "acme")]
+    before = kit.meter.snapshot()["requests"]
+    second.enter(batch, "inv-2")
+    assert calls(kit, before) == {"dynamodb.GetItem": 1}
+    assert second.slots_of(share_key("default", "acme")) == 32
