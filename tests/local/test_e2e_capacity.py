@@ -12,7 +12,7 @@ from tests.local.devproc import DevProcess
 
 
 def test_a_forecast_burst_raises_the_low_pollers_slots_ahead_of_it() -> None:
-    # (the fair share off, as by default: its head-room would start the low poller at ceil(2 / 0.8) = 3
+    # (the fair share off: by default, 0.8, its head-room would start the low poller at ceil(2 / 0.8) = 3
     # slots already)
     dev = DevProcess(
         "--no-demo", "--tenant", "acme=tok-acme", "--capacity-max-slots", "8", "--fair-share", "1"
