@@ -12,12 +12,20 @@ import pytest
 
 from jobsched.aws.attempts import AttemptStore, ClaimStatus
 from jobsched.aws.leases import LeaseHeldError, Leases
-from jobsched.aws.limits_store import Buckets, Semaphores, bucket_key, semaphore_key
+from jobsched.aws.limits_store import (
+    Buckets,
+    PoolCeilingItems,
+    Semaphores,
+    bucket_key,
+    epoch_ms,
+    semaphore_key,
+    share_key,
+)
 from jobsched.aws.runs_store import RunsStore
 from jobsched.core.errors import LeaseLostError
 from jobsched.core.limits import RateSpec
 from jobsched.core.models import Run, RunState, make_run_id
-from jobsched.ports.stores import Binding
+from jobsched.ports.stores import Binding, PoolCeiling
 from tests.aws.conftest import T0
 
 
@@ -174,3 +182,26 @@ def test_a_token_bucket_books_its_burst_at_once_then_one_start_per_interval(back
     spec = RateSpec(key=bucket_key("acme", "api"), per_second=2.0, burst=2)
     booked = [buckets.take(spec.key, spec, T0) for _ in range(5)]
     assert booked == pytest.approx([0.0, 0.0, 0.5, 1.0, 1.5])
+
+
+def test_the_pool_ceiling_item_is_written_and_read_with_a_share_item_in_one_look(backend):
+    # Given no ceiling item, a look finds the share item's holders and no ceiling (the base)
+    semaphores = Semaphores(backend.table, backend.settings.leases_table)
+    items = PoolCeilingItems(backend.table, backend.settings.leases_table, lease_seconds=300)
+    key = share_key("default", "acme")
+    assert semaphores.acquire(key, "inv-1", 20, T0, 60) is None
+    holders, pool = semaphores.look(key, "default")
+    assert set(holders) == {"inv-1"} and pool is None
+    # When the capacity function sets the ceiling to 40, then renews it a minute later
+    items.record("default", 40, T0, changed=True)
+    items.record("default", 40, T0 + timedelta(minutes=1), changed=False)
+    # Then the look reads it with the share item: set at T0, in force 300 s after the renewal
+    holders, pool = semaphores.look(key, "default")
+    assert set(holders) == {"inv-1"}
+    assert pool == PoolCeiling(40, epoch_ms(T0), epoch_ms(T0 + timedelta(minutes=1)) + 300_000)
+    assert pool.in_force(epoch_ms(T0 + timedelta(minutes=6))) is None  # lapsed: the base
+    # And a change moves set_at
+    items.record("default", 25, T0 + timedelta(minutes=2), changed=True)
+    assert items.read("default") == PoolCeiling(
+        25, epoch_ms(T0 + timedelta(minutes=2)), epoch_ms(T0 + timedelta(minutes=2)) + 300_000
+    )
