@@ -82,6 +82,8 @@ def visibility_after_beat(lease_seconds: float) -> int:
     """The visibility timeout a heartbeat gives the run's message: the lease and half of it, at most
     :data:`VISIBILITY_SLACK_SECONDS` more (whole seconds, as SQS takes them)."""
     return int(lease_seconds) + int(min(VISIBILITY_SLACK_SECONDS, lease_seconds / 2))
+
+
 #: How often a running target's cancellation flag is read (decision 0013): a cancel reaches
 #: ``ctx.cancelled`` within about this long, for one read unit per read.
 CANCEL_POLL_SECONDS = 1.0

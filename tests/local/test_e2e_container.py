@@ -191,7 +191,8 @@ def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedde
         wait_for(lambda: Path(str(effects) + ".started").exists(), timeout=60, interval=0.2)
         # and its first heartbeat (a third of the lease after the claim: the progress it wrote) has set
         # the message's visibility to the lease and half of it (15 s)
-        wait_for(lambda: embedded.client(TENANT).get_run(msg.run_id).get("progress"), timeout=30, interval=0.1)
+        client = embedded.client(TENANT)
+        wait_for(lambda: client.get_run(msg.run_id).get("progress"), timeout=30, interval=0.1)
         # When it is killed (no hand-back) and another worker runs
         first.kill()
         first.wait(10)
