@@ -126,11 +126,15 @@ class EmbeddedProcess:
     def share_holders(self, queue: str, tenant: str) -> set[str]:
         """The invocations registered in ``tenant``'s fair share item of ``queue``'s pool whose lease
         has not ended (read strongly consistent from the child's moto; decision 0057)."""
-        item = self._moto("dynamodb").get_item(
-            TableName=self.environment()["JOBSCHED_LEASES_TABLE"],
-            Key={"lease_key": {"S": f"share#{queue}#{tenant}"}},
-            ConsistentRead=True,
-        ).get("Item", {})
+        item = (
+            self._moto("dynamodb")
+            .get_item(
+                TableName=self.environment()["JOBSCHED_LEASES_TABLE"],
+                Key={"lease_key": {"S": f"share#{queue}#{tenant}"}},
+                ConsistentRead=True,
+            )
+            .get("Item", {})
+        )
         now_ms = time.time() * 1000
         holders = item.get("holders", {}).get("M", {})
         return {name for name, until in holders.items() if int(until["N"]) > now_ms}
