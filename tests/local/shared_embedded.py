@@ -1,14 +1,14 @@
 """One embedded mode shared by the end-to-end modules that need only its defaults (decision 0044,
 sixth pass).
 
-Starting an :class:`~tests.local.e2e_helpers.EmbeddedProcess` costs 15-36 s of CPU (moto's server,
-provisioning, the functions' imports). The modules that start theirs with the default configuration
+Each :class:`~tests.local.e2e_helpers.EmbeddedProcess` costs CPU to start (moto's server, provisioning,
+the functions' imports: about 4 s) and about a quarter of a core while it runs (its ticks, sweeper,
+housekeeping and long polls, busy or idle). The modules that start theirs with the default configuration
 -- only their tenants, tokens and administrators differ -- share one: :func:`shared_embedded`, a
 session fixture, starts it with the union of their tenants. tests/conftest.py puts every test that
 uses it in one xdist group (named after this file), so one worker runs them all, one module after
-the other, against that one process. It is stopped as soon as the last of them has run (an idle
-embedded mode spends about a quarter of a core on its ticks and pollers, and the worker has other
-tests to run), or at the session's end.
+the other, against that one process. It is stopped as soon as the last of them has run (the worker
+has other tests to run), or at the session's end.
 
 The rule for a module that joins (each is reviewed for it: decision 0044, "Sixth pass"):
 
