@@ -73,8 +73,17 @@ SAFETY_MARGIN_SECONDS = 5.0
 #: A delivery up to this early is waited out in the worker, then run (``DelaySeconds`` is whole seconds,
 #: rounded down: see :func:`jobsched.core.messages.delay_seconds`); an earlier one is re-delayed.
 EARLY_TOLERANCE_SECONDS = 1.0
-#: The message stays invisible this long past the lease, so a dead worker's run reappears soon after.
+#: The message stays invisible past the lease by half the lease, at most this long, so a dead worker's
+#: run reappears soon after its lease ends (a 10 s lease: 5 s after; the default 60 s: 30 s after).
 VISIBILITY_SLACK_SECONDS = 30
+
+
+def visibility_after_beat(lease_seconds: float) -> int:
+    """The visibility timeout a heartbeat gives the run's message: the lease and half of it, at most
+    :data:`VISIBILITY_SLACK_SECONDS` more (whole seconds, as SQS takes them)."""
+    return int(lease_seconds) + int(min(VISIBILITY_SLACK_SECONDS, lease_seconds / 2))
+
+
 #: How often a running target's cancellation flag is read (decision 0013): a cancel reaches
 #: ``ctx.cancelled`` within about this long, for one read unit per read.
 CANCEL_POLL_SECONDS = 1.0
@@ -429,7 +438,7 @@ class Worker:
                     cancel()
                 if admission is not None:
                     admission.renew(beat_at)  # the run's concurrency slots live as long as its lease
-                self._set_visibility(queue_url, receipt, int(lease) + VISIBILITY_SLACK_SECONDS)
+                self._set_visibility(queue_url, receipt, visibility_after_beat(lease))
 
         started = self.clock.now()
         error: BaseException | None = None

@@ -1,6 +1,7 @@
 """The DAG-workflow benchmark end to end on a small run (1 per-minute diamond, 5 workflow runs asked:
-one 15-minute planning cycle of the 900 s enqueue horizon measured after a 15-minute warm-up), without
-the plain-run baseline; and the CLI's JSON keys."""
+one 15-minute planning cycle of the 900 s enqueue horizon measured after a 15-minute warm-up), with
+the plain-run baseline; and the CLI's JSON keys, printed from that run (the CLI's smallest run, 1
+asked, is rounded up to the same cycle: a second run would measure the same thing again)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 
 import pytest
 
+from jobsched.bench import workflow
 from jobsched.bench.workflow import WorkflowBenchConfig, diamond, run_workflow_bench
 from jobsched.core.dag import parse_workflow
 
@@ -16,7 +18,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def figures() -> dict:
-    return run_workflow_bench(WorkflowBenchConfig(workflow_runs=5, workflows=1, baseline=False))
+    return run_workflow_bench(WorkflowBenchConfig(workflow_runs=5, workflows=1))
 
 
 def test_the_diamond_has_ten_nodes_with_the_sink_after_all_eight_middle_nodes():
@@ -44,14 +46,24 @@ def test_per_node_figures_are_the_workflow_run_figures_over_ten(figures):
     assert figures["usd_per_million_nodes"] > 0
 
 
-def test_the_cli_prints_one_json_object_with_the_documented_keys(capsys):
-    """Given `jobsched bench --workflow --json` on the smallest run, Then the last line is one JSON object
-    with the documented keys."""
+def test_the_cli_prints_one_json_object_with_the_documented_keys(capsys, monkeypatch, figures):
+    """Given `jobsched bench --workflow --json` on the smallest run, Then it asks the benchmark for
+    that run (1 workflow run of 1 workflow, the baseline included), and the last line is one JSON
+    object with the documented keys. The run it gets is the module's (:func:`figures`, the same
+    planning cycle, baseline included), not a second one."""
     from jobsched.cli import main as cli
 
+    asked: list[WorkflowBenchConfig] = []
+
+    def the_modules_run(config: WorkflowBenchConfig) -> dict:
+        asked.append(config)
+        return figures
+
+    monkeypatch.setattr(workflow, "run_workflow_bench", the_modules_run)
     code = cli.main(["bench", "--workflow", "--workflow-runs", "1", "--workflows", "1", "--json"])
     last = capsys.readouterr().out.strip().splitlines()[-1]
     data = json.loads(last)
+    assert asked == [WorkflowBenchConfig(workflow_runs=1, workflows=1)]
     assert code == 0
     for key in (
         "workflow_runs",

@@ -3,6 +3,10 @@
 The functions are replaced by :class:`Recorder` handlers, so these tests prove the machinery (moto
 server, provisioning, pollers, schedules, HTTP bridge, run-event log) independently of the real
 functions; ``test_end_to_end.py`` runs the real ones.
+
+The end-to-end modules that need the embedded mode with the real functions and only its defaults
+share one child process (``shared_embedded``, ``shared_process``): :mod:`tests.local.shared_embedded`
+says which modules may join it and how (their own tenants, nothing global, nothing left running).
 """
 
 from __future__ import annotations
@@ -17,6 +21,10 @@ import pytest
 
 from jobsched.local.config import LocalConfig
 from jobsched.local.embedded import EmbeddedMode
+
+# The end-to-end modules' shared embedded mode (its module says which modules use it, and how).
+from tests.local import shared_embedded as shared
+from tests.local.shared_embedded import shared_embedded, shared_process  # noqa: F401
 
 VISIBILITY_SECONDS = 1
 
@@ -130,3 +138,12 @@ def machinery() -> Iterator[Machinery]:
         for handler in handlers.values():
             handler.release.set()
         mode.stop()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None):
+    """The shared embedded mode is stopped once its last test is torn down (:mod:`.shared_embedded`)."""
+    try:
+        return (yield)
+    finally:
+        shared.after_test(item)

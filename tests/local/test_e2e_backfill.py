@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Iterator
 
 import pytest
 
@@ -17,7 +16,8 @@ from tests.local.e2e_helpers import EmbeddedProcess, job
 
 pytestmark = pytest.mark.slow
 
-TENANT, TOKEN = "e2e", "tok-e2e-backfill"
+TENANT, TOKEN = "e2e-backfill", "tok-e2e-backfill"
+SHARED_TENANTS = {TENANT: TOKEN}
 #: The request's budget in the embedded mode (API Gateway allows 29 s on AWS).
 ANSWER_SECONDS = 5.0
 #: 1000 daily occurrences: 2023-01-01 .. 2025-09-26.
@@ -25,14 +25,10 @@ WINDOW = {"start": "2023-01-01T00:00:00Z", "end": "2025-09-26T00:00:00Z"}
 
 
 @pytest.fixture(scope="module")
-def process() -> Iterator[EmbeddedProcess]:
-    """Given the embedded mode with the real functions and one tenant."""
-    process = EmbeddedProcess({TENANT: TOKEN})
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.stop()
+def process(shared_process: EmbeddedProcess) -> EmbeddedProcess:
+    """Given the embedded mode with the real functions and this module's tenant (shared with other
+    modules: tests/local/shared_embedded.py)."""
+    return shared_process
 
 
 def backfill_runs(client: ApiClient, job_id: str) -> list[dict]:

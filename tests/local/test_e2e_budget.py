@@ -20,18 +20,18 @@ from tests.local.e2e_helpers import EmbeddedProcess, job, parse, run_state, runs
 
 pytestmark = pytest.mark.slow
 
-TOKENS = {"acme": "tok-e2e-acme", "beta": "tok-e2e-beta", "ops": "tok-e2e-ops"}
+#: acme, beta and ops (an administrator): tenants of this module's own in the embedded mode it shares
+#: with other modules (tests/local/shared_embedded.py). The runs queued ahead need a mode of their own
+#: (a 40 s enqueue horizon): ``ahead`` below.
+ACME, BETA, OPS = "budget-acme", "budget-beta", "budget-ops"
+SHARED_TENANTS = {ACME: "tok-e2e-budget-acme", BETA: "tok-e2e-budget-beta", OPS: "tok-e2e-budget-ops"}
+SHARED_ADMINS = [OPS]
 EVERY_2S = "*/2 * * * * *"
 
 
 @pytest.fixture(scope="module")
-def process() -> Iterator[EmbeddedProcess]:
-    process = EmbeddedProcess(TOKENS, admins=["ops"])
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.stop()
+def process(shared_process: EmbeddedProcess) -> EmbeddedProcess:
+    return shared_process
 
 
 def _by_reason(runs: list[dict], reason: str) -> list[dict]:
@@ -39,13 +39,13 @@ def _by_reason(runs: list[dict], reason: str) -> list[dict]:
 
 
 def test_a_capped_tenant_is_held_and_resumes_under_its_misfire_policy(process: EmbeddedProcess) -> None:
-    acme, beta, ops = process.client("acme"), process.client("beta"), process.client("ops")
+    acme, beta, ops = process.client(ACME), process.client(BETA), process.client(OPS)
     # Given acme's job every 2 s (misfire grace 3 s) has run, so acme has spent something this month
     created = acme.create_job(job("e2e.budget", EVERY_2S, "demo.echo", misfire_grace_seconds=3))
     other = beta.create_job(job("e2e.budget.other", EVERY_2S, "demo.echo"))
     wait_for(lambda: acme.own_budget()["spent_usd"] > 0.000002, timeout=90, interval=0.5)
     # When an administrator sets acme's budget below that spend
-    answer = ops.put_budget("acme", 0.000001)
+    answer = ops.put_budget(ACME, 0.000001)
     assert answer["state"] == "capped", answer
     # Then acme's new occurrences are recorded skipped with reason budget (several, over some seconds)
     capped = wait_for(
@@ -62,7 +62,7 @@ def test_a_capped_tenant_is_held_and_resumes_under_its_misfire_policy(process: E
         for r in runs_of(beta, other["id"])
     )
     # When the administrator clears the budget
-    ops.delete_budget("acme")
+    ops.delete_budget(ACME)
     assert acme.own_budget()["state"] == "none"
 
     # Then the held occurrences are decided again under run_once: the budget records are revived in

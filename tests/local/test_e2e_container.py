@@ -7,9 +7,9 @@ container worker processes the tests start with its environment (as on a user's 
   process finishes the same attempt, with the run's idempotent effect once;
 - a job created through the API on the container pool (its timeout over the limit, which the Lambda
   pool refuses) runs to its end in a container worker;
-- one killed with SIGKILL loses no run: another worker takes it over once its lease expired (10 s,
-  ``--lease-seconds``; then its message's visibility, the lease plus the worker's 30 s slack), the
-  killed attempt recorded ``lost``, and the effect is not doubled.
+- one killed with SIGKILL after its first heartbeat loses no run: another worker takes it over once
+  its lease expired (10 s, ``--lease-seconds``; then its message's visibility, the lease and half of
+  it, 15 s after that heartbeat), the killed attempt recorded ``lost``, and the effect is not doubled.
 
 The runs are put on the container queue as the dispatcher does for a container-pool job: the run
 created in the Runs table, its message sent to ``JOBSCHED_QUEUE_URL_CONTAINER``. Real time, generous
@@ -47,7 +47,8 @@ TENANT, TOKEN = "acme", "tok-acme"
 LIMIT_SECONDS = 4
 HANDLERS = "tests.local.container_handlers"
 #: The killed worker's ``--lease-seconds``: its heartbeat (every third of it) sets the message's
-#: visibility to the lease plus 30 s, so the takeover comes about 40 s after the kill, not 60-90 s.
+#: visibility to the lease and half of it, so the takeover comes about 15 s after that heartbeat, not
+#: after the queue's 60 s visibility timeout (a kill before the first heartbeat) or 90 s (the default lease).
 KILLED_LEASE_SECONDS = 10
 
 
@@ -186,8 +187,12 @@ def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedde
     effects, log = tmp_path / "effects", tmp_path / "worker.log"
     first = start_worker(embedded, log, stop_timeout=4, lease_seconds=KILLED_LEASE_SECONDS)
     try:
-        msg = queue_run(embedded, effects, seconds=5)
+        msg = queue_run(embedded, effects, seconds=8)
         wait_for(lambda: Path(str(effects) + ".started").exists(), timeout=60, interval=0.2)
+        # and its first heartbeat (a third of the lease after the claim: the progress it wrote) has set
+        # the message's visibility to the lease and half of it (15 s)
+        client = embedded.client(TENANT)
+        wait_for(lambda: client.get_run(msg.run_id).get("progress"), timeout=30, interval=0.1)
         # When it is killed (no hand-back) and another worker runs
         first.kill()
         first.wait(10)
@@ -196,8 +201,8 @@ def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedde
             first.kill()
     second = start_worker(embedded, log, stop_timeout=4)
     try:
-        # Then, once the killed worker's lease (10 s) expired and its message reappeared, the run is taken
-        # over and succeeds
+        # Then, once the killed worker's lease (10 s) expired and its message reappeared (5 s later), the
+        # run is taken over and succeeds
         run = wait_for(lambda: succeeded(embedded, msg.run_id), timeout=240, interval=1.0)
     finally:
         stop(second)

@@ -4,8 +4,8 @@ long runs to end (issue 31 §7, decision 0057).
 The ``default`` queue here lets one tenant hold 2 worker slots (20 runs at a time) and has a fair
 share of 0.5, so its poller has ``ceil(2 / 0.5)`` = 4 slots: 2 of head-room. Tenant ``noisy``
 backfills 40 runs of ``demo.sleep`` (15 s each): up to 20 of them run in its 2 slots (a batch is
-whatever the poller had received, up to 10), the others wait, and the head-room refuses them. Tenant
-``quiet`` then triggers one run, which starts in the head-room at once. Without the share
+whatever the poller had received, up to 10), the others wait, and the head-room refuses them.
+Tenant ``quiet`` then triggers one run, which starts in the head-room at once. Without the share
 (``fair_share=1``, 2 slots), every slot is busy with noisy's 15 s runs and the quiet run starts when
 the first of them ends, about 15 s late.
 """

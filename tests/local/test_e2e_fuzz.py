@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,7 +22,8 @@ from tests.local.e2e_helpers import EmbeddedProcess
 
 pytestmark = pytest.mark.slow
 
-TENANT, TOKEN = "e2e", "tok-e2e-fuzz"
+TENANT, TOKEN = "e2e-fuzz", "tok-e2e-fuzz"
+SHARED_TENANTS = {TENANT: TOKEN}
 ALLOWED = {201, 400, 409, 413, 415, 422}
 
 
@@ -34,13 +34,10 @@ def fuzz(examples: int) -> settings:
 
 
 @pytest.fixture(scope="module")
-def api() -> Iterator[str]:
-    """Given the embedded mode with the real functions; yields its API URL."""
-    process = EmbeddedProcess({TENANT: TOKEN})
-    try:
-        yield process.wait_ready()
-    finally:
-        process.stop()
+def api(shared_process: EmbeddedProcess) -> str:
+    """Given the embedded mode with the real functions and this module's tenant (shared with other
+    modules: tests/local/shared_embedded.py); its API URL. The jobs counted are this tenant's."""
+    return shared_process.url
 
 
 def _post(api: str, data: bytes, content_type: str | None) -> tuple[int, Any]:
@@ -56,6 +53,8 @@ def _post(api: str, data: bytes, content_type: str | None) -> tuple[int, Any]:
 
 
 def _job_count(api: str) -> int:
+    # The jobs of this module's tenant only (GET /jobs lists the caller's own): the embedded mode is
+    # shared with other modules, whose jobs are not counted.
     request = urllib.request.Request(f"{api}/jobs?limit=200", headers={"Authorization": f"Bearer {TOKEN}"})
     with urllib.request.urlopen(request, timeout=60) as response:
         page = json.loads(response.read())

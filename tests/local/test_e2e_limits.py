@@ -4,7 +4,6 @@ space the starts, and an operator's per-tenant limit holds (admin API)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import datetime
 
 import pytest
@@ -14,17 +13,16 @@ from tests.local.e2e_helpers import EmbeddedProcess, job, parse, runs_of
 
 pytestmark = pytest.mark.slow
 
-TOKENS = {"acme": "tok-e2e-acme", "beta": "tok-e2e-beta", "ops": "tok-e2e-ops"}
+#: acme, beta and ops (an administrator): tenants of this module's own in the embedded mode it shares
+#: with other modules (tests/local/shared_embedded.py).
+ACME, BETA, OPS = "limits-acme", "limits-beta", "limits-ops"
+SHARED_TENANTS = {ACME: "tok-e2e-limits-acme", BETA: "tok-e2e-limits-beta", OPS: "tok-e2e-limits-ops"}
+SHARED_ADMINS = [OPS]
 
 
 @pytest.fixture(scope="module")
-def process() -> Iterator[EmbeddedProcess]:
-    process = EmbeddedProcess(TOKENS, admins=["ops"])
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.stop()
+def process(shared_process: EmbeddedProcess) -> EmbeddedProcess:
+    return shared_process
 
 
 def intervals(runs: list[dict]) -> list[tuple[datetime, datetime]]:
@@ -51,7 +49,7 @@ def test_a_concurrency_limit_holds_across_the_worker_slots(process: EmbeddedProc
     slots free, When they run, Then never more than 2 execute at once, some run is seen queued with
     waiting_for concurrency:db, each succeeds on its first attempt, and all are done well before 12
     waits of a lease (a release wakes the next run at once)."""
-    acme = process.client("acme")
+    acme = process.client(ACME)
     created = acme.create_job(
         job(
             "e2e.limited",
@@ -80,7 +78,7 @@ def test_a_concurrency_limit_holds_across_the_worker_slots(process: EmbeddedProc
 def test_a_rate_limit_spaces_the_starts(process: EmbeddedProcess) -> None:
     """Given a job with rate_limit {key api, 2 per second, burst 1} and 10 backfilled runs, When they
     run, Then the starts span at least (10 - 1) / 2 s less 10 %: no faster than the rate."""
-    acme = process.client("acme")
+    acme = process.client(ACME)
     created = acme.create_job(
         job("e2e.rated", "@daily", "demo.echo", rate_limit={"key": "api", "per_second": 2, "burst": 1})
     )
@@ -95,8 +93,8 @@ def test_an_operators_tenant_limit_holds(process: EmbeddedProcess) -> None:
     """Given an administrator's max_running of 1 for tenant beta (set before beta ran anything: the
     workers read a tenant's limits at most once a minute), When 4 runs of a job without limits of
     its own run, Then one executes at a time and the others waited for concurrency:@tenant."""
-    ops, beta = process.client("ops"), process.client("beta")
-    assert ops.put_tenant_limits("beta", {"max_running": 1})["max_running"] == 1
+    ops, beta = process.client(OPS), process.client(BETA)
+    assert ops.put_tenant_limits(BETA, {"max_running": 1})["max_running"] == 1
     assert beta.own_limits()["source"]["max_running"] == "tenant"
     try:
         created = beta.create_job(job("e2e.tenant", "@daily", "demo.sleep", payload={"seconds": 0.5}))
@@ -105,4 +103,4 @@ def test_an_operators_tenant_limit_holds(process: EmbeddedProcess) -> None:
         assert most_at_once(intervals(runs)) == 1
         assert sum(r["waits"] for r in runs) >= 3
     finally:
-        ops.delete_tenant_limits("beta")
+        ops.delete_tenant_limits(BETA)

@@ -17,7 +17,8 @@ from tests.local.e2e_helpers import EmbeddedProcess, job, run_state
 
 pytestmark = pytest.mark.slow
 
-TENANT, TOKEN = "e2e", "tok-e2e-notify"
+TENANT, TOKEN = "e2e-notify", "tok-e2e-notify"
+SHARED_TENANTS = {TENANT: TOKEN}
 
 
 class _Receiver(BaseHTTPRequestHandler):
@@ -44,13 +45,10 @@ def receiver() -> Iterator[tuple[str, type[_Receiver]]]:
 
 
 @pytest.fixture(scope="module")
-def process() -> Iterator[EmbeddedProcess]:
-    process = EmbeddedProcess({TENANT: TOKEN})
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.stop()
+def process(shared_process: EmbeddedProcess) -> EmbeddedProcess:
+    """Given the embedded mode with the real functions and this module's tenant (shared with other
+    modules: tests/local/shared_embedded.py)."""
+    return shared_process
 
 
 @pytest.fixture

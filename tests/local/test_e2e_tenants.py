@@ -1,14 +1,14 @@
 """End to end through the real embedded mode: tenant isolation over HTTP.
 
-Two tenants, ``alpha`` and ``beta``, each with its own bearer token. ``alpha`` owns a job, a run and a
-dead letter; ``beta`` addresses each of them by id on every route and gets 404 (exactly like an id that
-does not exist), finds none of them in its lists, and changes nothing of alpha's.
+Two tenants, ``alpha`` and ``beta`` (``iso-alpha`` and ``iso-beta``: the embedded mode is shared with
+other modules, tests/local/shared_embedded.py), each with its own bearer token. ``alpha`` owns a job,
+a run and a dead letter; ``beta`` addresses each of them by id on every route and gets 404 (exactly
+like an id that does not exist), finds none of them in its lists, and changes nothing of alpha's.
 (``tests/cli/test_real_api.py`` covers ``jobs get`` of another tenant's job through the CLI.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,8 @@ from tests.local.e2e_helpers import VALIDATE_HANDLER, EmbeddedProcess, job, run_
 
 pytestmark = pytest.mark.slow
 
-TOKENS = {"alpha": "tok-e2e-alpha", "beta": "tok-e2e-beta"}
+ALPHA, BETA = "iso-alpha", "iso-beta"
+SHARED_TENANTS = {ALPHA: "tok-e2e-iso-alpha", BETA: "tok-e2e-iso-beta"}
 YEAR = {"from": "2026-01-01T00:00:00Z", "to": "2026-12-31T00:00:00Z"}
 
 
@@ -34,19 +35,14 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world() -> Iterator[World]:
+def world(shared_process: EmbeddedProcess) -> World:
     """Given alpha's job with a failed run (a dead letter), and beta's own job."""
-    process = EmbeddedProcess(TOKENS)
-    try:
-        process.wait_ready()
-        alpha, beta = process.client("alpha"), process.client("beta")
-        created = alpha.create_job(job("e2e.alpha", "@yearly", VALIDATE_HANDLER, payload={"valid": False}))
-        run_id = alpha.trigger_job(created["id"])["id"]
-        failed = wait_for(lambda: run_state(alpha, run_id, "failed"), timeout=60, interval=0.3)
-        beta_job = beta.create_job(job("e2e.beta", "@yearly", "demo.echo"))
-        yield World(alpha, beta, alpha.get_job(created["id"]), failed, beta_job)
-    finally:
-        process.stop()
+    alpha, beta = shared_process.client(ALPHA), shared_process.client(BETA)
+    created = alpha.create_job(job("e2e.alpha", "@yearly", VALIDATE_HANDLER, payload={"valid": False}))
+    run_id = alpha.trigger_job(created["id"])["id"]
+    failed = wait_for(lambda: run_state(alpha, run_id, "failed"), timeout=60, interval=0.3)
+    beta_job = beta.create_job(job("e2e.beta", "@yearly", "demo.echo"))
+    return World(alpha, beta, alpha.get_job(created["id"]), failed, beta_job)
 
 
 def _routes(world: World) -> list[tuple[str, str, Any, dict[str, str] | None]]:

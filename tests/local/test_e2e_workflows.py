@@ -3,8 +3,6 @@ its retry from the failed node, and a cancel, over HTTP, on the real clock."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from jobsched.cli.client import ApiClient
@@ -14,18 +12,15 @@ from tests.local.e2e_helpers import EmbeddedProcess
 pytestmark = pytest.mark.slow
 
 TENANT, TOKEN = "e2e-wf", "tok-e2e-wf"
+SHARED_TENANTS = {TENANT: TOKEN}
 FAST = {"max_attempts": 1, "base_seconds": 0, "max_seconds": 0}
 
 
 @pytest.fixture(scope="module")
-def process() -> Iterator[EmbeddedProcess]:
-    """Given the embedded mode with the real functions and one tenant."""
-    process = EmbeddedProcess({TENANT: TOKEN})
-    try:
-        process.wait_ready()
-        yield process
-    finally:
-        process.stop()
+def process(shared_process: EmbeddedProcess) -> EmbeddedProcess:
+    """Given the embedded mode with the real functions and this module's tenant (shared with other
+    modules: tests/local/shared_embedded.py)."""
+    return shared_process
 
 
 @pytest.fixture

@@ -168,3 +168,39 @@ def test_a_heartbeat_that_finds_the_run_taken_over_stops_a_cooperative_handler(k
     stored = kit.runs.get(run.id)
     assert stored.state is RunState.RUNNING and stored.lease_owner == "worker-b" and stored.attempt == 2
     assert stored.lease_until <= clock.now() + timedelta(seconds=60)
+
+
+@pytest.mark.parametrize(("lease", "slack"), [(10, 5), (60, 30), (300, 30)])
+def test_a_heartbeat_hides_the_message_for_the_lease_and_half_of_it_at_most_30_s_more(
+    kit, clock, handler_slot, lease, slack
+):
+    # Given a run's message received from its queue by a worker whose lease is `lease` seconds
+    sqs, url = kit.aws.clients.sqs, kit.aws.settings.queue_urls["default"]
+    _, msg = kit.new_run({"handler": "test.slot"}, {})
+    sqs.send_message(QueueUrl=url, MessageBody=msg.to_json())
+    got = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"][0]
+    beats: list = []
+
+    def working(payload, ctx):
+        assert wait_for(lambda: beats)  # the heartbeat (every 10 ms) has beaten at this instant
+        return "done"
+
+    handler_slot["fn"] = working
+    worker = kit.worker(lease=lease, heartbeat=0.01)
+    real_beat = worker.attempts.heartbeat
+
+    def beat(*args, **kwargs):
+        beats.append(clock.now())
+        return real_beat(*args, **kwargs)
+
+    worker.attempts.heartbeat = beat  # type: ignore[method-assign]
+    # When it runs and beats (the worker then dies: nothing deletes the message)
+    delivery = Delivery(got["MessageId"], got["Body"], got["ReceiptHandle"], url, 1)
+    assert worker.handle(delivery, clock.now()).status == "succeeded"
+    # Then the message stays hidden until `slack` seconds after the lease would end, not 30 s for
+    # every lease: a short lease's run is taken over soon after it expires
+    clock.advance(seconds=lease + slack - 1)
+    assert sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1).get("Messages", []) == []
+    clock.advance(seconds=2)
+    again = sqs.receive_message(QueueUrl=url).get("Messages", [])
+    assert [m["MessageId"] for m in again] == [got["MessageId"]]
