@@ -62,6 +62,7 @@ DAY_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 #: The request-body models (pydantic strips their strings before the length checks).
 REQUEST_MODELS = (
     "JobIn",
+    "JobPut",
     "JobPatch",
     "TargetIn",
     "HttpTargetIn",
@@ -79,6 +80,7 @@ REQUEST_MODELS = (
     "RateLimitIn",
     "NodeIn",
     "WorkflowIn",
+    "WorkflowPut",
     "WorkflowPatch",
     "WorkflowTriggerIn",
     "TenantLimitIn",
@@ -182,7 +184,7 @@ def _tighten_bodies(schemas: dict[str, Any], facts: DeploymentFacts) -> None:
 
     zones = sorted(available_timezones() | {"UTC"})
     schemas["TimeZone"] = {"type": "string", "enum": zones, "description": "an IANA time zone name"}
-    for name in ("JobIn", "JobPatch", "WorkflowIn", "WorkflowPatch"):
+    for name in ("JobIn", "JobPut", "JobPatch", "WorkflowIn", "WorkflowPut", "WorkflowPatch"):
         if name not in schemas:
             continue
         props = schemas[name]["properties"]

@@ -140,7 +140,7 @@ def with_payload_schemas(document: dict[str, Any], versions: Iterable[Mapping[st
         "(the pinned version, else the newest registered one); a payload it refuses is a 422 naming the "
         "field (payload.<field>). Registered versions: " + "; ".join(listed) + "."
     )
-    for model in ("JobIn", "JobPatch"):
+    for model in ("JobIn", "JobPut", "JobPatch"):
         props = schemas.get(model, {}).get("properties", {})
         if "payload" in props:
             props["payload"]["description"] = note

@@ -120,7 +120,8 @@ def _stack(context: dict[str, str]):
 
 @pytest.mark.slow
 def test_synthesis_warns_about_the_concurrency_quota_the_reservation_needs():
-    # Given the default reservations of the high worker (20) and the long worker (5)
+    # Given the default reservations of the high worker (25: its mapping's ceiling with the default
+    # fair share's head-room) and the long worker (5)
     from aws_cdk.assertions import Annotations, Match
 
     stack = _stack({})
@@ -128,14 +129,15 @@ def test_synthesis_warns_about_the_concurrency_quota_the_reservation_needs():
         "*", Match.string_like_regexp("high_reserved_concurrency")
     )
     # Then the synth warns once per reserving function, naming its setting and the quota both need
-    # (20 + 5 + Lambda's 100)
+    # (25 + 5 + Lambda's 100)
     assert len(warnings) == 1
     text = str(warnings[0].entry.data)
-    assert "at least 125" in text and "-c high_reserved_concurrency=0" in text
+    assert "WorkerHigh reserves 25" in text
+    assert "at least 130" in text and "-c high_reserved_concurrency=0" in text
     (long,) = Annotations.from_stack(stack).find_warning(
         "*", Match.string_like_regexp("long_reserved_concurrency")
     )
-    assert "WorkerLong reserves 5" in str(long.entry.data) and "at least 125" in str(long.entry.data)
+    assert "WorkerLong reserves 5" in str(long.entry.data) and "at least 130" in str(long.entry.data)
 
 
 @pytest.mark.slow

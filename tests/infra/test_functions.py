@@ -133,10 +133,11 @@ def test_each_queue_mapping_carries_its_maximum_concurrency(synth):
 
 
 def test_the_high_worker_has_reserved_concurrency_and_the_worker_none(synth):
-    # Given the default high_reserved_concurrency (= max_concurrency["high"]) / Then the high worker
-    # reserves that many executions; the shared worker draws on the unreserved pool
+    # Given the default high_reserved_concurrency (the high mapping's ceiling: max_concurrency["high"]
+    # 20 with the default fair share's head-room, ceil(20 / 0.8) = 25) / Then the high worker reserves
+    # that many executions; the shared worker draws on the unreserved pool
     high, worker = _function_named(synth, "worker_high"), _function_named(synth, "worker")
-    assert high["ReservedConcurrentExecutions"] == synth.stack.config.high_reservation == 20
+    assert high["ReservedConcurrentExecutions"] == synth.stack.config.high_reservation == 25
     assert "ReservedConcurrentExecutions" not in worker
 
 
