@@ -23,6 +23,7 @@ from typing import Any
 
 import boto3
 
+from jobsched.core.shares import DEFAULT_FAIR_SHARE, pool_ceiling
 from jobsched.rehearsal import checks
 from jobsched.rehearsal.cdk import CdkCli, RehearsalError, cli_environment, deploy_args, install_cli
 from jobsched.rehearsal.emulator import GAPS, HARNESS_GAPS, PLACEHOLDER_TYPES
@@ -56,6 +57,17 @@ def _clients(endpoint_url: str) -> dict[str, Any]:
     return {name: session.client(name, endpoint_url=endpoint_url) for name in names}
 
 
+def mapping_ceilings(context: dict[str, Any]) -> dict[str, int]:
+    """Each queue's mapping ``MaximumConcurrency`` the deployed stack must have: cdk.json's
+    ``max_concurrency``, with the fair share's head-room on high, default and low (``fair_share`` from
+    cdk.json, else the default: decision 0057)."""
+    share = float(context.get("fair_share", DEFAULT_FAIR_SHARE))
+    return {
+        kind: pool_ceiling(int(base), share) if kind in resources.FAIR_SHARE_QUEUES else int(base)
+        for kind, base in context["max_concurrency"].items()
+    }
+
+
 def check_deployment(
     report: checks.Report, clients: dict[str, Any], stack: str, root: Path
 ) -> checks.Deployment:
@@ -66,7 +78,7 @@ def check_deployment(
     checks.check_functions(report, deployment)
     checks.check_tables(report, clients["dynamodb"], env)
     checks.check_queues(
-        report, clients["sqs"], clients["lambda"], env, deployment.functions, context["max_concurrency"]
+        report, clients["sqs"], clients["lambda"], env, deployment.functions, mapping_ceilings(context)
     )
     checks.check_state_machine(report, clients["stepfunctions"], env, "aws")
     checks.check_capacity(report, clients["sqs"], clients["lambda"], env, deployment.outputs)

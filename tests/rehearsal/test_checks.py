@@ -299,3 +299,20 @@ def test_the_default_synth_must_carry_an_arm64_image_asset(tmp_path) -> None:
     report = checks.Report()
     checks.check_image_asset(report, tmp_path)
     assert _failed(report) == ["image asset: the default synth has one"]
+
+
+def test_the_mapping_ceilings_checked_are_the_stacks_with_the_fair_shares_head_room():
+    """The rehearsal expects what infra synthesizes (infra/config.py ``mapping_ceiling``): the fair
+    share's head-room on high, default and low, none on long; ``fair_share`` from cdk.json when set."""
+    import json
+    from pathlib import Path
+
+    from infra.config import StackConfig
+    from jobsched.rehearsal.main import mapping_ceilings
+
+    context = json.loads((Path(__file__).resolve().parents[2] / "cdk.json").read_text())["context"]
+    config = StackConfig.from_context(context.get)
+    assert mapping_ceilings(context) == {k: config.mapping_ceiling(k) for k in context["max_concurrency"]}
+    assert mapping_ceilings(context) == {"high": 25, "default": 25, "low": 7, "long": 5}
+    off = {**context, "fair_share": 1}
+    assert mapping_ceilings(off) == context["max_concurrency"]
