@@ -282,10 +282,8 @@ class Semaphores:
         for item in found:
             if item.get("lease_key") == key:
                 holders = {h: int(v) for h, v in (item.get("holders") or {}).items()}
-            elif "ceiling" in item:
-                ceiling = PoolCeiling(
-                    int(item["ceiling"]), int(item.get("set_at", 0)), int(item.get("until", 0))
-                )
+            else:
+                ceiling = pool_ceiling_of(item)
         return holders, ceiling
 
     def holders(self, key: str) -> dict[str, int]:
