@@ -1409,3 +1409,58 @@ def test_a_query_between_two_sort_keys_reads_only_the_items_between():
     # the 5 between and the nearest on each side, of the 200 in the partition (a per-second job's day:
     # 86,400, 770 ms a query in-process without the fix, 68 ms with it)
     assert read == [7]
+
+
+# --- the server's dispatcher lists moto's package once ------------------------------------------------
+
+HOSTS = ("dynamodb", "sqs", "sqs.us-east-1.amazonaws.com", "dynamodb.us-east-1.amazonaws.com", "s3", "nope")
+
+
+def backends_found(monkeypatch) -> tuple[list[Any], int]:
+    """The backend the server's dispatcher finds for each of :data:`HOSTS`, twice, and how many times
+    it listed moto's package directory meanwhile."""
+    from moto import backends
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+
+    listings = []
+    real_listdir = backends.os.listdir
+
+    def listdir(path):
+        listings.append(path)
+        return real_listdir(path)
+
+    monkeypatch.setattr(backends.os, "listdir", listdir)
+    dispatcher = DomainDispatcherApplication(create_backend_app)
+    found = [dispatcher.get_backend_for_host(host) for host in HOSTS * 2]
+    return found, len(listings)
+
+
+@pytest.fixture
+def unpatched_modules(monkeypatch):
+    """moto's own ``list_of_moto_modules`` during the test."""
+    from moto import backends
+
+    monkeypatch.setattr(backends, "list_of_moto_modules", inspect.unwrap(backends.list_of_moto_modules))
+
+
+def test_without_the_fix_every_request_lists_moto_s_package(monkeypatch, unpatched_modules):
+    """Given moto's own dispatcher, when it finds the backends of six hosts twice, then it lists moto's
+    package directory at each lookup that is not ``moto_api`` (twelve)."""
+    found, listings = backends_found(monkeypatch)
+    assert listings == len(HOSTS) * 2
+    assert found[:2] == ["dynamodb", "sqs"]
+
+
+def test_with_the_fix_the_package_is_listed_once_and_the_same_backends_are_found(monkeypatch):
+    """Given the fix, when the same lookups run, then each host gets the backend moto's own lookup
+    gives it, and the directory was listed at most once (not at all if an earlier test listed it)."""
+    from moto import backends
+
+    own = inspect.unwrap(backends.list_of_moto_modules)
+    moto_fixes.apply()
+    found, listings = backends_found(monkeypatch)
+    assert listings <= 1
+    monkeypatch.setattr(backends, "list_of_moto_modules", own)
+    expected, _ = backends_found(monkeypatch)
+    assert found == expected
+    assert found[:4] == ["dynamodb", "sqs", "sqs", "dynamodb"]
