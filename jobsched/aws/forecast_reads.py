@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from jobsched.core.errors import ValidationError
-from jobsched.core.forecast import JobView, Queued, scheduled_of_entry
+from jobsched.core.forecast import JobView, Queued, parse_entry
 from jobsched.core.ids import DUE_PARTITIONS, partition_key
 from jobsched.core.inflight import names_tenant, partitions
 from jobsched.core.instants import from_epoch_ms, to_epoch_ms
@@ -80,24 +80,25 @@ class ForecastReads:
     def queued_ahead(self, now: datetime, until: datetime, tenant: str | None = None) -> list[Queued]:
         """The runs the ledger names that are scheduled in ``[now, until)``, with their jobs' pool and
         priority (an entry of a job that no longer exists is left out)."""
-        wanted: list[tuple[tuple[str, ...], str, datetime]] = []
+        wanted: list[tuple[tuple[str, ...], str, datetime, str]] = []
         for partition in partitions():
             for item in self.runs.query_all(self.runs_table, "job_id = :p", {":p": partition}):
                 tenants = tuple(item.get("tenants", ()))
                 if not tenants or (tenant is not None and not names_tenant(item, tenant)):
                     continue  # an item without tenants predates them: its runs are all due by now
                 for entry in item.get("runs", ()):
-                    parsed = scheduled_of_entry(entry)
+                    parsed = parse_entry(entry)
                     if parsed and now <= parsed[0] < until:
-                        wanted.append((tenants if tenant is None else (tenant,), parsed[1], parsed[0]))
-        keys = list(dict.fromkeys((t, job) for tenants, job, _ in wanted for t in tenants))
+                        at, job, key = parsed
+                        wanted.append((tenants if tenant is None else (tenant,), job, at, key))
+        keys = list(dict.fromkeys((t, job) for tenants, job, _, _ in wanted for t in tenants))
         views = {(v.tenant, v.job_id): v for v in self._views(keys, now)}
         out: list[Queued] = []
-        for tenants, job, at in wanted:
+        for tenants, job, at, key in wanted:
             for t in tenants:
                 view = views.get((t, job))
                 if view is not None:
-                    out.append(Queued(t, view.pool, view.priority, at))
+                    out.append(Queued(t, view.pool, view.priority, at, job_id=job, run_key=key))
                     break
         return out
 

@@ -9,7 +9,14 @@ Two sources, both things the system already holds, never a second schedule engin
 * **the due index**: an active job's cursor (``next_due_at``) is its first occurrence not yet
   dispatched; its fires from the cursor on are read through the time core
   (:func:`jobsched.core.timeline.iter_fires`: the job's zone, the DST policy), up to the end of the
-  window. The runs queued ahead lie before the cursor, so nothing is counted twice.
+  window. The runs queued ahead lie before the cursor, so nothing is counted twice — except while a
+  dispatcher tick moves an occurrence from one source to the other between the forecast's two reads.
+  The dispatcher records a run in the ledger before it advances the job's cursor past it, so the
+  forecast reads the index *first* and the ledger second
+  (:class:`jobsched.services.forecast.ForecastService`): an occurrence moved between the reads is
+  then in both, never in neither, and
+  :func:`build_forecast` counts a scheduled occurrence the ledger names once, skipping the job's fire
+  at the same instant (and a ledger entry seen twice, as while the sweeper compacts a ledger item).
 
 Each minute holds a count and a *burst*: the most runs due in one second of it (10,000 runs at
 09:00:00 are a burst of 10,000, a per-second job a burst of 1). :func:`needed_concurrency` turns a
@@ -56,12 +63,22 @@ class JobView:
 
 @dataclass(frozen=True)
 class Queued:
-    """A run queued ahead of its scheduled instant, with the pool and priority of its job."""
+    """A run queued ahead of its scheduled instant, with the pool and priority of its job.
+
+    ``job_id`` and ``run_key``: the run the ledger entry names (empty for a run known only by its
+    instant); a scheduled run's key is :func:`jobsched.core.ids.run_key_for` of its instant alone."""
 
     tenant: str
     pool: str
     priority: str
     at: datetime
+    job_id: str = ""
+    run_key: str = ""
+
+    @property
+    def scheduled(self) -> bool:
+        """A scheduled (or catch-up) occurrence: its key is its instant's, no trigger suffix."""
+        return bool(self.job_id) and len(self.run_key) == _KEY_CHARS
 
 
 @dataclass
@@ -134,6 +151,13 @@ def window_start(now: datetime) -> datetime:
 
 def scheduled_of_entry(entry: str) -> tuple[datetime, str] | None:
     """``(scheduled instant, job id)`` of a ledger entry ``<run_key>#<job_id>``; None if malformed."""
+    parsed = parse_entry(entry)
+    return None if parsed is None else (parsed[0], parsed[1])
+
+
+def parse_entry(entry: str) -> tuple[datetime, str, str] | None:
+    """``(scheduled instant, job id, run key)`` of a ledger entry ``<run_key>#<job_id>``; None if
+    malformed."""
     key, sep, job_id = entry.rpartition("#")
     if not sep or len(key) < _KEY_CHARS:
         return None
@@ -141,18 +165,29 @@ def scheduled_of_entry(entry: str) -> tuple[datetime, str] | None:
         at = datetime.strptime(key[:_KEY_CHARS], "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=UTC)
     except ValueError:
         return None
-    return at, job_id
+    return at, job_id, key
 
 
 def build_forecast(now: datetime, queued: Iterable[Queued], jobs: Iterable[JobView]) -> Forecast:
     """The forecast at ``now``: ``queued`` runs due after ``now`` at their instants, and each job's fires
     from its cursor on (at or after ``now``) to the end of the window, at most
-    :data:`MAX_FIRES_PER_JOB` per job."""
+    :data:`MAX_FIRES_PER_JOB` per job. A run named twice (same job and run key) counts once, and a
+    job's fire counts nothing when ``queued`` holds that job's scheduled run at that instant (the
+    occurrence was dispatched between the reads of the two sources: module docstring)."""
     forecast = Forecast(start=window_start(now))
     end = forecast.start + WINDOW_MINUTES * _MINUTE
+    seen: set[tuple[str, str, str]] = set()
+    dispatched: set[tuple[str, str, datetime]] = set()
     for run in queued:
-        if now <= run.at < end:
-            forecast.add(run.pool, run.priority, run.at)
+        if not now <= run.at < end:
+            continue
+        if run.job_id:
+            if (run.tenant, run.job_id, run.run_key) in seen:
+                continue
+            seen.add((run.tenant, run.job_id, run.run_key))
+            if run.scheduled:
+                dispatched.add((run.tenant, run.job_id, run.at))
+        forecast.add(run.pool, run.priority, run.at)
     for job in jobs:
         if job.schedule is None or job.next_due_at is None or job.next_due_at >= end:
             continue
@@ -160,6 +195,8 @@ def build_forecast(now: datetime, queued: Iterable[Queued], jobs: Iterable[JobVi
         for count, fire in enumerate(iter_fires(job.schedule, after)):
             if fire.at >= end or count >= MAX_FIRES_PER_JOB:
                 break
+            if dispatched and (job.tenant, job.job_id, fire.at) in dispatched:
+                continue
             forecast.add(job.pool, job.priority, fire.at)
     forecast._seconds.clear()
     return forecast

@@ -45,8 +45,11 @@ class ForecastService:
             if timedelta(0) <= now - made < timedelta(seconds=self.config.reuse_seconds):
                 return _shifted(kept, now)
         end = window_start(now) + timedelta(minutes=WINDOW_MINUTES)
-        queued = self.source.queued_ahead(now, end, tenant)
+        # The index before the ledger: a tick records a run in the ledger before it advances the job's
+        # cursor past it, so an occurrence dispatched between the two reads is in both (counted once by
+        # build_forecast), never in neither (jobsched.core.forecast's docstring).
         jobs = self.source.jobs_due(end, now, tenant)
+        queued = self.source.queued_ahead(now, end, tenant)
         built = build_forecast(now, queued, jobs)
         if tenant is None:
             self._kept = (now, built)

@@ -64,6 +64,43 @@ def test_runs_queued_ahead_and_the_due_index_make_the_forecast(aws, pipeline, cl
     assert lane(forecast, "container")[30] == 1 and sum(lane(forecast, "container")) == 1
 
 
+class TickBetweenReads:
+    """A forecast source that lets a dispatcher tick run right after the forecast's first read."""
+
+    def __init__(self, source, tick):
+        self.source, self.tick, self.reads = source, tick, []
+
+    def _after_first(self, name, result):
+        self.reads.append(name)
+        if len(self.reads) == 1:
+            self.tick()
+        return result
+
+    def jobs_due(self, until, now, tenant=None):
+        return self._after_first("jobs_due", self.source.jobs_due(until, now, tenant))
+
+    def queued_ahead(self, now, until, tenant=None):
+        return self._after_first("queued_ahead", self.source.queued_ahead(now, until, tenant))
+
+
+def test_an_occurrence_dispatched_between_the_two_reads_is_counted_once(aws, pipeline):
+    # Given a per-minute job created at 12:00 (12:00 and 12:01 queued ahead, its cursor at 12:02)
+    job = pipeline.jobs.create(
+        "acme", {"name": "m", "schedule": "* * * * *", "target": {"handler": "echo"}}, T0
+    )
+    now = T0 + timedelta(minutes=1)
+    service = forecast_service_from_settings(aws.settings, aws.clients)
+    # and the 12:01 tick (queueing 12:02 ahead, then advancing the cursor past it) happening between
+    # the forecast's two reads
+    service.source = TickBetweenReads(service.source, lambda: pipeline.tick(job, now))
+    # When the forecast is read at 12:01
+    forecast = service.forecast(now)
+    # Then each minute from 12:01 holds its one run: 12:02 neither lost between the two sources (the
+    # ledger read before the tick, the index after it) nor counted in both
+    assert service.source.reads == ["jobs_due", "queued_ahead"]
+    assert lane(forecast) == [1] * 60
+
+
 def test_a_tenants_forecast_holds_only_its_own_runs(aws, pipeline):
     for tenant, schedule in (("acme", "*/2 * * * *"), ("other", "* * * * *")):
         job = pipeline.jobs.create(

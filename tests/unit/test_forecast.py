@@ -13,6 +13,7 @@ from jobsched.core.forecast import (
     Queued,
     build_forecast,
     needed_concurrency,
+    parse_entry,
     pool_needs,
     scheduled_of_entry,
 )
@@ -119,3 +120,40 @@ def test_pool_needs_add_the_lanes_of_one_queue():
     needs = pool_needs(build_forecast(NOW, queued, []), {"container": 300.0}, 5.0)
     # Then the two 300 s runs hold two tasks from minute 10 through minute 14, none after
     assert set(needs) == {"container"} and needs["container"][9:16] == [0, 2, 2, 2, 2, 2, 0]
+
+
+def test_a_ledger_entry_gives_its_instant_job_and_run_key():
+    at = datetime(2026, 3, 2, 9, 0, 0, 250000, tzinfo=UTC)
+    assert parse_entry(f"{run_key_for(at)}.m1#report") == (at, "report", f"{run_key_for(at)}.m1")
+    assert parse_entry("garbage") is None
+
+
+def test_a_scheduled_run_queued_ahead_and_its_jobs_fire_at_the_same_instant_count_once():
+    # Given a per-minute job whose cursor is still at 08:31 (read before a tick advanced it), and the
+    # ledger naming that tick's runs of 08:31 and 08:32 (read after it), the second entry seen twice
+    minute = datetime(2026, 3, 2, 8, 31, tzinfo=UTC)
+    report = job("* * * * *", minute)
+    queued = [
+        Queued("acme", "lambda", "default", at, report.job_id, run_key_for(at))
+        for at in (minute, minute + timedelta(minutes=1), minute + timedelta(minutes=1))
+    ]
+    # When the forecast is built at 08:30:20
+    forecast = build_forecast(NOW, queued, [report])
+    # Then every minute from 08:31 holds one run
+    assert forecast.lanes[("lambda", "default")].counts == [0] + [1] * (WINDOW_MINUTES - 1)
+
+
+def test_a_manual_run_at_a_fires_instant_and_runs_known_only_by_instant_all_count():
+    # Given a manual run of a per-minute job at its 08:31 fire's instant, and two runs known only by
+    # their instant
+    at = datetime(2026, 3, 2, 8, 31, tzinfo=UTC)
+    report = job("* * * * *", at)
+    queued = [
+        Queued("acme", "lambda", "default", at, report.job_id, run_key_for(at) + ".mX"),
+        Queued("acme", "lambda", "default", at),
+        Queued("acme", "lambda", "default", at),
+    ]
+    # When the forecast is built with the job's fires
+    forecast = build_forecast(NOW, queued, [report])
+    # Then the fire counts beside the manual run and both instant-only runs
+    assert forecast.lanes[("lambda", "default")].counts[1] == 4
