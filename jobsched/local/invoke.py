@@ -23,6 +23,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from jobsched.runtime import observability as obs
 from jobsched.runtime import resources
 from jobsched.targets.executor import KeptThreads
 
@@ -87,6 +88,16 @@ class Function:
     def new_context(self) -> LambdaContext:
         return LambdaContext(self.spec.name, self.timeout_seconds, self.spec.memory_mb)
 
+    @property
+    def service(self) -> str:
+        """The service its log lines name, as the function's own Powertools logger does on Lambda
+        (``jobsched-dispatcher``, ``jobsched-dlq-consumer``, ...)."""
+        return "jobsched-" + self.spec.name.replace("_", "-")
+
+    def _handle(self, event: Any, context: LambdaContext) -> Any:
+        with obs.function_service(self.service):
+            return self.handler(event, context)
+
     def invoke(self, event: Any) -> Any:
         """The handler's answer, or :class:`TaskTimedOut` once the function's timeout has passed."""
         context = self.new_context()
@@ -95,7 +106,7 @@ class Function:
 
         def invocation() -> None:
             try:
-                outcome["value"] = call.run(self.handler, event, context)
+                outcome["value"] = call.run(self._handle, event, context)
             except BaseException as exc:  # re-raised in the caller's thread, as a direct call would
                 outcome["error"] = exc
 

@@ -247,15 +247,36 @@ def current_lane() -> str:
     return lane or ""
 
 
+#: The service of the function whose invocation runs in this context, when several functions share a
+#: process (the embedded mode); None on Lambda, where a process is one function.
+_SERVICE: ContextVar[str | None] = ContextVar("jobsched_function_service", default=None)
+
+
+@contextlib.contextmanager
+def function_service(service: str) -> Iterator[None]:
+    """While active, every log line of this context names ``service`` (the embedded mode runs every
+    function in one process: without it, the ``jobsched`` loggers' lines would name whichever function
+    configured logging last)."""
+    token = _SERVICE.set(service)
+    try:
+        yield
+    finally:
+        _SERVICE.reset(token)
+
+
 class RunKeysFilter(logging.Filter):
     """Copies the context's run keys onto each record it sees (keys the record already has win), so
-    the Powertools formatter writes them into the JSON line. Installed on handlers, not loggers: a
-    handler's filter sees the records of every logger that propagates to it."""
+    the Powertools formatter writes them into the JSON line, and the context's function service
+    (:func:`function_service`) as ``service``. Installed on handlers, not loggers: a handler's filter
+    sees the records of every logger that propagates to it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         for key, value in _RUN_KEYS.get().items():
             if not hasattr(record, key):
                 setattr(record, key, value)
+        service = _SERVICE.get()
+        if service is not None and not hasattr(record, "service"):
+            record.service = service
         return True
 
 
