@@ -143,8 +143,11 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         )
     # The fair share (decision 0057): a tenant holding its slots of the pool leaves the head-room free.
     share = worker.enter_share(deliveries, f"worker:{getattr(context, 'aws_request_id', 'local')}")
-    try:
-        failed = process_batch(share.admitted, handle, concurrency=settings.worker_concurrency)
+    try:  # the records admitted at once run beside the hold of a tenant at its slots (Share.run)
+        failed = share.run(
+            lambda records, threads: process_batch(records, handle, concurrency=threads),
+            settings.worker_concurrency,
+        )
     finally:
         share.exit(clock.now())
     failed = share.deferred + failed

@@ -20,10 +20,16 @@ which botocore honours per service), the other everything else (``AWS_ENDPOINT_U
 -- whose executions send to SQS inside moto, so the two must share a process -- and S3). A burst of runs
 is mostly conditional writes: in a process of their own they no longer slow down the queue receives that
 hand the next runs to the workers (see docs/performance.md, schedule lag).
+
+Once started, the objects alive then (modules, the mode's machinery) are frozen out of the garbage
+collector's way until :meth:`~EmbeddedMode.stop` (:func:`freeze_startup_objects`): a full collection
+holds the interpreter lock, and walking them stopped every thread of the process for 0.2-0.4 s during
+a burst.
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import subprocess
@@ -154,6 +160,21 @@ class MotoProcess(MotoServer):
             process.wait(5)
 
 
+def freeze_startup_objects() -> int:
+    """Collect, then move every object alive now out of the garbage collector's sight (``gc.freeze``);
+    returns how many. The embedded mode calls it once it has started: the modules, botocore's models
+    and the mode's own machinery (about 175,000 objects) live as long as the process, yet every full
+    collection walked them again -- with the interpreter lock held, so each stopped every poller,
+    invocation and API request of the process for 0.2-0.4 s, about once per burst of runs, beside
+    moto's answers of a few milliseconds (docs/performance.md, "Noisy neighbour: long runs and the
+    fair share"; decision 0057). Frozen, a full collection walks only what was made since: 0.05-0.15
+    s. :meth:`EmbeddedMode.stop` gives them back (``gc.unfreeze``), so a later mode in the same
+    process frees what this one dropped."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 #: How long :meth:`EmbeddedMode.stop` waits, past its grace, for a tick in progress to end.
 TICK_FINISH_SECONDS = 10.0
 #: How often a waiting main thread wakes, so a signal's handler runs (:meth:`EmbeddedMode.wait`).
@@ -207,6 +228,7 @@ class EmbeddedMode:
         self.clients: dict[str, Any] = {}
         self._saved_env: dict[str, str | None] = {}
         self._started = False
+        self._frozen = False  # the process's objects frozen by start() (freeze_startup_objects)
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -274,6 +296,8 @@ class EmbeddedMode:
                 self.bridge.stop()
                 self.bridge = None
             self._start_watcher()
+            freeze_startup_objects()
+            self._frozen = True
         except BaseException:
             self.stop()
             raise
@@ -311,6 +335,9 @@ class EmbeddedMode:
         self._restore_env()
         # Built from this mode's environment: a later embedded mode in this process builds its own.
         self._forget_services()
+        if self._frozen:  # what this mode kept alive is the collector's again, garbage once dropped
+            self._frozen = False
+            gc.unfreeze()
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until :meth:`request_stop` (or a signal handler) asks to stop; True if it did.

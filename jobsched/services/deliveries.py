@@ -86,13 +86,14 @@ class Deliveries(Generic[DefaultT]):
         self.shares = shares
 
     def enter_share(self, deliveries: Sequence[Delivery], owner: str) -> Share:
-        """The batch's admission into its tenants' fair shares (:meth:`ShareGate.enter`): the records
-        to handle now, the ones left in the queue, and the holds to give back after the batch."""
+        """The batch's admission into its tenants' fair shares, begun (:meth:`ShareGate.begin`): the
+        records to handle at once; :meth:`Share.run` handles them beside the hold of the tenants at
+        their slots, then the records that hold admits; :meth:`Share.exit` gives the holds back."""
         from jobsched.services.shares import no_share
 
         if self.shares is None:
             return no_share(deliveries, owner)
-        return self.shares.enter(deliveries, owner)
+        return self.shares.begin(deliveries, owner)
 
     def accepts(self, body: str) -> bool:
         """Every body: the worker takes what no other handler does."""

@@ -40,6 +40,7 @@ A record whose body names no tenant (not a run message) is admitted without look
 from __future__ import annotations
 
 import contextvars
+import functools
 import json
 import logging
 import threading
@@ -56,6 +57,7 @@ from jobsched.ports.stores import ConcurrencySlots, PoolCeiling, RunQueue
 from jobsched.runtime import observability as obs
 from jobsched.services.deliveries import Delivery
 from jobsched.services.limits import RESEND_AT_RECEIVE
+from jobsched.targets.executor import KeptThreads
 
 logger = logging.getLogger(__name__)
 
@@ -156,6 +158,9 @@ def tenant_of(key: str) -> str:
 #: This process's invocations (shared by every :class:`ShareGate` of the process).
 PROCESS_HOLDS = ProcessHolds()
 
+#: The threads that hold a batch's waiting tenants beside its admitted records (:meth:`Share.run`).
+_HOLDS = KeptThreads("share-hold")
+
 
 @dataclass
 class Share:
@@ -169,9 +174,56 @@ class Share:
     refused: list[str] = field(default_factory=list)  # every refused message id (deferred or re-sent)
     keys: list[str] = field(default_factory=list)  # share keys held (in this process)
     registered: set[str] = field(default_factory=set)  # of those, registered in the Leases table
+    #: Per share key, the records of a tenant that held its slots at the first look: :meth:`settle`
+    #: holds them (up to ``hold_until``), then admits or refuses them.
+    waiting: dict[str, list[Delivery]] = field(default_factory=dict)
+    hold_until: float = 0.0  # the gate's monotonic clock: when the hold of ``waiting`` ends
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
+
+    def settle(self) -> list[Delivery]:
+        """Hold the :attr:`waiting` tenants' records (:meth:`ShareGate.settle`); the records admitted
+        meanwhile (also added to :attr:`admitted`), the others refused."""
+        if self.gate is None or not self.waiting:
+            return []
+        return self.gate.settle(self)
+
+    def run(self, process: Callable[[list[Delivery], int], list[str]], concurrency: int) -> list[str]:
+        """Handle the batch with ``process(records, concurrency)`` (the worker's ``process_batch``,
+        which returns the message ids to leave in the queue): the records admitted at the first look
+        at once, *beside* the hold of the tenants at their slots (:meth:`settle`, on a thread of its
+        own), whose records admitted by it are handled as soon as it admits them. So a quiet tenant's
+        run received in one batch with a bursting tenant's never waits out that tenant's hold (a
+        batch on SQS fair queues mixes message groups). The ids of every record ``process`` reported;
+        the refused ones are in :attr:`deferred`. At most ``concurrency`` records at once, but one
+        more while the records admitted at once fill it (the held ones get at least one thread)."""
+        now_records = list(self.admitted)
+        if not self.waiting:
+            return process(now_records, concurrency) if now_records else []
+        if not now_records:  # the whole batch waits: nothing to run beside the hold
+            late = self.settle()
+            return process(late, concurrency) if late else []
+        failed_late: list[str] = []
+        escaped: list[BaseException] = []
+        late_threads = max(1, concurrency - len(now_records))
+
+        def hold_then_run() -> None:
+            try:
+                late = self.settle()
+                if late:
+                    failed_late.extend(process(late, late_threads))
+            except BaseException as exc:  # raised in the invocation's thread, as a direct call would
+                escaped.append(exc)
+
+        held = _HOLDS.run(functools.partial(contextvars.copy_context().run, hold_then_run))
+        try:
+            failed = process(now_records, concurrency)
+        finally:
+            held.wait()
+        if escaped:
+            raise escaped[0]
+        return failed + failed_late
 
     def exit(self, now: datetime) -> None:
         """Give back every hold: remove the registrations (one write each) and this process's counts.
@@ -302,8 +354,18 @@ class ShareGate:
         return live(holders, now_ms), slots
 
     def enter(self, deliveries: Sequence[Delivery], owner: str) -> Share:
-        """Decide the batch ``deliveries`` of invocation ``owner``: a :class:`Share` whose ``admitted``
-        records are to be handled now, and whose :meth:`Share.exit` is called when they are."""
+        """Decide the batch ``deliveries`` of invocation ``owner`` whole: :meth:`begin`, then the hold
+        (:meth:`Share.settle`). A :class:`Share` whose ``admitted`` records are to be handled now, and
+        whose :meth:`Share.exit` is called when they are."""
+        share = self.begin(deliveries, owner)
+        share.settle()
+        return share
+
+    def begin(self, deliveries: Sequence[Delivery], owner: str) -> Share:
+        """The first look of every tenant of the batch ``deliveries`` (one read each): a tenant under
+        its slots is admitted (``admitted``: to handle at once), one at its slots waits
+        (``waiting``) for :meth:`Share.settle` -- which :meth:`Share.run` does beside the admitted
+        records, so they never wait out another tenant's hold."""
         share = Share(gate=self, owner=owner, admitted=[])
         by_key: dict[str, list[Delivery]] = {}
         for delivery in deliveries:
@@ -312,37 +374,63 @@ class ShareGate:
                 share.admitted.append(delivery)
             else:
                 by_key.setdefault(key, []).append(delivery)
+        share.hold_until = self.monotonic() + self.hold_seconds
         soon = False
         for key, records in by_key.items():
             with obs.request_lane(tenant_of(key)):  # the tenant's own requests (usage, emulator lanes)
-                admitted, registered, eager = self._admit(key, owner)
+                admitted, eager = self._first_look(key, owner)
             if admitted:
                 share.keys.append(key)
                 share.admitted.extend(records)
                 soon = soon or eager
-                if registered:
-                    share.registered.add(key)
             else:
-                with obs.request_lane(tenant_of(key)):
-                    self._refuse(share, records)
+                share.waiting[key] = records
         if share.keys:
-            unregistered = [k for k in share.keys if k not in share.registered]
-            if unregistered and self.register_after <= 0:
+            registered_now = self.register_after <= 0
+            if registered_now:
                 share.register(self.clock.now())
-                unregistered = []
             # from half its slots a tenant's invocation registers at once, beside its runs
             eager_wait = 0.0 if soon else self.register_after
-            first_wait = eager_wait if unregistered else SHARE_LEASE_SECONDS / 3
-            # In the invocation's context: its writes are the function's (and in the tenant's lane), as
-            # the record threads' are.
-            share._thread = threading.Thread(
-                target=contextvars.copy_context().run,
-                args=(share._background, self.clock, first_wait),
-                name=f"share-{owner}",
-                daemon=True,
-            )
-            share._thread.start()
+            self._background(share, SHARE_LEASE_SECONDS / 3 if registered_now else eager_wait)
         return share
+
+    def settle(self, share: Share) -> list[Delivery]:
+        """Hold ``share``'s waiting tenants until ``share.hold_until``, looking again every
+        ``poll_seconds``: a tenant whose slot freed meanwhile takes it with its registration (a
+        conditional write), before its records are handled; at the end of the hold the others are
+        refused. Returns the records admitted (added to ``share.admitted`` too)."""
+        with share._lock:
+            waiting, share.waiting = dict(share.waiting), {}
+        late: list[Delivery] = []
+        while waiting and self.monotonic() < share.hold_until:
+            self.sleep(self.poll_seconds)
+            for key in list(waiting):
+                with obs.request_lane(tenant_of(key)):
+                    taken = self._take_freed(key, share.owner)
+                if taken:
+                    records = waiting.pop(key)
+                    with share._lock:
+                        share.keys.append(key)
+                        share.registered.add(key)
+                        share.admitted.extend(records)
+                    late.extend(records)
+        for key, records in waiting.items():
+            with obs.request_lane(tenant_of(key)):
+                self._refuse(share, records)
+        if late and share._thread is None:  # no admitted-at-once hold renews it: one for these
+            self._background(share, SHARE_LEASE_SECONDS / 3)
+        return late
+
+    def _background(self, share: Share, first_wait: float) -> None:
+        """Start ``share``'s registration and renewal thread, in the invocation's context: its writes
+        are the function's (and in the tenant's lane), as the record threads' are."""
+        share._thread = threading.Thread(
+            target=contextvars.copy_context().run,
+            args=(share._background, self.clock, first_wait),
+            name=f"share-{share.owner}",
+            daemon=True,
+        )
+        share._thread.start()
 
     def _key_of(self, delivery: Delivery) -> str | None:
         queue = self.queue_kinds.get(delivery.queue_url or "")
@@ -357,27 +445,27 @@ class ShareGate:
             return None
         return share_key(queue, tenant)
 
-    def _admit(self, key: str, owner: str) -> tuple[bool, bool, bool]:
-        """(admitted, registered, register at once): look, then hold up to ``hold_seconds`` for a
-        slot. An invocation admitted at first look registers beside its runs (at once from half the
-        tenant's slots, else if still running after ``register_after``); a held one takes the slot
-        it waited for with the registration itself, before its runs start."""
-        deadline = self.monotonic() + self.hold_seconds
-        held = False
-        while True:
-            now = self.clock.now()
-            registered, slots = self._look(key, epoch_ms(now))
-            if self.process.take_if_under(key, owner, registered, slots):
-                if not held:
-                    return True, False, self.process.count(key, registered, owner) * 2 >= slots
-                if self.slots.acquire(key, owner, slots, now, SHARE_LEASE_SECONDS) is None:
-                    self.metrics.add(obs.SHARE_HELD)
-                    return True, True, False
-                self.process.discard(key, owner)  # another invocation took the last slot meanwhile
-            if self.monotonic() >= deadline:
-                return False, False, False
-            held = True
-            self.sleep(self.poll_seconds)
+    def _first_look(self, key: str, owner: str) -> tuple[bool, bool]:
+        """(admitted, register at once): the tenant is admitted when it holds fewer than its slots;
+        its invocation then registers beside its runs (at once from half its slots, else if still
+        running after ``register_after``)."""
+        registered, slots = self._look(key, epoch_ms(self.clock.now()))
+        if not self.process.take_if_under(key, owner, registered, slots):
+            return False, False
+        return True, self.process.count(key, registered, owner) * 2 >= slots
+
+    def _take_freed(self, key: str, owner: str) -> bool:
+        """A held tenant's look again: when it holds fewer than its slots now, the registration (a
+        conditional write) takes the freed slot, before its runs start."""
+        now = self.clock.now()
+        registered, slots = self._look(key, epoch_ms(now))
+        if not self.process.take_if_under(key, owner, registered, slots):
+            return False
+        if self.slots.acquire(key, owner, slots, now, SHARE_LEASE_SECONDS) is None:
+            self.metrics.add(obs.SHARE_HELD)
+            return True
+        self.process.discard(key, owner)  # another invocation took the last slot meanwhile
+        return False
 
     def _refuse(self, share: Share, records: list[Delivery]) -> None:
         now = self.clock.now()

@@ -7,6 +7,7 @@ so it makes the loaded functions' seams forget their services when it starts and
 
 from __future__ import annotations
 
+import gc
 import time
 
 from functions import dispatcher
@@ -40,3 +41,13 @@ def test_a_second_embedded_mode_builds_the_real_functions_afresh() -> None:
         second_table = _jobs_table_of_a_tick(second)
     assert second_table.startswith(second_config.prefix)
     assert second_table != first_table
+
+
+def test_a_running_embedded_mode_keeps_its_startup_objects_out_of_the_collectors_way() -> None:
+    """Given an embedded mode started, then the objects alive at its start are frozen (a full garbage
+    collection no longer walks them: 0.2-0.4 s pauses of the whole process during a burst before);
+    once it stopped, they are the collector's again (a later mode in this process frees them)."""
+    config = machinery_config(tick_seconds=0.1)
+    with EmbeddedMode(config, handlers=dict(ONLY_THE_DISPATCHER), out=lambda _line: None):
+        assert gc.get_freeze_count() > 10_000
+    assert gc.get_freeze_count() == 0

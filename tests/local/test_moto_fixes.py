@@ -1464,3 +1464,81 @@ def test_with_the_fix_the_package_is_listed_once_and_the_same_backends_are_found
     expected, _ = backends_found(monkeypatch)
     assert found == expected
     assert found[:4] == ["dynamodb", "sqs", "sqs", "dynamodb"]
+
+
+# --- moto's server keeps its connections (moto_fixes.keepalive) ------------------------------------
+
+
+def _connections_counted(monkeypatch) -> list[int]:
+    """A list that grows by one for every connection moto's server accepts (its handler's setup)."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    accepted: list[int] = []
+    setup = MotoRequestHandler.setup
+
+    def counting(self: Any) -> None:
+        accepted.append(1)
+        setup(self)
+
+    monkeypatch.setattr(MotoRequestHandler, "setup", counting)
+    return accepted
+
+
+def _five_requests(ddb) -> dict[str, Any]:
+    """Five requests with bodies, one after the other on one client; the item read back."""
+    ddb.create_table(
+        TableName="kept",
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for value in ("one", "two", "three"):
+        ddb.put_item(TableName="kept", Item={"k": {"S": "a"}, "v": {"S": value}})
+    item: dict[str, Any] = ddb.get_item(TableName="kept", Key={"k": {"S": "a"}}, ConsistentRead=True)["Item"]
+    return item
+
+
+@pytest.fixture
+def closing_moto(monkeypatch, served_moto):
+    """moto's server as werkzeug serves it: the keep-alive fix taken off its request handler."""
+    from moto.moto_server.werkzeug_app import MotoRequestHandler
+
+    monkeypatch.setattr(MotoRequestHandler, "make_environ", inspect.unwrap(MotoRequestHandler.make_environ))
+    monkeypatch.setattr(MotoRequestHandler, "send_header", inspect.unwrap(MotoRequestHandler.send_header))
+    return served_moto
+
+
+def test_without_the_fix_moto_s_server_takes_a_connection_per_request(monkeypatch, closing_moto):
+    """Given moto's server as werkzeug serves it, When one client makes five requests one after the
+    other, Then the server accepted five connections: it closes each after its answer."""
+    accepted = _connections_counted(monkeypatch)
+    assert _five_requests(_served_dynamodb(closing_moto))["v"] == {"S": "three"}
+    assert len(accepted) == 5
+
+
+def test_with_the_fix_one_connection_serves_a_client_s_requests_and_the_answers_are_the_same(
+    monkeypatch, served_moto
+):
+    """Given moto's server with the fixes, When one client makes five requests with bodies one after the
+    other, Then one connection served them all (each body read whole, the next request parsed after
+    it), and the answers are moto's: the item read back is the last one written."""
+    accepted = _connections_counted(monkeypatch)
+    assert _five_requests(_served_dynamodb(served_moto))["v"] == {"S": "three"}
+    assert len(accepted) == 1
+
+
+def test_with_the_fix_a_request_that_expects_100_continue_is_still_served(served_moto):
+    """Given moto's server with the fixes, When a client puts a 2 MB S3 object (an upload botocore may
+    send with ``Expect: 100-continue``, which the fix leaves to werkzeug's own reading) and reads it
+    back, Then both answer as moto does."""
+    s3 = boto3.client(
+        "s3",
+        region_name="us-east-1",
+        endpoint_url=served_moto.endpoint_url,
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
+    body = bytes(range(256)) * 8192
+    s3.create_bucket(Bucket="kept")
+    s3.put_object(Bucket="kept", Key="big", Body=body)
+    assert s3.get_object(Bucket="kept", Key="big")["Body"].read() == body

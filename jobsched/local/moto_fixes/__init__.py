@@ -11,6 +11,8 @@ The patches are grouped by purpose:
   fixes one says which patch to drop.
 * :mod:`.speed` (and :mod:`.speed_dynamodb`) — work and memory moto spends that its answers do not
   need; the answers stay moto's (``tests/local/test_moto_fixes.py`` compares them).
+* :mod:`.keepalive` — moto's server keeps its connections open: werkzeug's closed each after one
+  request, so every request cost a TCP connection and a thread, queued behind a burst's.
 * :mod:`.lanes` — the fairness lanes: moto's server serves a few requests of one tenant at once, as
   AWS serves one tenant on capacity another tenant's burst does not use (decision 0033).
 
@@ -26,7 +28,7 @@ from __future__ import annotations
 import re
 from importlib import metadata
 
-from jobsched.local.moto_fixes import correctness, lanes, speed, speed_dynamodb
+from jobsched.local.moto_fixes import correctness, keepalive, lanes, speed, speed_dynamodb
 from jobsched.local.moto_fixes.correctness import (
     DYNAMODB_READS,
     DYNAMODB_WRITES,
@@ -62,6 +64,7 @@ __all__ = [
     "check_moto_version",
     "correctness",
     "installed_moto_version",
+    "keepalive",
     "lane_slots",
     "lanes",
     "speed",
@@ -111,8 +114,9 @@ def check_moto_version() -> None:
 
 def apply() -> None:
     """Check the installed moto (:func:`check_moto_version`), then apply the :mod:`.correctness`, the
-    :mod:`.speed` and the :mod:`.lanes` patches (once each)."""
+    :mod:`.speed`, the :mod:`.keepalive` and the :mod:`.lanes` patches (once each)."""
     check_moto_version()
     correctness.apply()
     speed.apply()
+    keepalive.apply()
     lanes.apply()
