@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,7 +93,9 @@ def api(dev: DevProcess) -> Callable[[str], ApiClient]:
 
 
 class Console:
-    """One browser tab on the console: sign in, go to a page, wait for what it shows."""
+    """One browser tab on the console: sign in, go to a page, wait for what it shows. It records the
+    page's errors and every request the page made (method, URL, status or failure, seconds), so that a
+    failed test prints them (:func:`diagnose`)."""
 
     def __init__(self, page: Any, url: str):
         self.page = page
@@ -100,6 +103,19 @@ class Console:
         page.set_default_timeout(UI_TIMEOUT_MS)
         self.errors: list[str] = []
         page.on("pageerror", lambda error: self.errors.append(str(error)))
+        self.started: dict[Any, float] = {}  # request -> when it was sent (monotonic)
+        self.requests: list[str] = []  # what each finished request answered, in order
+        page.on("request", lambda request: self.started.setdefault(request, time.monotonic()))
+        page.on("requestfinished", lambda request: self._ended(request, "finished"))
+        page.on("requestfailed", lambda request: self._ended(request, f"failed: {request.failure}"))
+
+    def _ended(self, request: Any, how: str) -> None:
+        seconds = time.monotonic() - self.started.pop(request, time.monotonic())
+        try:
+            status = request.response().status if how == "finished" else ""
+        except Exception:  # the response is gone with its page: the outcome is enough
+            status = ""
+        self.requests.append(f"{request.method} {request.url} {status} {how} in {seconds:.2f} s")
 
     def sign_in(self, tenant: str) -> None:
         self.page.goto(self.url + "/ui")
@@ -115,16 +131,49 @@ class Console:
         return self.page.get_by_role("heading", level=1, name=name)
 
 
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Keep each phase's report on the test item, for :func:`console`'s teardown."""
+    report = yield
+    setattr(item, f"report_{report.when}", report)
+    return report
+
+
+def diagnose(tab: Console, dev: DevProcess) -> str:
+    """What a failed console test prints: the tab's URL, text and errors, its requests (those never
+    answered first: a request the API did not answer leaves the page without its data), and the last
+    lines of ``jobsched dev``'s output and of its log file."""
+    now = time.monotonic()
+    pending = [f"{r.method} {r.url} unanswered after {now - t:.2f} s" for r, t in tab.started.items()]
+    try:
+        text = tab.page.inner_text("body")[:3000]
+    except Exception as exc:  # a closed or crashed page: say so
+        text = f"(no text: {exc})"
+    log = next((line.split()[1] for line in dev.lines if line.strip().startswith("logs ")), "")
+    tail = Path(log).read_text(errors="replace").splitlines()[-60:] if log and Path(log).exists() else []
+    return "\n".join(
+        [f"--- console tab at {tab.page.url}", text, "--- page errors", *tab.errors, "--- requests",
+         *pending, *tab.requests[-60:], "--- jobsched dev output", *dev.lines[-40:],
+         f"--- jobsched dev log {log}", *tail]
+    )  # fmt: skip
+
+
 @pytest.fixture
-def console(browser: Any, dev: DevProcess) -> Iterator[Callable[[], Console]]:
+def console(request: pytest.FixtureRequest, browser: Any, dev: DevProcess) -> Iterator[Callable[[], Console]]:
     contexts: list[Any] = []
+    tabs: list[Console] = []
 
     def make() -> Console:
         context = browser.new_context(viewport={"width": 1280, "height": 800})
         contexts.append(context)
-        return Console(context.new_page(), dev.url)
+        tabs.append(Console(context.new_page(), dev.url))
+        return tabs[-1]
 
     yield make
+    report = getattr(request.node, "report_call", None)
+    if report is not None and report.failed:
+        for tab in tabs:
+            print(diagnose(tab, dev))  # pytest shows it under "Captured stdout teardown"
     for context in contexts:
         context.close()
 
