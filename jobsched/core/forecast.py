@@ -5,7 +5,7 @@ Two sources, both things the system already holds, never a second schedule engin
 * **runs queued ahead**: the dispatcher sends a run up to 900 s before its due instant (SQS
   ``DelaySeconds``); the in-flight ledger names each one as ``<run_key>#<job_id>`` and the run key
   begins with the scheduled instant (:func:`jobsched.core.ids.run_key_for`), so each is counted at
-  that instant (:func:`scheduled_of_entry`);
+  that instant (:func:`parse_entry`);
 * **the due index**: an active job's cursor (``next_due_at``) is its first occurrence not yet
   dispatched; its fires from the cursor on are read through the time core
   (:func:`jobsched.core.timeline.iter_fires`: the job's zone, the DST policy), up to the end of the
@@ -147,12 +147,6 @@ class Forecast:
 def window_start(now: datetime) -> datetime:
     """The start of ``now``'s minute, UTC: minute 0 of the forecast."""
     return require_aware(now, "now").astimezone(UTC).replace(second=0, microsecond=0)
-
-
-def scheduled_of_entry(entry: str) -> tuple[datetime, str] | None:
-    """``(scheduled instant, job id)`` of a ledger entry ``<run_key>#<job_id>``; None if malformed."""
-    parsed = parse_entry(entry)
-    return None if parsed is None else (parsed[0], parsed[1])
 
 
 def parse_entry(entry: str) -> tuple[datetime, str, str] | None:
