@@ -494,7 +494,9 @@ def sweeper_from_settings(
         metrics=metrics,
     )
     return Sweeper(
-        config=SweeperConfig(runs_table=settings.runs_table),
+        config=SweeperConfig(
+            runs_table=settings.runs_table, grace=timedelta(seconds=settings.sweeper_grace_seconds)
+        ),
         dynamo=dynamo,
         jobs=jobs,
         attempts=AttemptStore(dynamo, settings.runs_table, on_dead_letter=notifier.on_dead_letter),

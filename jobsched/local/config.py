@@ -51,6 +51,10 @@ class LocalConfig:
     # would be received up to a long poll's rescan (0.2 s, jobsched.local.moto_fixes) after it.
     send_align_ms: int = 0
     sweeper_seconds: float = 60.0
+    #: The sweeper's grace (``--sweeper-grace-seconds``, at least 10; local only): how long past its due
+    #: instant, retry or lease a run waits before the sweeper acts on it (a lost send re-sent, a missed
+    #: deadline reported); 120 as on AWS.
+    sweeper_grace_seconds: int = resources.DEFAULT_SWEEPER_GRACE_SECONDS
     capacity_seconds: float = 60.0  # the capacity service: forecast, pollers' slots raised and lowered
     #: The most worker slots the capacity service may give each Lambda queue's poller before a forecast
     #: peak or on age (``--capacity-max-slots``); 0: each keeps its configured slots and the capacity

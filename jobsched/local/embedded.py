@@ -395,6 +395,7 @@ class EmbeddedMode:
                 else {}
             ),
             resources.ENV_LAMBDA_TIME_LIMIT: str(self.config.lambda_time_limit_seconds),
+            resources.ENV_SWEEPER_GRACE_SECONDS: str(self.config.sweeper_grace_seconds),
             resources.ENV_TENANT_MAX_RUNNING: str(self.config.tenant_max_running),
             resources.ENV_TENANT_RUNS_PER_SECOND: str(self.config.tenant_runs_per_second),
             resources.ENV_TENANT_SLOTS: format_tenant_slots(self.config.tenant_slots()),

@@ -115,6 +115,13 @@ DEFAULT_CONTAINER_MEMORY_MB = 2048
 #: The embedded mode only (``jobsched dev --lambda-time-limit``): Lambda's time limit in seconds, in
 #: place of 900, for the API's checks and the embedded invocations (infra never sets it).
 ENV_LAMBDA_TIME_LIMIT = "JOBSCHED_LAMBDA_TIME_LIMIT_SECONDS"
+#: The sweeper's grace in seconds (:mod:`jobsched.services.sweeper`): how long past its due instant (its
+#: retry, its lease's end) a run waits before the sweeper acts on it, and between two of its re-sends.
+#: 120 on AWS (infra never sets it); the embedded mode only (``jobsched dev --sweeper-grace-seconds``)
+#: may shorten it, to at least :data:`MIN_SWEEPER_GRACE_SECONDS`.
+ENV_SWEEPER_GRACE_SECONDS = "JOBSCHED_SWEEPER_GRACE_SECONDS"
+DEFAULT_SWEEPER_GRACE_SECONDS = 120
+MIN_SWEEPER_GRACE_SECONDS = 10
 #: The priorities backpressure may hold back: never ``high`` (docs/decisions/0028).
 BACKPRESSURE_PRIORITIES = ("default", "low")
 

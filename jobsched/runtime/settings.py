@@ -78,6 +78,8 @@ class Settings:
     #: Lambda's limit on an invocation, in seconds (``JOBSCHED_LAMBDA_TIME_LIMIT_SECONDS``, embedded mode
     #: only; 900 on AWS): the longest timeout the API accepts on the ``lambda`` and ``long`` pools.
     lambda_time_limit_seconds: int = r.LAMBDA_TIME_LIMIT_SECONDS
+    #: The sweeper's grace in seconds (``JOBSCHED_SWEEPER_GRACE_SECONDS``, embedded mode only; 120 on AWS).
+    sweeper_grace_seconds: int = r.DEFAULT_SWEEPER_GRACE_SECONDS
 
     @property
     def retention(self) -> timedelta:
@@ -163,6 +165,9 @@ class Settings:
                 f"environment variable {r.ENV_LAMBDA_TIME_LIMIT} must be <= {r.LAMBDA_TIME_LIMIT_SECONDS} "
                 f"(Lambda's own limit), got {lambda_time_limit}"
             )
+        sweeper_grace = integer(
+            r.ENV_SWEEPER_GRACE_SECONDS, r.DEFAULT_SWEEPER_GRACE_SECONDS, r.MIN_SWEEPER_GRACE_SECONDS
+        )
         return cls(
             jobs_table=required(r.ENV_JOBS_TABLE),
             runs_table=required(r.ENV_RUNS_TABLE),
@@ -201,6 +206,7 @@ class Settings:
             tenant_slots=tenant_slots_from(env.get(r.ENV_TENANT_SLOTS)),
             fair_share=fair_share_from(env.get(r.ENV_FAIR_SHARE)),
             lambda_time_limit_seconds=lambda_time_limit,
+            sweeper_grace_seconds=sweeper_grace,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -226,6 +232,11 @@ class Settings:
             **(
                 {r.ENV_LAMBDA_TIME_LIMIT: str(self.lambda_time_limit_seconds)}
                 if self.lambda_time_limit_seconds != r.LAMBDA_TIME_LIMIT_SECONDS
+                else {}
+            ),
+            **(
+                {r.ENV_SWEEPER_GRACE_SECONDS: str(self.sweeper_grace_seconds)}
+                if self.sweeper_grace_seconds != r.DEFAULT_SWEEPER_GRACE_SECONDS
                 else {}
             ),
         }

@@ -104,7 +104,7 @@ from jobsched.core.sweeping import Rescue, stranded_kind
 from jobsched.ports.stores import AttemptRecords, JobRecords, RunQueue
 from jobsched.ports.tables import Table
 from jobsched.runtime import observability as obs
-from jobsched.runtime.resources import BACKPRESSURE_PRIORITIES, PRIORITIES
+from jobsched.runtime.resources import BACKPRESSURE_PRIORITIES, DEFAULT_SWEEPER_GRACE_SECONDS, PRIORITIES
 from jobsched.services.deadlines import DeadlineWatch
 from jobsched.services.notifications import DeadLetterNotifier
 from jobsched.services.runs import finish_replay
@@ -116,7 +116,7 @@ logger = logging.getLogger(__name__)
 #: raises on age (decision 0055). ``high`` is not: it is never held back, and its ceiling is its reservation.
 AGED_QUEUES = (*BACKPRESSURE_PRIORITIES, LONG_QUEUE, CONTAINER_QUEUE)
 
-DEFAULT_GRACE = timedelta(minutes=2)
+DEFAULT_GRACE = timedelta(seconds=DEFAULT_SWEEPER_GRACE_SECONDS)  # 2 minutes
 DEFAULT_MAX_SWEEPS = 3
 #: Ripe ledger items are read together until they name this many runs (what one read holds in memory:
 #: about 500 bytes a run).

@@ -2,8 +2,8 @@
 against a real ``jobsched dev`` that sweeps every 5 s: the run page shows **Deadline** with
 **missed**, the Runs list shows **deadline missed** in the row, the job page lists its deadline.
 
-The sweeper reads a run from about its grace (2 minutes) after its instant, so this module waits
-about that long."""
+The sweeper reads a run from about its grace after its instant (2 minutes on AWS; 15 s here,
+``--sweeper-grace-seconds 15``), so this module waits about that long."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ expect = pytest.importorskip("playwright.sync_api", reason="playwright is not in
 
 @pytest.fixture(scope="module")
 def dev() -> Iterator[DevProcess]:
-    """Given a real ``jobsched dev`` whose sweeper runs every 5 s."""
-    with running_dev("--sweeper-seconds", "5") as process:
+    """Given a real ``jobsched dev`` whose sweeper runs every 5 s with a 15 s grace."""
+    with running_dev("--sweeper-seconds", "5", "--sweeper-grace-seconds", "15") as process:
         yield process
 
 

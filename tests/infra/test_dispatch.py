@@ -58,6 +58,16 @@ def test_sweeper_runs_on_its_own_schedule(synth):
     assert "DeadLetterConfig" in sweep["Target"]
 
 
+def test_no_function_shortens_the_sweepers_grace_on_aws(synth):
+    # JOBSCHED_SWEEPER_GRACE_SECONDS is the embedded mode's (jobsched dev --sweeper-grace-seconds): the
+    # stack sets it on no function, so the sweeper keeps its 2-minute grace
+    from jobsched.runtime.resources import ENV_SWEEPER_GRACE_SECONDS
+
+    for function in synth.resources("AWS::Lambda::Function").values():
+        variables = function["Properties"].get("Environment", {}).get("Variables", {})
+        assert ENV_SWEEPER_GRACE_SECONDS not in variables
+
+
 def test_the_dispatcher_alone_carries_the_backpressure_limits(synth):
     # Given the deployment's backpressure_depth and backpressure_age_seconds / When reading the
     # functions' environments / Then the dispatcher has one depth and one age per priority it may hold

@@ -19,6 +19,17 @@ from jobsched.local.config import resolve_tenants
 from tests.local.devproc import DevProcess
 
 
+def test_a_sweeper_grace_under_ten_seconds_is_refused_and_the_default_is_aws_s(capsys) -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    assert parser.parse_args([]).sweeper_grace_seconds == 120
+    assert parser.parse_args(["--sweeper-grace-seconds", "15"]).sweeper_grace_seconds == 15
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["--sweeper-grace-seconds", "9"])
+    assert exited.value.code == 2
+    assert "--sweeper-grace-seconds: 9 must be at least 10" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_jobsched_dev_serves_http_and_stops_cleanly_on_a_signal(sig: int) -> None:

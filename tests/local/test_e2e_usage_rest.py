@@ -25,8 +25,12 @@ SLEEP_SECONDS = 2.0
 
 @pytest.fixture(scope="module")
 def process() -> Iterator[EmbeddedProcess]:
+    # The sweeper (every 5 s here, 60 s by default) adds the mappings' empty polls to the deployment row
     process = EmbeddedProcess(
-        TOKENS, admins=["ops"], extra_env={"JOBSCHED_HANDLER_MODULES": "jobsched.long_jobs.demo"}
+        TOKENS,
+        admins=["ops"],
+        sweeper_seconds=5.0,
+        extra_env={"JOBSCHED_HANDLER_MODULES": "jobsched.long_jobs.demo"},
     )
     try:
         process.wait_ready()

@@ -227,3 +227,23 @@ def test_a_run_that_expired_meanwhile_is_not_written_back(p, topic):
     # Then the miss is told, and no run item is made again from the stamp
     assert owed is False and len(published()) == 1
     assert p.dispatcher.runs.find(run_id) is None
+
+
+def test_the_sweepers_grace_follows_the_setting_the_embedded_mode_may_shorten(p, topic):
+    # Given the 12:00 run of a job with a 10 s deadline that no worker took
+    arn, published = topic
+    job = _job(p, arn, deadline_seconds=10)
+    run_id = make_run_id(job.id, T0)
+    # When a sweeper with AWS's grace (2 minutes) sweeps at 12:00:20
+    _, summary = _sweep(p, minutes=20 / 60)
+    # Then it has not read the run yet: nothing is reported
+    assert published() == [] and summary["deadlines_missed"] == 0
+    # When one given a 15 s grace (JOBSCHED_SWEEPER_GRACE_SECONDS, jobsched dev --sweeper-grace-seconds)
+    # sweeps at 12:00:14, then at 12:00:16
+    p.env = AwsEnv(settings=replace(p.env.settings, sweeper_grace_seconds=15), clients=p.env.clients)
+    _, early = _sweep(p, minutes=14 / 60)
+    _, summary = _sweep(p, minutes=16 / 60)
+    # Then the run is read and reported once the grace has passed, not before
+    assert early["deadlines_missed"] == 0 and summary["deadlines_missed"] == 1
+    [note] = published()
+    assert note["run_id"] == run_id and note["deadline_at"] == to_iso(T0 + timedelta(seconds=10))

@@ -113,6 +113,18 @@ def test_a_retention_under_ten_minutes_is_refused():
         Settings.from_env(ENV | {r.ENV_RETENTION_SECONDS: "599"})
 
 
+def test_the_embedded_mode_s_sweeper_grace_is_read_round_trips_and_defaults_to_two_minutes():
+    # Given no JOBSCHED_SWEEPER_GRACE_SECONDS (as on AWS: infra never sets it), the grace is 120 s
+    assert Settings.from_env(ENV).sweeper_grace_seconds == 120
+    assert r.ENV_SWEEPER_GRACE_SECONDS not in Settings.from_env(ENV).to_env()
+    # Given 15 (jobsched dev --sweeper-grace-seconds 15), it is 15 and survives to_env
+    settings = Settings.from_env(ENV | {r.ENV_SWEEPER_GRACE_SECONDS: "15"})
+    assert settings.sweeper_grace_seconds == 15 and Settings.from_env(settings.to_env()) == settings
+    # And under 10 s it is refused, naming the variable
+    with pytest.raises(ConfigurationError, match=f"{r.ENV_SWEEPER_GRACE_SECONDS} must be >= 10"):
+        Settings.from_env(ENV | {r.ENV_SWEEPER_GRACE_SECONDS: "9"})
+
+
 def test_the_fair_share_is_read_survives_to_env_and_a_bad_one_names_the_variable():
     # Given the stack's variables with the share on / Then the settings carry it, and round-trip
     settings = Settings.from_env(

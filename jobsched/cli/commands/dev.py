@@ -94,6 +94,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="sweeper interval in seconds (default %(default)s)",
     )
     parser.add_argument(
+        "--sweeper-grace-seconds",
+        type=_at_least(resources.MIN_SWEEPER_GRACE_SECONDS),
+        default=resources.DEFAULT_SWEEPER_GRACE_SECONDS,
+        metavar="SECONDS",
+        help="how long past its due instant, retry or lease a run waits before the sweeper acts on it: "
+        "re-sends a lost send, takes over an expired lease, reports a missed deadline (at least 10; "
+        "local only; AWS: 120, the default)",
+    )
+    parser.add_argument(
         "--capacity-max-slots",
         type=int,
         default=0,
@@ -330,6 +339,7 @@ def _run(
         fair_queues=not args.no_fair_queues,
         fair_share=args.fair_share,
         sweeper_seconds=args.sweeper_seconds,
+        sweeper_grace_seconds=args.sweeper_grace_seconds,
         capacity_max_slots=max(0, args.capacity_max_slots),
         retention_days=args.retention_days,
         retention_minutes=args.retention_minutes,
