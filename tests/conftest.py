@@ -150,6 +150,24 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         group = group or by_file.get(item.path)
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+    if _is_xdist_worker(config):
+        items[:] = slow_units_first(items)
+
+
+def _work_unit(item: pytest.Item) -> str:
+    """What ``--dist loadgroup`` hands a worker at once: the item's xdist group, or the item alone."""
+    marker = item.get_closest_marker("xdist_group")
+    return str(marker.args[0] if marker.args else marker.kwargs.get("name", "")) if marker else item.nodeid
+
+
+def slow_units_first(items: list[pytest.Item]) -> list[pytest.Item]:
+    """``items`` with every work unit that holds a ``slow`` test before the others, each side in its
+    collection order (decision 0044, eighth pass). ``--dist loadgroup`` hands the units out in this
+    order, one to each worker that asks: the long ones (an embedded mode, a browser, a synthesis) start
+    first, and the thousands of short ones fill the workers' ends, so no worker runs a long unit alone
+    at the end while the others are done."""
+    slow = {_work_unit(item) for item in items if item.get_closest_marker("slow")}
+    return sorted(items, key=lambda item: _work_unit(item) not in slow)
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

@@ -28,8 +28,6 @@ SERIAL = frozenset(
         # decides it while the run is active; a tick late by seconds (load 10, 2026-12-05) let one run.
         "tests/local/test_e2e_overlap.py",
         "tests/local/test_dev_command.py",  # jobsched dev's banner within 30 s
-        # Container worker processes stopped and killed mid-run, a run longer than the Lambda limit.
-        "tests/local/test_e2e_container.py",
         "tests/infra/test_asl_moto.py",  # moto's real-time Step Functions interpreter and heartbeats
         "tests/bench/test_pipeline.py",
         # Unmetered calls (goal_met false, requests equal) on a worker that had run other tests before:

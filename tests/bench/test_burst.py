@@ -46,12 +46,18 @@ def test_a_burst_run_costs_no_more_requests_than_a_steady_state_run(burst):
     assert burst["unmetered_calls"] == {}
 
 
-def test_the_cli_prints_the_burst_figure_under_its_key(capsys):
-    """When ``jobsched bench --burst --burst-jobs 8 --json`` runs / Then its last line holds the burst
-    figure under ``burst``, exit 0."""
+def test_the_cli_prints_the_burst_figure_under_its_key(burst, monkeypatch, capsys):
+    """When ``jobsched bench --burst --burst-jobs 8 --json`` runs / Then it asks for a burst of 8 jobs
+    (the module's figures are taken instead of running another) and its last line holds the figure
+    under ``burst``, exit 0 (nothing lost, doubled or late)."""
+    from jobsched.bench import burst as burst_module
+
+    asked: list[BurstConfig] = []
+    monkeypatch.setattr(burst_module, "run_burst", lambda config: asked.append(config) or burst)
     assert cli.main(["bench", "--burst", "--burst-jobs", "8", "--json"]) == 0
+    assert asked == [BurstConfig(jobs=8, shards=4)]
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert figures["burst"]["jobs"] == 8 and figures["burst"]["enqueued_late"] == 0
+    assert figures == {"burst": burst} and figures["burst"]["enqueued_late"] == 0
 
 
 def test_bad_burst_options_are_refused(capsys):

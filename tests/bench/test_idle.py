@@ -47,12 +47,18 @@ def test_storage_is_priced_per_job_item_and_index_entry(idle):
     assert storage["usd_per_million_jobs_per_month"] == pytest.approx(gb * 0.25, abs=1e-3)
 
 
-def test_the_cli_prints_the_idle_figure_as_one_json_object(capsys):
-    """When ``jobsched bench --idle --idle-jobs 2 --idle-hours 1 --json`` runs / Then its last line is the
-    figures under ``idle``."""
-    assert cli.main(["bench", "--idle", "--idle-jobs", "2", "--idle-hours", "1", "--json"]) == 0
+def test_the_cli_prints_the_idle_figure_as_one_json_object(idle, monkeypatch, capsys):
+    """When ``jobsched bench --idle --idle-jobs 5 --idle-hours 1 --json`` runs / Then it asks for that
+    run (the module's, taken instead of simulating it again) and its last line is the figures under
+    ``idle``, exit 0."""
+    from jobsched.bench import idle as idle_module
+
+    asked: list[IdleConfig] = []
+    monkeypatch.setattr(idle_module, "run_idle", lambda config: asked.append(config) or idle)
+    assert cli.main(["bench", "--idle", "--idle-jobs", "5", "--idle-hours", "1", "--json"]) == 0
+    assert asked == [IdleConfig(jobs=5, hours=1, shards=4)]
     figures = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert figures["idle"]["jobs"] == 2 and "usd_requests_per_million_jobs_per_month" in figures["idle"]
+    assert figures == {"idle": idle} and "usd_requests_per_million_jobs_per_month" in figures["idle"]
 
 
 def test_bad_idle_options_are_refused(capsys):

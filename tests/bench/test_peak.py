@@ -4,6 +4,8 @@ start (the command measures it; here it is fixed so the figures are exact)."""
 
 from __future__ import annotations
 
+import pytest
+
 from jobsched.bench.peak import PeakConfig, daily_shape, percentile, run_peak
 
 
@@ -20,6 +22,7 @@ def test_percentiles_of_weighted_values():
     assert percentile([], 0.99) == 0.0
 
 
+@pytest.mark.slow  # a simulated day of 10,000-run peaks: 13-18 s
 def test_prewarming_shortens_the_peaks_start_lag_and_provisioned_pollers_meet_the_goal():
     figures = run_peak(PeakConfig(cold_start_seconds=1.0), measure=False)
     base, warm, pollers = figures["baseline"], figures["prewarm"], figures["prewarm_pollers"]
@@ -31,6 +34,7 @@ def test_prewarming_shortens_the_peaks_start_lag_and_provisioned_pollers_meet_th
     assert base["most_invocations"] == 20  # the deployment's MaximumConcurrency, never raised
 
 
+@pytest.mark.slow  # a simulated day of 10,000-run peaks: 13-18 s
 def test_with_the_fair_share_a_lone_tenant_keeps_pre_warming_because_its_slots_follow_the_raise():
     # Given the day's one tenant and the share at 0.8 (the mapping's base 25, the tenant's slots 20)
     figures = run_peak(PeakConfig(cold_start_seconds=1.0), measure=False)

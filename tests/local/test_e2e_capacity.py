@@ -7,8 +7,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from jobsched.cli.client import ApiClient
 from tests.local.devproc import DevProcess
+
+pytestmark = pytest.mark.slow  # a jobsched dev and the capacity service's minute ticks: about a minute
 
 
 def test_a_forecast_burst_raises_the_low_pollers_slots_ahead_of_it() -> None:

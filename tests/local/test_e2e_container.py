@@ -8,12 +8,15 @@ container worker processes the tests start with its environment (as on a user's 
 - a job created through the API on the container pool (its timeout over the limit, which the Lambda
   pool refuses) runs to its end in a container worker;
 - one killed with SIGKILL after its first heartbeat loses no run: another worker takes it over once
-  its lease expired (4 s, ``--lease-seconds``; then its message's visibility, the lease and half of
-  it, 6 s after that heartbeat), the killed attempt recorded ``lost``, and the effect is not doubled.
+  its lease expired (10 s, ``--lease-seconds``; then its message's visibility, the lease and half of
+  it, 15 s after that heartbeat), the killed attempt recorded ``lost``, and the effect is not doubled.
 
 The runs are put on the container queue as the dispatcher does for a container-pool job: the run
 created in the Runs table, its message sent to ``JOBSCHED_QUEUE_URL_CONTAINER``. Real time, generous
-bounds; marked ``serial`` (tests/conftest.py).
+bounds: the 16 s run outlasts the 4 s stop timeout by 12 s, and the killed worker's first heartbeat
+(a third of its 10 s lease after the claim) would have to come over 6 s late for its lease to lapse,
+so the module runs in the parallel part of ``make test`` beside the other workers (decision 0044,
+eighth pass).
 """
 
 from __future__ import annotations
@@ -47,9 +50,9 @@ TENANT, TOKEN = "acme", "tok-acme"
 LIMIT_SECONDS = 4
 HANDLERS = "tests.local.container_handlers"
 #: The killed worker's ``--lease-seconds``: its heartbeat (every third of it) sets the message's
-#: visibility to the lease and half of it, so the takeover comes about 6 s after that heartbeat, not
+#: visibility to the lease and half of it, so the takeover comes about 15 s after that heartbeat, not
 #: after the queue's 60 s visibility timeout (a kill before the first heartbeat) or 90 s (the default lease).
-KILLED_LEASE_SECONDS = 4
+KILLED_LEASE_SECONDS = 10
 
 
 @pytest.fixture(scope="module")
@@ -159,8 +162,8 @@ def test_a_worker_stopped_with_sigterm_hands_the_run_back_and_another_finishes_i
     effects, log = tmp_path / "effects", tmp_path / "worker.log"
     first = start_worker(embedded, log, stop_timeout=4)
     try:
-        # 10 s of work: SIGTERM comes as it starts, so the 4 s stop timeout ends before the run does
-        msg = queue_run(embedded, effects, seconds=10)
+        # 16 s of work: SIGTERM comes as it starts, so the 4 s stop timeout ends before the run does
+        msg = queue_run(embedded, effects, seconds=16)
         wait_for(lambda: Path(str(effects) + ".started").exists(), timeout=60, interval=0.2)
         # When it gets SIGTERM mid-run
         code = stop(first)
@@ -190,7 +193,7 @@ def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedde
         msg = queue_run(embedded, effects, seconds=8)
         wait_for(lambda: Path(str(effects) + ".started").exists(), timeout=60, interval=0.2)
         # and its first heartbeat (a third of the lease after the claim: the progress it wrote) has set
-        # the message's visibility to the lease and half of it (6 s)
+        # the message's visibility to the lease and half of it (15 s)
         client = embedded.client(TENANT)
         wait_for(lambda: client.get_run(msg.run_id).get("progress"), timeout=30, interval=0.1)
         # When it is killed (no hand-back) and another worker runs
@@ -201,7 +204,7 @@ def test_a_worker_killed_with_sigkill_loses_no_run_and_doubles_no_effect(embedde
             first.kill()
     second = start_worker(embedded, log, stop_timeout=4)
     try:
-        # Then, once the killed worker's lease (4 s) expired and its message reappeared (2 s later), the
+        # Then, once the killed worker's lease (10 s) expired and its message reappeared (5 s later), the
         # run is taken over and succeeds
         run = wait_for(lambda: succeeded(embedded, msg.run_id), timeout=240, interval=1.0)
     finally:
