@@ -8,6 +8,7 @@ import inspect
 import threading
 import time
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -413,6 +414,50 @@ def test_with_the_fix_a_long_poll_sees_it_within_a_rescan():
     """Given the fix, when the same happens, then the poll answers within LONG_POLL_RESCAN_SECONDS."""
     moto_fixes.apply()
     assert lateness_of_a_long_poll() < moto_fixes.LONG_POLL_RESCAN_SECONDS + 0.25
+
+
+@pytest.fixture
+def unpatched_heartbeat_setup() -> Iterator[None]:
+    """moto's own ``CallbackEndpoint.setup_heartbeat_endpoint`` during the test."""
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+
+    original = CallbackEndpoint.setup_heartbeat_endpoint
+    CallbackEndpoint.setup_heartbeat_endpoint = getattr(original, "__wrapped__", original)  # type: ignore[method-assign]
+    yield
+    CallbackEndpoint.setup_heartbeat_endpoint = original  # type: ignore[method-assign]
+
+
+def wait_after_an_early_success(heartbeat_seconds: int = 1) -> tuple[bool, float]:
+    """A task token's success sent before its task set up its heartbeat wait (the order in which a
+    worker that answers at once leaves moto's interpreter); whether the wait woke, and after how long."""
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint, CallbackOutcomeSuccess
+
+    endpoint = CallbackEndpoint(callback_id="token")
+    endpoint.notify(CallbackOutcomeSuccess(callback_id="token", output="{}"))
+    heartbeat = endpoint.setup_heartbeat_endpoint(heartbeat_seconds=heartbeat_seconds)
+    started = time.monotonic()
+    return heartbeat.clear_and_wait(), time.monotonic() - started
+
+
+def test_without_the_fix_an_early_task_success_wakes_nothing(unpatched_heartbeat_setup):
+    """Given moto's own heartbeat set-up, when the success came first, then the task's wait sees
+    nothing and runs out its heartbeat (on an execution: States.HeartbeatTimeout)."""
+    woke, waited = wait_after_an_early_success()
+    assert not woke and waited >= 0.9
+
+
+def test_with_the_fix_an_early_task_success_ends_the_wait_at_once():
+    """Given the fix, when the success came first, then the wait wakes at once, and a success that
+    comes after the set-up still wakes it (moto's own path)."""
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint, CallbackOutcomeSuccess
+
+    moto_fixes.apply()
+    woke, waited = wait_after_an_early_success(heartbeat_seconds=30)
+    assert woke and waited < 1
+    endpoint = CallbackEndpoint(callback_id="later")
+    heartbeat = endpoint.setup_heartbeat_endpoint(heartbeat_seconds=30)
+    threading.Timer(0.1, endpoint.notify, [CallbackOutcomeSuccess(callback_id="later", output="{}")]).start()
+    assert heartbeat.clear_and_wait() and endpoint.get_outcome() is not None
 
 
 def test_with_the_fix_a_long_poll_receives_a_delayed_message_when_it_becomes_visible():

@@ -39,6 +39,16 @@ only when the second ran out. SQS's long poll returns a message as soon as it is
 embedded mode's runs start within a second of their instant only if it does. The fix waits at most
 :data:`LONG_POLL_RESCAN_SECONDS` between scans, so a long poll sees such a message within that time,
 and the pollers long-poll every queue (``jobsched.local.pollers``).
+
+**A task token's success could be lost when it came at once.** For a ``.waitForTaskToken`` task with
+``HeartbeatSeconds``, moto's interpreter sends the task's message first and only then gives the
+token's ``CallbackEndpoint`` its ``HeartbeatEndpoint`` (``setup_heartbeat_endpoint``), on which the
+task waits. A ``SendTaskSuccess`` that arrives in between records the outcome and wakes nothing (there
+is no heartbeat endpoint yet); the new one starts unset, so the task waits out its heartbeat and
+fails with ``States.HeartbeatTimeout`` although it succeeded. Step Functions takes a success whenever
+it arrives after the token was issued. A worker that answers a chunk within milliseconds of its
+message hits this: the chunked job's Map then never ends (``tests/infra/test_asl_moto.py`` failed
+about one run in twelve). The fix starts a heartbeat endpoint set up after the outcome as notified.
 """
 
 from __future__ import annotations
@@ -60,11 +70,13 @@ DYNAMODB_READS = ("get_item", "query", "scan", "batch_get_item", "transact_get_i
 
 def apply() -> None:
     """Patch moto's DynamoDB item operations to run one at a time, its SQS ``Queue.delete_message`` to
-    run under the queue's message lock, and its long polls to look again every
-    :data:`LONG_POLL_RESCAN_SECONDS` rather than every second (once)."""
+    run under the queue's message lock, its long polls to look again every
+    :data:`LONG_POLL_RESCAN_SECONDS` rather than every second, and its Step Functions task tokens to
+    keep a success that came before the heartbeat's wait (once)."""
     _atomic_dynamodb_items()
     _sqs_delete_under_lock()
     _sqs_long_poll_rescans_sooner()
+    _sfn_outcome_before_heartbeat_setup()
 
 
 def _atomic_dynamodb_items() -> None:
@@ -113,3 +125,23 @@ def _sqs_long_poll_rescans_sooner() -> None:
 
     setattr(wait_for_messages, _APPLIED, True)
     Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
+
+
+def _sfn_outcome_before_heartbeat_setup() -> None:
+    from moto.stepfunctions.parser.asl.eval.callback.callback import CallbackEndpoint
+
+    original = CallbackEndpoint.setup_heartbeat_endpoint
+    if getattr(original, _APPLIED, False):
+        return
+
+    @functools.wraps(original)
+    def setup_heartbeat_endpoint(self: Any, heartbeat_seconds: int) -> Any:
+        endpoint = original(self, heartbeat_seconds)
+        # An outcome that came before this endpoint existed woke nothing: the task's wait must see it.
+        # (One that comes after the assignment above notifies this endpoint itself.)
+        if self.get_outcome() is not None:
+            endpoint.notify()
+        return endpoint
+
+    setattr(setup_heartbeat_endpoint, _APPLIED, True)
+    CallbackEndpoint.setup_heartbeat_endpoint = setup_heartbeat_endpoint  # type: ignore[method-assign]
