@@ -486,17 +486,16 @@ def sweeper_from_settings(
     dynamo = dynamo_for(settings, clients.dynamodb, meter)
     notifier = notifier_from_settings(settings, clients, dynamo, metrics=metrics)
     jobs = JobsStore(dynamo, settings.jobs_table)
+    grace = timedelta(seconds=settings.sweeper_grace_seconds)
     deadlines = DeadlineWatch(
-        config=DeadlineConfig(runs_table=settings.runs_table, marker_ttl=settings.retention),
+        config=DeadlineConfig(runs_table=settings.runs_table, marker_ttl=settings.retention, grace=grace),
         dynamo=dynamo,
         jobs=jobs,
         notifier=notifier,
         metrics=metrics,
     )
     return Sweeper(
-        config=SweeperConfig(
-            runs_table=settings.runs_table, grace=timedelta(seconds=settings.sweeper_grace_seconds)
-        ),
+        config=SweeperConfig(runs_table=settings.runs_table, grace=grace),
         dynamo=dynamo,
         jobs=jobs,
         attempts=AttemptStore(dynamo, settings.runs_table, on_dead_letter=notifier.on_dead_letter),

@@ -245,5 +245,8 @@ def test_the_sweepers_grace_follows_the_setting_the_embedded_mode_may_shorten(p,
     _, summary = _sweep(p, minutes=16 / 60)
     # Then the run is read and reported once the grace has passed, not before
     assert early["deadlines_missed"] == 0 and summary["deadlines_missed"] == 1
+    # (and the check of occurrences no run was made for waits the same grace)
+    sweeper = sweeper_from_settings(p.env.settings, p.env.clients)
+    assert sweeper.grace == sweeper.deadlines.config.grace == timedelta(seconds=15)
     [note] = published()
     assert note["run_id"] == run_id and note["deadline_at"] == to_iso(T0 + timedelta(seconds=10))
