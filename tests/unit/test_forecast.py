@@ -95,7 +95,7 @@ def test_a_ledger_entry_gives_its_scheduled_instant_and_job():
         datetime(2026, 3, 2, 9, 0, 0, 250000, tzinfo=UTC),
         "report",
     )
-    assert parse_entry("garbage") is None and parse_entry("2026XXXXT000000.000Z#j") is None
+    assert parse_entry("garbage") is None and parse_entry("20261345T000000.000Z#j") is None  # month 13
 
 
 @pytest.mark.parametrize(
