@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.console.conftest import TOKENS
+
 pytestmark = pytest.mark.slow  # a browser and a jobsched dev: seconds, not milliseconds
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
@@ -272,3 +274,33 @@ def test_keyboard_reaches_the_pages_and_dialogs_close_with_escape(console, api):
     page.keyboard.press("Escape")
     expect(page.get_by_role("dialog", name="New job")).to_be_hidden()
     expect(button).to_be_focused()
+
+
+def test_a_page_opened_the_moment_the_console_appears_is_the_page_shown(console):
+    """Given the login page, when the address changes to the Jobs page in the instant the console first
+    shows the Overview after sign-in (before its route listener is attached: a deep link followed as
+    the page loads, or a test that opens a page at once), then the Jobs page is shown, not the Overview
+    with the Jobs address (seen in a loaded CI run: a job's page opened right after sign-in stayed on
+    the Overview)."""
+    tab = console()
+    page = tab.page
+    page.goto(tab.url + "/ui")
+    page.get_by_label("Tenant token").fill(TOKENS["alpha"])
+    # A MutationObserver's callback runs in the microtask after the render that adds the Overview's
+    # heading, before the effects Preact runs after the next frame: the hash changes in between.
+    page.evaluate(
+        """() => {
+          const seen = new MutationObserver(() => {
+            const heading = document.querySelector("main h1");
+            if (heading && heading.textContent === "Overview") {
+              seen.disconnect();
+              location.hash = "#/jobs";
+            }
+          });
+          seen.observe(document.body, { childList: true, subtree: true });
+        }"""
+    )
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(re.compile("#/jobs$"))
+    expect(tab.heading("Jobs")).to_be_visible()
+    expect(page.get_by_role("link", name="Jobs", exact=True)).to_have_attribute("aria-current", "page")

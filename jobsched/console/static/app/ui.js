@@ -90,13 +90,16 @@ export function useRoute() {
     const [path, search] = (location.hash.replace(/^#\/?/, "") || "overview").split("?");
     return { path: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(search || "") };
   };
-  const [route, setRoute] = useState(read);
+  const [state, setState] = useState(() => ({ hash: location.hash, route: read() }));
   useEffect(() => {
-    const changed = () => setRoute(read());
+    const changed = () => setState((was) => (was.hash === location.hash ? was : { hash: location.hash, route: read() }));
     addEventListener("hashchange", changed);
+    // The address may have changed between the first render and this effect (Preact runs effects after
+    // the next frame): that hashchange fired before the listener, so read the address again now.
+    changed();
     return () => removeEventListener("hashchange", changed);
   }, []);
-  return route;
+  return state.route;
 }
 
 export const link = (...parts) => "#/" + parts.map(encodeURIComponent).join("/");
