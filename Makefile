@@ -42,9 +42,12 @@ fmt: install
 # a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py). Then,
 # in one process, the tests marked serial (real-time assertions a busy CPU breaks; only their files are
 # collected, tests/serial.py) and, last, the permissions check, which judges every call the whole run
-# recorded into the same IAM_CALLS_DIR. Then the deploy rehearsal, started directly:
-# `$(MAKE) deploy-rehearsal` would re-check `install` in a sub-make that `make -o .venv/.installed-stamp`
-# does not reach (make passes no -o down), and reinstall a shared .venv.
+# recorded into the same IAM_CALLS_DIR. The deploy rehearsal runs beside the serial tests under
+# `nice -n 19` (they leave more than a core idle on average; it needs about one for ~50 s), without
+# IAM_CALLS_DIR (its calls are not the tests'); its output is printed after them, and its failure fails
+# `make test` there (decision 0044, ninth pass). It is started directly: `$(MAKE) deploy-rehearsal`
+# would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does not reach (make
+# passes no -o down), and reinstall a shared .venv.
 # `make lint`'s commands run beside the parallel run under `nice -n 19` (they take the CPU the workers
 # leave idle while they wait on child processes and real time; about a minute of mypy otherwise came
 # first); their output is printed when the parallel run ends, and a lint failure fails `make test` there,
@@ -52,14 +55,20 @@ fmt: install
 TEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 LINT_LOG := $(VENV)/lint-beside-tests.log
+REHEARSAL_LOG := $(VENV)/rehearsal-beside-tests.log
 test: install
 	nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
 	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
 	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial"; tests=$$?; \
 	  wait $$lint; linted=$$?; echo "--- make lint (beside the parallel run):"; cat $(LINT_LOG); \
 	  if [ $$linted -ne 0 ]; then echo "make test: make lint failed (above)"; exit $$linted; fi; \
-	  [ $$tests -eq 0 ] && $(PY) -m pytest -m serial $$($(PY) -m tests.serial)
-	$(PY) -m jobsched.rehearsal
+	  if [ $$tests -ne 0 ]; then exit $$tests; fi; \
+	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
+	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial); serial=$$?; \
+	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the serial tests):"; \
+	  cat $(REHEARSAL_LOG); \
+	  if [ $$rehearsed -ne 0 ]; then echo "make test: the deploy rehearsal failed (above)"; fi; \
+	  [ $$serial -eq 0 ] && [ $$rehearsed -eq 0 ]
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded
 # mode, no CDK synthesis and no browser — the core (tests/unit), the fakes and their contract with moto
