@@ -39,13 +39,15 @@ fmt: install
 	$(VENV)/bin/ruff format .
 
 # The suite on TEST_WORKERS pytest-xdist workers (decision 0044): tests that share a fixture wider than
-# a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py). Then,
-# in one process, the tests marked serial (real-time assertions a busy CPU breaks; only their files are
-# collected, tests/serial.py) and, last, the permissions check, which judges every call the whole run
-# recorded into the same IAM_CALLS_DIR. The deploy rehearsal runs beside the serial tests under
-# `nice -n 19` (they leave more than a core idle on average; it needs about one for ~50 s), without
-# IAM_CALLS_DIR (its calls are not the tests'); its output is printed after them, and its failure fails
-# `make test` there (decision 0044, ninth pass). It is started directly: `$(MAKE) deploy-rehearsal`
+# a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py);
+# BESIDE_TESTS are left out of it. Then, in one process, the tests marked serial (real-time assertions a
+# busy CPU breaks; only their files are collected, tests/serial.py), with two things beside them under
+# `nice -n 19` (they leave more than a core idle on average): BESIDE_TESTS, CPU-bound tests with no
+# real-time assertion (the synthesized stack's), in one process of their own; and the deploy rehearsal
+# (about one core for ~50 s), without IAM_CALLS_DIR (its calls are not the tests'). Their output is
+# printed when the serial tests end, and a failure of either fails `make test` there. Last, alone, the
+# permissions check, which judges every call the whole run recorded into the same IAM_CALLS_DIR
+# (decision 0044, ninth pass). The rehearsal is started directly: `$(MAKE) deploy-rehearsal`
 # would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does not reach (make
 # passes no -o down), and reinstall a shared .venv.
 # `make lint`'s commands run beside the parallel run under `nice -n 19` (they take the CPU the workers
@@ -56,19 +58,25 @@ TEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 LINT_LOG := $(VENV)/lint-beside-tests.log
 REHEARSAL_LOG := $(VENV)/rehearsal-beside-tests.log
+BESIDE_TESTS := tests/infra
+BESIDE_LOG := $(VENV)/tests-beside-serial.log
 test: install
 	nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
 	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
-	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial"; tests=$$?; \
+	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial" $(addprefix --ignore=,$(BESIDE_TESTS)); tests=$$?; \
 	  wait $$lint; linted=$$?; echo "--- make lint (beside the parallel run):"; cat $(LINT_LOG); \
 	  if [ $$linted -ne 0 ]; then echo "make test: make lint failed (above)"; exit $$linted; fi; \
 	  if [ $$tests -ne 0 ]; then exit $$tests; fi; \
+	  nice -n 19 $(PY) -m pytest -p no:cacheprovider -q -m "not serial" $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
 	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
-	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial); serial=$$?; \
+	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --before-last); serial=$$?; \
+	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the serial tests):"; cat $(BESIDE_LOG); \
 	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the serial tests):"; \
 	  cat $(REHEARSAL_LOG); \
+	  if [ $$besides -ne 0 ]; then echo "make test: $(BESIDE_TESTS) failed (above)"; fi; \
 	  if [ $$rehearsed -ne 0 ]; then echo "make test: the deploy rehearsal failed (above)"; fi; \
-	  [ $$serial -eq 0 ] && [ $$rehearsed -eq 0 ]
+	  [ $$serial -eq 0 ] && [ $$besides -eq 0 ] && [ $$rehearsed -eq 0 ] && \
+	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --last)
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded
 # mode, no CDK synthesis and no browser — the core (tests/unit), the fakes and their contract with moto

@@ -2,14 +2,17 @@
 
 :data:`SERIAL` names whole files (tests/conftest.py marks their tests ``serial``); a test elsewhere is
 marked in its file (``@pytest.mark.serial``). ``python -m tests.serial`` prints every file that holds a
-serial test, one per line: the serial session collects only those, not the whole suite again (one
-collection imports aws_cdk, Playwright, schemathesis and hypothesis: 20-40 s on this machine). The
+serial test, one per line (``--before-last``: all but the permissions check's; ``--last``: only that
+one, which ``make test`` runs alone after the serial tests and the tests beside them): the serial
+session collects only those, not the whole suite again (one collection imports aws_cdk, Playwright,
+schemathesis and hypothesis: 20-40 s on this machine). The
 parallel session checks that every test it sees marked ``serial`` is in one of them
 (:func:`tests.conftest.pytest_collection_modifyitems`), so a test cannot be left out of both parts.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,5 +60,20 @@ def serial_files(root: Path = ROOT) -> list[str]:
     return sorted(SERIAL | marked)
 
 
+def main(argv: list[str], root: Path = ROOT) -> str:
+    """What ``python -m tests.serial [--before-last | --last]`` prints: every serial file; with
+    ``--before-last``, all but the permissions check's; with ``--last``, only the permissions check's
+    (``make test`` runs it alone once the serial tests and the tests beside them have recorded)."""
+    files = serial_files(root)
+    last = next(name for name in files if Path(name).name == LAST)
+    if argv == ["--before-last"]:
+        files = [name for name in files if name != last]
+    elif argv == ["--last"]:
+        files = [last]
+    elif argv:
+        raise SystemExit(f"usage: python -m tests.serial [--before-last | --last], not {' '.join(argv)}")
+    return "\n".join(files)
+
+
 if __name__ == "__main__":
-    print("\n".join(serial_files()))
+    print(main(sys.argv[1:]))

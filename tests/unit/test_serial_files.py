@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.serial import ROOT, SERIAL, serial_files
+import pytest
+
+from tests.serial import LAST, ROOT, SERIAL, main, serial_files
 
 
 def test_the_files_are_the_listed_ones_and_those_whose_text_marks_a_test_serial(tmp_path: Path) -> None:
@@ -21,3 +23,19 @@ def test_the_files_are_the_listed_ones_and_those_whose_text_marks_a_test_serial(
 
 def test_every_file_serial_names_exists() -> None:
     assert [name for name in sorted(SERIAL) if not (ROOT / name).is_file()] == []
+
+
+def test_the_permissions_check_is_printed_apart_or_left_out() -> None:
+    # Given the real tree, When the serial files are printed whole, before the last, and the last
+    every = main([]).splitlines()
+    before = main(["--before-last"]).splitlines()
+    last = main(["--last"]).splitlines()
+    # Then the permissions check is the one file apart, and together they are every serial file
+    assert last == [f"tests/infra/{LAST}"]
+    assert f"tests/infra/{LAST}" not in before
+    assert sorted(before + last) == every == serial_files()
+
+
+def test_an_unknown_option_is_refused() -> None:
+    with pytest.raises(SystemExit, match=r"usage: python -m tests\.serial"):
+        main(["--first"])
