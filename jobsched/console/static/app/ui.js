@@ -1,6 +1,6 @@
 // Small shared pieces: the htm binding, polling, dialogs, badges, error boxes.
 import { h } from "preact";
-import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import htm from "htm";
 import { isoLocal, utc } from "./format.js";
 
@@ -86,20 +86,19 @@ export function parseJsonObject(text, what = "the payload") {
 
 // The hash route: "#/runs/abc?state=failed" -> {path: ["runs", "abc"], params: URLSearchParams}.
 export function useRoute() {
-  const read = () => {
-    const [path, search] = (location.hash.replace(/^#\/?/, "") || "overview").split("?");
-    return { path: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(search || "") };
-  };
-  const [state, setState] = useState(() => ({ hash: location.hash, route: read() }));
+  const [hash, setHash] = useState(location.hash);
   useEffect(() => {
-    const changed = () => setState((was) => (was.hash === location.hash ? was : { hash: location.hash, route: read() }));
+    const changed = () => setHash(location.hash); // the same string again renders nothing
     addEventListener("hashchange", changed);
     // The address may have changed between the first render and this effect (Preact runs effects after
     // the next frame): that hashchange fired before the listener, so read the address again now.
     changed();
     return () => removeEventListener("hashchange", changed);
   }, []);
-  return state.route;
+  return useMemo(() => {
+    const [path, search] = (hash.replace(/^#\/?/, "") || "overview").split("?");
+    return { path: path.split("/").filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(search || "") };
+  }, [hash]);
 }
 
 export const link = (...parts) => "#/" + parts.map(encodeURIComponent).join("/");
