@@ -43,7 +43,7 @@ class EmbeddedProcess:
         *,
         lookahead_seconds: int = 2,
         enqueue_horizon_seconds: int = 2,
-        tick_seconds: float = 0.5,
+        tick_seconds: float = 1.0,
         shards: int = 2,
         extra_env: dict[str, str] | None = None,
         **config: Any,

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import json
+import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -1587,3 +1590,62 @@ def test_with_the_fix_a_request_that_expects_100_continue_is_still_served(served
     s3.create_bucket(Bucket="kept")
     s3.put_object(Bucket="kept", Key="big", Body=body)
     assert s3.get_object(Bucket="kept", Key="big")["Body"].read() == body
+
+
+# --- moto's Batch package loads its models (and EC2's) only when they are used (moto_fixes.speed) --
+
+#: A fresh interpreter (what a ``jobsched dev``'s emulator is): optionally the fixes, then the import
+#: moto's first Step Functions request makes with ``execute_state_machine`` on; prints what got imported.
+INTERPRETER_IMPORT = """
+import json, sys
+{fixes}
+from moto.stepfunctions.parser import models
+print(json.dumps({{"ec2": "moto.ec2" in sys.modules, "batch_models": "moto.batch.models" in sys.modules}}))
+"""
+APPLY_FIXES = "from jobsched.local import moto_fixes; moto_fixes.apply()"
+
+
+def _fresh_interpreter(program: str) -> Any:
+    done = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_without_the_fix_the_state_machine_interpreter_imports_batch_s_models_and_ec2():
+    """Given moto alone in a fresh interpreter, When its Step Functions interpreter is imported, Then
+    Batch's models and EC2's are imported with it (for one enum of ``moto.batch.utils``)."""
+    assert _fresh_interpreter(INTERPRETER_IMPORT.format(fixes="")) == {"ec2": True, "batch_models": True}
+
+
+def test_with_the_fix_the_state_machine_interpreter_imports_neither():
+    """Given the fixes in a fresh interpreter, When the Step Functions interpreter is imported, Then
+    neither Batch's models nor EC2's are."""
+    program = INTERPRETER_IMPORT.format(fixes=APPLY_FIXES)
+    assert _fresh_interpreter(program) == {"ec2": False, "batch_models": False}
+
+
+def test_with_the_fix_batch_s_backends_load_on_first_use_and_batch_answers_as_before():
+    """Given the fixes in a fresh interpreter, When moto's backend lookup and a Batch request use
+    ``moto.batch``, Then its backends are the models' own, a name it never had is still an
+    ``AttributeError``, and Batch answers (no job queue yet)."""
+    program = f"""
+import json, sys
+{APPLY_FIXES}
+import boto3, moto.batch
+from moto import mock_aws
+from moto.backends import get_backend
+from moto.batch.models import batch_backends
+from jobsched.local.moto_fixes.speed import lazy_package
+try:
+    moto.batch.no_such_name
+    missing = False
+except AttributeError:
+    missing = True
+with mock_aws():
+    queues = boto3.client("batch", region_name="us-east-1").describe_job_queues()["jobQueues"]
+print(json.dumps({{"lazy": lazy_package(moto.batch), "same": get_backend("batch") is batch_backends
+    and moto.batch.batch_backends is batch_backends, "missing": missing, "queues": queues}}))
+"""
+    assert _fresh_interpreter(program) == {"lazy": True, "same": True, "missing": True, "queues": []}

@@ -52,12 +52,27 @@ moto's package directory and calls ``os.path.isdir`` on each of its ~175 entries
 0.25 ms of each request's CPU on this machine, about a quarter of what an idle embedded mode's
 emulator spent serving requests (profiled with py-spy, 2026-12-06). The directory does not change
 while the server runs; the fix lists it once per process.
+
+**Every emulator imported moto's EC2 to create a state machine.** With ``execute_state_machine`` on
+(the embedded mode's Step Functions run their ASL), moto's first Step Functions request imports its
+ASL interpreter, whose Batch task module imports ``moto.batch.utils`` for one enum. Importing any
+module of the ``moto.batch`` package runs its ``__init__``, which imports Batch's models, and they
+import EC2's, ECS's, IAM's and CloudWatch Logs' models: EC2's load their region, zone and instance
+type tables at import. Measured with ``python -X importtime`` (2026-12-06): 1.12 s of the
+interpreter's 1.5 s import, 0.87 s of it ``moto.ec2``, paid by the emulator of every embedded mode
+and ``jobsched dev`` at start-up (it creates the state machine) -- about a quarter of the CPU a
+``jobsched dev`` needs to start. The fix registers ``moto.batch`` as its package without running its
+``__init__``: its submodules import as before, and ``batch_backends`` (what the ``__init__`` imported)
+is imported from ``moto.batch.models`` the first time it is read, so Batch itself works as it did.
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
+import sys
 import threading
+from types import ModuleType
 from typing import Any
 
 from jobsched.local.moto_fixes import speed_dynamodb
@@ -96,6 +111,7 @@ def apply() -> None:
     _models_untracked()
     _responses_list_their_methods_once()
     _moto_modules_listed_once()
+    _batch_models_imported_on_use()
     speed_dynamodb.apply()
 
 
@@ -227,3 +243,39 @@ def _moto_modules_listed_once() -> None:
 
     setattr(list_of_moto_modules, _APPLIED, True)
     backends.list_of_moto_modules = list_of_moto_modules
+
+
+#: The package whose ``__init__`` imports its models (and EC2's with them), and what that imported.
+LAZY_PACKAGE = "moto.batch"
+LAZY_NAMES = {"batch_backends": "moto.batch.models"}
+
+
+def _batch_models_imported_on_use() -> None:
+    """Register ``moto.batch`` without running its ``__init__`` (which imports Batch's models and,
+    through them, EC2's): its submodules import as before, and the names the ``__init__`` imported are
+    imported on first use. Nothing is done if the package is imported already (or is not moto's)."""
+    if LAZY_PACKAGE in sys.modules:
+        return
+    spec = importlib.util.find_spec(LAZY_PACKAGE)
+    if spec is None or spec.submodule_search_locations is None:
+        return
+    package = importlib.util.module_from_spec(spec)  # a package: __path__, __spec__, no code run
+
+    def __getattr__(name: str) -> Any:
+        source = LAZY_NAMES.get(name)
+        if source is None:
+            raise AttributeError(f"module {LAZY_PACKAGE!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source), name)
+        setattr(package, name, value)
+        return value
+
+    package.__getattr__ = __getattr__  # type: ignore[method-assign]
+    setattr(package, _APPLIED, True)
+    sys.modules[LAZY_PACKAGE] = package
+    parent, _, child = LAZY_PACKAGE.rpartition(".")
+    setattr(sys.modules[parent], child, package)
+
+
+def lazy_package(module: ModuleType) -> bool:
+    """Whether ``module`` is a package this module registered without running its ``__init__``."""
+    return bool(getattr(module, _APPLIED, False))
