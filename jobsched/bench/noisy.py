@@ -143,13 +143,24 @@ def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
         noisy_starts = [s for r in _runs(noisy, noisy_job["id"]) if (s := _start(r))]
         quiet_runs = [quiet.get_run(run_id) for run_id in quiet_ids]
     last_noisy = max(noisy_starts) if noisy_starts else None
+    first_noisy = min(noisy_starts) if noisy_starts else None
     lags, dwells = [], []
+    timeline: list[dict[str, float | None]] = []
     for run in quiet_runs:
         start = _start(run)
         due = from_iso(run["scheduled_at"])
         if start is not None and (last_noisy is None or due < last_noisy):
             lags.append((start - due).total_seconds())
             dwells.append(max(0.0, (start - queued_at[run["id"]]).total_seconds()))
+        timeline.append(
+            {
+                "due_seconds": _round((due - first_noisy).total_seconds()) if first_noisy else None,
+                "lag_seconds": _round((start - due).total_seconds()) if start else None,
+                "after_enqueue_seconds": _round(
+                    max(0.0, (start - queued_at[run["id"]]).total_seconds()) if start else None
+                ),
+            }
+        )
     started = sum(1 for r in quiet_runs if _start(r))
     return {
         "fair_queues": fair,
@@ -170,6 +181,7 @@ def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
             (last_noisy - min(noisy_starts)).total_seconds() if last_noisy and noisy_starts else None
         ),
         "load_average_1m": round(os.getloadavg()[0], 2),
+        "quiet_timeline": timeline,
     }
 
 

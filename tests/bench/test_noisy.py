@@ -47,3 +47,20 @@ def test_a_noisy_burst_outside_its_range_is_refused(runs: int) -> None:
     )
     with pytest.raises(ValidationError, match=r"--noisy-runs must be 100\.\.5000"):
         _validate(args)
+
+
+@pytest.mark.slow
+def test_each_quiet_run_is_on_the_timeline_in_trigger_order(noisy: dict) -> None:
+    """Given the 3 quiet runs of each mode / Then each is on ``quiet_timeline`` in the order they were
+    triggered, with its lag, of which the part after the trigger answered is no more than the whole,
+    and the slowest counted run's lag is on it."""
+    for name in ("fair", "fifo"):
+        mode = noisy[name]
+        timeline = mode["quiet_timeline"]
+        assert len(timeline) == mode["quiet_runs"] == 3
+        dues = [entry["due_seconds"] for entry in timeline]
+        assert dues == sorted(dues)
+        for entry in timeline:
+            assert 0 <= entry["after_enqueue_seconds"] <= entry["lag_seconds"]
+        if mode["quiet_during_burst"]:
+            assert max(entry["lag_seconds"] for entry in timeline) >= mode["quiet_max_seconds"]
