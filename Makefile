@@ -44,8 +44,9 @@ fmt: install
 # busy CPU breaks; only their files are collected, tests/serial.py), with two things beside them under
 # `nice -n 19` (they leave more than a core idle on average): BESIDE_TESTS, CPU-bound tests with no
 # real-time assertion (the synthesized stack's), in one process of their own; and the deploy rehearsal
-# (about one core for ~50 s), without IAM_CALLS_DIR (its calls are not the tests'). Their output is
-# printed when the serial tests end, and a failure of either fails `make test` there. Last, alone, the
+# (about one core for one to one and a half minutes), without IAM_CALLS_DIR (its calls are not the
+# tests'). Their output is printed when the serial tests end, and a failure of either fails `make test`
+# there. Last, alone, the
 # permissions check, which judges every call the whole run recorded into the same IAM_CALLS_DIR
 # (decision 0044, ninth pass). The rehearsal is started directly: `$(MAKE) deploy-rehearsal`
 # would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does not reach (make

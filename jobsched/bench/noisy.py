@@ -149,16 +149,18 @@ def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
     for run in quiet_runs:
         start = _start(run)
         due = from_iso(run["scheduled_at"])
-        if start is not None and (last_noisy is None or due < last_noisy):
-            lags.append((start - due).total_seconds())
-            dwells.append(max(0.0, (start - queued_at[run["id"]]).total_seconds()))
+        lag = dwell = None
+        if start is not None:
+            lag = (start - due).total_seconds()
+            dwell = max(0.0, (start - queued_at[run["id"]]).total_seconds())
+            if last_noisy is None or due < last_noisy:
+                lags.append(lag)
+                dwells.append(dwell)
         timeline.append(
             {
                 "due_seconds": _round((due - first_noisy).total_seconds()) if first_noisy else None,
-                "lag_seconds": _round((start - due).total_seconds()) if start else None,
-                "after_enqueue_seconds": _round(
-                    max(0.0, (start - queued_at[run["id"]]).total_seconds()) if start else None
-                ),
+                "lag_seconds": _round(lag),
+                "after_enqueue_seconds": _round(dwell),
             }
         )
     started = sum(1 for r in quiet_runs if _start(r))
