@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,6 +34,7 @@ __all__ = [
     "change_visibility",
     "queue_url_for_arn",
     "send_run_message",
+    "set_visibility_batch",
 ]
 
 logger = logging.getLogger(__name__)
@@ -100,6 +101,42 @@ def set_visibility(sqs: Any, queue_url: str, receipt_handle: str, seconds: int, 
         meter.record_sqs("ChangeMessageVisibility", [])
 
 
+def set_visibility_batch(
+    sqs: Any, queue_url: str, receipt_handles: Sequence[str], seconds: int, meter: Meter
+) -> set[str]:
+    """Hide received messages of one queue for ``seconds`` more (0: visible now; capped at 12 h), ten
+    per ``ChangeMessageVisibilityBatch`` (one request, metered as one, where :func:`set_visibility` makes
+    one per message); the receipt handles SQS refused, logged: those messages may be gone already, or
+    keep the visibility they had and come back when it ends."""
+    visibility = max(0, min(int(seconds), MAX_VISIBILITY_SECONDS))
+    handles = list(receipt_handles)
+    refused: set[str] = set()
+    for start in range(0, len(handles), MAX_BATCH_ENTRIES):
+        chunk = handles[start : start + MAX_BATCH_ENTRIES]
+        entries = [
+            {"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": visibility}
+            for i, handle in enumerate(chunk)
+        ]
+        try:
+            response = aws_call(sqs.change_message_visibility_batch, QueueUrl=queue_url, Entries=entries)
+        except AwsError:
+            logger.warning("could not change the visibility of %d messages", len(chunk), exc_info=True)
+            refused.update(chunk)
+            continue
+        finally:
+            meter.record_sqs("ChangeMessageVisibilityBatch", [])
+        failed = response.get("Failed") or []
+        if failed:
+            logger.warning(
+                "could not change the visibility of %d of %d messages",
+                len(failed),
+                len(chunk),
+                extra={"failed": [{"code": f.get("Code"), "message": f.get("Message")} for f in failed]},
+            )
+        refused.update(chunk[int(f["Id"])] for f in failed)
+    return refused
+
+
 def queue_url_for_arn(queue_urls: Mapping[str, str], arn: str) -> str | None:
     """The URL of the queue an event source ARN names (``arn:aws:sqs:<region>:<account>:<name>``)."""
     name = arn.rsplit(":", 1)[-1]
@@ -140,6 +177,11 @@ class RunQueues:
         """Hide a received message for ``seconds`` more (0: visible now; capped at 12 h). False (logged)
         if SQS refused: the message may be gone already, and the run's lease is what fences."""
         return set_visibility(self.sqs, queue_url, receipt_handle, seconds, self.meter)
+
+    def set_visibility_batch(self, queue_url: str, receipt_handles: Sequence[str], seconds: int) -> set[str]:
+        """:meth:`set_visibility` of several received messages of one queue, ten per request
+        (:func:`set_visibility_batch`); the receipt handles SQS refused (logged)."""
+        return set_visibility_batch(self.sqs, queue_url, receipt_handles, seconds, self.meter)
 
     def visible_messages(self, queue: str) -> int:
         """The queue's ``ApproximateNumberOfMessages`` (ready, not delayed, not in flight); raises

@@ -144,15 +144,14 @@ class _Play:
 
     def share_usd(self) -> float:
         """What the share itself cost in the play, at list prices: its reads (0.5 RRU), its writes, and
-        per refused batch an invocation of its hold at the worker's memory, its receive and one
-        visibility change per refused message."""
+        per refused batch an invocation of its hold at the worker's memory, its receive and the one
+        ``ChangeMessageVisibilityBatch`` that makes its messages visible again."""
         p = US_EAST_1
         lambda_gb_seconds = self.held_seconds * WORKER_MEMORY_MB / 1024
         return (
             self.looks * 0.5 * p.dynamodb_rru
             + self.writes * p.dynamodb_wru
-            + self.refusals * (p.lambda_request + p.sqs_request)
-            + self.refused_messages * p.sqs_request
+            + self.refusals * (p.lambda_request + 2 * p.sqs_request)
             + lambda_gb_seconds * p.lambda_gb_second
         )
 

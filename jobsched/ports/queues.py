@@ -6,7 +6,8 @@ the contract suite makes the same calls on both and compares the answers. What t
 
 * ``DelaySeconds`` (0-900) hides a message until then; a received message is hidden for the
   visibility timeout (the queue's, or the receive's ``VisibilityTimeout``); ``change_message_visibility``
-  moves that instant (0: visible now); a receipt handle is valid until the message is received again;
+  (or ``change_message_visibility_batch``, ten at most, each entry answered) moves that instant (0:
+  visible now); a receipt handle is valid until the message is received again;
 * every receive counts (``ApproximateReceiveCount``); a queue with a redrive policy moves a message
   received ``maxReceiveCount`` times to its dead-letter queue instead of delivering it again;
 * ``get_queue_attributes`` answers ``ApproximateNumberOfMessages`` (visible),
@@ -30,5 +31,7 @@ class SqsApi(Protocol):
     def delete_message(self, **kwargs: Any) -> dict[str, Any]: ...
 
     def change_message_visibility(self, **kwargs: Any) -> dict[str, Any]: ...
+
+    def change_message_visibility_batch(self, **kwargs: Any) -> dict[str, Any]: ...
 
     def get_queue_attributes(self, **kwargs: Any) -> dict[str, Any]: ...

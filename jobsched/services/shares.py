@@ -30,9 +30,10 @@ tenant of the batch:
    meanwhile, this one takes its place (registered at once), so a tenant's own freed slot never idles
    while its runs wait in a head-room invocation;
 4. **refused** when the hold ends and the tenant still holds its slots: the records are made visible
-   again at once (``ChangeMessageVisibility`` 0) and left in the queue (Lambda's partial batch
-   response); a record received :data:`~jobsched.services.limits.RESEND_AT_RECEIVE` times or more is
-   re-sent as a fresh copy and acknowledged instead, so refusals never redrive a run to the DLQ.
+   again at once (one ``ChangeMessageVisibilityBatch`` to 0 for the batch) and left in the queue
+   (Lambda's partial batch response); a record received
+   :data:`~jobsched.services.limits.RESEND_AT_RECEIVE` times or more is re-sent as a fresh copy and
+   acknowledged instead, so refusals never redrive a run to the DLQ.
 
 A record whose body names no tenant (not a run message) is admitted without looking.
 """
@@ -64,9 +65,9 @@ logger = logging.getLogger(__name__)
 #: An admitted invocation that still runs this long registers as a holder (shorter ones never write).
 REGISTER_AFTER_SECONDS = 0.5
 #: How long an invocation whose tenant holds its slots keeps the batch, waiting for one to free.
-HOLD_SECONDS = 0.5
+HOLD_SECONDS = 0.25
 #: How often a held invocation looks again at its tenant's holders (one read each).
-POLL_SECONDS = 0.25
+POLL_SECONDS = 0.125
 #: A registered invocation's lease (renewed every third of it while it runs): a crashed one's entry
 #: stops counting after this long.
 SHARE_LEASE_SECONDS = 60.0
@@ -468,7 +469,12 @@ class ShareGate:
         return False
 
     def _refuse(self, share: Share, records: list[Delivery]) -> None:
+        """Leave ``records`` in the queue, visible again at once: one ``ChangeMessageVisibilityBatch``
+        per queue and ten records (a batch's records share a queue: one request), so the head-room
+        invocation ends, and its slot frees, one request after its hold; a record received
+        :data:`RESEND_AT_RECEIVE` times or more is re-sent as a fresh copy and acknowledged instead."""
         now = self.clock.now()
+        visible: dict[str, list[str]] = {}
         for delivery in records:
             share.refused.append(delivery.message_id)
             self.metrics.add(obs.SHARE_REFUSED)
@@ -479,8 +485,11 @@ class ShareGate:
                 except Exception:
                     logger.exception("re-sending refused message %s failed", delivery.message_id)
             if delivery.queue_url and delivery.receipt_handle:
-                self.queues.set_visibility(delivery.queue_url, delivery.receipt_handle, 0)
+                visible.setdefault(delivery.queue_url, []).append(delivery.receipt_handle)
             share.deferred.append(delivery.message_id)
+        for queue_url, receipts in visible.items():
+            # a handle SQS refused (logged): its message keeps its visibility timeout and comes back then
+            self.queues.set_visibility_batch(queue_url, receipts, 0)
 
 
 def no_share(deliveries: Sequence[Delivery], owner: str = "") -> Share:

@@ -3,7 +3,7 @@
 Every instant comes from ``clock`` (a :class:`jobsched.core.clock.FakeClock` in tests), so a test moves
 time instead of sleeping: ``DelaySeconds`` hides a message until the clock passes it; a received
 message is hidden for the visibility timeout and comes back when the clock passes that;
-``change_message_visibility`` moves the instant (0: visible now); every receive counts
+``change_message_visibility`` (and its batch) moves the instant (0: visible now); every receive counts
 (``ApproximateReceiveCount``) and hands out a new receipt handle; a queue with a redrive policy moves a
 message that was received ``maxReceiveCount`` times to its dead-letter queue on the next receive, as
 SQS does. Messages are delivered oldest first (SQS standard queues only try to).
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from jobsched.aws.errors import refused
+from jobsched.aws.errors import AwsRefused, refused
 from jobsched.core.clock import Clock
 
 __all__ = ["InMemoryQueues"]
@@ -181,25 +181,7 @@ class InMemoryQueues:
     def send_message_batch(self, QueueUrl: str, Entries: list[Mapping[str, Any]]) -> dict[str, Any]:
         with self._lock:
             queue = self._queue(QueueUrl, "SendMessageBatch")
-            if not Entries:
-                raise refused(
-                    "EmptyBatchRequest",
-                    "There should be at least one entry in the request.",
-                    "SendMessageBatch",
-                )
-            if len(Entries) > 10:
-                raise refused(
-                    "TooManyEntriesInBatchRequest",
-                    f"Maximum number of entries per request are 10. You have sent {len(Entries)}.",
-                    "SendMessageBatch",
-                )
-            ids = [str(e["Id"]) for e in Entries]
-            if len(set(ids)) != len(ids):
-                raise refused(
-                    "BatchEntryIdsNotDistinct",
-                    "Two or more batch entries have the same Id.",
-                    "SendMessageBatch",
-                )
+            _check_batch(Entries, "SendMessageBatch")
             if sum(len(str(e["MessageBody"]).encode()) for e in Entries) > MAX_BYTES:
                 raise refused(
                     "BatchRequestTooLong",
@@ -326,6 +308,36 @@ class InMemoryQueues:
             message.visible_ms = until
             return {}
 
+    def change_message_visibility_batch(
+        self, QueueUrl: str, Entries: list[Mapping[str, Any]]
+    ) -> dict[str, Any]:
+        """:meth:`change_message_visibility` of up to ten received messages; an entry SQS refuses (a
+        receipt handle not held, a visibility over 12 h) is in ``Failed`` with its code, the others
+        change."""
+        with self._lock:
+            self._queue(QueueUrl, "ChangeMessageVisibilityBatch")
+            _check_batch(Entries, "ChangeMessageVisibilityBatch")
+            successful: list[dict[str, Any]] = []
+            failed: list[dict[str, Any]] = []
+            for entry in Entries:
+                try:
+                    self.change_message_visibility(
+                        QueueUrl, str(entry["ReceiptHandle"]), int(entry["VisibilityTimeout"])
+                    )
+                except AwsRefused as exc:
+                    error = exc.response.get("Error", {})
+                    failed.append(
+                        {
+                            "Id": entry["Id"],
+                            "SenderFault": True,
+                            "Code": error.get("Code", ""),
+                            "Message": error.get("Message", ""),
+                        }
+                    )
+                else:
+                    successful.append({"Id": entry["Id"]})
+            return {"Successful": successful, "Failed": failed}
+
     def get_queue_attributes(self, QueueUrl: str, AttributeNames: list[str] | None = None) -> dict[str, Any]:
         with self._lock:
             queue = self._queue(QueueUrl, "GetQueueAttributes")
@@ -389,6 +401,21 @@ class InMemoryQueues:
         """Every message body on the queue at ``url``, delayed, visible or in flight, oldest first."""
         with self._lock:
             return [m.body for m in self._queue(url, "ReceiveMessage").messages]
+
+
+def _check_batch(entries: list[Mapping[str, Any]], operation: str) -> None:
+    """SQS's checks of a batch request's entries: one to ten, each ``Id`` once."""
+    if not entries:
+        raise refused("EmptyBatchRequest", "There should be at least one entry in the request.", operation)
+    if len(entries) > 10:
+        raise refused(
+            "TooManyEntriesInBatchRequest",
+            f"Maximum number of entries per request are 10. You have sent {len(entries)}.",
+            operation,
+        )
+    ids = [str(e["Id"]) for e in entries]
+    if len(set(ids)) != len(ids):
+        raise refused("BatchEntryIdsNotDistinct", "Two or more batch entries have the same Id.", operation)
 
 
 def _md5(body: str) -> str:

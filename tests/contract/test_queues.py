@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from jobsched.aws.errors import AwsRefused, aws_call
+from jobsched.aws.metering import Meter
 from jobsched.aws.queues import RunQueues, change_visibility
 from jobsched.core.messages import Outgoing, RunMessage
 from tests.aws.conftest import T0
@@ -95,6 +96,51 @@ def test_a_deleted_message_is_gone_and_its_old_handle_is_refused_for_visibility(
     with pytest.raises(AwsRefused) as error:
         change_visibility(backend.sqs, url(backend), got["ReceiptHandle"], 10)
     assert error.value.code == "ReceiptHandleIsInvalid"
+
+
+def test_a_visibility_batch_shows_its_messages_at_once_and_reports_a_handle_not_held(backend):
+    """RunQueues.set_visibility_batch (the fair share's refusal, decision 0057): the held messages'
+    visibility changes in one ChangeMessageVisibilityBatch per ten handles, a handle SQS refuses (its
+    message deleted) comes back as refused, and the others are visible at once."""
+    meter = Meter()
+    queues = RunQueues(backend.sqs, backend.settings.queue_urls, meter)
+    for i in range(12):
+        backend.sqs.send_message(QueueUrl=url(backend), MessageBody=f"m{i}")
+    got = receive(backend, VisibilityTimeout=300) + receive(backend, VisibilityTimeout=300)
+    assert len(got) == 12
+    gone = got[0]["ReceiptHandle"]
+    backend.sqs.delete_message(QueueUrl=url(backend), ReceiptHandle=gone)
+    handles = [m["ReceiptHandle"] for m in got]
+    assert queues.set_visibility_batch(url(backend), handles, 0) == {gone}
+    assert meter.requests["sqs.ChangeMessageVisibilityBatch"] == 2  # ten handles, then two
+    assert "sqs.ChangeMessageVisibility" not in meter.requests
+    backend.clock.advance(seconds=0.001)  # moto shows them only after their instant; SQS and the fake at it
+    back = receive(backend) + receive(backend)
+    assert sorted(m["Body"] for m in back) == sorted(f"m{i}" for i in range(1, 12))
+
+
+@pytest.mark.parametrize(
+    ("count", "same_id", "code"),
+    [
+        (0, False, "EmptyBatchRequest"),
+        (11, False, "TooManyEntriesInBatchRequest"),
+        (2, True, "BatchEntryIdsNotDistinct"),
+    ],
+)
+def test_a_visibility_batch_empty_over_ten_or_with_an_id_twice_is_refused(backend, count, same_id, code):
+    """SQS refuses such a ChangeMessageVisibilityBatch whole, as the fake does; moto changes what it
+    can (RunQueues never sends one: ten entries at most, ids 0-9)."""
+    if backend.kind == "moto":
+        pytest.skip("moto does not check a visibility batch's entries: the fake follows SQS")
+    backend.sqs.send_message(QueueUrl=url(backend), MessageBody="m")
+    [got] = receive(backend, VisibilityTimeout=300)
+    entries = [
+        {"Id": "0" if same_id else str(i), "ReceiptHandle": got["ReceiptHandle"], "VisibilityTimeout": 0}
+        for i in range(count)
+    ]
+    with pytest.raises(AwsRefused) as error:
+        aws_call(backend.sqs.change_message_visibility_batch, QueueUrl=url(backend), Entries=entries)
+    assert error.value.code == code
 
 
 def test_a_delay_over_900_seconds_and_a_batch_over_10_entries_are_refused(backend):

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.serial]
 TOKENS = {"noisy": "tok-e2e-share-noisy", "quiet": "tok-e2e-share-quiet"}
 BACKLOG = 40
 RUN_SECONDS = 15
-#: The quiet run's bound: a head-room slot's hold (0.5 s), moto's writes and a loaded 2-core machine's
+#: The quiet run's bound: a head-room slot's hold (0.25 s), moto's writes and a loaded 2-core machine's
 #: margin; without the share it waits for a 15 s run to end.
 BOUND_SECONDS = 6.0
 

@@ -113,6 +113,24 @@ def test_the_head_room_refuses_the_tenant_holding_its_slots_and_admits_another(k
     assert kit.metrics.count(obs.SHARE_REFUSED) == 1
 
 
+def test_a_refused_batch_is_made_visible_again_with_one_request(kit):
+    """Given noisy holding its 2 invocations, when a batch of three noisy runs is refused in the
+    head-room, then all three are left in the queue and visible again at once, made so by one
+    ChangeMessageVisibilityBatch (one request per ten records, not one per record: the head-room slot
+    frees one request after the hold, and SQS bills one request)."""
+    shares = gate(kit, hold=0)
+    shares.enter([delivered(kit, "noisy")], "inv-1")
+    shares.enter([delivered(kit, "noisy")], "inv-2")
+    batch = [delivered(kit, "noisy") for _ in range(3)]
+    before = dict(kit.meter.requests)
+    share = shares.enter(batch, "inv-3")
+    assert share.deferred == share.refused == [d.message_id for d in batch]
+    assert visible_ids(kit) == {d.message_id for d in batch}
+    made = {op: n - before.get(op, 0) for op, n in kit.meter.requests.items() if op.startswith("sqs.Change")}
+    assert made == {"sqs.ChangeMessageVisibilityBatch": 1}
+    assert kit.metrics.count(obs.SHARE_REFUSED) == 3
+
+
 def test_a_held_batch_takes_the_slot_its_tenant_frees(kit):
     """Given noisy holding its 2 invocations, when a third noisy batch enters and one of the two ends
     while it is held, then the held batch is admitted (not refused) and registered in its place."""
