@@ -184,6 +184,20 @@ def test_the_new_counters_are_answered_and_priced_and_the_deployment_row_is_an_o
     assert every[0]["sqs_requests"] == 194_400 and every[0]["estimated_usd"] > 0
 
 
+def test_an_administrator_asks_for_the_deployment_row_alone_and_a_tenant_is_refused_it(aws, call):
+    """Given acme's day and the deployment row's, When an administrator asks GET /usage with
+    tenant=@deployment, Then only the deployment row answers; acme asking for it gets 403, and a name
+    that is neither a tenant's nor the deployment row's is 422."""
+    _add_usage(aws, "acme", "2026-03-02", sfn_transitions=10)
+    _add_usage(aws, "@deployment", "2026-03-02", sqs_requests=194_400, lambda_requests=1440)
+    query = {"tenant": "@deployment", "from": "2026-03-01", "to": "2026-03-02"}
+    [row] = body_of(call("GET", "/usage", query=query, headers=OPS))["items"]
+    assert (row["tenant"], row["day"], row["sqs_requests"]) == ("@deployment", "2026-03-02", 194_400)
+    assert call("GET", "/usage", query=query, headers=ACME)["statusCode"] == 403
+    bad = call("GET", "/usage", query={**query, "tenant": "@everyone"}, headers=OPS)
+    assert bad["statusCode"] == 422
+
+
 @pytest.mark.parametrize(
     "query", [{"from": "yesterday"}, {"from": "2026-03-02", "to": "2026-03-01"}, {"from": "2026-01-01"}]
 )

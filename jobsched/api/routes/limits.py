@@ -5,6 +5,7 @@ A tenant's limits are set by an administrator (``JOBSCHED_ADMIN_PRINCIPALS``); a
 own. Workers see a change within a minute (:mod:`jobsched.aws.tenant_limits`).
 """
 
+import re
 from datetime import UTC, timedelta
 from typing import Annotated
 
@@ -19,8 +20,11 @@ from jobsched.api.errors import ForbiddenError
 from jobsched.api.limit_schemas import DayUsageOut, TenantLimitIn, TenantLimitList, TenantLimitOut, UsageOut
 from jobsched.aws.usage_store import MAX_DAYS
 from jobsched.core.errors import UnauthorizedError, ValidationError
-from jobsched.core.usage import parse_day
+from jobsched.core.usage import DEPLOYMENT, parse_day
 
+#: ``GET /usage``'s ``tenant``: a tenant, or the deployment row's name (``@deployment``: no tenant's
+#: name starts with ``@``).
+USAGE_TENANT_PATTERN = rf"{TENANT_PATTERN.pattern}|^{re.escape(DEPLOYMENT)}$"
 TenantPath = Annotated[str, Path(min_length=1, max_length=128, pattern=TENANT_PATTERN.pattern)]
 
 #: ``GET /limits`` and ``/admin/tenants/.../limits`` (included with the tenant limits).
@@ -92,7 +96,11 @@ def usage(
     to: Annotated[str | None, Query(pattern=DAY_PATTERN, description="last UTC day (default today)")] = None,
     tenant: Annotated[
         str | None,
-        Query(pattern=TENANT_PATTERN.pattern, max_length=128, description="administrators: one tenant"),
+        Query(
+            pattern=USAGE_TENANT_PATTERN,
+            max_length=128,
+            description=f'administrators: one tenant, or "{DEPLOYMENT}" (the deployment row alone)',
+        ),
     ] = None,
 ) -> UsageOut:
     last = parse_day(to, "to") if to else clock.now().astimezone(UTC).date()

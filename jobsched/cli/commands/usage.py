@@ -40,7 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--from", dest="start", metavar="YYYY-MM-DD", help="first UTC day (default 6 days ago)"
     )
     parser.add_argument("--to", dest="end", metavar="YYYY-MM-DD", help="last UTC day (default today)")
-    parser.add_argument("--tenant", help="administrators: one tenant only")
+    parser.add_argument(
+        "--tenant", help="administrators: one tenant only, or @deployment (the deployment row alone)"
+    )
     parser.set_defaults(func=cmd_usage)
 
 
