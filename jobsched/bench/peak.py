@@ -175,17 +175,19 @@ def simulate(variant: str, shape: list[tuple[float, int]], config: PeakConfig) -
     limit = float(START_INVOKES)
     out = Outcome()
     prov_busy = 0
+    # what the day's one tenant may hold each minute: the whole ceiling without the share
+    if variant in ("prewarm_share", "prewarm_pollers_share"):
+        tenants = [tenant_slots_at(BASE_CEILING, SHARE, ceiling) for ceiling, _ in plans]
+    elif variant == "prewarm_share_fixed":
+        tenants = [BASE_CEILING] * len(plans)
+    else:
+        tenants = [ceiling for ceiling, _ in plans]
     steps = int(DAY_SECONDS / STEP) + int(600 / STEP)  # the day, then ten minutes to drain
     for step in range(steps):
         t = step * STEP
         minute = min(int(t // 60), 24 * 60 - 1)
         ceiling, provisioned = plans[minute]
-        # what the day's one tenant may hold: the whole ceiling without the share
-        tenant = ceiling
-        if variant in ("prewarm_share", "prewarm_pollers_share"):
-            tenant = tenant_slots_at(BASE_CEILING, SHARE, ceiling)
-        elif variant == "prewarm_share_fixed":
-            tenant = BASE_CEILING
+        tenant = tenants[minute]
         out.provisioned_gb_seconds += provisioned * config.memory_mb / 1024 * STEP
         while running and running[0][0] <= t:
             _, warm_slot = heapq.heappop(running)

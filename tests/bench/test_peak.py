@@ -22,9 +22,17 @@ def test_percentiles_of_weighted_values():
     assert percentile([], 0.99) == 0.0
 
 
-@pytest.mark.slow  # a simulated day of 10,000-run peaks: 13-18 s
-def test_prewarming_shortens_the_peaks_start_lag_and_provisioned_pollers_meet_the_goal():
-    figures = run_peak(PeakConfig(cold_start_seconds=1.0), measure=False)
+@pytest.fixture(scope="module")
+def day() -> dict:
+    """The simulated day both tests read (one run: they ask for the same configuration; the group keeps
+    them on one xdist worker)."""
+    return run_peak(PeakConfig(cold_start_seconds=1.0), measure=False)
+
+
+@pytest.mark.slow  # a simulated day of 10,000-run peaks (the module's one run: 7-10 s)
+@pytest.mark.xdist_group("peak_day")
+def test_prewarming_shortens_the_peaks_start_lag_and_provisioned_pollers_meet_the_goal(day):
+    figures = day
     base, warm, pollers = figures["baseline"], figures["prewarm"], figures["prewarm_pollers"]
     # Then each step shortens the peak's p99, and only pollers ready at 09:00 start it within 5 s
     assert base["peak_lag_p99"] > warm["peak_lag_p99"] > pollers["peak_lag_p99"]
@@ -34,10 +42,11 @@ def test_prewarming_shortens_the_peaks_start_lag_and_provisioned_pollers_meet_th
     assert base["most_invocations"] == 20  # the deployment's MaximumConcurrency, never raised
 
 
-@pytest.mark.slow  # a simulated day of 10,000-run peaks: 13-18 s
-def test_with_the_fair_share_a_lone_tenant_keeps_pre_warming_because_its_slots_follow_the_raise():
+@pytest.mark.slow  # reads the module's simulated day
+@pytest.mark.xdist_group("peak_day")
+def test_with_the_fair_share_a_lone_tenant_keeps_pre_warming_because_its_slots_follow_the_raise(day):
     # Given the day's one tenant and the share at 0.8 (the mapping's base 25, the tenant's slots 20)
-    figures = run_peak(PeakConfig(cold_start_seconds=1.0), measure=False)
+    figures = day
     warm, shared, fixed = figures["prewarm"], figures["prewarm_share"], figures["prewarm_share_fixed"]
     # Then with its slots following the raised ceiling it starts the peak as without the share (the
     # mapping's ramp, not the ceiling, bounds it: 108 invocations at most, under floor(0.8 x ceiling))
