@@ -89,7 +89,13 @@ def test_a_run_slower_than_its_deadline_is_reported_once_and_a_timely_one_never(
     # Then the slow job's run is reported: the webhook is told, the run shows when it was found
     first = notes[0]
     assert first["type"] == "deadline_missed" and first["job_id"] == slow["id"]
-    run = client.get_run(first["run_id"])
+    # (the run is marked once the notification is settled, so a moment after the webhook was told:
+    # read at once, a loaded CI run found it not yet marked)
+    run = wait_for(
+        lambda: (found := client.get_run(first["run_id"]))["deadline_missed_at"] and found,
+        timeout=30,
+        interval=0.5,
+    )
     assert run["deadline_missed_at"] is not None and run["deadline_at"] == first["deadline_at"]
     # And after more sweeps, each run was reported once, and the timely job never
     time.sleep(15)
