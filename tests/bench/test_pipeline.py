@@ -190,7 +190,12 @@ def test_the_echo_variant_is_measured_beside_it_and_its_1_kb_output_costs_one_mo
     headline = figures["breakdown"]["worker"]["operations"]["dynamodb.UpdateItem"]["wru"]
     assert 3.0 < echo["worker_operations"]["dynamodb.UpdateItem"]["wru"] < 4.0
     assert echo["worker_operations"]["dynamodb.UpdateItem"]["wru"] == pytest.approx(headline + 1.0, abs=0.3)
-    assert echo["wru"] == pytest.approx(figures["wru"] + 1.0, abs=1e-3)
+    # and the whole pipeline pays that one unit more per run. Not to the thousandth: the totals hold
+    # writes that follow how long the invocations take in real time on the machine (such as the fair
+    # share's lazy registration, decision 0057: an invocation still running after 0.5 s registers, then
+    # leaves), so two runs of 60 may differ by a few writes (a loaded CI run: 3, 0.05 per run); one
+    # unit more is still told apart from none or two.
+    assert echo["wru"] == pytest.approx(figures["wru"] + 1.0, abs=0.1)
     assert echo["usd_per_million_runs"] > figures["usd_per_million_runs"]
 
 
