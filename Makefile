@@ -55,7 +55,7 @@ fmt: install
 # leave idle while they wait on child processes and real time; about a minute of mypy otherwise came
 # first); their output is printed when the parallel run ends, and a lint failure fails `make test` there,
 # before the serial tests (decision 0044, seventh pass).
-TEST_WORKERS ?= 3
+TEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 LINT_LOG := $(VENV)/lint-beside-tests.log
 REHEARSAL_LOG := $(VENV)/rehearsal-beside-tests.log

@@ -28,7 +28,7 @@ import botocore.session
 import pytest
 
 from jobsched.aws.tenant_limits import CONTAINER_CACHE
-from jobsched.local import moto_fixes
+from jobsched.local import collector, moto_fixes
 from jobsched.local.iam import recorder
 from tests.serial import LAST, SERIAL, serial_files
 
@@ -78,6 +78,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "units: a test of tests/api that asserts capacity units: the fakes reached as a DynamoDB client",
     )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection imported (aws_cdk, moto, boto3's models, Playwright, hypothesis...) lives as
+    long as the process: frozen out of the garbage collector's sight, and the collector's thresholds
+    those of the embedded mode's processes (:mod:`jobsched.local.collector`). A quarter of an xdist
+    worker's CPU went to collections at CPython's defaults, most of it full ones walking that heap
+    again (decision 0044, twelfth pass). Not in the xdist controller, which collects nothing."""
+    collector.settle()
 
 
 def _is_xdist_worker(config: pytest.Config) -> bool:

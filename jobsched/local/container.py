@@ -20,22 +20,29 @@ import sys
 import threading
 from collections.abc import Mapping
 
-#: The child's long poll (SQS's longest is 20 s): an idle child makes one receive every 5 s. Its stop
-#: timeout (the embedded mode's 2 s grace) bounds a stop, so a poll in flight is cut off by the exit;
-#: the emulator stops right after, so nothing is left hidden.
-WAIT_SECONDS = 5
+#: The child's long poll (SQS's longest is 20 s): an idle child makes one receive a second. A stop
+#: waits for the poll in flight (the container worker's graceful stop, docs/container-worker.md) within
+#: its stop timeout (the embedded mode's 2 s grace), so this bounds how long the child takes to stop
+#: when it runs nothing: at most a second (with 5 s, every stop of the embedded mode waited out the
+#: whole 2 s grace; decision 0044, twelfth pass). Its idle receives cost about 3 ms each.
+WAIT_SECONDS = 1
 #: Each line of the child's output, in the dev log, starts with this.
 LINE_PREFIX = "[container] "
 
 #: The child's program: on EOF of its stdin (the parent is gone) it signals itself to stop, then runs
-#: ``jobsched worker`` with the arguments it was given.
+#: ``jobsched worker`` with the arguments it was given (the garbage collector off during its imports and
+#: settled after them, as in the emulator's processes: :mod:`jobsched.local.collector`; an ECS task runs
+#: the same loop with CPython's defaults).
 _CHILD = """
 import os, signal, sys, threading
 def _orphaned():
     sys.stdin.buffer.read()
     os.kill(os.getpid(), signal.SIGTERM)
 threading.Thread(target=_orphaned, daemon=True).start()
+from jobsched.local import collector
+collector.quiet()
 from jobsched.cli.main import main
+collector.settle()
 sys.exit(main(["worker", *sys.argv[1:]]))
 """
 

@@ -49,6 +49,7 @@ from jobsched.aws.clients import set_lane_source
 from jobsched.aws.limits_store import POOL_CEILING_LEASE_SECONDS
 from jobsched.compose.seam import Seam
 from jobsched.core.shares import format_tenant_slots
+from jobsched.local import collector
 from jobsched.local.capacity import capacity_tick, local_policy
 from jobsched.local.code_version import local_code_version
 from jobsched.local.config import LocalConfig, tenant_tokens_json
@@ -75,7 +76,8 @@ REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"
 
 #: The child's program: moto's own server (``moto.server.main``), quiet, ended when our end of its
-#: stdin closes -- so a parent that dies without ``stop()`` (SIGKILL) leaves no server behind.
+#: stdin closes -- so a parent that dies without ``stop()`` (SIGKILL) leaves no server behind. The
+#: garbage collector is off during its imports and settled after them (:mod:`jobsched.local.collector`).
 _MOTO_CHILD = """
 import logging, os, sys, threading
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
@@ -83,9 +85,12 @@ def _orphaned():
     sys.stdin.buffer.read()
     os._exit(0)
 threading.Thread(target=_orphaned, daemon=True).start()
+from jobsched.local import collector
+collector.quiet()
 from jobsched.local import moto_fixes
 moto_fixes.apply()
 from moto.server import main
+collector.settle()
 main(sys.argv[1:])
 """
 
@@ -169,10 +174,10 @@ def freeze_startup_objects() -> int:
     moto's answers of a few milliseconds (docs/performance.md, "Noisy neighbour: long runs and the
     fair share"; decision 0057). Frozen, a full collection walks only what was made since: 0.05-0.15
     s. :meth:`EmbeddedMode.stop` gives them back (``gc.unfreeze``), so a later mode in the same
-    process frees what this one dropped."""
-    gc.collect()
-    gc.freeze()
-    return gc.get_freeze_count()
+    process frees what this one dropped. It also sets the collector's thresholds to
+    :data:`jobsched.local.collector.THRESHOLDS` (a tenth to a fifth of the process's CPU went to
+    collections at CPython's defaults; :mod:`jobsched.local.collector`), which stop() restores."""
+    return collector.settle()
 
 
 #: How long :meth:`EmbeddedMode.stop` waits, past its grace, for a tick in progress to end.
@@ -229,6 +234,7 @@ class EmbeddedMode:
         self._saved_env: dict[str, str | None] = {}
         self._started = False
         self._frozen = False  # the process's objects frozen by start() (freeze_startup_objects)
+        self._thresholds = gc.get_threshold()  # the collector's, restored by stop()
 
     # --- lifecycle --------------------------------------------------------------------------------
 
@@ -296,6 +302,7 @@ class EmbeddedMode:
                 self.bridge.stop()
                 self.bridge = None
             self._start_watcher()
+            self._thresholds = gc.get_threshold()
             freeze_startup_objects()
             self._frozen = True
         except BaseException:
@@ -338,6 +345,7 @@ class EmbeddedMode:
         if self._frozen:  # what this mode kept alive is the collector's again, garbage once dropped
             self._frozen = False
             gc.unfreeze()
+            gc.set_threshold(*self._thresholds)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until :meth:`request_stop` (or a signal handler) asks to stop; True if it did.

@@ -1,13 +1,13 @@
 """Queue pollers: what a Lambda SQS event source mapping does, for the embedded mode.
 
-One poller per queue receives batches (long polls of ``wait_seconds``; a stop abandons the one in
-flight; up to ``MAX_RECEIVERS`` receives at once while a burst lasts, one while the queue is idle),
-turns them into the exact SQS event Lambda delivers, invokes the handler on a thread pool sized by the
-queue's reserved worker slots (so ``low`` can never take ``high``'s slots), and then deletes the
-records the handler did not report in ``batchItemFailures``. Failed records are left alone: they
-come back after the visibility timeout and, after ``maxReceiveCount`` receives, SQS redrives them
-to the DLQ -- exactly as on AWS. A handler that raises, or reports an unknown item identifier,
-fails the whole batch, as Lambda does.
+One poller per queue receives batches (long polls of ``wait_seconds``; a stop abandons the one in flight
+at once, since what it receives after the stop is never handed out; up to ``MAX_RECEIVERS`` receives at
+once while a burst lasts, one while the queue is idle), turns them into the exact SQS event Lambda
+delivers, invokes the handler on a thread pool sized by the queue's reserved worker slots (so ``low``
+can never take ``high``'s slots), and then deletes the records the handler did not report in
+``batchItemFailures``. Failed records are left alone: they come back after the visibility timeout and,
+after ``maxReceiveCount`` receives, SQS redrives them to the DLQ -- exactly as on AWS. A handler that
+raises, or reports an unknown item identifier, fails the whole batch, as Lambda does.
 
 Latency: every queue is long-polled (``wait_seconds``; ``idle_seconds`` apart only when
 ``wait_seconds`` is 0). With :mod:`jobsched.local.moto_fixes` applied, as the embedded mode does, a
@@ -50,6 +50,8 @@ GATHER_MARGIN_SECONDS = 0.1
 MAX_RECEIVERS = 5
 #: Pause between the short polls that top up a gathering batch.
 GATHER_POLL_SECONDS = 0.02
+#: How often a stop looks again whether a receiver it waits for has ended or started a long poll.
+JOIN_STEP_SECONDS = 0.05
 
 
 def due_epoch(body: str) -> float | None:
@@ -170,6 +172,7 @@ class QueuePoller:
         self._helpers: list[threading.Thread] = []
         self._active = threading.Event()  # set while receives find messages: the helpers poll too
         self._busy: set[threading.Thread] = set()
+        self._long_polls: set[threading.Thread] = set()  # receivers waiting in a long poll right now
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -200,15 +203,29 @@ class QueuePoller:
 
         Batch threads are daemons: a handler still running at the deadline is abandoned (its messages
         come back after their visibility timeout, as after a Lambda crash) so shutdown stays prompt.
+        A receiver waiting in a long poll is not waited for: it holds no message, and whatever its
+        receive returns after the stop is never handed out (it surfaces again after its visibility
+        timeout, as it would at the deadline), so waiting for it only made every stop last the grace.
         """
         deadline = time.monotonic() + timeout
         for receiver in [self._thread, *self._helpers]:
             if receiver is not None:
-                receiver.join(max(0.0, deadline - time.monotonic()))
+                self._join_receiver(receiver, deadline)
         with self._lock:
             running = list(self._busy)
         for thread in running:
             thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _join_receiver(self, receiver: threading.Thread, deadline: float) -> None:
+        """Wait until ``receiver`` has ended, is waiting in a long poll, or ``deadline`` has passed."""
+        while receiver.is_alive():
+            with self._lock:
+                if receiver in self._long_polls:
+                    return
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            receiver.join(min(JOIN_STEP_SECONDS, left))
 
     def _loop(self) -> None:
         """The first receiver: polls whenever the queue may hold something, and wakes the others."""
@@ -293,14 +310,24 @@ class QueuePoller:
         return self._visibility
 
     def _receive(self, count: int | None = None, *, short: bool = False) -> list[dict[str, Any]]:
-        response = self.sqs.receive_message(
-            QueueUrl=self.queue_url,
-            MaxNumberOfMessages=count or self.batch_size,
-            WaitTimeSeconds=0 if short or self._fast else self.wait_seconds,
-            AttributeNames=["All"],
-            MessageSystemAttributeNames=["All"],
-            MessageAttributeNames=["All"],
-        )
+        wait = 0 if short or self._fast else self.wait_seconds
+        receiver = threading.current_thread()
+        if wait:
+            with self._lock:
+                self._long_polls.add(receiver)
+        try:
+            response = self.sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=count or self.batch_size,
+                WaitTimeSeconds=wait,
+                AttributeNames=["All"],
+                MessageSystemAttributeNames=["All"],
+                MessageAttributeNames=["All"],
+            )
+        finally:
+            if wait:
+                with self._lock:
+                    self._long_polls.discard(receiver)
         return list(response.get("Messages", []))
 
     def _run_batch(self, messages: list[dict[str, Any]]) -> None:

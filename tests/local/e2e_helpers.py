@@ -29,6 +29,7 @@ from typing import Any
 import boto3
 
 from jobsched.cli.client import ApiClient
+from jobsched.local import collector
 from jobsched.runtime import resources
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -200,6 +201,7 @@ def validate(payload: dict, ctx: Any) -> dict:
 
 def main(argv: list[str]) -> int:
     """Run the embedded mode until SIGTERM/SIGINT, printing ``API on <url>`` and the run events."""
+    collector.quiet()  # during the imports below (a child of its own): EmbeddedMode.start() settles it
     options = json.loads(argv[0])
     os.environ[resources.ENV_ENQUEUE_HORIZON_SECONDS] = str(options.pop("enqueue_horizon_seconds"))
     from jobsched.local.config import LocalConfig

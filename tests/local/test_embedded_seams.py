@@ -11,6 +11,7 @@ import gc
 import time
 
 from functions import dispatcher
+from jobsched.local import collector
 from jobsched.local.embedded import EmbeddedMode
 from tests.local.conftest import machinery_config
 
@@ -46,8 +47,16 @@ def test_a_second_embedded_mode_builds_the_real_functions_afresh() -> None:
 def test_a_running_embedded_mode_keeps_its_startup_objects_out_of_the_collectors_way() -> None:
     """Given an embedded mode started, then the objects alive at its start are frozen (a full garbage
     collection no longer walks them: 0.2-0.4 s pauses of the whole process during a burst before);
-    once it stopped, they are the collector's again (a later mode in this process frees them)."""
+    once it stopped, they are the collector's again (a later mode in this process frees them). The
+    collector's thresholds are the embedded mode's while it runs, and the process's own again after."""
     config = machinery_config(tick_seconds=0.1)
-    with EmbeddedMode(config, handlers=dict(ONLY_THE_DISPATCHER), out=lambda _line: None):
-        assert gc.get_freeze_count() > 10_000
-    assert gc.get_freeze_count() == 0
+    gc.unfreeze()  # as in a process that has not settled its collector (the suite's conftest has)
+    gc.set_threshold(700, 10, 10)
+    try:
+        with EmbeddedMode(config, handlers=dict(ONLY_THE_DISPATCHER), out=lambda _line: None):
+            assert gc.get_freeze_count() > 10_000
+            assert gc.get_threshold() == collector.THRESHOLDS
+        assert gc.get_freeze_count() == 0
+        assert gc.get_threshold() == (700, 10, 10)
+    finally:
+        collector.settle()  # the suite's own setting again (tests/conftest.py)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobsched.local.pollers import due_epoch, failed_ids, to_lambda_record
+from jobsched.local.pollers import QueuePoller, due_epoch, failed_ids, to_lambda_record
 from tests.local.conftest import Machinery, wait_for
 
 
@@ -225,3 +226,27 @@ def test_a_run_already_due_is_handed_out_at_once(machinery: Machinery) -> None:
     # When the poller receives it, it is not held back waiting for a fuller batch
     wait_for(lambda: machinery.handlers["worker"].records(body), interval=0.02)
     assert time.monotonic() - sent < 1.0
+
+
+def test_a_stop_does_not_wait_for_a_receiver_idle_in_a_long_poll(machinery: Machinery) -> None:
+    # Given a poller of an empty queue whose receiver waits in a 20 s long poll
+    sqs = machinery.sqs
+    url = sqs.create_queue(QueueName=f"stop-{time.time_ns()}")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    invoked: list[dict] = []
+    stop = threading.Event()
+    poller = QueuePoller(
+        sqs=sqs, queue_url=url, queue_arn=arn, invoke=invoked.append, slots=1, stop=stop, wait_seconds=20
+    )
+    poller.start()
+    time.sleep(1.0)  # its first receive is under way (an empty queue: it waits the whole 20 s)
+    # When it is stopped with a 10 s grace
+    stop.set()
+    started = time.monotonic()
+    poller.join(10.0)
+    # Then the stop returns at once: the receive holds nothing (before: it waited out the grace)
+    assert time.monotonic() - started < 2.0
+    # And a message its abandoned receive returns after the stop is never handed out
+    sqs.send_message(QueueUrl=url, MessageBody="after-the-stop")
+    time.sleep(1.0)
+    assert invoked == []
