@@ -22,6 +22,8 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 import aws_cdk as cdk
 from aws_cdk import assertions
 
+from jobsched.local.iam import recorder
+
 STACK = "Jobsched"
 SYNTHESIZING = {"synth", "cmk_synth", "each_synth", "variant"}  # fixtures that synthesize an app
 NOTIFY_TOPIC_ARNS = "arn:aws:sns:us-east-1:123456789012:team-*"
@@ -68,7 +70,7 @@ def synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     # container tasks, so they and tests/infra/test_permissions_by_use.py see the capacity function's
     # scalable-target grants (infra/capacity.py).
     app = build_app(cdk.App(outdir=str(outdir), context=SYNTH_CONTEXT))
-    return _synthesize(app, outdir)
+    return _kept("synth", _synthesize(app, outdir))
 
 
 @pytest.fixture(scope="session")
@@ -94,7 +96,28 @@ def cmk_synth(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     config = StackConfig.from_context(app.node.try_get_context)
     JobschedStack(app, STACK, config=config, code=lambda_.Code.from_inline("def handler(e, c): pass"))
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))  # type: ignore[attr-defined]
-    return _synthesize(app, outdir)
+    return _kept("cmk_synth", _synthesize(app, outdir))
+
+
+#: Under the session's ``IAM_CALLS_DIR``: the templates the ``synth`` and ``cmk_synth`` fixtures made.
+KEPT_TEMPLATES = "templates"
+
+
+def kept_template_path(variant: str) -> Path:
+    """Where this run's ``variant`` template (``synth`` or ``cmk_synth``) is kept."""
+    return Path(os.environ[recorder.ENV_CALLS_DIR]) / KEPT_TEMPLATES / f"{variant}.template.json"
+
+
+def _kept(variant: str, synthesized: Synth) -> Synth:
+    """Keep the template under the run's recording directory: ``make test`` runs the permissions check
+    (tests/infra/test_permissions_by_use.py) alone after every other test, on that directory, and it
+    judges the calls against these templates instead of synthesizing both variants again (about 8 s
+    of a jsii runtime with nothing beside it; decision 0044, twelfth pass). A session with a directory
+    of its own (any other run) keeps them where no later session looks."""
+    path = kept_template_path(variant)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(synthesized.template), encoding="utf-8")
+    return synthesized
 
 
 @pytest.fixture(params=["synth", "cmk_synth"], ids=["encryption=aws", "encryption=cmk"])

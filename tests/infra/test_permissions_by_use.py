@@ -12,13 +12,16 @@ worker recorded into (decision 0044).
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Any
 
 import pytest
 
 from jobsched.local.iam import recorder
 from jobsched.local.iam.report import check, render
 from tests.conftest import collected_paths
+from tests.infra.conftest import kept_template_path
 
 FUNCTIONS = {"api", "dispatcher", "worker", "worker_high", "dlq_consumer", "sweeper", "capacity"}
 #: The suites whose calls make the recording complete enough to judge unused grants.
@@ -40,6 +43,15 @@ def recording(request: pytest.FixtureRequest) -> recorder.Recording:
     return merged
 
 
+def _template(request: pytest.FixtureRequest, variant: str) -> dict[str, Any]:
+    """The ``variant`` template: the one this run's ``tests/infra`` session kept beside the recordings
+    (``make test`` runs that session before this check, on the same directory), else synthesized here."""
+    kept = kept_template_path(variant)
+    if kept.exists():
+        return dict(json.loads(kept.read_text(encoding="utf-8")))
+    return dict(request.getfixturevalue(variant).template)
+
+
 def _whole_suite(request: pytest.FixtureRequest) -> bool:
     """Whether the sessions that recorded (this one, or the xdist workers of the parallel run this
     check follows in ``make test``) collected every covering suite."""
@@ -53,8 +65,7 @@ def _whole_suite(request: pytest.FixtureRequest) -> bool:
 def test_every_recorded_call_is_allowed_by_its_functions_role(request, recording, variant) -> None:
     # Given every call the session's functions made, When each is evaluated against its function's
     # role (with the key actions it implies on a customer-managed key),
-    synth = request.getfixturevalue(variant)
-    report = check(recording, synth.template, variant)
+    report = check(recording, _template(request, variant), variant)
     print(render(recording, [report]))
     # Then none is denied, none came from a function without a role, none was left unattributed.
     assert recording.calls > 0, "no AWS call was recorded: the check would prove nothing"
@@ -67,8 +78,7 @@ def test_every_recorded_call_is_allowed_by_its_functions_role(request, recording
 def test_every_grant_is_used_or_justified(request, recording, variant) -> None:
     if not _whole_suite(request):
         pytest.skip("unused grants are judged only when the session ran the whole suite (make test)")
-    synth = request.getfixturevalue(variant)
-    report = check(recording, synth.template, variant)
+    report = check(recording, _template(request, variant), variant)
     # Given the whole suite's calls, Then every function made some, and every grant not used is justified.
     assert {f for f, _, _ in recording.triples} >= FUNCTIONS
     unjustified = [f"{g.function} {g.action} {g.resource}" for g in report.unjustified]
