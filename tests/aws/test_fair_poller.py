@@ -135,13 +135,16 @@ def test_a_quiet_tenants_message_sent_behind_a_backlog_goes_out_in_the_next_batc
 # With 3 s, beside two other xdist workers on two cores (a clean-clone CI run, 2026-12-05) an extension
 # came late and a message came back with ApproximateReceiveCount 2; in the serial part, right after the
 # parallel run, once more (2026-12-05 12:14), and with 6 s once more there, as the serial session's
-# first test (2026-12-05 15:17). 10 s leaves a margin of over 6 s for a late extension.
-HELD_VISIBILITY = 10
+# first test (2026-12-05 15:17). With 10 s (a margin of over 6 s for a late extension) once more, as
+# the serial session's first test, beside tests/infra and the deploy rehearsal starting under nice 19
+# (clean-clone CI, 2026-12-06 18:00; it passed alone and beside two nice-19 busy loops, three runs
+# each, and in the four CIs before). 15 s leaves a margin of about 9 s; what the test asserts is the same.
+HELD_VISIBILITY = 15
 
 
 @pytest.mark.serial
 def test_held_messages_stay_invisible_past_the_visibility_timeout_and_are_delivered_once(sqs: Any) -> None:
-    """Given a queue with a 10 s visibility timeout and one slot, whose first batch blocks for 21 s
+    """Given a queue with a 15 s visibility timeout and one slot, whose first batch blocks for 31 s
     (extending its own records' visibility, as the worker does) while 20 more messages are held by
     the poller
     When the batch ends and the held messages go out
