@@ -15,6 +15,7 @@ from tests.local.devproc import DevProcess
 pytestmark = pytest.mark.slow  # a jobsched dev and the capacity service's minute ticks: about a minute
 
 
+@pytest.mark.timeout(600)  # its own bound below (420 s: a rebuild 5 minutes on) exceeds the suite's 300 s
 def test_a_forecast_burst_raises_the_low_pollers_slots_ahead_of_it() -> None:
     # (the fair share off: by default, 0.8, its head-room would start the low poller at ceil(2 / 0.8) = 3
     # slots already)
