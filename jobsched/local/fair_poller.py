@@ -200,9 +200,13 @@ class FairQueuePoller(QueuePoller):
     def _extend(self, messages: list[dict[str, Any]]) -> set[str]:
         """Give ``messages`` a whole visibility timeout from now (ten per ``ChangeMessageVisibilityBatch``,
         :func:`jobsched.aws.queues.set_visibility_batch`, which logs what SQS refused); returns the ids
-        SQS refused. The emulated event source mapping's own calls: not metered as the functions' are."""
+        SQS refused. The emulated event source mapping's own calls: not metered as the functions' are.
+        After a stop, none is asked for and every one counts as refused (let go, never handed out
+        late), without the warning a request to the departing emulator would log."""
         if not messages:
             return set()
+        if self.stop_event.is_set():
+            return {m["MessageId"] for m in messages}
         refused = set_visibility_batch(
             self.sqs,
             self.queue_url,
