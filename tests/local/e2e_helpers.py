@@ -10,6 +10,12 @@ to get that child: the JSON holds ``LocalConfig`` fields plus ``enqueue_horizon_
 Why a short look-ahead: a job's runs are queued ahead of their due instant (look-ahead and enqueue
 horizon, decision 0001), and pausing withdraws them; with the default 60 s a pause shorter than a
 minute never reaches the misfire policy. With 2 s the tests see misfires after a pause of seconds.
+
+Why a 2 s tick: every tick reads the due index's 32 partitions (one query each, decision 0016); a
+tick a second costs about 12 % of a core in the child and its DynamoDB emulator, idle or busy, a tick
+every 2 s half that (decision 0044, thirteenth pass). A tick as long as the look-ahead still queues each whole-second occurrence before
+its instant: the tick at an even second t reads up to t + 2, the next one from there. The modules
+whose per-second jobs are paused, resumed, overlapped or timed to the second pass ``tick_seconds=1.0``.
 """
 
 from __future__ import annotations
@@ -44,7 +50,7 @@ class EmbeddedProcess:
         *,
         lookahead_seconds: int = 2,
         enqueue_horizon_seconds: int = 2,
-        tick_seconds: float = 1.0,
+        tick_seconds: float = 2.0,
         shards: int = 2,
         extra_env: dict[str, str] | None = None,
         **config: Any,

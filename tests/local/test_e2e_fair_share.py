@@ -35,7 +35,9 @@ BOUND_SECONDS = 6.0
 
 @pytest.fixture(scope="module")
 def process() -> Iterator[EmbeddedProcess]:
-    process = EmbeddedProcess(TOKENS, slots={"high": 2, "default": 2, "low": 1, "long": 1}, fair_share=0.5)
+    process = EmbeddedProcess(
+        TOKENS, slots={"high": 2, "default": 2, "low": 1, "long": 1}, fair_share=0.5, tick_seconds=1.0
+    )
     try:
         process.wait_ready()
         yield process

@@ -30,7 +30,9 @@ LISTINGS = 4
 @pytest.fixture(scope="module")
 def process() -> Iterator[EmbeddedProcess]:
     """Given the embedded mode with the real functions and one tenant."""
-    process = EmbeddedProcess({TENANT: TOKEN}, slots={"high": 1, "default": 1, "low": 1, "long": 1})
+    process = EmbeddedProcess(
+        {TENANT: TOKEN}, slots={"high": 1, "default": 1, "low": 1, "long": 1}, tick_seconds=1.0
+    )
     try:
         process.wait_ready()
         yield process

@@ -29,7 +29,7 @@ def overlapping() -> Iterator[tuple[list[dict[str, Any]], set[str]]]:
     """Given a 3 s sleep every second with overlap skip, run until 3 runs succeeded, then paused.
 
     Yields the job's runs scheduled up to the pause (all ended) and the runs the pause withdrew."""
-    process = EmbeddedProcess({TENANT: TOKEN})
+    process = EmbeddedProcess({TENANT: TOKEN}, tick_seconds=1.0)
     try:
         process.wait_ready()
         client = process.client(TENANT)

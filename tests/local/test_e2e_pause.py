@@ -102,7 +102,7 @@ def _all_final(client: ApiClient, job_id: str, until: datetime) -> list[dict[str
 @pytest.fixture(scope="module")
 def scenario() -> Iterator[dict[str, PausedJob]]:
     """Given four per-second jobs that ran, were paused for 8 s, resumed, ran again and were paused."""
-    process = EmbeddedProcess({TENANT: TOKEN})
+    process = EmbeddedProcess({TENANT: TOKEN}, tick_seconds=1.0)
     try:
         process.wait_ready()
         client = process.client(TENANT)

@@ -32,7 +32,9 @@ BOUND_SECONDS = 3.0
 
 @pytest.fixture(scope="module")
 def process() -> Iterator[EmbeddedProcess]:
-    process = EmbeddedProcess(TOKENS)  # the default worker slots: high 4, default 20, low 2, long 2
+    process = EmbeddedProcess(
+        TOKENS, tick_seconds=1.0
+    )  # the default worker slots: high 4, default 20, low 2, long 2
     try:
         process.wait_ready()
         yield process

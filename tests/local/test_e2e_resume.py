@@ -45,7 +45,9 @@ def _settled(client: ApiClient, job_id: str, start: datetime, end: datetime) -> 
 @pytest.fixture(scope="module")
 def resumed() -> Iterator[dict[str, dict[str, Any]]]:
     """Given both jobs running, paused for 6 s, resumed, and their runs up to 4 s after the resume."""
-    process = EmbeddedProcess({TENANT: TOKEN}, lookahead_seconds=60, enqueue_horizon_seconds=60)
+    process = EmbeddedProcess(
+        {TENANT: TOKEN}, lookahead_seconds=60, enqueue_horizon_seconds=60, tick_seconds=1.0
+    )
     try:
         process.wait_ready()
         client = process.client(TENANT)
