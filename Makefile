@@ -38,48 +38,46 @@ fmt: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# The suite in four processes at once, at three priorities (decision 0044, thirteenth pass), then the
-# permissions check alone:
-# * the tests marked serial (real-time assertions a busy CPU breaks; only their files are collected,
-#   tests/serial.py), in one process at the normal priority: a waking nice-0 task preempts niced work;
-# * under `nice -n 10`, the rest of the suite on TEST_WORKERS pytest-xdist workers (tests that share a
-#   fixture wider than a function, a synthesized app or a running `jobsched dev`, stay on one worker:
-#   tests/conftest.py), BESIDE_TESTS left out of it; and BESIDE_TESTS, CPU-bound tests with no
-#   real-time assertion (the synthesized stack's), in one process of their own;
-# * under `nice -n 19`, `make lint`'s commands and the deploy rehearsal (without IAM_CALLS_DIR: its
-#   calls are not the tests'), which take what CPU is left.
-# The parallel run's output is shown as it runs; the others' when it ends (SERIAL_LOG, BESIDE_LOG,
-# REHEARSAL_LOG, LINT_LOG), and a failure of any fails `make test` there, before the permissions check,
-# which judges every call the whole run recorded into the same IAM_CALLS_DIR (decision 0044, ninth
-# pass). The rehearsal is started directly: `$(MAKE) deploy-rehearsal` would re-check `install` in a
-# sub-make that `make -o .venv/.installed-stamp` does not reach (make passes no -o down), and reinstall
-# a shared .venv.
+# The suite on TEST_WORKERS pytest-xdist workers (decision 0044): tests that share a fixture wider than
+# a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py);
+# BESIDE_TESTS are left out of it. Then, in one process, the tests marked serial (real-time assertions a
+# busy CPU breaks; only their files are collected, tests/serial.py), with two things beside them under
+# `nice -n 19` (they leave more than a core idle on average): BESIDE_TESTS, CPU-bound tests with no
+# real-time assertion (the synthesized stack's), in one process of their own; and the deploy rehearsal
+# (about one core for one to one and a half minutes), without IAM_CALLS_DIR (its calls are not the
+# tests'). Their output is printed when the serial tests end, and a failure of either fails `make test`
+# there. Last, alone, the
+# permissions check, which judges every call the whole run recorded into the same IAM_CALLS_DIR
+# (decision 0044, ninth pass). The rehearsal is started directly: `$(MAKE) deploy-rehearsal`
+# would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does not reach (make
+# passes no -o down), and reinstall a shared .venv.
+# `make lint`'s commands run beside the parallel run under `nice -n 19` (they take the CPU the workers
+# leave idle while they wait on child processes and real time; about a minute of mypy otherwise came
+# first); their output is printed when the parallel run ends, and a lint failure fails `make test` there,
+# before the serial tests (decision 0044, seventh pass).
 TEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
-SERIAL_LOG := $(VENV)/serial-tests.log
 LINT_LOG := $(VENV)/lint-beside-tests.log
 REHEARSAL_LOG := $(VENV)/rehearsal-beside-tests.log
 BESIDE_TESTS := tests/infra
 BESIDE_LOG := $(VENV)/tests-beside-serial.log
 test: install
-	export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
-	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --before-last) > $(SERIAL_LOG) 2>&1 & serial=$$!; \
-	  nice -n 10 $(PY) -m pytest -p no:cacheprovider -q -m "not serial" $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
-	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
-	  nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
-	  nice -n 10 $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial" $(addprefix --ignore=,$(BESIDE_TESTS)); tests=$$?; \
-	  wait $$serial; serials=$$?; echo "--- the serial tests (beside the parallel run):"; cat $(SERIAL_LOG); \
-	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the parallel run):"; cat $(BESIDE_LOG); \
-	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the parallel run):"; \
-	  cat $(REHEARSAL_LOG); \
+	nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
+	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
+	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial" $(addprefix --ignore=,$(BESIDE_TESTS)); tests=$$?; \
 	  wait $$lint; linted=$$?; echo "--- make lint (beside the parallel run):"; cat $(LINT_LOG); \
-	  if [ $$tests -ne 0 ]; then echo "make test: the parallel run failed (its output above the others')"; fi; \
-	  if [ $$serials -ne 0 ]; then echo "make test: the serial tests failed (above)"; fi; \
+	  if [ $$linted -ne 0 ]; then echo "make test: make lint failed (above)"; exit $$linted; fi; \
+	  if [ $$tests -ne 0 ]; then exit $$tests; fi; \
+	  nice -n 19 $(PY) -m pytest -p no:cacheprovider -q -m "not serial" $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
+	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
+	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --before-last); serial=$$?; \
+	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the serial tests):"; cat $(BESIDE_LOG); \
+	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the serial tests):"; \
+	  cat $(REHEARSAL_LOG); \
 	  if [ $$besides -ne 0 ]; then echo "make test: $(BESIDE_TESTS) failed (above)"; fi; \
 	  if [ $$rehearsed -ne 0 ]; then echo "make test: the deploy rehearsal failed (above)"; fi; \
-	  if [ $$linted -ne 0 ]; then echo "make test: make lint failed (above)"; fi; \
-	  [ $$tests -eq 0 ] && [ $$serials -eq 0 ] && [ $$besides -eq 0 ] && [ $$rehearsed -eq 0 ] && \
-	  [ $$linted -eq 0 ] && $(PY) -m pytest -m serial $$($(PY) -m tests.serial --last)
+	  [ $$serial -eq 0 ] && [ $$besides -eq 0 ] && [ $$rehearsed -eq 0 ] && \
+	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --last)
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded
 # mode, no CDK synthesis and no browser — the core (tests/unit), the fakes and their contract with moto
