@@ -93,6 +93,15 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+#: Session fixtures each worker sets up for itself, cheaply, which therefore do not tie their tests to
+#: one worker: the console's browser (a Chromium launch, about a second). Grouped by it, the console's
+#: modules ran one after the other on one worker, about 4 of the parallel run's 5 minutes (decision
+#: 0044, thirteenth pass); each module is its own unit now (its ``dev`` fixture).
+PER_WORKER_FIXTURES = frozenset({"browser"})
+#: The seconds a bare ``slow`` mark stands for when the units are ordered (``slow(seconds=N)``: more).
+SLOW_SECONDS = 10
+
+
 def _xdist_group(item: pytest.Item) -> str | None:
     """The group of tests that must share ``item``'s worker: those sharing its widest fixture.
 
@@ -106,6 +115,8 @@ def _xdist_group(item: pytest.Item) -> str | None:
     group, widest = None, 0
     rank = {"class": 1, "module": 1, "package": 2, "session": 3}
     for name in fixtureinfo.names_closure:
+        if name in PER_WORKER_FIXTURES:
+            continue
         for fixturedef in fixtureinfo.name2fixturedefs.get(name, ()):
             scope = fixturedef.scope
             if scope not in rank or rank[scope] <= widest:
@@ -170,13 +181,23 @@ def _work_unit(item: pytest.Item) -> str:
 
 
 def slow_units_first(items: list[pytest.Item]) -> list[pytest.Item]:
-    """``items`` with every work unit that holds a ``slow`` test before the others, each side in its
-    collection order (decision 0044, eighth pass). ``--dist loadgroup`` hands the units out in this
-    order, one to each worker that asks: the long ones (an embedded mode, a browser, a synthesis) start
-    first, and the thousands of short ones fill the workers' ends, so no worker runs a long unit alone
-    at the end while the others are done."""
-    slow = {_work_unit(item) for item in items if item.get_closest_marker("slow")}
-    return sorted(items, key=lambda item: _work_unit(item) not in slow)
+    """``items`` with the work units that hold ``slow`` tests first, longest first, the rest after,
+    each in its collection order (decision 0044, eighth and thirteenth passes). A unit's length is the
+    sum over its files of the largest ``seconds`` their tests' ``slow`` marks give (a bare ``slow``:
+    :data:`SLOW_SECONDS`). ``--dist loadgroup`` hands the units out in this order, one to each worker
+    that asks: the long ones (an embedded mode, a browser, a synthesis) start first, the longest
+    before them, and the thousands of short ones fill the workers' ends, so no worker starts a unit of
+    a minute while the others are nearly done."""
+    per_file: dict[tuple[str, Path], int] = {}
+    for item in items:
+        marker = item.get_closest_marker("slow")
+        if marker is not None:
+            key = (_work_unit(item), item.path)
+            per_file[key] = max(per_file.get(key, 0), int(marker.kwargs.get("seconds", SLOW_SECONDS)))
+    length: dict[str, int] = {}
+    for (unit, _path), seconds in per_file.items():
+        length[unit] = length.get(unit, 0) + seconds
+    return sorted(items, key=lambda item: -length.get(_work_unit(item), 0))
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

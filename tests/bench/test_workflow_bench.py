@@ -13,7 +13,7 @@ from jobsched.bench import workflow
 from jobsched.bench.workflow import WorkflowBenchConfig, diamond, run_workflow_bench
 from jobsched.core.dag import parse_workflow
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=35)
 
 
 @pytest.fixture(scope="module")

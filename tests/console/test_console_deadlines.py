@@ -17,7 +17,7 @@ from jobsched.cli.client import ApiClient
 from tests.console.conftest import TOKENS, Console, running_dev
 from tests.local.devproc import DevProcess
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=40)
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 

@@ -14,7 +14,7 @@ import pytest
 
 from tests.console.conftest import TOKENS
 
-pytestmark = pytest.mark.slow  # a browser and a jobsched dev: seconds, not milliseconds
+pytestmark = pytest.mark.slow(seconds=40)  # a browser and a jobsched dev: seconds, not milliseconds
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 

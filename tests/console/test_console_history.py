@@ -13,7 +13,7 @@ import pytest
 
 from tests.console.conftest import axe_violations, screenshot_dir
 
-pytestmark = pytest.mark.slow  # a browser and a jobsched dev: seconds, not milliseconds
+pytestmark = pytest.mark.slow(seconds=35)  # a browser and a jobsched dev: seconds, not milliseconds
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 

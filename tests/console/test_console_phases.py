@@ -17,7 +17,7 @@ from jobsched.core.run_stats import LAG_BOUNDS
 from tests.console.conftest import running_dev, screenshot_dir
 from tests.local.devproc import DevProcess
 
-pytestmark = pytest.mark.slow  # a browser and a jobsched dev: seconds, not milliseconds
+pytestmark = pytest.mark.slow(seconds=40)  # a browser and a jobsched dev: seconds, not milliseconds
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 axe_module = pytest.importorskip(

@@ -22,7 +22,7 @@ from tests.fuzz.embedded import TOKEN
 from tests.fuzz.run import ALL_PHASES, run
 from tests.local.e2e_helpers import EmbeddedProcess
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=40)
 
 #: Test cases per operation in the fuzzing and stateful phases.
 EXAMPLES = 10

@@ -14,7 +14,7 @@ import pytest
 from jobsched.cli.client import ApiClient
 from tests.local.e2e_helpers import EmbeddedProcess, job
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=40)
 
 TENANT, TOKEN = "e2e-backfill", "tok-e2e-backfill"
 SHARED_TENANTS = {TENANT: TOKEN}

@@ -45,7 +45,7 @@ from jobsched.runtime.settings import Settings
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import ROOT, EmbeddedProcess, job
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=80)
 
 TENANT, TOKEN = "acme", "tok-acme"
 LIMIT_SECONDS = 4

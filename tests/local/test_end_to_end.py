@@ -19,7 +19,7 @@ from jobsched.cli.client import ApiClient
 from tests.local.conftest import wait_for
 from tests.local.devproc import DevProcess
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.slow(seconds=35)
 
 TOKEN = "tok-e2e"
 # Due instant -> start: about a second on an idle laptop (SQS delays are whole seconds, rounded up);
