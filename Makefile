@@ -40,11 +40,8 @@ fmt: install
 
 # The suite on TEST_WORKERS pytest-xdist workers (decision 0044): tests that share a fixture wider than
 # a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py);
-# BESIDE_TESTS are left out of it. Then the tests marked serial (real-time assertions a busy CPU
-# breaks; only their files are collected, tests/serial.py), in two processes side by side: the
-# first lane, whose tests start embedded modes and `jobsched dev`s, and the second (SECOND_LANE in
-# tests/serial.py, output in SECOND_LANE_LOG, printed when the first ends), whose tests run in-process
-# (decision 0044, thirteenth pass); with two things beside them under
+# BESIDE_TESTS are left out of it. Then, in one process, the tests marked serial (real-time assertions a
+# busy CPU breaks; only their files are collected, tests/serial.py), with two things beside them under
 # `nice -n 19` (they leave more than a core idle on average): BESIDE_TESTS, CPU-bound tests with no
 # real-time assertion (the synthesized stack's), in one process of their own; and the deploy rehearsal
 # (about one core for one to one and a half minutes), without IAM_CALLS_DIR (its calls are not the
@@ -64,7 +61,6 @@ LINT_LOG := $(VENV)/lint-beside-tests.log
 REHEARSAL_LOG := $(VENV)/rehearsal-beside-tests.log
 BESIDE_TESTS := tests/infra
 BESIDE_LOG := $(VENV)/tests-beside-serial.log
-SECOND_LANE_LOG := $(VENV)/serial-second-lane.log
 test: install
 	nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
 	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
@@ -74,18 +70,13 @@ test: install
 	  if [ $$tests -ne 0 ]; then exit $$tests; fi; \
 	  nice -n 19 $(PY) -m pytest -p no:cacheprovider -q -m "not serial" $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
 	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
-	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --lane 2) > $(SECOND_LANE_LOG) 2>&1 & \
-	  second=$$!; \
-	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --lane 1); serial=$$?; \
-	  wait $$second; seconds=$$?; echo "--- the serial tests' second lane (beside the first):"; \
-	  cat $(SECOND_LANE_LOG); \
+	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --before-last); serial=$$?; \
 	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the serial tests):"; cat $(BESIDE_LOG); \
 	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the serial tests):"; \
 	  cat $(REHEARSAL_LOG); \
-	  if [ $$seconds -ne 0 ]; then echo "make test: the serial tests' second lane failed (above)"; fi; \
 	  if [ $$besides -ne 0 ]; then echo "make test: $(BESIDE_TESTS) failed (above)"; fi; \
 	  if [ $$rehearsed -ne 0 ]; then echo "make test: the deploy rehearsal failed (above)"; fi; \
-	  [ $$serial -eq 0 ] && [ $$seconds -eq 0 ] && [ $$besides -eq 0 ] && [ $$rehearsed -eq 0 ] && \
+	  [ $$serial -eq 0 ] && [ $$besides -eq 0 ] && [ $$rehearsed -eq 0 ] && \
 	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --last)
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded
