@@ -93,11 +93,6 @@ def _is_xdist_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
-#: Session fixtures each worker sets up for itself, cheaply, which therefore do not tie their tests to
-#: one worker: the console's browser (a Chromium launch, about a second). Grouped by it, the console's
-#: modules ran one after the other on one worker, about 4 of the parallel run's 5 minutes (decision
-#: 0044, thirteenth pass); each module is its own unit now (its ``dev`` fixture).
-PER_WORKER_FIXTURES = frozenset({"browser"})
 #: The seconds a bare ``slow`` mark stands for when the units are ordered (``slow(seconds=N)``: more).
 SLOW_SECONDS = 10
 
@@ -115,8 +110,6 @@ def _xdist_group(item: pytest.Item) -> str | None:
     group, widest = None, 0
     rank = {"class": 1, "module": 1, "package": 2, "session": 3}
     for name in fixtureinfo.names_closure:
-        if name in PER_WORKER_FIXTURES:
-            continue
         for fixturedef in fixtureinfo.name2fixturedefs.get(name, ()):
             scope = fixturedef.scope
             if scope not in rank or rank[scope] <= widest:

@@ -2,13 +2,13 @@
 sixth pass).
 
 Each :class:`~tests.local.e2e_helpers.EmbeddedProcess` costs CPU to start (moto's server, provisioning,
-the functions' imports: about 4 s) and about a quarter of a core while it runs (its ticks, sweeper,
-housekeeping and long polls, busy or idle). The modules that start theirs with the default configuration
--- only their tenants, tokens and administrators differ -- share one: :func:`shared_embedded`, a
-session fixture, starts it with the union of their tenants. tests/conftest.py puts every test that
-uses it in one xdist group (named after this file), so one worker runs them all, one module after
-the other, against that one process. It is stopped as soon as the last of them has run (the worker
-has other tests to run), or at the session's end.
+the functions' imports: about 4 s) and, idle, about a tenth of a core while it runs (its 2 s ticks,
+sweeper, housekeeping and long polls: 8.5 %, decision 0044, thirteenth pass). The modules that start
+theirs with the default configuration -- only their tenants, tokens and administrators differ -- share
+one: :func:`shared_embedded`, a session fixture, starts it with the union of their tenants.
+tests/conftest.py puts every test that uses it in one xdist group (named after this file), so one worker
+runs them all, one module after the other, against that one process. It is stopped as soon as the last
+of them has run (the worker has other tests to run), or at the session's end.
 
 The rule for a module that joins (each is reviewed for it: decision 0044, "Sixth pass"):
 

@@ -1,17 +1,13 @@
-"""tests/conftest.py: the order ``--dist loadgroup`` hands the work units out in, and what groups them."""
+"""tests/conftest.py: the order ``--dist loadgroup`` hands the work units out in."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.conftest import PER_WORKER_FIXTURES, SLOW_SECONDS, slow_units_first
-from tests.serial import ROOT
+from tests.conftest import SLOW_SECONDS, slow_units_first
 
 
 class Item:
@@ -67,30 +63,3 @@ def test_a_units_length_is_the_sum_of_its_files() -> None:
     # Then the group (10 + 10 + 25 = 45 s) goes before the 40 s file
     assert 2 * SLOW_SECONDS + 25 > 40
     assert order(items)[-1] == "tests/x.py::t"
-
-
-_GROUPS = """
-import json, sys
-import pytest
-
-class Groups:
-    def pytest_collection_finish(self, session):
-        marks = {item.nodeid: item.get_closest_marker("xdist_group") for item in session.items}
-        print("GROUPS " + json.dumps({k: m.args[0] for k, m in marks.items() if m}))
-
-sys.exit(pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *sys.argv[1:]], plugins=[Groups()]))
-"""
-
-
-def test_the_consoles_modules_are_units_of_their_own() -> None:
-    # Given the console's browser, a session fixture each worker launches for itself
-    assert "browser" in PER_WORKER_FIXTURES
-    # When two console modules, each with its module's jobsched dev, are collected
-    files = ["tests/console/test_axe.py", "tests/console/test_console_usage.py"]
-    out = subprocess.run(
-        [sys.executable, "-c", _GROUPS, *files], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
-    groups = json.loads(next(line for line in out.splitlines() if line.startswith("GROUPS "))[7:])
-    # Then each module's tests are one group, its own file's, not the console directory's
-    assert groups and {groups[nodeid] for nodeid in groups} == set(files)
-    assert all(groups[nodeid] == nodeid.split("::")[0] for nodeid in groups)
