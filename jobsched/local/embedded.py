@@ -95,6 +95,15 @@ main(sys.argv[1:])
 """
 
 
+def _failure_detail(stderr: str) -> str:
+    """What a child that failed to start said, in one line: its last three lines of stderr, after
+    the line naming a fatal signal if it died of one (``Fatal Python error: ...``, which a
+    faulthandler dump of many threads would otherwise push out of the last three)."""
+    lines = stderr.strip().splitlines()
+    fatal = [line for line in lines[:-3] if line.startswith("Fatal Python error")][:1]
+    return " ".join(fatal + lines[-3:])
+
+
 class MotoProcess(MotoServer):
     """moto's server in a child process on ``host:port`` (same interface as :class:`MotoServer`)."""
 
@@ -134,7 +143,7 @@ class MotoProcess(MotoServer):
                 if self._process.poll() is not None or time.monotonic() > deadline:
                     self.stop()
                     errors.seek(0)
-                    detail = " ".join(errors.read().decode(errors="replace").strip().splitlines()[-3:])
+                    detail = _failure_detail(errors.read().decode(errors="replace"))
                     raise RuntimeError(f"moto server on port {self.port} did not start: {detail}")
                 time.sleep(0.05)
         self._post_config(MOTO_CONFIG)
