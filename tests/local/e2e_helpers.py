@@ -15,8 +15,8 @@ Why a 2 s tick: every tick reads the due index's 32 partitions (one query each, 
 tick a second costs about 12 % of a core in the child and its DynamoDB emulator, idle or busy, a tick
 every 2 s half that (decision 0044, thirteenth pass). A tick as long as the look-ahead still queues
 each whole-second occurrence before its instant: the tick at an even second t reads up to t + 2, the
-next one from there. The modules whose per-second jobs are paused, resumed, overlapped or timed to the
-second pass ``tick_seconds=1.0``.
+next one from there. The six serial modules (per-second jobs paused, resumed or overlapped, starts
+timed to the second) keep the ``tick_seconds=1.0`` their bounds were measured with.
 """
 
 from __future__ import annotations
