@@ -27,6 +27,7 @@ import pytest
 
 from jobsched.cli.client import ApiClient, ApiError
 from jobsched.cli.main import main
+from tests.last_user import LastUser
 
 TOKEN = "test-token-123"
 
@@ -244,10 +245,18 @@ def require_routes(document: dict[str, Any]) -> None:
     assert not missing, f"the API serves no {', '.join(missing)} route: a regression, not a skip"
 
 
+#: The session's `jobsched dev` while it runs, stopped after the last test that uses it.
+_SESSION_DEV: list[LastUser] = []
+
+
 @pytest.fixture(scope="session")
-def embedded() -> Iterator[Embedded]:
+def embedded(request: pytest.FixtureRequest) -> Iterator[Embedded]:
     """`jobsched dev` (what `make run` runs) on a free port, no demo jobs, three tenants: ``qs`` for
-    the quickstart, ``alpha`` and ``beta`` for the other tests. Started once per session."""
+    the quickstart, ``alpha`` and ``beta`` for the other tests. Started once per session, and stopped
+    as soon as the last test of the session that uses it is torn down (:func:`pytest_runtest_teardown`):
+    its tests are one xdist group, so they run one after the other on one worker, which has other
+    tests to run after them (idle, the process and its emulators took about 4 % of a core for the
+    rest of the run; decision 0044, fourteenth pass)."""
     require_modules(["functions.api"])
     tokens = {name: f"{name}-{secrets.token_urlsafe(12)}" for name in ("qs", "alpha", "beta")}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JOBSCHED_", "AWS_"))}
@@ -264,14 +273,40 @@ def embedded() -> Iterator[Embedded]:
         threading.Thread(target=lambda: log.extend(iter(proc.stdout.readline, "")), daemon=True).start()
         _wait_for_health(url, timeout=30)
         require_routes(ApiClient(url).request("GET", "/openapi.json"))
+        users = [item.nodeid for item in request.session.items if _uses_session_dev(item)]
+        _SESSION_DEV.append(LastUser(users, lambda: _stop(proc)))
         yield Embedded(url, tokens, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _SESSION_DEV.clear()
+        _stop(proc)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """End `jobsched dev` (its graceful stop, killed after 20 s); a second call finds it ended."""
+    if proc.poll() is not None:
+        return
+    proc.terminate()
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def _uses_session_dev(item: pytest.Item) -> bool:
+    """``item`` uses this file's :func:`embedded` (a test under tests/cli asking for it by name)."""
+    return "embedded" in getattr(item, "fixturenames", ()) and item.path.is_relative_to(Path(__file__).parent)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    """Once the last test that uses the session's `jobsched dev` is torn down, the process is stopped
+    (the fixture itself is finalized at the session's end, and finds it stopped)."""
+    try:
+        return (yield)
+    finally:
+        for dev in _SESSION_DEV:
+            dev.done(item.nodeid)
 
 
 def _wait_for_banner(proc: subprocess.Popen, seen: list[str], timeout: float) -> str:
