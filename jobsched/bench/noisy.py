@@ -30,6 +30,7 @@ import logging
 import os
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -103,9 +104,55 @@ def _queue_empty(mode: EmbeddedMode) -> bool:
     return sum(int(attributes.get(n, 0)) for n in names) == 0
 
 
+#: How many log records at WARNING or above a play keeps the text of (``log_warning_samples``).
+LOG_SAMPLES = 5
+
+
+class _LogWarnings(logging.Handler):
+    """Counts the log records at WARNING or above that reach the root logger during a play, keeping the
+    first :data:`LOG_SAMPLES` (a refused batch whose visibility change failed, a share not released...):
+    what a play whose figures are off says about why."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.count = 0
+        self.samples: list[str] = []
+        self._kept = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._kept:
+            self.count += 1
+            if len(self.samples) < LOG_SAMPLES:
+                self.samples.append(f"{record.levelname} {record.name}: {record.getMessage()}"[:300])
+
+
+def starts_per_second(starts: list[datetime]) -> list[int]:
+    """How many of ``starts`` fell in each second from the first: entry i counts those at least i and
+    less than i + 1 seconds after it (empty for none). A burst of 10 s runs shows its waves 10 s apart;
+    a gap of zeros is a stretch where none started."""
+    if not starts:
+        return []
+    first = min(starts)
+    seconds = [int((start - first).total_seconds()) for start in starts]
+    counts = [0] * (max(seconds) + 1)
+    for second in seconds:
+        counts[second] += 1
+    return counts
+
+
 def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
     """One embedded mode, one burst; the figures of that mode (``fair`` or not)."""
     local = LocalConfig(port=0, tenants=dict(TOKENS), fair_queues=fair, fair_share=config.fair_share)
+    logged = _LogWarnings()
+    logging.getLogger().addHandler(logged)
+    try:
+        figures = _play(config, local, fair=fair)
+    finally:
+        logging.getLogger().removeHandler(logged)
+    return {**figures, "log_warnings": logged.count, "log_warning_samples": logged.samples}
+
+
+def _play(config: NoisyConfig, local: LocalConfig, *, fair: bool) -> dict[str, Any]:
     with EmbeddedMode(local, out=lambda _line: None) as mode:
         noisy = ApiClient(mode.api_url, token=TOKENS[NOISY], timeout=300)
         quiet = ApiClient(mode.api_url, token=TOKENS[QUIET], timeout=60)
@@ -140,7 +187,9 @@ def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
         deadline = time.monotonic() + config.timeout_seconds
         while not _queue_empty(mode) and time.monotonic() < deadline:
             time.sleep(1.0)
-        noisy_starts = [s for r in _runs(noisy, noisy_job["id"]) if (s := _start(r))]
+        noisy_listed = _runs(noisy, noisy_job["id"])
+        noisy_starts = [s for r in noisy_listed if (s := _start(r))]
+        noisy_retried = sum(1 for r in noisy_listed if len(r.get("attempts") or []) > 1)
         quiet_runs = [quiet.get_run(run_id) for run_id in quiet_ids]
     last_noisy = max(noisy_starts) if noisy_starts else None
     first_noisy = min(noisy_starts) if noisy_starts else None
@@ -182,6 +231,8 @@ def run_once(config: NoisyConfig, *, fair: bool) -> dict[str, Any]:
         "noisy_start_span_seconds": _round(
             (last_noisy - min(noisy_starts)).total_seconds() if last_noisy and noisy_starts else None
         ),
+        "noisy_starts_per_second": starts_per_second(noisy_starts),
+        "noisy_runs_with_more_than_one_attempt": noisy_retried,
         "load_average_1m": round(os.getloadavg()[0], 2),
         "quiet_timeline": timeline,
     }
@@ -264,7 +315,7 @@ def main(argv: list[str]) -> int:
     out = sys.stdout
     with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        logging.disable(logging.WARNING)
+        logging.disable(logging.INFO)  # warnings and errors are counted (``log_warnings``), not printed
         figures = run_once(NoisyConfig(**options), fair=fair)
     print(json.dumps(figures), file=out, flush=True)
     return 0

@@ -4,10 +4,12 @@ wall-clock measurements of a live system, so only their presence and consistency
 from __future__ import annotations
 
 import argparse
+import logging
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from jobsched.bench.noisy import NoisyConfig, run_noisy
+from jobsched.bench.noisy import LOG_SAMPLES, NoisyConfig, _LogWarnings, run_noisy, starts_per_second
 from jobsched.cli.commands.bench import _validate
 from jobsched.core.errors import ValidationError
 
@@ -64,3 +66,44 @@ def test_each_quiet_run_is_on_the_timeline_in_trigger_order(noisy: dict) -> None
             assert 0 <= entry["after_enqueue_seconds"] <= entry["lag_seconds"]
         if mode["quiet_during_burst"]:
             assert max(entry["lag_seconds"] for entry in timeline) >= mode["quiet_max_seconds"]
+
+
+@pytest.mark.slow
+def test_each_mode_reports_its_starts_per_second_its_retried_runs_and_its_log_warnings(noisy: dict) -> None:
+    """Given each mode's figures / Then its noisy starts per second add up to the runs started and
+    span the start span's whole seconds, no noisy run needed a second attempt, and the log warnings
+    are counted with at most five kept."""
+    for name in ("fair", "fifo"):
+        mode = noisy[name]
+        per_second = mode["noisy_starts_per_second"]
+        assert sum(per_second) == mode["noisy_started"] == 100
+        assert len(per_second) == int(mode["noisy_start_span_seconds"]) + 1
+        assert per_second[0] >= 1 and per_second[-1] >= 1
+        assert mode["noisy_runs_with_more_than_one_attempt"] == 0
+        assert len(mode["log_warning_samples"]) == min(LOG_SAMPLES, mode["log_warnings"])
+
+
+def test_starts_per_second_counts_each_second_from_the_first_start() -> None:
+    """Given starts 0, 0.7, 1.0, 3.5 and 3.99 s after the first (in any order) / Then [2, 1, 0, 2]: two
+    in the first second, one in the second, none in the third, two in the fourth; none gives []."""
+    at = datetime(2026, 12, 6, 23, 0, tzinfo=UTC)
+    starts = [at + timedelta(seconds=s) for s in (3.5, 0.7, 1.0, 0.0, 3.99)]
+    assert starts_per_second(starts) == [2, 1, 0, 2]
+    assert starts_per_second([]) == []
+
+
+def test_the_play_counts_warnings_and_errors_and_keeps_the_first_five() -> None:
+    """Given the play's handler on a logger, When 7 warnings or errors and 1 info are logged / Then it
+    counts 7 and keeps the first 5, with their level and logger."""
+    handler = _LogWarnings()
+    logger = logging.getLogger("jobsched.tests.noisy")
+    logger.addHandler(handler)
+    try:
+        logger.info("not counted")
+        for i in range(6):
+            logger.warning("refused %d", i)
+        logger.error("could not release")
+    finally:
+        logger.removeHandler(handler)
+    assert handler.count == 7
+    assert handler.samples == [f"WARNING jobsched.tests.noisy: refused {i}" for i in range(5)]
