@@ -46,11 +46,10 @@ fmt: install
 # real-time assertion (the synthesized stack's), in one process of their own; and the deploy rehearsal
 # (about one core for one to one and a half minutes), without IAM_CALLS_DIR (its calls are not the
 # tests'). Their output is printed when the serial tests end, and a failure of either fails `make test`
-# there. Last, alone, the
-# permissions check, which judges every call the whole run recorded into the same IAM_CALLS_DIR
-# (decision 0044, ninth pass). The rehearsal is started directly: `$(MAKE) deploy-rehearsal`
-# would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does not reach (make
-# passes no -o down), and reinstall a shared .venv.
+# there. Last, alone, the permissions check, which judges every call the whole run recorded into the
+# same IAM_CALLS_DIR (decision 0044, ninth pass). The rehearsal is started directly: `$(MAKE)
+# deploy-rehearsal` would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does
+# not reach (make passes no -o down), and reinstall a shared .venv.
 # `make lint`'s commands run beside the parallel run under `nice -n 19` (they take the CPU the workers
 # leave idle while they wait on child processes and real time; about a minute of mypy otherwise came
 # first); their output is printed when the parallel run ends, and a lint failure fails `make test` there,

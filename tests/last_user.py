@@ -4,7 +4,8 @@ A session fixture lives until the session ends, but an xdist worker runs the tes
 group and then goes on with other tests: a `jobsched dev` kept for the rest of the run costs its idle
 CPU (about 4 % of a core with its emulators) on a machine the parallel run keeps busy. The fixture
 registers its process here with the node ids of the tests that use it; the conftest's teardown hook
-reports each test torn down, and the last one stops it. The fixture's own finalizer still runs at the
+reports each test torn down, and the last one stops it (the CLI's `jobsched dev`, tests/cli/conftest.py;
+the shared embedded mode, tests/local/shared_embedded.py). The fixture's own finalizer still runs at the
 session's end and must find the process stopped (its stop is idempotent).
 """
 
@@ -19,13 +20,19 @@ class LastUser:
 
     def __init__(self, users: Iterable[str], stop: Callable[[], None]) -> None:
         self.pending = set(users)
-        self._stop: Callable[[], None] | None = stop if self.pending else None
+        self._named = bool(self.pending)
+        self._stop: Callable[[], None] | None = stop if self._named else None
 
     def done(self, nodeid: str) -> None:
         """``nodeid`` was torn down; the last pending one stops the process."""
         self.pending.discard(nodeid)
         if not self.pending:
             self._fire()
+
+    @property
+    def stopped(self) -> bool:
+        """``stop`` was called (the last user was torn down)."""
+        return self._named and not self.pending
 
     def _fire(self) -> None:
         stop, self._stop = self._stop, None

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from types import ModuleType
-from typing import Any
 
 import pytest
 
 from jobsched.cli.client import ApiClient
+from tests.last_user import LastUser
 from tests.local.e2e_helpers import EmbeddedProcess
 
 #: The session fixture's name: the modules that use it are the ones whose tenants it starts with.
@@ -43,8 +43,8 @@ FIXTURE = "shared_embedded"
 UNFINISHED = ("queued", "running", "retrying")
 #: Seconds a module's runs get to end after its tests (a backfill's last runs, a cancelled node).
 DRAIN_SECONDS = 180
-#: While the shared mode runs: ``process``, and ``pending``, the tests that use it and have not run.
-_RUNNING: dict[str, Any] = {}
+#: While the shared mode runs: what stops it after the last test that uses it.
+_RUNNING: list[LastUser] = []
 
 
 def shared_tenants(modules: Iterable[ModuleType]) -> tuple[dict[str, str], list[str]]:
@@ -93,7 +93,7 @@ def shared_embedded(request: pytest.FixtureRequest) -> Iterator[EmbeddedProcess]
     users = _users(request.session.items)
     tokens, admins = shared_tenants(_modules(users))
     process = EmbeddedProcess(tokens, admins=admins)
-    _RUNNING.update(process=process, pending={item.nodeid for item in users})
+    _RUNNING.append(LastUser([item.nodeid for item in users], process.stop))
     try:
         process.wait_ready()
         yield process
@@ -104,19 +104,15 @@ def shared_embedded(request: pytest.FixtureRequest) -> Iterator[EmbeddedProcess]
 
 def after_test(item: pytest.Item) -> None:
     """After each test's teardown (tests/local/conftest.py): once every test of the session that uses
-    the shared mode has run, it is stopped. Its tests are one xdist group, so the worker that runs one
-    runs them all; a worker that runs none never started it."""
-    pending = _RUNNING.get("pending")
-    if pending is None:
-        return
-    pending.discard(item.nodeid)
-    if not pending:
-        _RUNNING["process"].stop()
+    the shared mode has run, it is stopped (:class:`tests.last_user.LastUser`). Its tests are one xdist
+    group, so the worker that runs one runs them all; a worker that runs none never started it."""
+    for tracker in _RUNNING:
+        tracker.done(item.nodeid)
 
 
 def stopped() -> bool:
     """The shared mode was stopped after its last test: nothing of a module runs on any more."""
-    return not _RUNNING.get("pending") and "process" in _RUNNING
+    return any(tracker.stopped for tracker in _RUNNING)
 
 
 def _unfinished(client: ApiClient) -> list[dict]:

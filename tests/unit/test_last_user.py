@@ -12,9 +12,9 @@ def test_the_process_stops_when_its_last_user_is_torn_down_and_only_then():
     tracker = LastUser(["a::one", "a::two"], lambda: calls.append("stop"))
     tracker.done("b::other")
     tracker.done("a::one")
-    assert calls == []
+    assert calls == [] and not tracker.stopped
     tracker.done("a::two")
-    assert calls == ["stop"]
+    assert calls == ["stop"] and tracker.stopped
     tracker.done("a::two")
     tracker.done("c::later")
     assert calls == ["stop"]
@@ -26,4 +26,4 @@ def test_with_no_user_named_it_never_stops_early():
     calls: list[str] = []
     tracker = LastUser([], lambda: calls.append("stop"))
     tracker.done("a::one")
-    assert calls == []
+    assert calls == [] and not tracker.stopped
