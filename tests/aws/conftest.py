@@ -8,6 +8,7 @@ exports the settings as environment variables for tests that drive a Lambda entr
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -60,7 +61,10 @@ def _fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
         "AWS_REGION": REGION,
     }.items():
         monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    # An embedded mode running in this process (tests/local/conftest.py's package-scoped ``machinery``)
+    # exports AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>: botocore would send to its emulator.
+    for name in [name for name in os.environ if name.startswith("AWS_ENDPOINT_URL")]:
+        monkeypatch.delenv(name)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
