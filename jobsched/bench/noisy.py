@@ -52,6 +52,12 @@ from jobsched.runtime.settings import Settings
 GOAL_P99_SECONDS = 3.0
 #: The long-run variant's goal (issue 31 §7): a quiet run starts within a second of its due time.
 LONG_GOAL_P99_SECONDS = 1.0
+#: Its second goal (issue 31 §7: "the bursting tenant alone still gets the whole pool"): alone, the
+#: burst's starts span at most this many times as long with the share as without it. Measured, a lone
+#: tenant's span with the share was 0.97-1.11 times that without (docs/performance.md, "Noisy
+#: neighbour: long runs and the fair share"); the two failures seen were 1.86 times (25.1 s against
+#: 13.5 s, at f999553, before decision 0057's fix) and about 5 times (a 63 s span, 2026-12-06).
+ALONE_SPAN_RATIO_LIMIT = 1.25
 BURST_CHUNK = 500  # runs per backfill, the backfills made at once (the job service's limit is 1000)
 NOISY, QUIET = "noisy", "quiet"
 TOKENS = {NOISY: "bench-noisy-token", QUIET: "bench-quiet-token"}  # valid in the benchmark's own mode
@@ -281,7 +287,6 @@ def run_noisy_long(config: NoisyConfig) -> dict[str, Any]:
         m["quiet_started"] == m["quiet_runs"] and m["noisy_started"] == m["noisy_runs"]
         for m in modes.values()
     )
-    p99 = modes["share"]["quiet_p99_seconds"]
     return {
         "burst_runs": config.burst_runs,
         "run_seconds": config.run_seconds,
@@ -292,9 +297,29 @@ def run_noisy_long(config: NoisyConfig) -> dict[str, Any]:
         "pool_slots_default": LocalConfig(fair_share=config.fair_share).pool_slots("default"),
         "batch_size": LocalConfig().batch_size,
         **modes,
-        "goal_p99_seconds": LONG_GOAL_P99_SECONDS,
-        "goal_met": bool(complete and p99 is not None and p99 < LONG_GOAL_P99_SECONDS),
+        **long_verdict(modes, complete=complete),
         "complete": complete,
+    }
+
+
+def long_verdict(modes: dict[str, dict[str, Any]], *, complete: bool) -> dict[str, Any]:
+    """The long-run variant's goals, from its four plays' figures: the quiet tenant's p99 with the share
+    under :data:`LONG_GOAL_P99_SECONDS` (``quiet_goal_met``), and the bursting tenant alone as fast with
+    the share as without, its starts' span at most :data:`ALONE_SPAN_RATIO_LIMIT` times as long
+    (``alone_span_ratio``, ``alone_goal_met``); ``goal_met`` when both are and every run started."""
+    p99 = modes["share"]["quiet_p99_seconds"]
+    quiet_met = p99 is not None and p99 < LONG_GOAL_P99_SECONDS
+    with_share = modes["share_alone"]["noisy_start_span_seconds"]
+    without = modes["no_share_alone"]["noisy_start_span_seconds"]
+    ratio = with_share / without if with_share is not None and without else None
+    alone_met = ratio is not None and ratio <= ALONE_SPAN_RATIO_LIMIT
+    return {
+        "goal_p99_seconds": LONG_GOAL_P99_SECONDS,
+        "quiet_goal_met": quiet_met,
+        "alone_span_ratio": None if ratio is None else round(ratio, 3),
+        "alone_span_ratio_limit": ALONE_SPAN_RATIO_LIMIT,
+        "alone_goal_met": alone_met,
+        "goal_met": bool(complete and quiet_met and alone_met),
     }
 
 

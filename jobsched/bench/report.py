@@ -127,8 +127,8 @@ def noisy_long_text(figures: dict[str, Any]) -> str:
     for name in ("share_alone", "no_share_alone"):
         m = figures[name]
         lines.append(
-            f"  {name:<14}  burst alone: last start after {_fmt(m['noisy_drain_seconds'], 1)} s   "
-            f"(load {m['load_average_1m']})"
+            f"  {name:<14}  burst alone: last start after {_fmt(m['noisy_drain_seconds'], 1)} s, "
+            f"starts spanning {_fmt(m['noisy_start_span_seconds'], 1)} s   (load {m['load_average_1m']})"
         )
     model = figures.get("model")
     if model:
@@ -143,7 +143,10 @@ def noisy_long_text(figures: dict[str, Any]) -> str:
             )
     lines.append(
         f"  goal: quiet p99 < {figures['goal_p99_seconds']} s with the share (embedded): "
-        f"{'met' if figures['goal_met'] else 'NOT met'}"
+        f"{'met' if figures['quiet_goal_met'] else 'NOT met'}; the burst alone with the share spans "
+        f"{_fmt(figures['alone_span_ratio'], 3)}x its span without (at most "
+        f"{figures['alone_span_ratio_limit']}x): {'met' if figures['alone_goal_met'] else 'NOT met'}; "
+        f"both: {'met' if figures['goal_met'] else 'NOT met'}"
     )
     return "\n".join(lines)
 

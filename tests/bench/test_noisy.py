@@ -107,3 +107,89 @@ def test_the_play_counts_warnings_and_errors_and_keeps_the_first_five() -> None:
         logger.removeHandler(handler)
     assert handler.count == 7
     assert handler.samples == [f"WARNING jobsched.tests.noisy: refused {i}" for i in range(5)]
+
+
+def _long_modes(*, p99: float | None, share_span: float | None, alone_span: float | None) -> dict:
+    """The four plays' figures that the long-run variant's verdict reads (the rest of each play's keys
+    play no part in it)."""
+    play = {"quiet_p99_seconds": None, "noisy_start_span_seconds": 12.0}
+    return {
+        "share": {**play, "quiet_p99_seconds": p99},
+        "no_share": {**play, "quiet_p99_seconds": 9.5},
+        "share_alone": {**play, "noisy_start_span_seconds": share_span},
+        "no_share_alone": {**play, "noisy_start_span_seconds": alone_span},
+    }
+
+
+@pytest.mark.parametrize(
+    ("p99", "share_span", "quiet_met", "alone_met"),
+    [
+        (0.99, 13.6, True, True),  # 13.6 / 12.2 = 1.115: as measured at ae24be7
+        (0.99, 25.1, True, False),  # the lone tenant held back by its own share (f999553): 2.057x
+        (0.99, 63.46, True, False),  # the 63 s play of 2026-12-06, which met the quiet goal
+        (1.0, 12.2, False, True),  # the quiet goal is strict: under 1 s
+        (None, 12.2, False, True),  # no quiet run met the burst: no p99, not met
+        (0.5, None, True, False),  # the lone burst started nothing: no span, not met
+    ],
+)
+def test_the_long_variant_is_met_only_when_the_quiet_run_is_on_time_and_the_lone_burst_as_fast(
+    p99: float | None, share_span: float | None, quiet_met: bool, alone_met: bool
+) -> None:
+    """Given the four plays' figures (the lone burst's span without the share 12.2 s)
+    Then quiet_goal_met is p99 < 1 s, alone_goal_met is a span with the share at most 1.25x that
+    without, and goal_met needs both and every run started."""
+    from jobsched.bench.noisy import long_verdict
+
+    modes = _long_modes(p99=p99, share_span=share_span, alone_span=12.2)
+    verdict = long_verdict(modes, complete=True)
+    assert (verdict["quiet_goal_met"], verdict["alone_goal_met"]) == (quiet_met, alone_met)
+    assert verdict["goal_met"] is (quiet_met and alone_met)
+    assert verdict["alone_span_ratio_limit"] == 1.25 and verdict["goal_p99_seconds"] == 1.0
+    if share_span is not None:
+        assert verdict["alone_span_ratio"] == round(share_span / 12.2, 3)
+    assert long_verdict(modes, complete=False)["goal_met"] is False
+
+
+def test_the_long_variant_with_no_lone_span_without_the_share_is_not_met() -> None:
+    """Given the lone burst without the share started nothing (no span to compare with)
+    Then there is no ratio and the goal is not met, however fast the rest was."""
+    from jobsched.bench.noisy import long_verdict
+
+    verdict = long_verdict(_long_modes(p99=0.4, share_span=12.0, alone_span=None), complete=True)
+    assert verdict["alone_span_ratio"] is None
+    assert (verdict["alone_goal_met"], verdict["goal_met"]) == (False, False)
+
+
+def test_the_long_variant_report_gives_both_goals_and_the_lone_spans() -> None:
+    """Given a long-run result whose quiet goal was met and whose lone burst was held back
+    Then the text names each goal's verdict, the ratio and both lone spans."""
+    from jobsched.bench.noisy import long_verdict
+    from jobsched.bench.report import noisy_long_text
+
+    modes = _long_modes(p99=0.67, share_span=63.46, alone_span=12.2)
+    for name, mode in modes.items():
+        mode.update(
+            quiet_p50_seconds=0.2,
+            quiet_max_seconds=0.7,
+            quiet_during_burst=20,
+            load_average_1m=1.5,
+            noisy_drain_seconds=mode["noisy_start_span_seconds"] + 2.0,
+            name=name,
+        )
+    figures = {
+        "burst_runs": 300,
+        "run_seconds": 10.0,
+        "quiet_runs": 20,
+        "quiet_interval_seconds": 0.5,
+        "fair_share": 0.8,
+        "tenant_slots_default": 20,
+        "pool_slots_default": 25,
+        "batch_size": 10,
+        **modes,
+        **long_verdict(modes, complete=True),
+        "complete": True,
+    }
+    text = noisy_long_text(figures)
+    assert "quiet p99 < 1.0 s with the share (embedded): met;" in text
+    assert "spans 5.202x its span without (at most 1.25x): NOT met; both: NOT met" in text
+    assert "starts spanning 63.5 s" in text and "starts spanning 12.2 s" in text
