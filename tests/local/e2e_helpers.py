@@ -59,9 +59,16 @@ class EmbeddedProcess:
         """``config``: further :class:`LocalConfig` fields (e.g. ``slots``, ``port`` (default 0: any
         free one), or ``admins``: tenants whose token is an administrator's; the embedded mode sets
         ``JOBSCHED_ADMIN_PRINCIPALS`` from it, so that variable in ``extra_env`` has no effect);
-        ``extra_env``: variables for the child."""
+        ``extra_env``: variables for the child.
+
+        ``container_concurrency`` defaults to 0 here (``jobsched dev --container-concurrency 0``: no
+        container worker process; runs sent to the ``container`` queue wait there, as in a stack
+        deployed with ``container_pool=false``): a module whose runs use the container pool passes
+        ``container_concurrency=1``. The worker process cost each end-to-end mode about 0.25-0.85 s of
+        CPU to start, in modules that never use it (decision 0044, fifteenth pass)."""
         options = {
             **config,
+            "container_concurrency": config.get("container_concurrency", 0),
             "port": config.get("port", 0),
             "tenants": tenants,
             "demo": False,

@@ -30,6 +30,7 @@ def process() -> Iterator[EmbeddedProcess]:
         TOKENS,
         admins=["ops"],
         sweeper_seconds=5.0,
+        container_concurrency=1,  # globex's run on the container pool needs the container worker
         extra_env={"JOBSCHED_HANDLER_MODULES": "jobsched.long_jobs.demo"},
     )
     try:
