@@ -125,7 +125,7 @@ def _long_modes(*, p99: float | None, share_span: float | None, alone_span: floa
     ("p99", "share_span", "quiet_met", "alone_met"),
     [
         (0.99, 13.6, True, True),  # 13.6 / 12.2 = 1.115: as measured at ae24be7
-        (0.99, 25.1, True, False),  # the lone tenant held back by its own share (f999553): 2.057x
+        (0.99, 25.1, True, False),  # f999553's lone span (25.1 s) against this 12.2 s: 2.057x
         (0.99, 63.46, True, False),  # the 63 s play of 2026-12-06, which met the quiet goal
         (1.0, 12.2, False, True),  # the quiet goal is strict: under 1 s
         (None, 12.2, False, True),  # no quiet run met the burst: no p99, not met
