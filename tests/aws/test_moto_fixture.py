@@ -9,7 +9,8 @@ import pytest
 
 from tests.aws.conftest import AwsEnv
 
-#: Every endpoint variable an embedded mode exports (jobsched/local/embedded.py), to a closed port.
+#: The two endpoint variables an embedded mode exports (jobsched/local/embedded.py) and two more of the
+#: per-service ones botocore honours, each naming a closed port.
 LEFT_BEHIND = ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_S3")
 
 

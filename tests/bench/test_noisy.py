@@ -167,14 +167,13 @@ def test_the_long_variant_report_gives_both_goals_and_the_lone_spans() -> None:
     from jobsched.bench.report import noisy_long_text
 
     modes = _long_modes(p99=0.67, share_span=63.46, alone_span=12.2)
-    for name, mode in modes.items():
+    for mode in modes.values():
         mode.update(
             quiet_p50_seconds=0.2,
             quiet_max_seconds=0.7,
             quiet_during_burst=20,
             load_average_1m=1.5,
             noisy_drain_seconds=mode["noisy_start_span_seconds"] + 2.0,
-            name=name,
         )
     figures = {
         "burst_runs": 300,

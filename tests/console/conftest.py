@@ -66,7 +66,7 @@ def browser() -> Iterator[Any]:
 def running_dev(*extra: str, env: dict[str, str] | None = None) -> Iterator[DevProcess]:
     """A real ``jobsched dev`` with tenants alpha and beta, no demo jobs, no container worker process
     (``--container-concurrency 0``: no console test runs a job on the container pool; the process cost
-    each module's start about 0.25-0.85 s of CPU, decision 0044, fifteenth pass), and ``extra``
+    each module's start about 0.9 s of CPU, decision 0044, fifteenth pass), and ``extra``
     arguments, stopped when the block ends."""
     args = ["--no-demo", "--container-concurrency", "0", *extra]
     for tenant, token in TOKENS.items():

@@ -64,8 +64,8 @@ class EmbeddedProcess:
         ``container_concurrency`` defaults to 0 here (``jobsched dev --container-concurrency 0``: no
         container worker process; runs sent to the ``container`` queue wait there, as in a stack
         deployed with ``container_pool=false``): a module whose runs use the container pool passes
-        ``container_concurrency=1``. The worker process cost each end-to-end mode about 0.25-0.85 s of
-        CPU to start, in modules that never use it (decision 0044, fifteenth pass)."""
+        ``container_concurrency=1``. The worker process cost each end-to-end mode about 0.9 s of CPU
+        to start, in modules that never use it (decision 0044, fifteenth pass)."""
         options = {
             **config,
             "container_concurrency": config.get("container_concurrency", 0),
