@@ -9,7 +9,10 @@ container worker processes the tests start with its environment (as on a user's 
   pool refuses) runs to its end in a container worker;
 - one killed with SIGKILL after its first heartbeat loses no run: another worker takes it over once
   its lease expired (10 s, ``--lease-seconds``; then its message's visibility, the lease and half of
-  it, 15 s after that heartbeat), the killed attempt recorded ``lost``, and the effect is not doubled.
+  it, 15 s after that heartbeat), the killed attempt recorded ``lost``, and the effect is not doubled;
+- with no container worker running (the mode's own is off: ``--container-concurrency 0``, as a stack
+  with ``container_pool=false``), a container-pool run waits ``queued`` with its message in the queue,
+  and a worker started later runs it once.
 
 The runs are put on the container queue as the dispatcher does for a container-pool job: the run
 created in the Runs table, its message sent to ``JOBSCHED_QUEUE_URL_CONTAINER``. Real time, generous
@@ -45,7 +48,7 @@ from jobsched.runtime.settings import Settings
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import ROOT, EmbeddedProcess, job
 
-pytestmark = pytest.mark.slow(seconds=80)
+pytestmark = pytest.mark.slow(seconds=90)
 
 TENANT, TOKEN = "acme", "tok-acme"
 LIMIT_SECONDS = 4
@@ -249,5 +252,34 @@ def test_a_container_pool_job_created_through_the_api_runs_past_the_limit_in_a_c
         code = stop(worker, tmp_path / "worker.log")
     # Then the container worker ran it to its end, once
     assert created["pool"] == "container" and run["output"] == {"worked": 6.0, "attempt": 1}
+    assert attempts(embedded, run_id) == [(1, "succeeded")] and code == 0
+    assert effects.read_text().splitlines() == [f"{run_id} attempt 1"]
+
+
+def test_with_no_container_worker_a_container_run_waits_queued_and_a_worker_started_later_runs_it_once(
+    embedded, tmp_path
+) -> None:
+    # Given the embedded mode started with no container worker (--container-concurrency 0, as a stack
+    # deployed with container_pool=false: docs/local.md, docs/deploy.md) and a container-pool job
+    client = embedded.client(TENANT)
+    effects = tmp_path / "effects"
+    payload = {"seconds": 1, "effects": str(effects)}
+    created = client.create_job(
+        {**job("waits-for-a-worker", "@yearly", "e2e.long_work", payload=payload), "pool": "container"}
+    )
+    # When it is triggered and nothing consumes the container queue for a few seconds
+    before = embedded.queue_depth("container")
+    run_id = client.trigger_job(created["id"])["id"]
+    time.sleep(3)
+    # Then the run waits queued, its message in the container queue
+    assert client.get_run(run_id)["state"] == "queued"
+    assert embedded.queue_depth("container") == before + 1
+    # And a worker started then runs it to its end, once
+    worker = start_worker(embedded, tmp_path / "worker.log")
+    try:
+        run = wait_for(lambda: succeeded(embedded, run_id), timeout=120, interval=0.5)
+    finally:
+        code = stop(worker, tmp_path / "worker.log")
+    assert run["output"] == {"worked": 1.0, "attempt": 1}
     assert attempts(embedded, run_id) == [(1, "succeeded")] and code == 0
     assert effects.read_text().splitlines() == [f"{run_id} attempt 1"]
