@@ -31,6 +31,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -274,12 +275,19 @@ def test_with_no_container_worker_a_container_run_waits_queued_and_a_worker_star
     # Then the run waits queued, its message in the container queue
     assert client.get_run(run_id)["state"] == "queued"
     assert embedded.queue_depth("container") == before + 1
-    # And a worker started then runs it to its end, once
-    worker = start_worker(embedded, tmp_path / "worker.log")
-    try:
+    # And a worker started then runs it to its end, once, and exits 0 when stopped
+    with worker_running(embedded, tmp_path / "worker.log") as exit_code:
         run = wait_for(lambda: succeeded(embedded, run_id), timeout=120, interval=0.5)
+    assert (run["output"], attempts(embedded, run_id)) == ({"worked": 1.0, "attempt": 1}, [(1, "succeeded")])
+    assert effects.read_text().splitlines() == [f"{run_id} attempt 1"] and exit_code == [0]
+
+
+@contextmanager
+def worker_running(embedded: EmbeddedProcess, log: Path) -> Iterator[list[int]]:
+    """A container worker process for the block; the list it yields holds its exit code afterwards."""
+    worker = start_worker(embedded, log)
+    exit_code: list[int] = []
+    try:
+        yield exit_code
     finally:
-        code = stop(worker, tmp_path / "worker.log")
-    assert run["output"] == {"worked": 1.0, "attempt": 1}
-    assert attempts(embedded, run_id) == [(1, "succeeded")] and code == 0
-    assert effects.read_text().splitlines() == [f"{run_id} attempt 1"]
+        exit_code.append(stop(worker, log))
