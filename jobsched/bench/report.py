@@ -141,11 +141,13 @@ def noisy_long_text(figures: dict[str, Any]) -> str:
                 f"drained after {_fmt(m['noisy_drain_seconds'], 1)} s   "
                 f"refused batches {m['refused_batches']}"
             )
+    ratio = figures["alone_span_ratio"]
+    alone = "? (no lone span, or a zero one, to compare)" if ratio is None else f"{_fmt(ratio, 3)}x"
     lines.append(
         f"  goal: quiet p99 < {figures['goal_p99_seconds']} s with the share (embedded): "
         f"{'met' if figures['quiet_goal_met'] else 'NOT met'}; the burst alone with the share spans "
-        f"{_fmt(figures['alone_span_ratio'], 3)}x its span without (at most "
-        f"{figures['alone_span_ratio_limit']}x): {'met' if figures['alone_goal_met'] else 'NOT met'}; "
+        f"{alone} its span without (at most {figures['alone_span_ratio_limit']}x): "
+        f"{'met' if figures['alone_goal_met'] else 'NOT met'}; "
         f"both: {'met' if figures['goal_met'] else 'NOT met'}"
     )
     return "\n".join(lines)

@@ -192,3 +192,7 @@ def test_the_long_variant_report_gives_both_goals_and_the_lone_spans() -> None:
     assert "quiet p99 < 1.0 s with the share (embedded): met;" in text
     assert "spans 5.202x its span without (at most 1.25x): NOT met; both: NOT met" in text
     assert "starts spanning 63.5 s" in text and "starts spanning 12.2 s" in text
+    # And with no lone span to compare, the text says so instead of a ratio
+    modes["no_share_alone"]["noisy_start_span_seconds"] = None
+    text = noisy_long_text({**figures, **long_verdict(modes, complete=True)})
+    assert "spans ? (no lone span, or a zero one, to compare) its span without" in text
