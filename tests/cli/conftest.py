@@ -27,6 +27,7 @@ import pytest
 
 from jobsched.cli.client import ApiClient, ApiError
 from jobsched.cli.main import main
+from tests.children import die_with_parent
 from tests.last_user import LastUser
 
 TOKEN = "test-token-123"
@@ -264,7 +265,13 @@ def embedded(request: pytest.FixtureRequest) -> Iterator[Embedded]:
     for name, token in tokens.items():
         argv += ["--tenant", f"{name}={token}"]
     proc = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        argv,
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=die_with_parent(),
     )
     log: list[str] = []
     try:

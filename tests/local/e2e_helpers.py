@@ -38,6 +38,7 @@ import boto3
 from jobsched.cli.client import ApiClient
 from jobsched.local import collector
 from jobsched.runtime import resources
+from tests.children import die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -87,6 +88,7 @@ class EmbeddedProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            preexec_fn=die_with_parent(),
         )
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()

@@ -46,6 +46,7 @@ from jobsched.core.messages import RunMessage
 from jobsched.core.models import RetrySpec, Run, make_run_id
 from jobsched.runtime import resources
 from jobsched.runtime.settings import Settings
+from tests.children import die_with_parent
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import ROOT, EmbeddedProcess, job
 
@@ -123,7 +124,9 @@ def start_worker(
     if lease_seconds is not None:
         command += ["--lease-seconds", str(lease_seconds)]
     with log.open("ab") as out:
-        return subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        return subprocess.Popen(
+            command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT, preexec_fn=die_with_parent()
+        )
 
 
 def stop(worker: subprocess.Popen[bytes], log: Path) -> int:
