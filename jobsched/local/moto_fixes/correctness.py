@@ -31,6 +31,20 @@ moto's handlers hold the interpreter lock anyway, so little concurrency is lost.
 answer is still written out from the live item after the lock is released, so it can show an item
 half-updated: decision 0042, "Left open".)
 
+**Two receives at once could both take a message, or one lose what it took.** moto's
+``SQSBackend.receive_message`` scans the queue and marks what it takes without the queue's lock. Two
+receives of one queue at once, on messages that became visible again when their visibility timeout
+ended (still in the queue's pending set), race on that set: both take a message, or one fails
+(``KeyError``, or ``RuntimeError: Set changed size during iteration``: an HTTP 500 from the server)
+after it marked the messages it took before as received, so they stay invisible for the queue's whole
+visibility timeout though nobody got them; the SDK's retry hides the failure, not the loss. The
+embedded mode's fair poller runs five receivers on a queue and the fair share hands refused runs back
+to it, so a lost batch's runs started a visibility timeout (60 s) late: a lone bursting tenant's 300
+runs once took 63 s instead of 12 s to start (docs/performance.md). SQS returns a received message to
+no other receive during its visibility timeout. The fix runs ``receive_message`` and
+``change_message_visibility`` under the queue's own lock, as the delete above; the long poll's wait
+between scans still lets it go (a ``Condition`` over an ``RLock`` releases every level while it waits).
+
 **A long poll saw a message that became visible only up to a second late.** Between two scans,
 moto's ``receive_message`` waits with ``Queue.wait_for_messages(1)``, a ``Condition.wait_for`` on the
 queue's *visible* messages: a send notifies it at once, but a delayed message reaching its instant (or
@@ -69,12 +83,14 @@ DYNAMODB_READS = ("get_item", "query", "scan", "batch_get_item", "transact_get_i
 
 
 def apply() -> None:
-    """Patch moto's DynamoDB item operations to run one at a time, its SQS ``Queue.delete_message`` to
-    run under the queue's message lock, its long polls to look again every
+    """Patch moto's DynamoDB item operations to run one at a time, its SQS ``Queue.delete_message``,
+    ``receive_message`` and ``change_message_visibility`` to run under the queue's message lock, its
+    long polls to look again every
     :data:`LONG_POLL_RESCAN_SECONDS` rather than every second, and its Step Functions task tokens to
     keep a success that came before the heartbeat's wait (once)."""
     _atomic_dynamodb_items()
     _sqs_delete_under_lock()
+    _sqs_receive_under_lock()
     _sqs_long_poll_rescans_sooner()
     _sfn_outcome_before_heartbeat_setup()
 
@@ -110,6 +126,29 @@ def _sqs_delete_under_lock() -> None:
 
     setattr(delete_message, _APPLIED, True)
     Queue.delete_message = delete_message  # type: ignore[method-assign]
+
+
+def _sqs_receive_under_lock() -> None:
+    """moto's ``SQSBackend.receive_message`` and ``change_message_visibility`` run under the queue's
+    message lock (``Queue._messages_lock``, as the delete above): one receive's scan of the queue, and
+    the marking of what it takes, at a time. The long poll's wait between scans still lets the lock go
+    (a ``Condition`` over an ``RLock`` releases every level while it waits)."""
+    from moto.sqs.models import SQSBackend
+
+    for name in ("receive_message", "change_message_visibility"):
+        original = getattr(SQSBackend, name)
+        if getattr(original, _APPLIED, False):
+            continue
+
+        def under_lock(
+            self: Any, queue_name: str, *args: Any, _original: Any = original, **kwargs: Any
+        ) -> Any:
+            with self.get_queue(queue_name)._messages_lock:
+                return _original(self, queue_name, *args, **kwargs)
+
+        functools.update_wrapper(under_lock, original)
+        setattr(under_lock, _APPLIED, True)
+        setattr(SQSBackend, name, under_lock)
 
 
 def _sqs_long_poll_rescans_sooner() -> None:
