@@ -39,11 +39,12 @@ ended (still in the queue's pending set), race on that set: both take a message,
 after it marked the messages it took before as received, so they stay invisible for the queue's whole
 visibility timeout though nobody got them; the SDK's retry hides the failure, not the loss. The
 embedded mode's fair poller runs five receivers on a queue and the fair share hands refused runs back
-to it, so a lost batch's runs started a visibility timeout (60 s) late: a lone bursting tenant's 300
-runs once took 63 s instead of 12 s to start (docs/performance.md). SQS returns a received message to
-no other receive during its visibility timeout. The fix runs ``receive_message`` and
-``change_message_visibility`` under the queue's own lock, as the delete above; the long poll's wait
-between scans still lets it go (a ``Condition`` over an ``RLock`` releases every level while it waits).
+to it, so a lost batch's runs started a visibility timeout (60 s) late (the likely cause of a lone
+bursting tenant's 300 runs taking 63 s instead of 12 s to start, once: docs/performance.md). SQS
+returns a received message to no other receive during its visibility timeout. The fix runs
+``receive_message`` and ``change_message_visibility`` under the queue's own lock, as the delete above;
+the long poll's wait between scans still lets it go (a ``Condition`` over an ``RLock`` releases every
+level while it waits).
 
 **A long poll saw a message that became visible only up to a second late.** Between two scans,
 moto's ``receive_message`` waits with ``Queue.wait_for_messages(1)``, a ``Condition.wait_for`` on the
