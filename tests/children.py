@@ -13,7 +13,7 @@ the tests start themselves.
 own children) when the thread that started it ends. That is the test process's main thread (pytest and
 its xdist workers run tests and fixtures there), so "the thread" is "the process"; started from any
 other thread (which may end while the child should live), nothing is asked for. Elsewhere than Linux
-it does nothing.
+it does nothing. :func:`start_reading` starts a child so, its output one text pipe to read.
 """
 
 from __future__ import annotations
@@ -21,9 +21,11 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 
 #: ``PR_SET_PDEATHSIG`` from ``<linux/prctl.h>``.
 PR_SET_PDEATHSIG = 1
@@ -43,3 +45,19 @@ def die_with_parent(sig: int = signal.SIGTERM) -> Callable[[], None] | None:
             os.kill(os.getpid(), sig)
 
     return preexec
+
+
+def start_reading(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: str | os.PathLike[str] | Path | None = None
+) -> subprocess.Popen[str]:
+    """Start ``argv`` with its stdout and stderr as one text pipe for the caller to read, ended with
+    this process (:func:`die_with_parent`): how the tests start `jobsched dev` and embedded modes."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=die_with_parent(),
+    )

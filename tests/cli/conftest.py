@@ -27,7 +27,7 @@ import pytest
 
 from jobsched.cli.client import ApiClient, ApiError
 from jobsched.cli.main import main
-from tests.children import die_with_parent
+from tests.children import start_reading
 from tests.last_user import LastUser
 
 TOKEN = "test-token-123"
@@ -264,15 +264,7 @@ def embedded(request: pytest.FixtureRequest) -> Iterator[Embedded]:
     argv = [sys.executable, "-m", "jobsched.cli", "dev", "--port", "0", "--no-demo"]
     for name, token in tokens.items():
         argv += ["--tenant", f"{name}={token}"]
-    proc = subprocess.Popen(
-        argv,
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=die_with_parent(),
-    )
+    proc = start_reading(argv, env=env, cwd=ROOT)
     log: list[str] = []
     try:
         url = _wait_for_banner(proc, log, timeout=90)

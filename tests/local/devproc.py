@@ -12,7 +12,7 @@ import threading
 import time
 
 from jobsched.local.server import free_port
-from tests.children import die_with_parent
+from tests.children import start_reading
 
 
 class DevProcess:
@@ -26,15 +26,7 @@ class DevProcess:
         child_env.update(env or {})
         child_env["PYTHONUNBUFFERED"] = "1"
         child_env["PYTHONFAULTHANDLER"] = "1"  # a stop that hangs shows its threads (see stop)
-        self.process = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env=child_env,
-            cwd=cwd,
-            preexec_fn=die_with_parent(),
-        )
+        self.process = start_reading(command, env=child_env, cwd=cwd)
         self.lines: list[str] = []
         self._queue: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

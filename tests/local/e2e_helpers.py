@@ -38,7 +38,7 @@ import boto3
 from jobsched.cli.client import ApiClient
 from jobsched.local import collector
 from jobsched.runtime import resources
-from tests.children import die_with_parent
+from tests.children import start_reading
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,14 +81,8 @@ class EmbeddedProcess:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JOBSCHED_"))}
         env["PYTHONUNBUFFERED"] = "1"
         env.update(extra_env or {})
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.local.e2e_helpers", json.dumps(options)],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            preexec_fn=die_with_parent(),
+        self.process = start_reading(
+            [sys.executable, "-m", "tests.local.e2e_helpers", json.dumps(options)], env=env, cwd=ROOT
         )
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
