@@ -248,15 +248,12 @@ def test_a_container_pool_job_created_through_the_api_runs_past_the_limit_in_a_c
     assert 400 <= refused.value.status < 500 and "timeout_seconds" in refused.value.message
     # When it asks for the container pool and is triggered
     created = client.create_job({**spec, "pool": "container"})
-    worker = start_worker(embedded, tmp_path / "worker.log")
-    try:
+    with worker_running(embedded, tmp_path / "worker.log") as exit_code:
         run_id = client.trigger_job(created["id"])["id"]
         run = wait_for(lambda: succeeded(embedded, run_id), timeout=120, interval=0.5)
-    finally:
-        code = stop(worker, tmp_path / "worker.log")
     # Then the container worker ran it to its end, once
     assert created["pool"] == "container" and run["output"] == {"worked": 6.0, "attempt": 1}
-    assert attempts(embedded, run_id) == [(1, "succeeded")] and code == 0
+    assert attempts(embedded, run_id) == [(1, "succeeded")] and exit_code == [0]
     assert effects.read_text().splitlines() == [f"{run_id} attempt 1"]
 
 
