@@ -13,7 +13,8 @@ run-event log. Every function invocation ends by Lambda's time limit (``--lambda
 :mod:`jobsched.local.invoke`).
 ``stop()`` undoes all of it -- threads joined, server closed, environment restored -- in a few seconds.
 
-moto runs in two child processes (:class:`MotoProcess`), not in a thread of this one: everything else
+moto runs in two processes (:class:`MotoProcess`; on Linux one child that imports moto once and
+forks the second, :mod:`jobsched.local.moto_child`), not in a thread of this one: everything else
 here (pollers, worker invocations, ticks, the API) is Python sharing one interpreter lock, and moto's
 request handling is most of the CPU a run costs. One child serves DynamoDB (``AWS_ENDPOINT_URL_DYNAMODB``,
 which botocore honours per service), the other everything else (``AWS_ENDPOINT_URL``: SQS, Step Functions
@@ -32,13 +33,15 @@ from __future__ import annotations
 import gc
 import logging
 import os
+import select
+import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
 import boto3
@@ -49,7 +52,7 @@ from jobsched.aws.clients import set_lane_source
 from jobsched.aws.limits_store import POOL_CEILING_LEASE_SECONDS
 from jobsched.compose.seam import Seam
 from jobsched.core.shares import format_tenant_slots
-from jobsched.local import collector
+from jobsched.local import collector, moto_child
 from jobsched.local.capacity import capacity_tick, local_policy
 from jobsched.local.code_version import local_code_version
 from jobsched.local.config import LocalConfig, tenant_tokens_json
@@ -76,23 +79,32 @@ REGION = "us-east-1"
 LOCAL_ACCOUNT = "123456789012"
 
 #: The child's program: moto's own server (``moto.server.main``), quiet, ended when our end of its
-#: stdin closes -- so a parent that dies without ``stop()`` (SIGKILL) leaves no server behind. The
+#: stdin closes -- so a parent that dies without ``stop()`` (SIGKILL) leaves no server behind (the
+#: watch reads the descriptor itself: a forked server must not inherit a lock of ``sys.stdin``). The
 #: garbage collector is off during its imports and settled after them (:mod:`jobsched.local.collector`).
+#: Each ``--also PORT`` is one more server, forked from this one after the imports
+#: (:mod:`jobsched.local.moto_child`).
 _MOTO_CHILD = """
 import logging, os, sys, threading
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 def _orphaned():
-    sys.stdin.buffer.read()
+    while os.read(0, 65536):
+        pass
     os._exit(0)
 threading.Thread(target=_orphaned, daemon=True).start()
 from jobsched.local import collector
 collector.quiet()
 from jobsched.local import moto_fixes
 moto_fixes.apply()
+from jobsched.local.moto_child import fork_servers
 from moto.server import main
 collector.settle()
-main(sys.argv[1:])
+main(fork_servers(sys.argv[1:], _orphaned))
 """
+
+#: Whether one child may serve several ports (:mod:`jobsched.local.moto_child` forks them): Linux only,
+#: where a process's id names it until its parent reaps it, and ``/proc`` says when it has ended.
+FORK_SERVERS = sys.platform == "linux"
 
 
 def _failure_detail(stderr: str) -> str:
@@ -105,7 +117,12 @@ def _failure_detail(stderr: str) -> str:
 
 
 class MotoProcess(MotoServer):
-    """moto's server in a child process on ``host:port`` (same interface as :class:`MotoServer`)."""
+    """moto's server in a child process on ``host:port`` (same interface as :class:`MotoServer`).
+
+    ``spawn(environ, followers=[other, ...])`` starts one child that serves this port and, forked from
+    it after moto's imports, each follower's (:mod:`jobsched.local.moto_child`): one import of moto
+    instead of one per server. A follower is then stopped by its process id, and its start's errors
+    are the first child's."""
 
     START_TIMEOUT_SECONDS = 60.0
     #: The program the child runs (``python -c``): moto's server with the embedded mode's fixes.
@@ -115,38 +132,78 @@ class MotoProcess(MotoServer):
         super().__init__(port, host=host)
         self._process: subprocess.Popen[bytes] | None = None
         self._errors: Any = None
+        #: As a follower: the server whose child forked this one's, and this one's process id.
+        self._leader: MotoProcess | None = None
+        self._pid: int | None = None
+        self._followers: list[MotoProcess] = []
+        self._follower_pids: dict[int, int] | None = None
 
     def start(self, environ: MutableMapping[str, str]) -> None:
         self.spawn(environ)
         self.wait_started()
 
-    def spawn(self, environ: MutableMapping[str, str]) -> None:
-        """Start the child without waiting for it to serve (see :meth:`wait_started`)."""
+    def spawn(self, environ: MutableMapping[str, str], followers: Sequence[MotoProcess] = ()) -> None:
+        """Start the child without waiting for it to serve (see :meth:`wait_started`); with
+        ``followers`` (on Linux), the child serves their ports too, each from a process forked from it,
+        with ``MOTO_PORT`` set to that port; elsewhere each follower gets a child of its own."""
+        if followers and not FORK_SERVERS:
+            for follower in followers:
+                follower.spawn(dict(environ))
+            followers = ()
         environ["MOTO_PORT"] = str(self.port)
         # The child's stderr, read only if it fails to start; closed by wait_started() or stop().
         self._errors = tempfile.TemporaryFile()  # noqa: SIM115
+        also = [arg for follower in followers for arg in (moto_child.ALSO, str(follower.port))]
         self._process = subprocess.Popen(
-            [sys.executable, "-c", self.CHILD_PROGRAM, "-H", self.host, "-p", str(self.port)],
+            [sys.executable, "-c", self.CHILD_PROGRAM, "-H", self.host, "-p", str(self.port), *also],
             env=dict(environ),
             stdin=subprocess.PIPE,
-            stdout=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if followers else subprocess.DEVNULL,
             stderr=self._errors,
         )
+        self._followers = list(followers)
+        self._follower_pids = None
+        for follower in followers:
+            follower._leader = self
+            follower._errors = os.fdopen(os.dup(self._errors.fileno()), "rb")
 
     def wait_started(self) -> None:
         """Wait until the spawned child answers, then switch on the features the embedded mode needs."""
-        assert self._process is not None and self._errors is not None, "spawn() first"
+        assert self._errors is not None, "spawn() first"
+        if self._leader is not None:
+            self._pid = self._leader._pid_of(self)
+        else:
+            assert self._process is not None, "spawn() first"
         errors, self._errors = self._errors, None
         with errors:
             deadline = time.monotonic() + self.START_TIMEOUT_SECONDS
             while not self._ready():
-                if self._process.poll() is not None or time.monotonic() > deadline:
+                if not self._running() or time.monotonic() > deadline:
                     self.stop()
                     errors.seek(0)
                     detail = _failure_detail(errors.read().decode(errors="replace"))
                     raise RuntimeError(f"moto server on port {self.port} did not start: {detail}")
                 time.sleep(0.05)
         self._post_config(MOTO_CONFIG)
+
+    def _pid_of(self, follower: MotoProcess) -> int | None:
+        """The process id of ``follower``'s server, from the line the child writes once it has forked
+        them (None if the child ended first, or wrote nothing within the start timeout)."""
+        if self._follower_pids is None:
+            self._follower_pids = {}
+            process = self._process
+            if process is not None and process.stdout is not None:
+                ready, _, _ = select.select([process.stdout], [], [], self.START_TIMEOUT_SECONDS)
+                line = process.stdout.readline().decode() if ready else ""
+                process.stdout.close()
+                pids = [int(word) for word in line.split()]
+                self._follower_pids = {id(f): pid for f, pid in zip(self._followers, pids, strict=False)}
+        return self._follower_pids.get(id(follower))
+
+    def _running(self) -> bool:
+        if self._leader is not None:
+            return self._pid is not None and _alive(self._pid)
+        return self._process is not None and self._process.poll() is None
 
     def _ready(self) -> bool:
         try:
@@ -160,18 +217,47 @@ class MotoProcess(MotoServer):
         """Terminate the child and wait for it (killed after 5 s); idempotent."""
         process, self._process = self._process, None
         errors, self._errors = self._errors, None
+        pid, self._pid = self._pid, None
         if errors is not None:
             errors.close()
+        if pid is not None:
+            _end(pid)
         if process is None:
             return
         if process.stdin is not None:
             process.stdin.close()
+        if process.stdout is not None:
+            process.stdout.close()
         process.terminate()
         try:
             process.wait(5)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (not ended, nor ended and waiting to be reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+            state = stat.read().rpartition(")")[2].split()[:1]
+    except OSError:
+        return False
+    return state != ["Z"]
+
+
+def _end(pid: int) -> None:
+    """Terminate a forked server by its id; killed if it still runs after 5 s."""
+    for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not _alive(pid):
+            return
 
 
 def freeze_startup_objects() -> int:
@@ -380,10 +466,10 @@ class EmbeddedMode:
 
     def _start_servers(self) -> None:
         self._set_env({"MOTO_PORT": str(self.server.port)})
-        # Both children import moto at the same time; queue URLs are built from MOTO_PORT, which
-        # is the main server's port in both environments.
-        self.dynamodb_server.spawn(dict(self.environ))
-        self.server.spawn(self.environ)
+        # One child imports moto and serves DynamoDB; the other server is forked from it (on Linux;
+        # elsewhere it is a child of its own). Queue URLs are built from MOTO_PORT, which is the
+        # main server's port in this process's environment and in its server's.
+        self.dynamodb_server.spawn(dict(self.environ), followers=[self.server])
         self.dynamodb_server.wait_started()
         self.server.wait_started()
         self._set_env(self._base_env())
