@@ -18,6 +18,7 @@ from jobsched.services.shares import (
     SHARE_LEASE_SECONDS,
     PoolReadings,
     ProcessHolds,
+    Share,
     ShareGate,
 )
 from tests.aws.conftest_worker import Kit, sent_messages
@@ -28,7 +29,17 @@ SLOTS = 2
 
 @pytest.fixture
 def kit(aws, clock):
-    return Kit(aws, clock)
+    """The stores over the fakes; after the test, every share its gates let in is exited, so no
+    renewal thread of a hold the test left outlives it (one renewed the fakes every 20 s for the rest
+    of the session and logged into later tests)."""
+    kit = Kit(aws, clock)
+    kit.entered = []
+    yield kit
+    for share in kit.entered:
+        share.exit(kit.clock.now())
+    assert not [
+        share.owner for share in kit.entered if share._thread is not None and share._thread.is_alive()
+    ]
 
 
 def gate(
@@ -49,7 +60,7 @@ def gate(
             on_sleep()
         kit.clock.advance(timedelta(seconds=seconds))
 
-    return ShareGate(
+    made = ShareGate(
         slots=Semaphores(kit.dynamo, kit.aws.settings.leases_table),
         queues=kit.queues,
         tenant_slots={"default": slots},
@@ -64,6 +75,18 @@ def gate(
         hold_seconds=hold,
         fair_share=fair_share,
     )
+    for name in ("enter", "begin"):  # each share let in is kept for the kit's teardown
+        setattr(made, name, _kept(kit, getattr(made, name)))
+    return made
+
+
+def _kept(kit: Kit, let_in: Any) -> Any:
+    def kept(deliveries: list[Delivery], owner: str) -> Share:
+        share = let_in(deliveries, owner)
+        kit.entered.append(share)
+        return share
+
+    return kept
 
 
 def delivered(kit: Kit, tenant: str, receive_count: int = 1) -> Delivery:
@@ -138,7 +161,7 @@ def test_a_held_batch_takes_the_slot_its_tenant_frees(kit):
 
     def first_ends() -> None:
         if "inv-1" in holds:
-            holds.pop("inv-1").exit(kit.clock.now())  # type: ignore[attr-defined]
+            holds.pop("inv-1").exit(kit.clock.now())
 
     shares = gate(kit, on_sleep=first_ends)
     holds["inv-1"] = shares.enter([delivered(kit, "noisy")], "inv-1")
