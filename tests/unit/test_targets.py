@@ -193,6 +193,24 @@ def test_demo_sleep_reports_progress():
     assert all(0 <= p["done"] <= 50 for p in progress)
 
 
+def test_demo_sleep_reports_progress_ten_times_over_its_sleep():
+    # Given a sleep of 1.5 s, when it runs, Then it reports about ten times (every 0.15 s), not every 0.1 s
+    progress = []
+    ctx = make_ctx()
+    ctx.on_progress = progress.append
+    execute_target({"handler": "demo.sleep"}, {"seconds": 1.5}, ctx, timeout_seconds=5)
+    assert 9 <= len(progress) <= 11
+
+
+def test_demo_sleep_returns_at_once_when_cancelled_between_reports():
+    # Given a sleep of 20 s (reports every second), when it is cancelled 0.2 s in, Then it returns at once
+    ctx = make_ctx()
+    threading.Timer(0.2, ctx.cancel_event.set).start()
+    started = time.monotonic()
+    out = execute_target({"handler": "demo.sleep"}, {"seconds": 20}, ctx, timeout_seconds=30)
+    assert out["cancelled"] is True and time.monotonic() - started < 0.6
+
+
 def test_demo_echo_returns_its_payload():
     assert execute_target({"handler": "demo.echo"}, {"a": 1}, make_ctx(), timeout_seconds=1) == {"a": 1}
 
