@@ -761,7 +761,77 @@ def test_a_request_of_the_embedded_clients_names_its_tenant_to_moto(monkeypatch,
     with obs.run_log_keys(tenant="beta", run_id="j.r", job_id="j", attempt=1):
         ddb.put_item(TableName="t", Item={"k": {"S": "a"}})
     ddb.get_item(TableName="t", Key={"k": {"S": "a"}})
-    assert lanes == ["acme", "beta", ""]
+    with obs.request_lane("beta"):
+        ddb.query(
+            TableName="t", KeyConditionExpression="k = :k", ExpressionAttributeValues={":k": {"S": "a"}}
+        )
+    # (a read's lane is its tenant's read lane: "" and "beta" read apart from their writes)
+    assert lanes == ["acme", "beta", "\nreads", "beta\nreads"]
+
+
+def test_a_tenant_s_read_passes_while_its_writes_fill_its_lane(monkeypatch, served_moto):
+    """Given moto's server with the fixes, and more writes of tenant noisy in flight at once than its
+    lane has slots (each held inside moto's PutItem: a burst's completions),
+    When noisy reads an item meanwhile (the fair share's first look at a batch),
+    Then the read is answered at once, while exactly LANE_CONCURRENCY of noisy's writes are inside moto
+    and the rest wait; on AWS a read does not queue behind the same tenant's writes."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    from jobsched.runtime import observability as obs
+
+    inside = {"writes": 0}
+    most = {"writes": 0}
+    count_lock = threading.Lock()
+    release = threading.Event()
+    original = DynamoDBBackend.put_item
+
+    def put_item(self, *args, **kwargs):
+        with count_lock:
+            inside["writes"] += 1
+            most["writes"] = max(most["writes"], inside["writes"])
+        release.wait(10)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            with count_lock:
+                inside["writes"] -= 1
+
+    ddb = _served_dynamodb(served_moto)
+    _table(ddb)
+    ddb.put_item(TableName="t", Item={"k": {"S": "share"}})
+    monkeypatch.setattr(DynamoDBBackend, "put_item", put_item)
+    answered: list[str] = []
+
+    def write(i: int) -> None:
+        with obs.request_lane("noisy"):
+            ddb.put_item(TableName="t", Item={"k": {"S": f"run-{i}"}})
+        answered.append("write")
+
+    burst = [threading.Thread(target=write, args=(i,)) for i in range(moto_fixes.LANE_CONCURRENCY + 3)]
+    for thread in burst:
+        thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while inside["writes"] < moto_fixes.LANE_CONCURRENCY and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.2)  # the other three would have got in by now, were they let in
+        assert inside["writes"] == moto_fixes.LANE_CONCURRENCY
+
+        def read() -> None:
+            with obs.request_lane("noisy"):
+                ddb.get_item(TableName="t", Key={"k": {"S": "share"}})
+            answered.append("read")
+
+        look = threading.Thread(target=read)
+        look.start()
+        look.join(5)
+        assert answered == ["read"]  # while noisy's writes hold its lane's slots
+    finally:
+        release.set()
+        for thread in burst:
+            thread.join(10)
+    assert answered.count("write") == moto_fixes.LANE_CONCURRENCY + 3
+    assert most["writes"] == moto_fixes.LANE_CONCURRENCY
 
 
 # --- DynamoDB answers written out without walking the output shape -------------------------------
