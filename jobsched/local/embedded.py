@@ -66,7 +66,7 @@ from jobsched.local.iam import recorder as iam_recorder
 from jobsched.local.invoke import Function, Handler, load_handler
 from jobsched.local.pollers import QueuePoller
 from jobsched.local.provision import Provisioned, provision
-from jobsched.local.server import MOTO_CONFIG, MotoServer
+from jobsched.local.server import MOTO_CONFIG, MotoServer, free_port
 from jobsched.local.ticker import Periodic, dispatcher_schedules
 from jobsched.runtime import observability as obs
 from jobsched.runtime import resources
@@ -114,6 +114,14 @@ def _failure_detail(stderr: str) -> str:
     lines = stderr.strip().splitlines()
     fatal = [line for line in lines[:-3] if line.startswith("Fatal Python error")][:1]
     return " ".join(fatal + lines[-3:])
+
+
+class PortTaken(RuntimeError):
+    """A moto server could not listen on its port: something else took it."""
+
+
+#: What werkzeug prints when its port is taken (``OSError.strerror`` of ``EADDRINUSE``).
+_PORT_TAKEN = "Address already in use"
 
 
 class MotoProcess(MotoServer):
@@ -182,7 +190,8 @@ class MotoProcess(MotoServer):
                     self.stop()
                     errors.seek(0)
                     detail = _failure_detail(errors.read().decode(errors="replace"))
-                    raise RuntimeError(f"moto server on port {self.port} did not start: {detail}")
+                    failure = PortTaken if _PORT_TAKEN in detail else RuntimeError
+                    raise failure(f"moto server on port {self.port} did not start: {detail}")
                 time.sleep(0.05)
         self._post_config(MOTO_CONFIG)
 
@@ -464,7 +473,28 @@ class EmbeddedMode:
 
     # --- pieces -----------------------------------------------------------------------------------
 
+    #: How many times the servers are started on newly picked ports when a picked one was taken.
+    PORT_ATTEMPTS = 3
+
     def _start_servers(self) -> None:
+        servers = (self.dynamodb_server, self.server)
+        for attempt in range(1, self.PORT_ATTEMPTS + 1):
+            try:
+                self._spawn_servers()
+                break
+            except PortTaken as taken:
+                # A port picked free (not one asked for) was taken before the server listened on it --
+                # by another process's pick, or a connection's local port: pick again.
+                for server in servers:
+                    server.stop()
+                if attempt == self.PORT_ATTEMPTS or not all(s.port_picked for s in servers):
+                    raise
+                log.warning("%s; starting the emulators on other ports", taken)
+                for server in servers:
+                    server.port = free_port(server.host)
+        self._set_env(self._base_env())
+
+    def _spawn_servers(self) -> None:
         self._set_env({"MOTO_PORT": str(self.server.port)})
         # One child imports moto and serves DynamoDB; the other server is forked from it (on Linux;
         # elsewhere it is a child of its own). Queue URLs are built from MOTO_PORT, which is the
@@ -472,7 +502,6 @@ class EmbeddedMode:
         self.dynamodb_server.spawn(dict(self.environ), followers=[self.server])
         self.dynamodb_server.wait_started()
         self.server.wait_started()
-        self._set_env(self._base_env())
 
     def _base_env(self) -> dict[str, str]:
         env = {

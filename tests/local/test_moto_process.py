@@ -150,3 +150,50 @@ def test_also_ports_are_split_from_the_servers_arguments() -> None:
     assert with_port(["-H", "h", "-p", "1"], "2") == ["-H", "h", "-p", "2"]
     with pytest.raises(SystemExit, match="--also needs a port number"):
         split_also(["-p", "1", "--also"])
+
+
+def test_a_picked_port_taken_before_the_emulator_listens_is_picked_again(caplog) -> None:
+    # Given an embedded mode whose emulator ports were picked free, and the DynamoDB one taken since
+    # (another process's pick, or a connection's local port: seen once in a clean-clone CI)
+    from jobsched.local.config import LocalConfig
+    from jobsched.local.embedded import EmbeddedMode
+
+    mode = EmbeddedMode(LocalConfig(port=0, tenants={"t": "tok"}, demo=False), environ=dict(os.environ))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", mode.dynamodb_server.port))
+        taken.listen()
+        first = mode.dynamodb_server.port
+        try:
+            # When its emulators start
+            mode._start_servers()
+            # Then they start on other ports, both answering, and the environment names them
+            assert mode.dynamodb_server.port != first
+            assert _answers(mode.dynamodb_server) and _answers(mode.server)
+            assert mode.environ["MOTO_PORT"] == str(mode.server.port)
+            assert f"port {first} did not start: Address already in use" in caplog.text
+        finally:
+            mode.server.stop()
+            mode.dynamodb_server.stop()
+
+
+def test_a_port_asked_for_and_taken_fails_the_start_with_the_reason() -> None:
+    # Given an embedded mode asked for a DynamoDB port that is taken
+    from jobsched.local.config import LocalConfig
+    from jobsched.local.embedded import EmbeddedMode, PortTaken
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        mode = EmbeddedMode(
+            LocalConfig(port=0, tenants={"t": "tok"}, demo=False, dynamodb_port=port),
+            environ=dict(os.environ),
+        )
+        try:
+            # When its emulators start, Then the start fails naming the port, and no other is tried
+            with pytest.raises(PortTaken, match=rf"port {port} did not start: Address already in use"):
+                mode._start_servers()
+            assert mode.dynamodb_server.port == port
+        finally:
+            mode.server.stop()
+            mode.dynamodb_server.stop()
