@@ -146,9 +146,22 @@ class MotoProcess(MotoServer):
         self._followers: list[MotoProcess] = []
         self._follower_pids: dict[int, int] | None = None
 
+    #: How many times a server is started on a newly picked port when its picked one was taken.
+    PORT_ATTEMPTS = 3
+
     def start(self, environ: MutableMapping[str, str]) -> None:
-        self.spawn(environ)
-        self.wait_started()
+        """Spawn the child and wait for it; a port picked free (none asked for) and taken before the
+        server listened on it is picked again, up to :data:`PORT_ATTEMPTS` times."""
+        for attempt in range(1, self.PORT_ATTEMPTS + 1):
+            self.spawn(environ)
+            try:
+                self.wait_started()
+                return
+            except PortTaken as taken:
+                if not self.port_picked or attempt == self.PORT_ATTEMPTS:
+                    raise
+                log.warning("%s; starting it on another port", taken)
+                self.port = free_port(self.host)
 
     def spawn(self, environ: MutableMapping[str, str], followers: Sequence[MotoProcess] = ()) -> None:
         """Start the child without waiting for it to serve (see :meth:`wait_started`); with
@@ -473,12 +486,9 @@ class EmbeddedMode:
 
     # --- pieces -----------------------------------------------------------------------------------
 
-    #: How many times the servers are started on newly picked ports when a picked one was taken.
-    PORT_ATTEMPTS = 3
-
     def _start_servers(self) -> None:
         servers = (self.dynamodb_server, self.server)
-        for attempt in range(1, self.PORT_ATTEMPTS + 1):
+        for attempt in range(1, MotoProcess.PORT_ATTEMPTS + 1):
             try:
                 self._spawn_servers()
                 break
@@ -487,7 +497,7 @@ class EmbeddedMode:
                 # by another process's pick, or a connection's local port: pick again.
                 for server in servers:
                     server.stop()
-                if attempt == self.PORT_ATTEMPTS or not all(s.port_picked for s in servers):
+                if attempt == MotoProcess.PORT_ATTEMPTS or not all(s.port_picked for s in servers):
                     raise
                 log.warning("%s; starting the emulators on other ports", taken)
                 for server in servers:

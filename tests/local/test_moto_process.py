@@ -197,3 +197,20 @@ def test_a_port_asked_for_and_taken_fails_the_start_with_the_reason() -> None:
         finally:
             mode.server.stop()
             mode.dynamodb_server.stop()
+
+
+def test_a_single_server_whose_picked_port_was_taken_starts_on_another() -> None:
+    # Given a server (the deploy rehearsal's kind: one child) whose picked port was taken since
+    server = MotoProcess()
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", server.port))
+        taken.listen()
+        first = server.port
+        environ = dict(os.environ)
+        try:
+            # When it starts, Then it listens on another port, which the environment names
+            server.start(environ)
+            assert server.port != first and _answers(server)
+            assert environ["MOTO_PORT"] == str(server.port)
+        finally:
+            server.stop()
