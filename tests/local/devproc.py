@@ -14,27 +14,53 @@ import time
 from jobsched.local.server import free_port
 from tests.children import start_reading
 
+#: What ``jobsched dev`` prints when a port it was given is taken (``cannot start: [Errno 98] ...``).
+PORT_TAKEN = "Address already in use"
+
 
 class DevProcess:
-    """``python -m jobsched.cli dev --port <free> ...`` with its stdout lines collected by a thread."""
+    """``python -m jobsched.cli dev --port <free> ...`` with its stdout lines collected by a thread.
+
+    The port is picked free here and listened on by the dev a second or two later; if something took
+    it meanwhile (another process's pick, a connection's local port), the dev exits saying so, and
+    :meth:`wait_for_line` starts it again on a newly picked port (up to :data:`PORT_ATTEMPTS` starts):
+    read :attr:`url` after the first wait, not before."""
+
+    PORT_ATTEMPTS = 3
 
     def __init__(self, *args: str, env: dict[str, str] | None = None, cwd: str | os.PathLike | None = None):
+        self._args, self._cwd = args, cwd
+        self._env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JOBSCHED_"))}
+        self._env.update(env or {})
+        self._env["PYTHONUNBUFFERED"] = "1"
+        self._env["PYTHONFAULTHANDLER"] = "1"  # a stop that hangs shows its threads (see stop)
+        self._queue: queue.Queue[str] = queue.Queue()
+        self.starts = 0
+        self._start()
+
+    def _start(self) -> None:
+        self.starts += 1
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        command = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(self.port), *args]
-        child_env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "JOBSCHED_"))}
-        child_env.update(env or {})
-        child_env["PYTHONUNBUFFERED"] = "1"
-        child_env["PYTHONFAULTHANDLER"] = "1"  # a stop that hangs shows its threads (see stop)
-        self.process = start_reading(command, env=child_env, cwd=cwd)
+        command = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(self.port), *self._args]
+        self.process = start_reading(command, env=self._env, cwd=self._cwd)
         self.lines: list[str] = []
-        self._queue: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
+        self._reader = threading.Thread(target=self._read, args=(self.process, self.lines), daemon=True)
+        self._reader.start()
 
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.append(line.rstrip("\n"))
+    @staticmethod
+    def _read(process: subprocess.Popen[str], lines: list[str]) -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.append(line.rstrip("\n"))
+
+    def _restarted(self) -> bool:
+        """If the dev ended because a port was taken, start it again on a new one (True)."""
+        self._reader.join(5)  # its last lines
+        if self.starts >= self.PORT_ATTEMPTS or not any(PORT_TAKEN in line for line in self.lines):
+            return False
+        self._start()
+        return True
 
     def wait_for_line(self, text: str, timeout: float = 30.0) -> str:
         """The first output line containing ``text``; fails after ``timeout`` s or if the process ends."""
@@ -44,6 +70,8 @@ class DevProcess:
                 if text in line:
                     return line
             if self.process.poll() is not None and not any(text in line for line in self.lines):
+                if self._restarted():
+                    continue
                 raise AssertionError(
                     f"jobsched dev exited ({self.process.returncode}):\n" + "\n".join(self.lines)
                 )
