@@ -4,8 +4,9 @@ It starts ``jobsched dev`` (a child process, as ``make run`` does: its demo jobs
 ``per_second_jobs`` jobs firing every second (``demo.echo``), and for ``minutes`` of *real time*
 samples, every ``sample_seconds``, the CPU time and the resident memory (RSS) of each process of the
 embedded mode: ``dev`` (the API, the pollers, the workers, the ticks: one Python process), and its
-children ``moto-dynamodb``, ``moto`` (SQS, Step Functions, S3) and ``container`` (the container
-worker process). Linux only (``/proc``).
+children ``moto-dynamodb``, ``moto`` (SQS, Step Functions, S3; forked from ``moto-dynamodb``,
+:mod:`jobsched.local.moto_child`) and ``container`` (the container worker process). Linux only
+(``/proc``).
 
 Figures (``--json``: one object on the last line):
 
@@ -167,13 +168,24 @@ def _wait_healthy(api: str, dev: subprocess.Popen[bytes], seconds: float) -> Non
     raise RuntimeError("jobsched dev did not answer /health")
 
 
+def _started(pid: int) -> int:
+    """When process ``pid`` started (clock ticks since boot: field 22 of its stat)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
 def _processes(dev_pid: int, ports: dict[int, str]) -> dict[str, int]:
+    """The embedded mode's processes by name: ``dev``, each emulator by its port's name in ``ports``,
+    ``container``. An emulator serving ``--also PORT`` ports forks one child per such port, in their
+    order (:mod:`jobsched.local.moto_child`); a forked child's command line is its parent's."""
     named = {"dev": dev_pid}
     for child in _children(dev_pid):
         argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         if b"-p" in argv:
             port = int(argv[argv.index(b"-p") + 1])
             named[ports.get(port, f"child-{child}")] = child
+            also = [int(argv[i + 1]) for i, arg in enumerate(argv[:-1]) if arg == b"--also"]
+            for forked, port in zip(sorted(_children(child), key=_started), also, strict=False):
+                named[ports.get(port, f"child-{forked}")] = forked
         elif b"--pool" in argv:  # the container worker process (jobsched/local/container.py)
             named["container"] = child
     return named

@@ -1,0 +1,43 @@
+"""The soak benchmark finds every process of a real ``jobsched dev`` by name, the emulator forked from
+the DynamoDB one included (decision 0044, seventeenth pass: one child imports moto and forks the other)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jobsched.bench.soak import _cpu_seconds, _processes
+from jobsched.local.embedded import FORK_SERVERS
+from tests.local.devproc import DevProcess
+
+
+def _port(lines: list[str], label: str) -> int:
+    """The port of a banner line ``  <label>  http://127.0.0.1:<port> ...``."""
+    line = next(line for line in lines if line.strip().startswith(label))
+    found = re.search(r"http://127\.0\.0\.1:(\d+)", line)
+    assert found, line
+    return int(found.group(1))
+
+
+def _parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.skipif(not FORK_SERVERS, reason="the soak reads /proc (Linux)")
+def test_the_soak_names_the_dev_and_both_emulators() -> None:
+    # Given a running jobsched dev (no container worker)
+    dev = DevProcess("--no-demo", "--tenant", "soak=tok-soak", "--container-concurrency", "0")
+    try:
+        dev.wait_for_line("run events", timeout=90)
+        moto, dynamodb = _port(dev.lines, "AWS"), _port(dev.lines, "DynamoDB")
+        # When the soak looks for its processes
+        named = _processes(dev.process.pid, {moto: "moto", dynamodb: "moto-dynamodb"})
+        # Then it finds the dev and both emulators, the main one forked from DynamoDB's
+        assert set(named) == {"dev", "moto", "moto-dynamodb"}
+        assert _parent(named["moto-dynamodb"]) == dev.process.pid
+        assert _parent(named["moto"]) == named["moto-dynamodb"]
+        assert all(_cpu_seconds(pid) >= 0 for pid in named.values())
+    finally:
+        dev.stop()
