@@ -121,7 +121,7 @@ class PortTaken(RuntimeError):
 
 
 #: What werkzeug prints when its port is taken (``OSError.strerror`` of ``EADDRINUSE``).
-_PORT_TAKEN = "Address already in use"
+PORT_TAKEN_TEXT = "Address already in use"
 
 
 class MotoProcess(MotoServer):
@@ -144,24 +144,30 @@ class MotoProcess(MotoServer):
         self._leader: MotoProcess | None = None
         self._pid: int | None = None
         self._followers: list[MotoProcess] = []
-        self._follower_pids: dict[int, int] | None = None
 
     #: How many times a server is started on a newly picked port when its picked one was taken.
     PORT_ATTEMPTS = 3
 
-    def start(self, environ: MutableMapping[str, str]) -> None:
-        """Spawn the child and wait for it; a port picked free (none asked for) and taken before the
-        server listened on it is picked again, up to :data:`PORT_ATTEMPTS` times."""
+    def start(self, environ: MutableMapping[str, str], followers: Sequence[MotoProcess] = ()) -> None:
+        """Spawn the child (with ``followers``, see :meth:`spawn`) and wait for every server of it. If a
+        port was taken before its server listened on it and every port was picked free (none asked
+        for), all are stopped and started again on newly picked ports, up to :data:`PORT_ATTEMPTS`
+        times."""
+        group = (*followers, self)  # stopped followers first: the first child reaps them
         for attempt in range(1, self.PORT_ATTEMPTS + 1):
-            self.spawn(environ)
+            self.spawn(environ, followers)
             try:
-                self.wait_started()
+                for server in (self, *followers):
+                    server.wait_started()
                 return
             except PortTaken as taken:
-                if not self.port_picked or attempt == self.PORT_ATTEMPTS:
+                for server in group:
+                    server.stop()
+                if attempt == self.PORT_ATTEMPTS or not all(server.port_picked for server in group):
                     raise
-                log.warning("%s; starting it on another port", taken)
-                self.port = free_port(self.host)
+                log.warning("%s; starting on other ports", taken)
+                for server in group:
+                    server.port = free_port(server.host)
 
     def spawn(self, environ: MutableMapping[str, str], followers: Sequence[MotoProcess] = ()) -> None:
         """Start the child without waiting for it to serve (see :meth:`wait_started`); with
@@ -183,16 +189,15 @@ class MotoProcess(MotoServer):
             stderr=self._errors,
         )
         self._followers = list(followers)
-        self._follower_pids = None
         for follower in followers:
-            follower._leader = self
+            follower._leader, follower._pid = self, None
             follower._errors = os.fdopen(os.dup(self._errors.fileno()), "rb")
 
     def wait_started(self) -> None:
         """Wait until the spawned child answers, then switch on the features the embedded mode needs."""
         assert self._errors is not None, "spawn() first"
         if self._leader is not None:
-            self._pid = self._leader._pid_of(self)
+            self._leader._give_follower_pids()
         else:
             assert self._process is not None, "spawn() first"
         errors, self._errors = self._errors, None
@@ -203,24 +208,23 @@ class MotoProcess(MotoServer):
                     self.stop()
                     errors.seek(0)
                     detail = _failure_detail(errors.read().decode(errors="replace"))
-                    failure = PortTaken if _PORT_TAKEN in detail else RuntimeError
+                    failure = PortTaken if PORT_TAKEN_TEXT in detail else RuntimeError
                     raise failure(f"moto server on port {self.port} did not start: {detail}")
                 time.sleep(0.05)
         self._post_config(MOTO_CONFIG)
 
-    def _pid_of(self, follower: MotoProcess) -> int | None:
-        """The process id of ``follower``'s server, from the line the child writes once it has forked
-        them (None if the child ended first, or wrote nothing within the start timeout)."""
-        if self._follower_pids is None:
-            self._follower_pids = {}
-            process = self._process
-            if process is not None and process.stdout is not None:
-                ready, _, _ = select.select([process.stdout], [], [], self.START_TIMEOUT_SECONDS)
-                line = process.stdout.readline().decode() if ready else ""
-                process.stdout.close()
-                pids = [int(word) for word in line.split()]
-                self._follower_pids = {id(f): pid for f, pid in zip(self._followers, pids, strict=False)}
-        return self._follower_pids.get(id(follower))
+    def _give_follower_pids(self) -> None:
+        """Give each follower its server's process id, from the line the child writes once it has
+        forked them (read once a spawn; none if the child ended first, or wrote nothing within the
+        start timeout)."""
+        process = self._process
+        if process is None or process.stdout is None or process.stdout.closed:
+            return
+        ready, _, _ = select.select([process.stdout], [], [], self.START_TIMEOUT_SECONDS)
+        line = process.stdout.readline().decode() if ready else ""
+        process.stdout.close()
+        for follower, pid in zip(self._followers, (int(word) for word in line.split()), strict=False):
+            follower._pid = pid
 
     def _running(self) -> bool:
         if self._leader is not None:
@@ -487,31 +491,12 @@ class EmbeddedMode:
     # --- pieces -----------------------------------------------------------------------------------
 
     def _start_servers(self) -> None:
-        servers = (self.dynamodb_server, self.server)
-        for attempt in range(1, MotoProcess.PORT_ATTEMPTS + 1):
-            try:
-                self._spawn_servers()
-                break
-            except PortTaken as taken:
-                # A port picked free (not one asked for) was taken before the server listened on it --
-                # by another process's pick, or a connection's local port: pick again.
-                for server in servers:
-                    server.stop()
-                if attempt == MotoProcess.PORT_ATTEMPTS or not all(s.port_picked for s in servers):
-                    raise
-                log.warning("%s; starting the emulators on other ports", taken)
-                for server in servers:
-                    server.port = free_port(server.host)
-        self._set_env(self._base_env())
-
-    def _spawn_servers(self) -> None:
-        self._set_env({"MOTO_PORT": str(self.server.port)})
         # One child imports moto and serves DynamoDB; the other server is forked from it (on Linux;
-        # elsewhere it is a child of its own). Queue URLs are built from MOTO_PORT, which is the
-        # main server's port in this process's environment and in its server's.
-        self.dynamodb_server.spawn(dict(self.environ), followers=[self.server])
-        self.dynamodb_server.wait_started()
-        self.server.wait_started()
+        # elsewhere it is a child of its own), with MOTO_PORT its own port (queue URLs are built from
+        # it). A picked port taken before its server listened on it is picked again (MotoProcess.start):
+        # this process's MOTO_PORT is the main server's port once both serve.
+        self.dynamodb_server.start(dict(self.environ), followers=[self.server])
+        self._set_env({"MOTO_PORT": str(self.server.port), **self._base_env()})
 
     def _base_env(self) -> dict[str, str]:
         env = {

@@ -39,7 +39,7 @@ class MotoServer:
     def __init__(self, port: int | None = None, *, host: str = LOCAL_HOST):
         self.host = host
         #: Whether the port was picked here (none asked for): a start that finds it taken since may
-        #: pick another (:meth:`jobsched.local.embedded.EmbeddedMode.start`).
+        #: pick another (:meth:`jobsched.local.embedded.MotoProcess.start`).
         self.port_picked = not port
         self.port = port or free_port(host)
         self._server: ThreadedMotoServer | None = None

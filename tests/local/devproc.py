@@ -11,11 +11,9 @@ import sys
 import threading
 import time
 
+from jobsched.local.embedded import PORT_TAKEN_TEXT
 from jobsched.local.server import free_port
 from tests.children import start_reading
-
-#: What ``jobsched dev`` prints when a port it was given is taken (``cannot start: [Errno 98] ...``).
-PORT_TAKEN = "Address already in use"
 
 
 class DevProcess:
@@ -57,7 +55,7 @@ class DevProcess:
     def _restarted(self) -> bool:
         """If the dev ended because a port was taken, start it again on a new one (True)."""
         self._reader.join(5)  # its last lines
-        if self.starts >= self.PORT_ATTEMPTS or not any(PORT_TAKEN in line for line in self.lines):
+        if self.starts >= self.PORT_ATTEMPTS or not any(PORT_TAKEN_TEXT in line for line in self.lines):
             return False
         self._start()
         return True
