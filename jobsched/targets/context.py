@@ -5,8 +5,11 @@ acknowledgement, and the run is then executed again. Handlers make their externa
 ``ctx.idempotency_key(effect)`` (pass it to an API that deduplicates, e.g. a payment provider) or with
 ``ctx.idempotent(effect, fn, *args)``, which runs ``fn`` once per (run, effect) across all attempts and
 returns the stored result on later attempts (Powertools idempotency on the idempotency table) — not at
-most once: an attempt that dies inside ``fn``, or whose result cannot be saved, lets a later attempt
-run it again.
+most once: an attempt that dies inside ``fn`` lets a later attempt run it again once the dead attempt's
+deadline has passed. When ``fn`` ran and only the save of its result fails, the save is tried again
+while the attempt has time left (:data:`SAVE_TRIES`); if none gets through, ``fn``'s result is still
+returned (the effect is done) and the record stays "in progress" to the attempt's deadline, so the
+effect runs again only if this attempt also fails and a later one comes after that deadline.
 
 Powertools' idempotency utility (with boto3's DynamoDB types and its persistence layers) is imported
 on a handler's first ``ctx.idempotent`` call, not when the worker starts: most runs never call it,
@@ -16,6 +19,7 @@ start").
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -34,9 +38,15 @@ if TYPE_CHECKING:
 #: Idempotency records outlive every retry schedule we allow (max backoff x attempts stays far below).
 DEFAULT_EFFECT_TTL_SECONDS = 7 * 24 * 3600
 EFFECT_KEY_PREFIX = "jobsched-effect"
-#: Saving an effect's record again after the effect ran and the first save failed.
-SAVE_TRIES = 5
+#: Saving an effect's record again after the effect ran and the first save failed: at most this many
+#: tries, the n-th ``SAVE_BACKOFF_SECONDS * n`` (at most ``SAVE_BACKOFF_MAX_SECONDS``) after the one
+#: before, and none that would start after the attempt's deadline less ``SAVE_MARGIN_SECONDS``.
+SAVE_TRIES = 10
 SAVE_BACKOFF_SECONDS = 0.2
+SAVE_BACKOFF_MAX_SECONDS = 1.0
+SAVE_MARGIN_SECONDS = 1.0
+
+logger = logging.getLogger(__name__)
 
 
 class _Remaining:
@@ -83,10 +93,20 @@ class IdempotentEffects:
     the same in every function and in the local mode.
     """
 
-    def __init__(self, dynamodb_client: Any, table_name: str, ttl_seconds: int = DEFAULT_EFFECT_TTL_SECONDS):
+    def __init__(
+        self,
+        dynamodb_client: Any,
+        table_name: str,
+        ttl_seconds: int = DEFAULT_EFFECT_TTL_SECONDS,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        monotonic: Callable[[], float] = time.monotonic,
+    ):
         self._client = dynamodb_client
         self._table_name = table_name
         self._ttl_seconds = ttl_seconds
+        self._sleep = sleep
+        self._monotonic = monotonic
 
     @property
     def _persistence(self) -> DynamoDBPersistenceLayer:
@@ -96,7 +116,9 @@ class IdempotentEffects:
     def run(self, key: str, fn: Callable[..., Any], *args: Any, remaining_ms: int, **kwargs: Any) -> Any:
         """Call ``fn(*args, **kwargs)`` unless an earlier call with ``key`` completed; return its result.
 
-        An effect still in progress under another (live) attempt raises :class:`RetryableError`.
+        An effect still in progress under another (live) attempt raises :class:`RetryableError`. When
+        ``fn`` ran and its result cannot be saved, the result is returned all the same (see
+        :meth:`_save_again`).
         """
         from aws_lambda_powertools.utilities.idempotency import IdempotencyConfig, idempotent_function
         from aws_lambda_powertools.utilities.idempotency.exceptions import (
@@ -105,6 +127,7 @@ class IdempotentEffects:
         )
 
         persistence = self._persistence
+        deadline = self._monotonic() + remaining_ms / 1000
         config = IdempotencyConfig(event_key_jmespath="key", expires_after_seconds=self._ttl_seconds)
         # Powertools reads only get_remaining_time_in_millis() of the context it is given.
         config.register_lambda_context(_Remaining(lambda: max(remaining_ms, 1000)))  # type: ignore[arg-type]
@@ -137,18 +160,33 @@ class IdempotentEffects:
                 raise
             # The effect ran but its record was not saved (a throttled or failed write): save it again
             # before the attempt ends, or a later attempt would run the effect a second time.
-            return self._save_again(key, done[0])
+            return self._save_again(key, done[0], deadline)
 
-    def _save_again(self, key: str, result: Any, tries: int = SAVE_TRIES) -> Any:
-        for attempt in range(1, tries + 1):
+    def _save_again(self, key: str, result: Any, deadline: float) -> Any:
+        """Save ``result`` as ``key``'s record: up to :data:`SAVE_TRIES` tries, none starting later
+        than :data:`SAVE_MARGIN_SECONDS` before ``deadline`` (the attempt's, on ``monotonic``). The
+        result is returned whether a save got through or not: the effect is done, and failing the
+        attempt would make the next one run it again once the record's "in progress" expired. If no
+        save got through, a warning says so; the record stays "in progress" until the deadline."""
+        tries = 0
+        while True:
+            tries += 1
             try:
                 self._persistence.save_success(data={"key": key}, result=result)
                 return result
-            except Exception:
-                if attempt == tries:
-                    raise
-                time.sleep(SAVE_BACKOFF_SECONDS * attempt)
-        return result  # pragma: no cover  (the loop returns or raises)
+            except Exception as exc:
+                pause = min(SAVE_BACKOFF_SECONDS * tries, SAVE_BACKOFF_MAX_SECONDS)
+                if tries >= SAVE_TRIES or self._monotonic() + pause > deadline - SAVE_MARGIN_SECONDS:
+                    logger.warning(
+                        "effect %r ran but its record was not saved (%d tries after the first, last: "
+                        "%s); the result is returned and the record stays in progress until the "
+                        "attempt's deadline",
+                        key,
+                        tries,
+                        exc,
+                    )
+                    return result
+                self._sleep(pause)
 
 
 @dataclass
@@ -201,8 +239,9 @@ class JobContext:
     def idempotent(self, effect: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run ``fn(*args, **kwargs)`` for this run and ``effect`` and return its result; later calls
         (other attempts, redeliveries) return the stored result without running it. Not at most once:
-        if an attempt dies inside ``fn`` (or its result cannot be saved after retries), a later attempt
-        runs it again once the dead attempt's deadline has passed (docs/semantics/runs.md)."""
+        if an attempt dies inside ``fn`` (or its result cannot be saved and the attempt then fails for
+        another reason), a later attempt runs it again once that attempt's deadline has passed
+        (docs/semantics/runs.md)."""
         if self.effects is None:
             raise RuntimeError("idempotent effects need the idempotency table; none was configured")
         remaining_ms = int(self.remaining_seconds() * 1000)

@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 import pytest
 
 from jobsched.bench.faults import FaultPlan, Kind, Rule, hook
+from jobsched.core.errors import RetryableError
 from jobsched.services.deliveries import Delivery
-from jobsched.targets.context import IdempotentEffects
+from jobsched.targets.context import SAVE_TRIES, IdempotentEffects
 from jobsched.targets.registry import job, unregister
 from tests.aws.conftest_worker import Kit, sent_messages
 
@@ -45,6 +46,65 @@ def test_an_effect_whose_first_save_fails_is_saved_again_and_never_runs_twice(aw
     assert plan.injected == {"throttle:dynamodb.UpdateItem": 1}
     assert first == second == {"charge_id": "ch_1"}
     assert calls == [1]
+
+
+class Pauses:
+    """A monotonic clock that moves only when slept on, and the pauses slept."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def _every_save_throttled(aws) -> tuple[FaultPlan, IdempotentEffects, Pauses]:
+    plan = FaultPlan(rules=[Rule(Kind.THROTTLE, "dynamodb", frozenset({"UpdateItem"}), match=_save)])
+    plan.active = True
+    client = hook(plan, aws.clients.session.client("dynamodb"), "dynamodb")
+    pauses = Pauses()
+    effects = IdempotentEffects(
+        client, aws.settings.idempotency_table, sleep=pauses.sleep, monotonic=pauses.monotonic
+    )
+    return plan, effects, pauses
+
+
+def test_an_effect_whose_every_save_fails_returns_its_result_and_does_not_run_again_meanwhile(aws, caplog):
+    # Given the idempotency table throttles every save of an effect's result (the effect runs first)
+    plan, effects, pauses = _every_save_throttled(aws)
+    calls: list[int] = []
+
+    def charge() -> dict:
+        calls.append(1)
+        return {"charge_id": f"ch_{len(calls)}"}
+
+    # When the effect runs in an attempt with 30 s left
+    result = effects.run("run-1:charge", charge, remaining_ms=30_000)
+    # Then the save was tried SAVE_TRIES more times, 0.2 s apart and more (at most 1 s), and the
+    # effect's result came back all the same (failing the attempt would have the next run it again)
+    assert result == {"charge_id": "ch_1"}
+    assert plan.injected == {"throttle:dynamodb.UpdateItem": 1 + SAVE_TRIES}
+    assert pauses.slept == pytest.approx([0.2, 0.4, 0.6, 0.8, 1.0, 1.0, 1.0, 1.0, 1.0])
+    assert "was not saved" in caplog.text and "run-1:charge" in caplog.text
+    # and its record stays "in progress": a later call within the attempt's deadline does not run it
+    with pytest.raises(RetryableError, match="in progress"):
+        effects.run("run-1:charge", charge, remaining_ms=30_000)
+    assert calls == [1]
+
+
+def test_the_saves_of_an_effect_stop_a_second_before_the_attempts_deadline(aws):
+    # Given every save of the result fails, in an attempt with 2 s left
+    plan, effects, pauses = _every_save_throttled(aws)
+    # When the effect runs
+    assert effects.run("run-2:charge", lambda: "done", remaining_ms=2_000) == "done"
+    # Then no save started later than 1 s before the deadline: tries at 0, 0.2 and 0.6 s
+    assert pauses.slept == pytest.approx([0.2, 0.4])
+    assert plan.injected == {"throttle:dynamodb.UpdateItem": 1 + 3}
 
 
 @pytest.fixture
