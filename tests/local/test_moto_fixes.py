@@ -198,6 +198,50 @@ def test_two_conditional_writes_of_one_item_cannot_both_pass(monkeypatch):
     assert item["holder"] == {"S": "first"}
 
 
+def _read_then_update(get_item: Any) -> tuple[str, str]:
+    """Put an item with ``a = b = 0``, read it with ``get_item`` (a DynamoDBBackend method), update both
+    attributes to 1, and return the read item's ``a`` and ``b`` as they are after the update: what
+    moto's server writes out for the read once its backend returned (outside the lock)."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.dynamodb.models import dynamodb_backends
+
+    with mock_aws():
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        _table(ddb)
+        key = {"k": {"S": "run"}}
+        ddb.put_item(TableName="t", Item={**key, "a": {"N": "0"}, "b": {"N": "0"}})
+        backend = dynamodb_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]
+        read = get_item(backend, "t", key)
+        ddb.update_item(
+            TableName="t",
+            Key=key,
+            UpdateExpression="SET a = :v, b = :v",
+            ExpressionAttributeValues={":v": {"N": "1"}},
+        )
+        return read.attrs["a"].value, read.attrs["b"].value
+
+
+def test_without_the_fix_a_get_item_answers_the_stored_item_itself():
+    """Given moto's own ``get_item`` (the one the patch wraps), When the item is updated after the
+    read returned and before its answer is written out, Then the answer changed under it: moto hands
+    out the stored object (decision 0042, dynamodb-read-during-update; written out attribute by
+    attribute meanwhile, it shows an item no update wrote)."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    moto_fixes.apply()
+    original = DynamoDBBackend.get_item.__wrapped__  # type: ignore[attr-defined]
+    assert _read_then_update(original) == ("1", "1")
+
+
+def test_with_the_fix_a_get_item_answers_the_item_as_it_was_read():
+    """Given the fixes applied, When the item is updated after the read returned and before its answer
+    is written out, Then the answer is the item as read (a copy taken under the lock), as on DynamoDB."""
+    from moto.dynamodb.models import DynamoDBBackend
+
+    moto_fixes.apply()
+    assert _read_then_update(DynamoDBBackend.get_item) == ("0", "0")
+
+
 def test_a_read_waits_for_a_write_in_progress(monkeypatch):
     """Given the fixes applied and a conditional write of an item paused between its condition check
     and its change (moto then changes the item in place, while an unlocked read deep-copies it and

@@ -27,9 +27,11 @@ iteration`` (an HTTP 500 from the server, which the SDK retries; in-process, as 
 caller sees the error: a workflow's advance after a node failed so, and the run waited for the
 sweeper). The fix runs every DynamoDB operation of the emulator that reads or writes items
 (:data:`DYNAMODB_WRITES`, :data:`DYNAMODB_READS`) under one lock of its process (:data:`WRITE_LOCK`).
-moto's handlers hold the interpreter lock anyway, so little concurrency is lost. (A ``GetItem``'s
-answer is still written out from the live item after the lock is released, so it can show an item
-half-updated: decision 0042, "Left open".)
+moto's handlers hold the interpreter lock anyway, so little concurrency is lost. moto answers a
+``GetItem`` (and each key of a ``BatchGetItem`` or ``TransactGetItems``) with the stored item itself,
+written out after the backend returns, outside the lock: a write meanwhile changed it under the
+answer (half-updated again). The item a ``get_item`` returns is therefore a copy taken under the lock
+(moto's ``Query`` and ``Scan`` copy their items already).
 
 **Two receives at once could both take a message, or one lose what it took.** moto's
 ``SQSBackend.receive_message`` scans the queue and marks what it takes without the queue's lock. Two
@@ -68,6 +70,7 @@ about one run in twelve). The fix starts a heartbeat endpoint set up after the o
 
 from __future__ import annotations
 
+import copy
 import functools
 import threading
 from typing import Any
@@ -104,9 +107,13 @@ def _atomic_dynamodb_items() -> None:
         if getattr(original, _APPLIED, False):
             continue
 
-        def locked(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+        def locked(
+            *args: Any, _original: Any = original, _snapshot: bool = name == "get_item", **kwargs: Any
+        ) -> Any:
             with WRITE_LOCK:
-                return _original(*args, **kwargs)
+                result = _original(*args, **kwargs)
+                # The stored item itself, written out after the lock is released: answer a copy.
+                return copy.deepcopy(result) if _snapshot else result
 
         functools.update_wrapper(locked, original)
         setattr(locked, _APPLIED, True)
