@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import queue
 import re
 import signal
 import subprocess
@@ -32,7 +31,6 @@ class DevProcess:
         self._env.update(env or {})
         self._env["PYTHONUNBUFFERED"] = "1"
         self._env["PYTHONFAULTHANDLER"] = "1"  # a stop that hangs shows its threads (see stop)
-        self._queue: queue.Queue[str] = queue.Queue()
         self.starts = 0
         self._start()
 

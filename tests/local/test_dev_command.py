@@ -10,12 +10,14 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 from jobsched.cli.commands.dev import add_arguments, run
 from jobsched.core.errors import ValidationError
 from jobsched.local.config import resolve_tenants
+from jobsched.local.embedded import PORT_TAKEN_TEXT
 from tests.local.devproc import DevProcess
 
 
@@ -115,8 +117,6 @@ def test_out_of_range_options_are_usage_errors(argv: list[str]) -> None:
 
 
 def test_the_log_directory_is_the_flag_then_the_environment_then_the_user_cache() -> None:
-    from pathlib import Path
-
     from jobsched.cli.commands.dev import log_directory
 
     assert log_directory("/x/logs", {"JOBSCHED_DEV_LOG_DIR": "/y"}) == Path("/x/logs")
@@ -147,24 +147,40 @@ def test_a_new_log_leaves_the_newest_logs_and_nothing_else_touched(tmp_path) -> 
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
+def _dev_on_picked_emulator_ports(logs: Path) -> tuple[DevProcess, int, int]:
+    """`jobsched dev` with both emulators on ports picked here, as a user would pin them. A pinned port
+    taken between the pick and the dev's listen fails the start (a port asked for is never moved);
+    then the ports are picked again, up to DevProcess.PORT_ATTEMPTS times, each with a log directory
+    of its own."""
+    from jobsched.local.server import free_port
+
+    for attempt in range(1, DevProcess.PORT_ATTEMPTS + 1):
+        moto_port, dynamodb_port = free_port(), free_port()
+        dev = DevProcess(
+            "--no-demo", "--tenant", "a=t", "--moto-port", str(moto_port),
+            "--dynamodb-port", str(dynamodb_port), "--log-dir", str(logs / str(attempt)),
+        )  # fmt: skip
+        try:
+            dev.wait_for_line("run events", timeout=90)
+            return dev, moto_port, dynamodb_port
+        except AssertionError:
+            dev.kill()
+            if attempt == DevProcess.PORT_ATTEMPTS or not any(PORT_TAKEN_TEXT in line for line in dev.lines):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
 @pytest.mark.slow
 def test_dev_pins_the_dynamodb_port_and_writes_its_log_in_the_log_directory(tmp_path) -> None:
     """Given free ports for both emulators and a log directory
     When `jobsched dev --moto-port A --dynamodb-port B --log-dir DIR` starts
     Then the banner shows both ports and a log file in DIR, and DynamoDB answers on B"""
-    from jobsched.local.server import free_port
-
-    moto_port, dynamodb_port = free_port(), free_port()
-    dev = DevProcess(
-        "--no-demo", "--tenant", "a=t", "--moto-port", str(moto_port),
-        "--dynamodb-port", str(dynamodb_port), "--log-dir", str(tmp_path / "logs"),
-    )  # fmt: skip
+    dev, moto_port, dynamodb_port = _dev_on_picked_emulator_ports(tmp_path / "logs")
     try:
-        dev.wait_for_line("run events", timeout=90)
         assert dev.wait_for_line("  DynamoDB  ").startswith(f"  DynamoDB  http://127.0.0.1:{dynamodb_port} ")
         assert dev.wait_for_line("  AWS       ").startswith(f"  AWS       http://127.0.0.1:{moto_port} ")
         log_line = dev.wait_for_line("  logs      ")
-        logs = list((tmp_path / "logs").glob("jobsched-dev-*.log"))
+        logs = list((tmp_path / "logs").glob("*/jobsched-dev-*.log"))
         assert len(logs) == 1 and str(logs[0]) in log_line
         with urllib.request.urlopen(f"http://127.0.0.1:{dynamodb_port}/moto-api/data.json", timeout=10) as r:
             assert r.status == 200
