@@ -130,29 +130,62 @@ def _slope_per_minute(points: list[tuple[float, float]]) -> float:
     )
 
 
+#: Starts of the soak's ``jobsched dev`` on newly picked ports when a picked one was taken meanwhile.
+PORT_ATTEMPTS = 3
+
+
 def run_soak(config: SoakConfig = SoakConfig()) -> dict[str, Any]:
     """Start ``jobsched dev``, add the per-second jobs, sample for ``minutes``, stop it."""
-    port = config.port or _free_port()
-    # With a port given, the emulators take the next two (a developer's port range stays theirs).
-    moto_port, dynamodb_port = (port + 1, port + 2) if config.port else (_free_port(), _free_port())
-    api = f"http://127.0.0.1:{port}"
-    log_dir = tempfile.mkdtemp(prefix="jobsched-soak-")
-    argv = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(port), "--tenant", f"soak={TOKEN}"]
-    argv += ["--moto-port", str(moto_port), "--dynamodb-port", str(dynamodb_port), "--log-dir", log_dir]
-    if config.retention_minutes is not None:
-        argv += ["--retention-minutes", str(config.retention_minutes)]
-    env = dict(os.environ, PYTHONUNBUFFERED="1")
-    with open(os.path.join(log_dir, "dev.out"), "wb") as out:
-        dev = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    dev, api, ports = start_dev(config)
     try:
-        return _measure(config, dev, api, {moto_port: "moto", dynamodb_port: "moto-dynamodb"})
+        return _measure(config, dev, api, ports)
     finally:
-        dev.terminate()
+        _stop(dev)
+
+
+def start_dev(config: SoakConfig) -> tuple[subprocess.Popen[bytes], str, dict[int, str]]:
+    """``jobsched dev`` for the soak, answering ``/health``: the process, its API's URL and its
+    emulators' names by port. Without ``config.port`` the three ports are picked free here and
+    listened on by the dev a second or more later; if something took one meanwhile (the dev exits
+    saying ``Address already in use``), they are picked again, up to :data:`PORT_ATTEMPTS` starts. A
+    port given is never moved: its start fails."""
+    from jobsched.local.embedded import PORT_TAKEN_TEXT  # the embedded mode's imports: only here
+
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = config.port or _free_port()
+        # With a port given, the emulators take the next two (a developer's port range stays theirs).
+        moto_port, dynamodb_port = (port + 1, port + 2) if config.port else (_free_port(), _free_port())
+        api = f"http://127.0.0.1:{port}"
+        log_dir = tempfile.mkdtemp(prefix="jobsched-soak-")
+        argv = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(port), "--tenant", f"soak={TOKEN}"]
+        argv += ["--moto-port", str(moto_port), "--dynamodb-port", str(dynamodb_port), "--log-dir", log_dir]
+        if config.retention_minutes is not None:
+            argv += ["--retention-minutes", str(config.retention_minutes)]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        output = Path(log_dir) / "dev.out"
+        with output.open("wb") as out:
+            dev = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env
+            )
         try:
-            dev.wait(30)
-        except subprocess.TimeoutExpired:
-            dev.kill()
-            dev.wait(10)
+            _wait_healthy(api, dev, 120)
+        except RuntimeError:
+            _stop(dev)
+            taken = PORT_TAKEN_TEXT in output.read_text(errors="replace")
+            if config.port is None and taken and attempt < PORT_ATTEMPTS:
+                continue
+            raise
+        return dev, api, {moto_port: "moto", dynamodb_port: "moto-dynamodb"}
+    raise AssertionError("unreachable")  # pragma: no cover  (the loop returns or raises)
+
+
+def _stop(dev: subprocess.Popen[bytes]) -> None:
+    dev.terminate()
+    try:
+        dev.wait(30)
+    except subprocess.TimeoutExpired:
+        dev.kill()
+        dev.wait(10)
 
 
 def _wait_healthy(api: str, dev: subprocess.Popen[bytes], seconds: float) -> None:
@@ -194,7 +227,6 @@ def _processes(dev_pid: int, ports: dict[int, str]) -> dict[str, int]:
 def _measure(
     config: SoakConfig, dev: subprocess.Popen[bytes], api: str, ports: dict[int, str]
 ) -> dict[str, Any]:
-    _wait_healthy(api, dev, 120)
     job_ids = []
     for i in range(config.per_second_jobs):
         body = json.dumps(

@@ -4,11 +4,13 @@ the DynamoDB one included (decision 0044, seventeenth pass: one child imports mo
 from __future__ import annotations
 
 import re
+import socket
 from pathlib import Path
 
 import pytest
 
-from jobsched.bench.soak import _cpu_seconds, _processes
+from jobsched.bench import soak
+from jobsched.bench.soak import SoakConfig, _cpu_seconds, _processes, _stop, start_dev
 from jobsched.local.embedded import FORK_SERVERS
 from tests.local.devproc import DevProcess
 
@@ -41,3 +43,24 @@ def test_the_soak_names_the_dev_and_both_emulators() -> None:
         assert all(_cpu_seconds(pid) >= 0 for pid in named.values())
     finally:
         dev.stop()
+
+
+@pytest.mark.skipif(not FORK_SERVERS, reason="the soak reads /proc (Linux)")
+def test_the_soak_starts_its_dev_again_when_a_picked_port_was_taken(monkeypatch) -> None:
+    # Given the soak's pick for its dev's AWS emulator is a port something else already listens on
+    real_pick = soak._free_port
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        picks = iter([real_pick(), port])  # the API's port, then the emulator's
+        monkeypatch.setattr(soak, "_free_port", lambda: next(picks, None) or real_pick())
+        # When the soak starts its jobsched dev
+        dev, api, ports = start_dev(SoakConfig())
+    try:
+        # Then it answers, started again on ports picked again, none of them the taken one
+        assert port not in ports and f":{port}" not in api
+        assert sorted(ports.values()) == ["moto", "moto-dynamodb"]
+        assert dev.poll() is None
+    finally:
+        _stop(dev)
