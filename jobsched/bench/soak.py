@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -57,14 +58,6 @@ class SoakConfig:
     port: int | None = None  # the API port of the soak's jobsched dev (None: a free one); +1, +2: moto's
     sample_seconds: float = 10.0
     warmup_seconds: float = 30.0
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _children(pid: int) -> list[int]:
@@ -130,10 +123,6 @@ def _slope_per_minute(points: list[tuple[float, float]]) -> float:
     )
 
 
-#: Starts of the soak's ``jobsched dev`` on newly picked ports when a picked one was taken meanwhile.
-PORT_ATTEMPTS = 3
-
-
 def run_soak(config: SoakConfig = SoakConfig()) -> dict[str, Any]:
     """Start ``jobsched dev``, add the per-second jobs, sample for ``minutes``, stop it."""
     dev, api, ports = start_dev(config)
@@ -143,40 +132,51 @@ def run_soak(config: SoakConfig = SoakConfig()) -> dict[str, Any]:
         _stop(dev)
 
 
+#: The banner lines of ``jobsched dev`` that name its ports (docs/local.md).
+_API_LINE = re.compile(r"^jobsched dev: API on (http://[\d.]+:\d+)", re.MULTILINE)
+_EMULATOR_LINE = re.compile(r"^  (AWS|DynamoDB) +http://[\d.]+:(\d+)", re.MULTILINE)
+
+
 def start_dev(config: SoakConfig) -> tuple[subprocess.Popen[bytes], str, dict[int, str]]:
     """``jobsched dev`` for the soak, answering ``/health``: the process, its API's URL and its
-    emulators' names by port. Without ``config.port`` the three ports are picked free here and
-    listened on by the dev a second or more later; if something took one meanwhile (the dev exits
-    saying ``Address already in use``), they are picked again, up to :data:`PORT_ATTEMPTS` starts. A
-    port given is never moved: its start fails."""
-    from jobsched.local.embedded import PORT_TAKEN_TEXT  # the embedded mode's imports: only here
+    emulators' names by port. With ``config.port`` the API listens on it and the emulators on the next
+    two; without, the dev picks all three itself (the API on port 0, bound at once; its emulators'
+    ports picked again if taken before they listen, docs/local.md) and the soak reads them from the
+    dev's banner."""
+    log_dir = tempfile.mkdtemp(prefix="jobsched-soak-")
+    argv = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(config.port or 0)]
+    if config.port:  # a developer's port range stays theirs: the emulators take the next two
+        argv += ["--moto-port", str(config.port + 1), "--dynamodb-port", str(config.port + 2)]
+    argv += ["--tenant", f"soak={TOKEN}", "--log-dir", log_dir]
+    if config.retention_minutes is not None:
+        argv += ["--retention-minutes", str(config.retention_minutes)]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    output = Path(log_dir) / "dev.out"
+    with output.open("wb") as out:
+        dev = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        api, ports = _banner_ports(output, dev, 120)
+        _wait_healthy(api, dev, 120)
+    except RuntimeError:
+        _stop(dev)
+        raise
+    return dev, api, ports
 
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        port = config.port or _free_port()
-        # With a port given, the emulators take the next two (a developer's port range stays theirs).
-        moto_port, dynamodb_port = (port + 1, port + 2) if config.port else (_free_port(), _free_port())
-        api = f"http://127.0.0.1:{port}"
-        log_dir = tempfile.mkdtemp(prefix="jobsched-soak-")
-        argv = [sys.executable, "-m", "jobsched.cli", "dev", "--port", str(port), "--tenant", f"soak={TOKEN}"]
-        argv += ["--moto-port", str(moto_port), "--dynamodb-port", str(dynamodb_port), "--log-dir", log_dir]
-        if config.retention_minutes is not None:
-            argv += ["--retention-minutes", str(config.retention_minutes)]
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        output = Path(log_dir) / "dev.out"
-        with output.open("wb") as out:
-            dev = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env
-            )
-        try:
-            _wait_healthy(api, dev, 120)
-        except RuntimeError:
-            _stop(dev)
-            taken = PORT_TAKEN_TEXT in output.read_text(errors="replace")
-            if config.port is None and taken and attempt < PORT_ATTEMPTS:
-                continue
-            raise
-        return dev, api, {moto_port: "moto", dynamodb_port: "moto-dynamodb"}
-    raise AssertionError("unreachable")  # pragma: no cover  (the loop returns or raises)
+
+def _banner_ports(output: Path, dev: subprocess.Popen[bytes], seconds: float) -> tuple[str, dict[int, str]]:
+    """The API's URL and the emulators' names by port, read from the dev's banner in ``output``."""
+    names = {"AWS": "moto", "DynamoDB": "moto-dynamodb"}
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        text = output.read_text(errors="replace")
+        api = _API_LINE.search(text)
+        ports = {int(port): names[label] for label, port in _EMULATOR_LINE.findall(text)}
+        if api and len(ports) == len(names):
+            return api.group(1), ports
+        if dev.poll() is not None:
+            raise RuntimeError(f"jobsched dev exited with {dev.returncode}: {text.strip()[-800:]}")
+        time.sleep(0.2)
+    raise RuntimeError(f"jobsched dev printed no banner within {seconds:.0f} s")
 
 
 def _stop(dev: subprocess.Popen[bytes]) -> None:

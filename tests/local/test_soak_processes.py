@@ -4,12 +4,10 @@ the DynamoDB one included (decision 0044, seventeenth pass: one child imports mo
 from __future__ import annotations
 
 import re
-import socket
 from pathlib import Path
 
 import pytest
 
-from jobsched.bench import soak
 from jobsched.bench.soak import SoakConfig, _cpu_seconds, _processes, _stop, start_dev
 from jobsched.local.embedded import FORK_SERVERS
 from tests.local.devproc import DevProcess
@@ -46,21 +44,19 @@ def test_the_soak_names_the_dev_and_both_emulators() -> None:
 
 
 @pytest.mark.skipif(not FORK_SERVERS, reason="the soak reads /proc (Linux)")
-def test_the_soak_starts_its_dev_again_when_a_picked_port_was_taken(monkeypatch) -> None:
-    # Given the soak's pick for its dev's AWS emulator is a port something else already listens on
-    real_pick = soak._free_port
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen(1)
-        port = taken.getsockname()[1]
-        picks = iter([real_pick(), port])  # the API's port, then the emulator's
-        monkeypatch.setattr(soak, "_free_port", lambda: next(picks, None) or real_pick())
-        # When the soak starts its jobsched dev
-        dev, api, ports = start_dev(SoakConfig())
+def test_without_a_port_the_soak_lets_its_dev_pick_every_port_and_reads_them_from_its_banner() -> None:
+    # Given no port asked for / When the soak starts its jobsched dev
+    dev, api, ports = start_dev(SoakConfig())
     try:
-        # Then it answers, started again on ports picked again, none of them the taken one
-        assert port not in ports and f":{port}" not in api
-        assert sorted(ports.values()) == ["moto", "moto-dynamodb"]
+        # Then the dev was asked for port 0 and no emulator port (it picks them, none can be taken
+        # between a pick of the soak's and the dev's listen), and the soak found what it listens on:
+        # the API answering at the banner's URL, each emulator process by the banner's port
+        argv = Path(f"/proc/{dev.pid}/cmdline").read_bytes().split(b"\0")
+        assert argv[argv.index(b"--port") + 1] == b"0"
+        assert b"--moto-port" not in argv and b"--dynamodb-port" not in argv
+        assert int(api.rsplit(":", 1)[1]) > 0
+        named = _processes(dev.pid, ports)
+        assert {"dev", "moto", "moto-dynamodb"} <= set(named)
         assert dev.poll() is None
     finally:
         _stop(dev)
