@@ -79,22 +79,15 @@ def browser() -> Iterator[Any]:
 def browser_command_line(ancestor: int) -> list[str]:
     """The arguments of the Chromium browser process (not one of its helpers, which have ``--type=``)
     Playwright started under process ``ancestor``, read from ``/proc``; empty where there is none."""
-    parents: dict[int, int] = {}
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            stat = (entry / "stat").read_text()
-            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
-        except (OSError, ValueError):  # ended meanwhile
-            continue
-    for pid in parents:
-        above = parents.get(pid)
-        while above is not None and above != ancestor:
-            above = parents.get(above)
-        if above is None:
-            continue
+    from jobsched.bench.soak import _children  # a process's children, from /proc
+
+    below = [ancestor]
+    while below:
+        pid = below.pop()
         try:
             args = (Path("/proc") / str(pid) / "cmdline").read_bytes().decode().split("\0")
-        except OSError:
+            below += _children(pid)
+        except OSError:  # no /proc, or the process ended meanwhile
             continue
         if "--remote-debugging-pipe" in args and not any(a.startswith("--type=") for a in args):
             return args
