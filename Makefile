@@ -47,42 +47,52 @@ fmt: install
 
 # The suite on TEST_WORKERS pytest-xdist workers (decision 0044): tests that share a fixture wider than
 # a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py);
-# BESIDE_TESTS are left out of it. Then, in one process, the tests marked serial (real-time assertions a
-# busy CPU breaks; only their files are collected, tests/serial.py), with two things beside them under
-# `nice -n 19` (they leave more than a core idle on average): BESIDE_TESTS, CPU-bound tests with no
-# real-time assertion (the synthesized stack's), in one process of their own; and the deploy rehearsal
-# (about one core for one to one and a half minutes), without IAM_CALLS_DIR (its calls are not the
-# tests'). Their output is printed when the serial tests end, and a failure of either fails `make test`
-# there. Last, alone, the permissions check, which judges every call the whole run recorded into the
-# same IAM_CALLS_DIR (decision 0044, ninth pass). The rehearsal is started directly: `$(MAKE)
-# deploy-rehearsal` would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does
-# not reach (make passes no -o down), and reinstall a shared .venv.
-# `make lint`'s commands run beside the parallel run under `nice -n 19` (they take the CPU the workers
-# leave idle while they wait on child processes and real time; about a minute of mypy otherwise came
-# first); their output is printed when the parallel run ends, and a lint failure fails `make test` there,
-# before the serial tests (decision 0044, seventh pass).
+# BESIDE_TESTS are left out of it. Beside it, under `nice -n 19` (they take the CPU the workers leave
+# idle while they wait on child processes and real time): `make lint`'s commands, whose output is printed
+# when the parallel run ends (a lint failure fails `make test` there, decision 0044, seventh pass), and
+# BESIDE_TESTS, CPU-bound tests with no real-time assertion (the synthesized stack's), in one process of
+# their own, which goes on beside the serial tests (twentieth pass; its output is printed when they end,
+# and a failure fails `make test` there; if the parallel run or lint fails, it is stopped). Then the tests
+# marked serial (real-time assertions a busy CPU breaks; only their files are collected, tests/serial.py),
+# in two processes side by side: the first lane, whose tests start embedded modes and `jobsched dev`s,
+# and the second (SECOND_LANE in tests/serial.py, output in SECOND_LANE_LOG, printed when the first
+# ends), whose tests run in-process; with the deploy rehearsal beside them under `nice -n 19` (about one
+# core for a minute), without IAM_CALLS_DIR (its calls are not the tests'), its output printed when they
+# end and a failure failing `make test` there. Last, alone, the permissions check, which judges every
+# call the whole run recorded into the same IAM_CALLS_DIR (decision 0044, ninth pass). The rehearsal is
+# started directly: `$(MAKE) deploy-rehearsal` would re-check `install` in a sub-make that `make -o
+# .venv/.installed-stamp` does not reach (make passes no -o down), and reinstall a shared .venv.
 TEST_WORKERS ?= 4
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 LINT_LOG := $(VENV)/lint-beside-tests.log
 REHEARSAL_LOG := $(VENV)/rehearsal-beside-tests.log
 BESIDE_TESTS := tests/infra
 BESIDE_LOG := $(VENV)/tests-beside-serial.log
+SECOND_LANE_LOG := $(VENV)/serial-second-lane.log
 test: install
 	nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
 	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
+	  nice -n 19 $(PY) -m pytest -p no:cacheprovider -q -m "not serial" $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
 	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial" $(addprefix --ignore=,$(BESIDE_TESTS)); tests=$$?; \
 	  wait $$lint; linted=$$?; echo "--- make lint (beside the parallel run):"; cat $(LINT_LOG); \
+	  if [ $$linted -ne 0 ] || [ $$tests -ne 0 ]; then kill $$beside 2>/dev/null; wait $$beside; \
+	    echo "make test: $(BESIDE_TESTS) stopped (the parallel run or lint failed)"; fi; \
 	  if [ $$linted -ne 0 ]; then echo "make test: make lint failed (above)"; exit $$linted; fi; \
 	  if [ $$tests -ne 0 ]; then exit $$tests; fi; \
-	  nice -n 19 $(PY) -m pytest -p no:cacheprovider -q -m "not serial" $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
 	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
-	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --before-last); serial=$$?; \
-	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the serial tests):"; cat $(BESIDE_LOG); \
+	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --lane 2) > $(SECOND_LANE_LOG) 2>&1 & \
+	  second=$$!; \
+	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --lane 1); serial=$$?; \
+	  wait $$second; seconds=$$?; echo "--- the serial tests' second lane (beside the first):"; \
+	  cat $(SECOND_LANE_LOG); \
+	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the parallel run and the serial tests):"; \
+	  cat $(BESIDE_LOG); \
 	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the serial tests):"; \
 	  cat $(REHEARSAL_LOG); \
+	  if [ $$seconds -ne 0 ]; then echo "make test: the serial tests' second lane failed (above)"; fi; \
 	  if [ $$besides -ne 0 ]; then echo "make test: $(BESIDE_TESTS) failed (above)"; fi; \
 	  if [ $$rehearsed -ne 0 ]; then echo "make test: the deploy rehearsal failed (above)"; fi; \
-	  [ $$serial -eq 0 ] && [ $$besides -eq 0 ] && [ $$rehearsed -eq 0 ] && \
+	  [ $$serial -eq 0 ] && [ $$seconds -eq 0 ] && [ $$besides -eq 0 ] && [ $$rehearsed -eq 0 ] && \
 	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --last)
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded

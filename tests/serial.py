@@ -45,6 +45,23 @@ SERIAL = frozenset(
         f"tests/infra/{LAST}",
     }
 )
+#: The serial files ``make test`` runs in a second process beside the first (decision 0044, thirteenth
+#: pass): tests that start no embedded mode, ``jobsched dev`` or other child process of their own --
+#: moto in-process with real sleeps (the fair poller's held visibility, the state machine's
+#: heartbeats), threads timed in-process (the cancel watch) and the benchmarks, which pin themselves
+#: to one CPU. Every other serial file (the end-to-end embedded modes and ``jobsched dev``'s start and
+#: stop, whose child processes need the CPU on time) is in the first process. ``--lane 1`` and
+#: ``--lane 2`` print the two; the permissions check is in neither.
+SECOND_LANE = frozenset(
+    {
+        "tests/aws/test_fair_poller.py",
+        "tests/bench/test_burst.py",
+        "tests/bench/test_idle.py",
+        "tests/bench/test_pipeline.py",
+        "tests/infra/test_asl_moto.py",
+        "tests/services/test_worker_cancel.py",
+    }
+)
 #: How a test file marks a test of its own serial (``@pytest.mark.serial``, ``pytestmark = ...``).
 MARK = "mark.serial"
 
@@ -61,17 +78,26 @@ def serial_files(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str], root: Path = ROOT) -> str:
-    """What ``python -m tests.serial [--before-last | --last]`` prints: every serial file; with
-    ``--before-last``, all but the permissions check's; with ``--last``, only the permissions check's
-    (``make test`` runs it alone once the serial tests and the tests beside them have recorded)."""
+    """What ``python -m tests.serial [--before-last | --last | --lane 1 | --lane 2]`` prints: every
+    serial file; with ``--before-last``, all but the permissions check's; with ``--last``, only the
+    permissions check's (``make test`` runs it alone once the serial tests and the tests beside them
+    have recorded); with ``--lane 2``, the files of :data:`SECOND_LANE`; with ``--lane 1``, all the
+    others but the permissions check's."""
     files = serial_files(root)
     last = next(name for name in files if Path(name).name == LAST)
     if argv == ["--before-last"]:
         files = [name for name in files if name != last]
     elif argv == ["--last"]:
         files = [last]
+    elif argv == ["--lane", "1"]:
+        files = [name for name in files if name != last and name not in SECOND_LANE]
+    elif argv == ["--lane", "2"]:
+        files = [name for name in files if name in SECOND_LANE]
     elif argv:
-        raise SystemExit(f"usage: python -m tests.serial [--before-last | --last], not {' '.join(argv)}")
+        raise SystemExit(
+            "usage: python -m tests.serial [--before-last | --last | --lane 1 | --lane 2], "
+            f"not {' '.join(argv)}"
+        )
     return "\n".join(files)
 
 
