@@ -10,8 +10,8 @@ The suite runs on several pytest-xdist workers (``make test``, ``make test-fast`
 - every worker records into the same ``IAM_CALLS_DIR`` (its own ``<pid>.json``, and the test files it
   collected in ``<pid>.paths``), and the permissions check, which judges the whole run, is left out of
   a parallel run and run after it (``make test`` does) as its own session on that directory;
-- the tests marked ``serial`` (:data:`SERIAL`: real-time assertions a busy CPU breaks) run in that
-  session too, before the check, in one process;
+- the tests marked ``serial`` (:data:`SERIAL`: real-time assertions a busy CPU breaks) run after the
+  parallel run too, before the check, in two processes side by side (``tests/serial.py``'s lanes);
 - a test that uses a fixture wider than a function (a synthesized app, a running ``jobsched dev``, a
   module's embedded mode) is grouped with the tests that share it (``--dist loadgroup``), so the
   fixture is built once, on one worker; the other tests are spread one by one.

@@ -1,10 +1,11 @@
-"""The tests ``make test`` runs after the parallel run, in one process (decision 0044), and their files.
+"""The tests ``make test`` runs after the parallel run, in two lanes (decision 0044), and their files.
 
 :data:`SERIAL` names whole files (tests/conftest.py marks their tests ``serial``); a test elsewhere is
 marked in its file (``@pytest.mark.serial``). ``python -m tests.serial`` prints every file that holds a
 serial test, one per line (``--before-last``: all but the permissions check's; ``--last``: only that
-one, which ``make test`` runs alone after the serial tests and the tests beside them): the serial
-session collects only those, not the whole suite again (one collection imports aws_cdk, Playwright,
+one, which ``make test`` runs alone after the serial tests and the tests beside them; ``--lane 1`` and
+``--lane 2``: the two processes ``make test`` runs side by side, :data:`SECOND_LANE`): the serial
+sessions collect only those, not the whole suite again (one collection imports aws_cdk, Playwright,
 schemathesis and hypothesis: 20-40 s on this machine). The
 parallel session checks that every test it sees marked ``serial`` is in one of them
 (:func:`tests.conftest.pytest_collection_modifyitems`), so a test cannot be left out of both parts.
@@ -21,7 +22,7 @@ LAST = "test_permissions_by_use.py"
 #: Tests whose assertions hold only while their processes get the CPU on time (per-second jobs paused
 #: and resumed in real time; a cost comparison of two runs timed on the wall clock). Beside two other
 #: xdist workers on two cores they failed (decision 0044), so ``make test`` runs them after the
-#: parallel run, in one process, with the permissions check: marked ``serial``.
+#: parallel run, in two lanes of one process each, then the permissions check: marked ``serial``.
 SERIAL = frozenset(
     {
         "tests/local/test_e2e_pause.py",
