@@ -63,7 +63,10 @@ class SoakConfig:
 def _children(pid: int) -> list[int]:
     out: list[int] = []
     for task in Path(f"/proc/{pid}/task").iterdir():
-        text = (task / "children").read_text().split()
+        try:
+            text = (task / "children").read_text().split()
+        except FileNotFoundError:  # a thread that ended since it was listed
+            continue
         out += [int(c) for c in text]
     return out
 
@@ -212,7 +215,10 @@ def _processes(dev_pid: int, ports: dict[int, str]) -> dict[str, int]:
     order (:mod:`jobsched.local.moto_child`); a forked child's command line is its parent's."""
     named = {"dev": dev_pid}
     for child in _children(dev_pid):
-        argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        try:
+            argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except FileNotFoundError:  # a short-lived child that ended since it was listed
+            continue
         if b"-p" in argv:
             port = int(argv[argv.index(b"-p") + 1])
             named[ports.get(port, f"child-{child}")] = child

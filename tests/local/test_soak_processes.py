@@ -60,3 +60,19 @@ def test_without_a_port_the_soak_lets_its_dev_pick_every_port_and_reads_them_fro
         assert dev.poll() is None
     finally:
         _stop(dev)
+
+
+def test_a_child_that_ends_while_the_processes_are_named_is_left_out(monkeypatch) -> None:
+    # Given a child of the dev listed, which then ended (a short-lived one: seen in a CI run, the soak's
+    # naming read /proc/<pid>/cmdline of a child gone since it was listed, FileNotFoundError)
+    import subprocess
+    import sys
+
+    from jobsched.bench import soak
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    assert not Path(f"/proc/{gone.pid}").exists()
+    monkeypatch.setattr(soak, "_children", lambda pid: [gone.pid] if pid == 4242 else [])
+    # When the dev's processes are named / Then the child is left out, the dev named
+    assert _processes(4242, {}) == {"dev": 4242}
