@@ -17,18 +17,15 @@ The suite runs on several pytest-xdist workers (``make test``, ``make test-fast`
   fixture is built once, on one worker; the other tests are spread one by one.
 """
 
-import functools
 import inspect
 import os
 import time
 from pathlib import Path
 
-import botocore.loaders
-import botocore.session
 import pytest
 
 from jobsched.aws.tenant_limits import CONTAINER_CACHE
-from jobsched.local import collector, moto_fixes
+from jobsched.local import botocore_loader, collector, moto_fixes
 from jobsched.local.iam import recorder
 from tests.serial import LAST, SERIAL, serial_files
 
@@ -38,31 +35,8 @@ TESTS = ROOT / "tests"
 PATHS_SUFFIX = ".paths"
 
 
-def _share_botocore_loader() -> None:
-    """One botocore data loader for every session this process creates.
-
-    Each test builds its clients from a new boto3 session (as each new Lambda container does), and a
-    new session parses botocore's JSON models again: two thirds of the ``aws`` fixture's time. A
-    loader caches what it parsed, so sharing one is what a long-lived session does; boto3 appends its
-    own data path to the loader of every session it wraps, so the shared loader keeps one copy of each.
-    """
-
-    class _SearchPaths(list):
-        def append(self, path: str) -> None:
-            if path not in self:
-                super().append(path)
-
-    @functools.cache
-    def create_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
-        loader = botocore.loaders.create_loader(search_path_string)
-        loader._search_paths = _SearchPaths(loader.search_paths)
-        return loader
-
-    botocore.session.create_loader = create_loader
-
-
 moto_fixes.apply()
-_share_botocore_loader()
+botocore_loader.share()  # each test's new session reads the models parsed once
 SESSION_RECORDING = recorder.install()
 if not os.environ.get(recorder.ENV_CALLS_DIR):
     # A directory of this session's own (`make iam-report` reads the newest): a session running beside

@@ -52,7 +52,7 @@ from jobsched.aws.clients import set_lane_source
 from jobsched.aws.limits_store import POOL_CEILING_LEASE_SECONDS
 from jobsched.compose.seam import Seam
 from jobsched.core.shares import format_tenant_slots
-from jobsched.local import collector, moto_child
+from jobsched.local import botocore_loader, collector, moto_child
 from jobsched.local.capacity import capacity_tick, local_policy
 from jobsched.local.code_version import local_code_version
 from jobsched.local.config import LocalConfig, tenant_tokens_json
@@ -385,6 +385,8 @@ class EmbeddedMode:
     def start(self) -> None:
         """Bring everything up; on any failure, tear down what was started and re-raise."""
         self._started = True
+        # Each function's clients come from a session of its own: one parse of botocore's models for all.
+        botocore_loader.share()
         try:
             if self.overrides.get("api", True) is not None:
                 self.bridge = HttpBridge(None, host=self.config.host, port=self.config.port)
