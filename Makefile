@@ -2,8 +2,9 @@
 SHELL := /bin/bash
 # The interpreter .venv is made from (decision 0044, twentieth pass): the system's /usr/bin/python3 when
 # it is 3.11 or later (a distribution's build, compiled with profile-guided and link-time optimisation),
-# else python3 on PATH. On this machine python3 on PATH is pyenv's 3.11.7, built without either, and the
-# suite's Python took about 30 % more CPU on it. `make PYTHON=python3.12 install` makes .venv from another;
+# else python3 on PATH. On this machine python3 on PATH is pyenv's 3.11.7, built without either: the cost
+# benchmark's pipeline took up to 30 % more CPU on it, a clean-clone `make test` 12-18 % more.
+# `make PYTHON=python3.12 install` makes .venv from another;
 # an existing .venv is kept whatever it was made from (`make clean` removes it).
 PYTHON ?= $(shell for p in /usr/bin/python3 python3; do "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 11))' \
   2>/dev/null && { echo "$$p"; break; }; done)
