@@ -4,10 +4,13 @@ the DynamoDB one included (decision 0044, seventeenth pass: one child imports mo
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from jobsched.bench import soak
 from jobsched.bench.soak import SoakConfig, _cpu_seconds, _processes, _stop, start_dev
 from jobsched.local.embedded import FORK_SERVERS
 from tests.local.devproc import DevProcess
@@ -65,11 +68,6 @@ def test_without_a_port_the_soak_lets_its_dev_pick_every_port_and_reads_them_fro
 def test_a_child_that_ends_while_the_processes_are_named_is_left_out(monkeypatch) -> None:
     # Given a child of the dev listed, which then ended (a short-lived one: seen in a CI run, the soak's
     # naming read /proc/<pid>/cmdline of a child gone since it was listed, FileNotFoundError)
-    import subprocess
-    import sys
-
-    from jobsched.bench import soak
-
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert not Path(f"/proc/{gone.pid}").exists()
