@@ -159,6 +159,7 @@ def _dev_on_picked_emulator_ports(logs: Path) -> tuple[DevProcess, int, int]:
         dev = DevProcess(
             "--no-demo", "--tenant", "a=t", "--moto-port", str(moto_port),
             "--dynamodb-port", str(dynamodb_port), "--log-dir", str(logs / str(attempt)),
+            "--container-concurrency", "0",  # no container worker process: no run here
         )  # fmt: skip
         try:
             dev.wait_for_line("run events", timeout=90)
@@ -207,7 +208,9 @@ def test_with_a_retention_in_minutes_a_run_expires_that_long_after_it_was_due() 
     import json
     from datetime import datetime, timedelta
 
-    dev = DevProcess("--no-demo", "--tenant", "acme=tok-acme", "--retention-minutes", "10")
+    dev = DevProcess(  # (no container worker process: its run is a Lambda queue's)
+        "--no-demo", "--tenant", "acme=tok-acme", "--retention-minutes", "10", "--container-concurrency", "0"
+    )
     try:
         dev.wait_for_line("run events")
 

@@ -135,6 +135,8 @@ def dev(project: Path) -> Iterator[tuple[DevProcess, ApiClient]]:
         f"{TENANT}={TOKEN}",
         "--admin",
         TENANT,
+        "--container-concurrency",
+        "0",  # no run of this module uses the container pool: no container worker process
         env={"JOBSCHED_HANDLER_MODULES": "mixed_handlers"},
         cwd=project,
     )

@@ -52,6 +52,8 @@ def dev(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[DevProcess, 
         f"{OTHER}={OTHER_TOKEN}",
         "--log-dir",
         str(log_dir),
+        "--container-concurrency",
+        "0",  # no run of this module uses the container pool: no container worker process
         env={"JOBSCHED_HANDLER_MODULES": "shop_handlers"},
         cwd=project,
     )

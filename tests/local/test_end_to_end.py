@@ -30,7 +30,8 @@ MAX_LAG = timedelta(seconds=5)
 @pytest.fixture(scope="module")
 def dev() -> Iterator[tuple[DevProcess, ApiClient]]:
     """Given `jobsched dev --no-demo` with one tenant, and an API client holding its token."""
-    process = DevProcess("--no-demo", "--tenant", f"e2e={TOKEN}")
+    # (no run of this module uses the container pool: no container worker process)
+    process = DevProcess("--no-demo", "--tenant", f"e2e={TOKEN}", "--container-concurrency", "0")
     try:
         process.wait_for_line("run events", timeout=60)
         yield process, ApiClient(process.url, token=TOKEN, timeout=60)
