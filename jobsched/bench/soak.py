@@ -65,7 +65,7 @@ def _children(pid: int) -> list[int]:
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
             text = (task / "children").read_text().split()
-        except FileNotFoundError:  # a thread that ended since it was listed
+        except (FileNotFoundError, ProcessLookupError):  # a thread that ended (or is ending) since listed
             continue
         out += [int(c) for c in text]
     return out
@@ -217,7 +217,7 @@ def _processes(dev_pid: int, ports: dict[int, str]) -> dict[str, int]:
     for child in _children(dev_pid):
         try:
             argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
-        except FileNotFoundError:  # a short-lived child that ended since it was listed
+        except (FileNotFoundError, ProcessLookupError):  # a short-lived child that ended since listed
             continue
         if b"-p" in argv:
             port = int(argv[argv.index(b"-p") + 1])

@@ -45,8 +45,9 @@ def _settled(client: ApiClient, job_id: str, start: datetime, end: datetime) -> 
 @pytest.fixture(scope="module")
 def resumed() -> Iterator[dict[str, dict[str, Any]]]:
     """Given both jobs running, paused for 6 s, resumed, and their runs up to 4 s after the resume (after
-    its answer, when the answer came later than the job's ``updated_at``: on a loaded machine a resume
-    that decides a minute of withdrawn runs took over 4 s, and no run was left in the window after it)."""
+    its answer, when the answer came later than the job's ``updated_at``: on a loaded machine the answer
+    to a resume that decides a minute of withdrawn runs came about 4 s after it, and no run was left in
+    the window after the answer)."""
     process = EmbeddedProcess(
         {TENANT: TOKEN}, lookahead_seconds=60, enqueue_horizon_seconds=60, tick_seconds=1.0
     )
