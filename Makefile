@@ -64,7 +64,10 @@ fmt: install
 # started directly: `$(MAKE) deploy-rehearsal` would re-check `install` in a sub-make that `make -o
 # .venv/.installed-stamp` does not reach (make passes no -o down), and reinstall a shared .venv.
 TEST_WORKERS ?= 4
-PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+# --no-loadscope-reorder: the work units go out in the order the workers collected them, the longest
+# first (tests/conftest.py); pytest-xdist's default re-sorts them by their number of tests, which had
+# a one-test unit of 100 s start two minutes in (decision 0044, twenty-first pass).
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 LINT_LOG := $(VENV)/lint-beside-tests.log
 REHEARSAL_LOG := $(VENV)/rehearsal-beside-tests.log
 BESIDE_TESTS := tests/infra

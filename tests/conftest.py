@@ -151,11 +151,11 @@ def slow_units_first(items: list[pytest.Item]) -> list[pytest.Item]:
     """``items`` with the work units that hold ``slow`` tests first, longest first, the rest after,
     each in its collection order (decision 0044, eighth and thirteenth passes). A unit's length is the
     sum over its files of the largest ``seconds`` their tests' ``slow`` marks give (a bare ``slow``:
-    :data:`SLOW_SECONDS`). ``--dist loadgroup`` re-sorts the units by their number of tests (its
-    default, ``--loadscope-reorder``; decision 0044, twenty-first pass), so the groups go out first and
-    this order holds among the tests alone, one to each worker that asks: the long ones (an embedded
-    mode, a browser, a synthesis) start first, the longest before them, and the thousands of short ones
-    fill the workers' ends, so no worker starts a unit of a minute while the others are nearly done."""
+    :data:`SLOW_SECONDS`). ``--dist loadgroup --no-loadscope-reorder`` (``make test``'s
+    ``PYTEST_PARALLEL``; pytest-xdist's default re-sorts the units by their number of tests) hands them
+    out in this order, one to each worker that asks: the long ones (an embedded mode, a browser, a
+    synthesis) start first, the longest before them, and the thousands of short ones fill the workers'
+    ends, so no worker starts a unit of a minute while the others are nearly done."""
     per_file: dict[tuple[str, Path], int] = {}
     for item in items:
         marker = item.get_closest_marker("slow")

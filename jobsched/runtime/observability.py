@@ -169,9 +169,30 @@ class NullSink:
         pass
 
 
+class CurrentStdout:
+    """``sys.stdout`` as it is when a line is written, for the log handlers a function makes once.
+
+    A handler given ``sys.stdout`` itself keeps the stream of the moment it was made. When that was a
+    replacement that has since been closed (pytest's ``capsys``, in a user's test of their handlers or
+    ours), every later line became ``--- Logging error ---`` on stderr instead. On Lambda, and in
+    ``jobsched dev`` (whose ``sys.stdout`` is its log file while the embedded mode runs), the lines go
+    where they went.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+_STDOUT = CurrentStdout()
+
+
 def make_logger(service: str) -> Logger:
-    """A Powertools logger for one function (JSON lines; level from ``POWERTOOLS_LOG_LEVEL``)."""
-    return Logger(service=service)
+    """A Powertools logger for one function (JSON lines on :class:`CurrentStdout`; level from
+    ``POWERTOOLS_LOG_LEVEL``)."""
+    return Logger(service=service, stream=_STDOUT)  # type: ignore[arg-type]  # writes, flushes: enough
 
 
 class FunctionMetrics(EphemeralMetrics):
@@ -295,9 +316,10 @@ def configure_function_logging(logger: Logger) -> None:
     - ``logger`` (the function's Powertools logger) and the ``jobsched`` loggers share its handler
       (Powertools ``copy_config_to_registered_loggers``), which gets a :class:`RunKeysFilter`;
     - the root logger, where every other logger's records end (a job handler's own
-      ``logging.getLogger(...)``, libraries), gets one JSON handler on stdout with the same filter and
-      the Powertools formatter (``service`` = ``$POWERTOOLS_SERVICE_NAME``, plus the logger's ``name``),
-      replacing the handlers found there (on Lambda, the runtime's plain one), at ``logger``'s level.
+      ``logging.getLogger(...)``, libraries), gets one JSON handler on stdout (:class:`CurrentStdout`)
+      with the same filter and the Powertools formatter (``service`` = ``$POWERTOOLS_SERVICE_NAME``,
+      plus the logger's ``name``), replacing the handlers found there (on Lambda, the runtime's plain
+      one), at ``logger``'s level.
 
     Idempotent: the embedded mode configures each of its functions in one process.
     """
@@ -307,7 +329,7 @@ def configure_function_logging(logger: Logger) -> None:
     root = logging.getLogger()
     ours = next((h for h in root.handlers if h.get_name() == _ROOT_HANDLER_NAME), None)
     if ours is None:
-        ours = logging.StreamHandler(sys.stdout)
+        ours = logging.StreamHandler(_STDOUT)
         ours.set_name(_ROOT_HANDLER_NAME)
         service = os.environ.get("POWERTOOLS_SERVICE_NAME") or logger.service
         ours.setFormatter(LambdaPowertoolsFormatter(service=service, name="%(name)s"))

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from _pytest.config.argparsing import Parser
+from xdist import plugin as xdist_plugin
+from xdist.scheduler import LoadGroupScheduling
 
 from tests.conftest import slow_units_first
 
@@ -67,4 +72,67 @@ def test_a_units_length_is_the_sum_of_its_files() -> None:
         "tests/g2.py::u",
         "tests/g3.py::t",
         "tests/x.py::t",
+    ]
+
+
+# --- the scheduler make test runs the parallel part with ----------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _parallel_options() -> list[str]:
+    """``PYTEST_PARALLEL`` as the Makefile gives it to pytest, ``$(TEST_WORKERS)`` filled in."""
+    text = (ROOT / "Makefile").read_text()
+    workers = re.search(r"^TEST_WORKERS \?= (\d+)$", text, re.MULTILINE)
+    options = re.search(r"^PYTEST_PARALLEL := (.*)$", text, re.MULTILINE)
+    assert workers and options, "the Makefile defines TEST_WORKERS and PYTEST_PARALLEL"
+    return options[1].replace("$(TEST_WORKERS)", workers[1]).split()
+
+
+class Worker:
+    """What pytest-xdist's scheduler sends work to: the indexes of the tests to run."""
+
+    def __init__(self, number: int) -> None:
+        self.gateway = SimpleNamespace(id=f"gw{number}")
+        self.sent: list[list[int]] = []  # one list per unit sent
+        self.shutting_down = False
+
+    def send_runtest_some(self, indexes: list[int]) -> None:
+        self.sent.append(indexes)
+
+    def shutdown(self) -> None:
+        self.shutting_down = True
+
+
+def first_unit_sent(options: list[str], collection: list[str]) -> list[str]:
+    """The tests pytest-xdist's own scheduler, configured by ``options``, sends the first worker."""
+    parser = Parser()
+    xdist_plugin.pytest_addoption(parser)
+    option = parser.parse(options)
+    option.tx = [f"{option.numprocesses}*popen"]  # what xdist derives from -n
+    config = SimpleNamespace(option=option, getvalue=lambda name: getattr(option, name))
+    scheduler = LoadGroupScheduling(config)
+    workers = [Worker(number) for number in range(option.numprocesses)]
+    for worker in workers:
+        scheduler.add_node(worker)
+        scheduler.add_node_collection(worker, collection)
+    scheduler.schedule()
+    return [collection[index] for index in workers[0].sent[0]]
+
+
+def test_the_parallel_run_hands_the_units_out_in_the_order_the_workers_collected() -> None:
+    # Given a collection in slow_units_first's order: one long test alone, then groups of short tests
+    # with more tests each (pytest-xdist's default, --loadscope-reorder, sends the units with the most
+    # tests first whatever the order collected)
+    collection = [
+        "tests/long.py::t",
+        *(f"tests/g{g}.py::t{t}@g{g}" for g in range(1, 6) for t in range(3)),
+    ]
+    # When make test's parallel run schedules it, Then the first worker gets the long test first
+    assert first_unit_sent(_parallel_options(), collection) == ["tests/long.py::t"]
+    # (which the default would not do: it starts with a group)
+    assert first_unit_sent(["-n", "4", "--dist", "loadgroup"], collection) == [
+        "tests/g1.py::t0@g1",
+        "tests/g1.py::t1@g1",
+        "tests/g1.py::t2@g1",
     ]
