@@ -19,6 +19,7 @@ The suite runs on several pytest-xdist workers (``make test``, ``make test-fast`
 
 import inspect
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -27,6 +28,7 @@ import pytest
 from jobsched.aws.tenant_limits import CONTAINER_CACHE
 from jobsched.local import botocore_loader, collector, moto_fixes
 from jobsched.local.iam import recorder
+from jobsched.runtime import observability
 from tests.serial import LAST, SERIAL, serial_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,6 +54,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "units: a test of tests/api that asserts capacity units: the fakes reached as a DynamoDB client",
     )
+    # The functions' log lines go to the process's own stdout (pytest's capture shows them in each
+    # test's report), never into a test's capsys: threads some tests leave running (moto's Step
+    # Functions executions, waiting out a heartbeat) log after their test has ended, and a line of
+    # theirs in a CLI test's stdout is not the CLI's output (docs/testing.md).
+    observability.set_log_stream(sys.__stdout__)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

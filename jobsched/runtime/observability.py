@@ -169,8 +169,15 @@ class NullSink:
         pass
 
 
+class LogStream(Protocol):
+    """Where log lines can go: anything with ``write`` (``flush`` too, if it has one)."""
+
+    def write(self, text: str, /) -> Any: ...
+
+
 class CurrentStdout:
-    """``sys.stdout`` as it is when a line is written, for the log handlers a function makes once.
+    """Where the functions' log handlers write: ``sys.stdout`` as it is when a line is written, or the
+    stream :func:`set_log_stream` fixed.
 
     A handler given ``sys.stdout`` itself keeps the stream of the moment it was made. When that was a
     replacement that has since been closed (pytest's ``capsys``, in a user's test of their handlers or
@@ -179,14 +186,36 @@ class CurrentStdout:
     where they went.
     """
 
-    def write(self, text: str) -> int:
-        return sys.stdout.write(text)
+    def __init__(self) -> None:
+        self.fixed: LogStream | None = None
+
+    def _target(self) -> LogStream:
+        return self.fixed if self.fixed is not None else sys.stdout
+
+    def write(self, text: str) -> Any:
+        return self._target().write(text)
 
     def flush(self) -> None:
-        sys.stdout.flush()
+        flush = getattr(self._target(), "flush", None)
+        if flush is not None:
+            flush()
 
 
 _STDOUT = CurrentStdout()
+
+
+def set_log_stream(stream: LogStream | None) -> LogStream | None:
+    """Send every function's log lines (its Powertools logger's, the ``jobsched`` loggers', the root
+    logger's JSON handler's) to ``stream`` from now on, whatever ``sys.stdout`` becomes; ``None``, the
+    default, follows ``sys.stdout`` line by line. Returns the previous setting, to restore it.
+
+    For a test process: while pytest's ``capsys`` is active ``sys.stdout`` is the test's capture, so
+    by default a line a thread writes then (another test's leftover thread included) is part of that
+    test's output; ``set_log_stream(sys.__stdout__)`` keeps them out of it (pytest's own capture still
+    shows them in the test's report).
+    """
+    previous, _STDOUT.fixed = _STDOUT.fixed, stream
+    return previous
 
 
 def make_logger(service: str) -> Logger:

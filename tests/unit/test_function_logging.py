@@ -24,12 +24,16 @@ from jobsched.runtime import observability as obs
 @pytest.fixture
 def fresh_logging() -> Iterator[None]:
     """The root logger and the ``jobsched`` logger as they were, whatever the test configures; the
-    root logger starts without our JSON handler, as in a process that has imported no function."""
+    root logger starts without our JSON handler, as in a process that has imported no function, and
+    the lines follow ``sys.stdout`` (the default; the suite fixes them on ``sys.__stdout__``,
+    tests/conftest.py)."""
     root, ours = logging.getLogger(), logging.getLogger("jobsched")
     saved = (list(root.handlers), root.level, list(ours.handlers), ours.level, ours.propagate)
     for handler in [h for h in root.handlers if h.get_name() == "jobsched-root-json"]:
         root.removeHandler(handler)
+    stream = obs.set_log_stream(None)
     yield
+    obs.set_log_stream(stream)
     root.handlers[:] = saved[0]
     root.setLevel(saved[1])
     ours.handlers[:] = saved[2]
@@ -80,3 +84,25 @@ def test_a_stream_set_on_a_handler_still_receives_its_lines(fresh_logging: None)
         handler.setStream(previous)
     # Then the line is in that buffer
     assert [line["message"] for line in _lines(buffer.getvalue())] == ["into the buffer"]
+
+
+def test_a_fixed_log_stream_gets_the_lines_whatever_sys_stdout_becomes(
+    fresh_logging: None, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Given a function's logging configured and the lines fixed on a stream of their own
+    logger = obs.make_logger(f"test-logging-{uuid.uuid4().hex[:8]}")
+    obs.configure_function_logging(logger)
+    fixed = io.StringIO()
+    assert obs.set_log_stream(fixed) is None  # the default it replaced: follow sys.stdout
+    # When lines are written while sys.stdout is another stream (a test's capture)
+    monkeypatch.setattr(sys, "stdout", io.StringIO())
+    logger.info("from the function")
+    logging.getLogger("customer.billing").warning("from a handler")
+    monkeypatch.undo()
+    # Then they are on the fixed stream, none on the capture
+    assert [line["message"] for line in _lines(fixed.getvalue())] == ["from the function", "from a handler"]
+    assert capsys.readouterr().out == ""
+    # And set back to None, they follow sys.stdout again
+    assert obs.set_log_stream(None) is fixed
+    logger.info("back on stdout")
+    assert [line["message"] for line in _lines(capsys.readouterr().out)] == ["back on stdout"]
