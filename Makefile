@@ -55,9 +55,10 @@ fmt: install
 # their own, which goes on beside the serial tests (twentieth pass; its output is printed when they end,
 # and a failure fails `make test` there; if the parallel run or lint fails, it is stopped). Then the tests
 # marked serial (real-time assertions a busy CPU breaks; only their files are collected, tests/serial.py),
-# in two processes side by side: the first lane, whose tests start embedded modes and `jobsched dev`s,
-# and the second (SECOND_LANE in tests/serial.py, output in SECOND_LANE_LOG, printed when the first
-# ends), whose tests run in-process; with the deploy rehearsal beside them under `nice -n 19` (about one
+# in three processes side by side: the first and third lanes, whose tests start embedded modes and
+# `jobsched dev`s and wait on real time (THIRD_LANE in tests/serial.py, output in THIRD_LANE_LOG), and the
+# second (SECOND_LANE, output in SECOND_LANE_LOG), whose tests run in-process (the others' output is
+# printed when the first ends; twenty-first pass); with the deploy rehearsal beside them under `nice -n 19` (about one
 # core for a minute), without IAM_CALLS_DIR (its calls are not the tests'), its output printed when they
 # end and a failure failing `make test` there. Last, alone, the permissions check, which judges every
 # call the whole run recorded into the same IAM_CALLS_DIR (decision 0044, ninth pass). The rehearsal is
@@ -73,6 +74,7 @@ REHEARSAL_LOG := $(VENV)/rehearsal-beside-tests.log
 BESIDE_TESTS := tests/infra
 BESIDE_LOG := $(VENV)/tests-beside-serial.log
 SECOND_LANE_LOG := $(VENV)/serial-second-lane.log
+THIRD_LANE_LOG := $(VENV)/serial-third-lane.log
 test: install
 	nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
 	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
@@ -86,17 +88,23 @@ test: install
 	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
 	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --lane 2) > $(SECOND_LANE_LOG) 2>&1 & \
 	  second=$$!; \
+	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --lane 3) > $(THIRD_LANE_LOG) 2>&1 & \
+	  third=$$!; \
 	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --lane 1); serial=$$?; \
 	  wait $$second; seconds=$$?; echo "--- the serial tests' second lane (beside the first):"; \
 	  cat $(SECOND_LANE_LOG); \
+	  wait $$third; thirds=$$?; echo "--- the serial tests' third lane (beside the first):"; \
+	  cat $(THIRD_LANE_LOG); \
 	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the parallel run and the serial tests):"; \
 	  cat $(BESIDE_LOG); \
 	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the serial tests):"; \
 	  cat $(REHEARSAL_LOG); \
 	  if [ $$seconds -ne 0 ]; then echo "make test: the serial tests' second lane failed (above)"; fi; \
+	  if [ $$thirds -ne 0 ]; then echo "make test: the serial tests' third lane failed (above)"; fi; \
 	  if [ $$besides -ne 0 ]; then echo "make test: $(BESIDE_TESTS) failed (above)"; fi; \
 	  if [ $$rehearsed -ne 0 ]; then echo "make test: the deploy rehearsal failed (above)"; fi; \
-	  [ $$serial -eq 0 ] && [ $$seconds -eq 0 ] && [ $$besides -eq 0 ] && [ $$rehearsed -eq 0 ] && \
+	  [ $$serial -eq 0 ] && [ $$seconds -eq 0 ] && [ $$thirds -eq 0 ] && [ $$besides -eq 0 ] && \
+	  [ $$rehearsed -eq 0 ] && \
 	  $(PY) -m pytest -m serial $$($(PY) -m tests.serial --last)
 
 # The inner loop (decision 0044), chosen by directory: the tests that need no emulator server, no embedded

@@ -1,10 +1,11 @@
-"""The tests ``make test`` runs after the parallel run, in two lanes (decision 0044), and their files.
+"""The tests ``make test`` runs after the parallel run, in three lanes (decision 0044), and their files.
 
 :data:`SERIAL` names whole files (tests/conftest.py marks their tests ``serial``); a test elsewhere is
 marked in its file (``@pytest.mark.serial``). ``python -m tests.serial`` prints every file that holds a
 serial test, one per line (``--before-last``: all but the permissions check's; ``--last``: only that
-one, which ``make test`` runs alone after the serial tests and the tests beside them; ``--lane 1`` and
-``--lane 2``: the two processes ``make test`` runs side by side, :data:`SECOND_LANE`): the serial
+one, which ``make test`` runs alone after the serial tests and the tests beside them; ``--lane 1``,
+``--lane 2`` and ``--lane 3``: the three processes ``make test`` runs side by side, :data:`SECOND_LANE`
+and :data:`THIRD_LANE`): the serial
 sessions collect only those, not the whole suite again (one collection imports aws_cdk, Playwright,
 schemathesis and hypothesis: 20-40 s on this machine). The
 parallel session checks that every test it sees marked ``serial`` is in one of them
@@ -50,9 +51,9 @@ SERIAL = frozenset(
 #: pass): tests that start no embedded mode, ``jobsched dev`` or other child process of their own --
 #: moto in-process with real sleeps (the fair poller's held visibility, the state machine's
 #: heartbeats), threads timed in-process (the cancel watch) and the benchmarks, which pin themselves
-#: to one CPU. Every other serial file (the end-to-end embedded modes and ``jobsched dev``'s start and
-#: stop, whose child processes need the CPU on time) is in the first process. ``--lane 1`` and
-#: ``--lane 2`` print the two; the permissions check is in neither.
+#: to one CPU. The other serial files (the end-to-end embedded modes and ``jobsched dev``'s start and
+#: stop, whose child processes need the CPU on time) are in the first and third processes. ``--lane 1``,
+#: ``--lane 2`` and ``--lane 3`` print the three; the permissions check is in none.
 SECOND_LANE = frozenset(
     {
         "tests/aws/test_fair_poller.py",
@@ -64,6 +65,18 @@ SECOND_LANE = frozenset(
     }
 )
 #: How a test file marks a test of its own serial (``@pytest.mark.serial``, ``pytestmark = ...``).
+#: The serial files ``make test`` runs in a third process beside the other two (decision 0044,
+#: twenty-first pass): half of the first lane's real-time wait (``jobsched dev``'s starts and stops, the
+#: overlap and priority modules, the poller's gathering), which alone took 96 s of wall for about 50 s
+#: of CPU and ended the serial part with one core idle. The first lane runs every other serial file.
+THIRD_LANE = frozenset(
+    {
+        "tests/local/test_dev_command.py",
+        "tests/local/test_e2e_overlap.py",
+        "tests/local/test_e2e_priority.py",
+        "tests/local/test_pollers.py",
+    }
+)
 MARK = "mark.serial"
 
 
@@ -79,11 +92,11 @@ def serial_files(root: Path = ROOT) -> list[str]:
 
 
 def main(argv: list[str], root: Path = ROOT) -> str:
-    """What ``python -m tests.serial [--before-last | --last | --lane 1 | --lane 2]`` prints: every
-    serial file; with ``--before-last``, all but the permissions check's; with ``--last``, only the
-    permissions check's (``make test`` runs it alone once the serial tests and the tests beside them
-    have recorded); with ``--lane 2``, the files of :data:`SECOND_LANE`; with ``--lane 1``, all the
-    others but the permissions check's."""
+    """What ``python -m tests.serial [--before-last | --last | --lane 1 | --lane 2 | --lane 3]`` prints:
+    every serial file; with ``--before-last``, all but the permissions check's; with ``--last``, only
+    the permissions check's (``make test`` runs it alone once the serial tests and the tests beside
+    them have recorded); with ``--lane 2``, the files of :data:`SECOND_LANE`; with ``--lane 3``, those
+    of :data:`THIRD_LANE`; with ``--lane 1``, all the others but the permissions check's."""
     files = serial_files(root)
     last = next(name for name in files if Path(name).name == LAST)
     if argv == ["--before-last"]:
@@ -91,12 +104,14 @@ def main(argv: list[str], root: Path = ROOT) -> str:
     elif argv == ["--last"]:
         files = [last]
     elif argv == ["--lane", "1"]:
-        files = [name for name in files if name != last and name not in SECOND_LANE]
+        files = [name for name in files if name != last and name not in SECOND_LANE | THIRD_LANE]
     elif argv == ["--lane", "2"]:
         files = [name for name in files if name in SECOND_LANE]
+    elif argv == ["--lane", "3"]:
+        files = [name for name in files if name in THIRD_LANE]
     elif argv:
         raise SystemExit(
-            "usage: python -m tests.serial [--before-last | --last | --lane 1 | --lane 2], "
+            "usage: python -m tests.serial [--before-last | --last | --lane 1 | --lane 2 | --lane 3], "
             f"not {' '.join(argv)}"
         )
     return "\n".join(files)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.serial import LAST, ROOT, SECOND_LANE, SERIAL, main, serial_files
+from tests.serial import LAST, ROOT, SECOND_LANE, SERIAL, THIRD_LANE, main, serial_files
 
 
 def test_the_files_are_the_listed_ones_and_those_whose_text_marks_a_test_serial(tmp_path: Path) -> None:
@@ -36,30 +36,34 @@ def test_the_permissions_check_is_printed_apart_or_left_out() -> None:
     assert sorted(before + last) == every == serial_files()
 
 
-def test_the_two_lanes_hold_every_serial_file_but_the_permissions_check_once() -> None:
-    # Given the real tree, When the two lanes are printed
+def test_the_three_lanes_hold_every_serial_file_but_the_permissions_check_once() -> None:
+    # Given the real tree, When the three lanes are printed
     first = main(["--lane", "1"]).splitlines()
     second = main(["--lane", "2"]).splitlines()
-    # Then the second is SECOND_LANE's files, each a serial file, and the first the rest before the last
+    third = main(["--lane", "3"]).splitlines()
+    # Then the second and third are SECOND_LANE's and THIRD_LANE's files, each a serial file, and the
+    # first the rest before the last
     assert second == sorted(SECOND_LANE)
-    assert set(second) <= set(serial_files())
-    assert not set(first) & set(second)
-    assert sorted(first + second) == main(["--before-last"]).splitlines()
+    assert third == sorted(THIRD_LANE)
+    assert set(second) | set(third) <= set(serial_files())
+    assert not set(first) & set(second) and not set(first) & set(third) and not set(second) & set(third)
+    assert sorted(first + second + third) == main(["--before-last"]).splitlines()
 
 
 def test_a_serial_file_no_lane_names_goes_to_the_first(tmp_path: Path) -> None:
     # Given a tree whose one new file marks a test serial (every SERIAL file present too)
-    for name in SERIAL | SECOND_LANE:
+    for name in SERIAL | SECOND_LANE | THIRD_LANE:
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("")
     (tmp_path / "tests" / "test_new.py").write_text("@pytest.mark.serial\ndef test_x(): ...\n")
-    # Then the first lane runs it, the second does not
+    # Then the first lane runs it, the second and third do not
     assert "tests/test_new.py" in main(["--lane", "1"], tmp_path).splitlines()
     assert "tests/test_new.py" not in main(["--lane", "2"], tmp_path).splitlines()
+    assert "tests/test_new.py" not in main(["--lane", "3"], tmp_path).splitlines()
 
 
 def test_an_unknown_option_is_refused() -> None:
     with pytest.raises(SystemExit, match=r"usage: python -m tests\.serial"):
         main(["--first"])
     with pytest.raises(SystemExit, match=r"usage: python -m tests\.serial"):
-        main(["--lane", "3"])
+        main(["--lane", "4"])
