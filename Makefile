@@ -58,7 +58,7 @@ fmt: install
 # in three processes side by side: the first and third lanes, whose tests start embedded modes and
 # `jobsched dev`s and wait on real time (THIRD_LANE in tests/serial.py, output in THIRD_LANE_LOG), and the
 # second (SECOND_LANE, output in SECOND_LANE_LOG), whose tests run in-process (the others' output is
-# printed when the first ends; twenty-first pass); with the deploy rehearsal beside them under `nice -n 19` (about one
+# printed when the first ends; twenty-first and twenty-second passes); with the deploy rehearsal beside them under `nice -n 19` (about one
 # core for a minute), without IAM_CALLS_DIR (its calls are not the tests'), its output printed when they
 # end and a failure failing `make test` there. Last, alone, the permissions check, which judges every
 # call the whole run recorded into the same IAM_CALLS_DIR (decision 0044, ninth pass). The rehearsal is

@@ -64,11 +64,11 @@ SECOND_LANE = frozenset(
         "tests/services/test_worker_cancel.py",
     }
 )
-#: How a test file marks a test of its own serial (``@pytest.mark.serial``, ``pytestmark = ...``).
 #: The serial files ``make test`` runs in a third process beside the other two (decision 0044,
-#: twenty-first pass): half of the first lane's real-time wait (``jobsched dev``'s starts and stops, the
-#: overlap and priority modules, the poller's gathering), which alone took 96 s of wall for about 50 s
-#: of CPU and ended the serial part with one core idle. The first lane runs every other serial file.
+#: twenty-first and twenty-second passes): half of the first lane's real-time wait (``jobsched dev``'s
+#: starts and stops, the overlap and priority modules, the poller's gathering), which alone took 96 s of
+#: wall for about 50 s of CPU and ended the serial part with one core idle. The first lane runs every
+#: other serial file.
 THIRD_LANE = frozenset(
     {
         "tests/local/test_dev_command.py",
@@ -77,6 +77,7 @@ THIRD_LANE = frozenset(
         "tests/local/test_pollers.py",
     }
 )
+#: How a test file marks a test of its own serial (``@pytest.mark.serial``, ``pytestmark = ...``).
 MARK = "mark.serial"
 
 
