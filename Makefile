@@ -79,13 +79,16 @@ test: install
 	nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
 	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
 	  nice -n 19 $(PY) -m pytest -p no:cacheprovider -q -m "not serial" $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
+	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
+	  $(PY) -m pytest -p no:cacheprovider -q --collect-only -m "not serial" $(addprefix --ignore=,$(BESIDE_TESTS)) \
+	    > /dev/null 2>&1; \
 	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial" $(addprefix --ignore=,$(BESIDE_TESTS)); tests=$$?; \
 	  wait $$lint; linted=$$?; echo "--- make lint (beside the parallel run):"; cat $(LINT_LOG); \
-	  if [ $$linted -ne 0 ] || [ $$tests -ne 0 ]; then kill $$beside 2>/dev/null; wait $$beside; \
-	    echo "make test: $(BESIDE_TESTS) stopped (the parallel run or lint failed)"; fi; \
+	  if [ $$linted -ne 0 ] || [ $$tests -ne 0 ]; then kill $$beside $$rehearsal 2>/dev/null; \
+	    wait $$beside $$rehearsal; \
+	    echo "make test: $(BESIDE_TESTS) and the deploy rehearsal stopped (the parallel run or lint failed)"; fi; \
 	  if [ $$linted -ne 0 ]; then echo "make test: make lint failed (above)"; exit $$linted; fi; \
 	  if [ $$tests -ne 0 ]; then exit $$tests; fi; \
-	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
 	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --lane 2) > $(SECOND_LANE_LOG) 2>&1 & \
 	  second=$$!; \
 	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --lane 3) > $(THIRD_LANE_LOG) 2>&1 & \
@@ -97,7 +100,7 @@ test: install
 	  cat $(THIRD_LANE_LOG); \
 	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the parallel run and the serial tests):"; \
 	  cat $(BESIDE_LOG); \
-	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the serial tests):"; \
+	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the parallel run and the serial tests):"; \
 	  cat $(REHEARSAL_LOG); \
 	  if [ $$seconds -ne 0 ]; then echo "make test: the serial tests' second lane failed (above)"; fi; \
 	  if [ $$thirds -ne 0 ]; then echo "make test: the serial tests' third lane failed (above)"; fi; \

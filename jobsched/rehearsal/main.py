@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 import time
@@ -235,6 +236,18 @@ class Rehearsal:
         )
 
 
+def stop_on_sigterm() -> None:
+    """Make SIGTERM end the rehearsal as an error does: ``SystemExit(143)`` in the main thread, so the
+    CLI command under way is killed (``subprocess.run`` kills its child on any exception) and the
+    emulated account is stopped (``finally``), instead of the process dying with both left running
+    (``make test`` stops the rehearsal so when the parallel run or lint fails)."""
+
+    def _exit(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, _exit)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m jobsched.rehearsal", description=__doc__)
     parser.add_argument(
@@ -244,6 +257,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = args.root.resolve()
     rehearsal = Rehearsal(root, args.workdir or root / ".jobsched" / "rehearsal")
+    stop_on_sigterm()
     error = None
     try:
         rehearsal.run()
