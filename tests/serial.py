@@ -49,14 +49,13 @@ SERIAL = frozenset(
 )
 #: The serial files ``make test`` runs in a second process beside the first (decision 0044, thirteenth
 #: pass): tests that start no embedded mode, ``jobsched dev`` or other child process of their own --
-#: moto in-process with real sleeps (the fair poller's held visibility, the state machine's
-#: heartbeats), threads timed in-process (the cancel watch) and the benchmarks, which pin themselves
-#: to one CPU. The other serial files (the end-to-end embedded modes and ``jobsched dev``'s start and
-#: stop, whose child processes need the CPU on time) are in the first and third processes. ``--lane 1``,
-#: ``--lane 2`` and ``--lane 3`` print the three; the permissions check is in none.
+#: moto in-process with real sleeps (the state machine's heartbeats), threads timed in-process (the
+#: cancel watch) and the benchmarks, which pin themselves to one CPU. The other serial files (the
+#: end-to-end embedded modes and ``jobsched dev``'s start and stop, whose child processes need the CPU
+#: on time) are in the first and third processes. ``--lane 1``, ``--lane 2`` and ``--lane 3`` print
+#: the three; the permissions check is in none.
 SECOND_LANE = frozenset(
     {
-        "tests/aws/test_fair_poller.py",
         "tests/bench/test_burst.py",
         "tests/bench/test_idle.py",
         "tests/bench/test_pipeline.py",
@@ -67,10 +66,12 @@ SECOND_LANE = frozenset(
 #: The serial files ``make test`` runs in a third process beside the other two (decision 0044,
 #: twenty-first and twenty-second passes): half of the first lane's real-time wait (``jobsched dev``'s
 #: starts and stops, the overlap and priority modules, the poller's gathering), which alone took 96 s of
-#: wall for about 50 s of CPU and ended the serial part with one core idle. The first lane runs every
-#: other serial file.
+#: wall for about 50 s of CPU and ended the serial part with one core idle; and, from the twenty-third
+#: pass, the fair poller's held visibility (moto in-process, 14 s of mostly waiting), which made the
+#: second lane the last to end by about 20 s. The first lane runs every other serial file.
 THIRD_LANE = frozenset(
     {
+        "tests/aws/test_fair_poller.py",
         "tests/local/test_dev_command.py",
         "tests/local/test_e2e_overlap.py",
         "tests/local/test_e2e_priority.py",
