@@ -48,22 +48,26 @@ fmt: install
 
 # The suite on TEST_WORKERS pytest-xdist workers (decision 0044): tests that share a fixture wider than
 # a function (a synthesized app, a running `jobsched dev`) stay on one worker (tests/conftest.py);
-# BESIDE_TESTS are left out of it. Beside it, under `nice -n 19` (they take the CPU the workers leave
-# idle while they wait on child processes and real time): `make lint`'s commands, whose output is printed
-# when the parallel run ends (a lint failure fails `make test` there, decision 0044, seventh pass), and
+# BESIDE_TESTS are left out of it. Before it, one collection of the same tests in this process, so that
+# the workers start on compiled bytecode and rewritten test modules instead of each compiling them
+# (twenty-third pass). Beside it, under `nice -n 19` (they take the CPU the workers leave idle while
+# they wait on child processes and real time): `make lint`'s commands, whose output is printed when the
+# parallel run ends (a lint failure fails `make test` there, decision 0044, seventh pass);
 # BESIDE_TESTS, CPU-bound tests with no real-time assertion (the synthesized stack's), in one process of
-# their own, which goes on beside the serial tests (twentieth pass; its output is printed when they end,
-# and a failure fails `make test` there; if the parallel run or lint fails, it is stopped). Then the tests
-# marked serial (real-time assertions a busy CPU breaks; only their files are collected, tests/serial.py),
-# in three processes side by side: the first and third lanes, whose tests start embedded modes and
-# `jobsched dev`s and wait on real time (THIRD_LANE in tests/serial.py, output in THIRD_LANE_LOG), and the
-# second (SECOND_LANE, output in SECOND_LANE_LOG), whose tests run in-process (the others' output is
-# printed when the first ends; twenty-first and twenty-second passes); with the deploy rehearsal beside them under `nice -n 19` (about one
-# core for a minute), without IAM_CALLS_DIR (its calls are not the tests'), its output printed when they
-# end and a failure failing `make test` there. Last, alone, the permissions check, which judges every
-# call the whole run recorded into the same IAM_CALLS_DIR (decision 0044, ninth pass). The rehearsal is
-# started directly: `$(MAKE) deploy-rehearsal` would re-check `install` in a sub-make that `make -o
-# .venv/.installed-stamp` does not reach (make passes no -o down), and reinstall a shared .venv.
+# their own (twentieth pass); and the deploy rehearsal, without IAM_CALLS_DIR (its calls are not the
+# tests'; twenty-third pass). Either may go on beside the serial tests; their output is printed
+# when the serial tests end, and a failure fails `make test` there; if the parallel run or lint
+# fails, both are stopped (SIGTERM ends the rehearsal as an error: the CLI command under way and the
+# emulated account are stopped with it). Then the tests marked serial (real-time assertions a busy CPU
+# breaks; only their files are collected, tests/serial.py), in three processes side by side: the first
+# and third lanes, whose tests start embedded modes and `jobsched dev`s and wait on real time (the
+# third has the fair poller's held visibility too; THIRD_LANE in tests/serial.py, output in
+# THIRD_LANE_LOG), and the second (SECOND_LANE, output in SECOND_LANE_LOG), whose tests run in-process
+# (the others' output is printed when the first ends; twenty-first to twenty-third passes). Last,
+# alone, the permissions check, which judges every call the whole run recorded into the same
+# IAM_CALLS_DIR (decision 0044, ninth pass). The rehearsal is started directly: `$(MAKE)
+# deploy-rehearsal` would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does
+# not reach (make passes no -o down), and reinstall a shared .venv.
 TEST_WORKERS ?= 4
 # --no-loadscope-reorder: the work units go out in the order the workers collected them, the longest
 # first (tests/conftest.py); pytest-xdist's default re-sorts them by their number of tests, which had
