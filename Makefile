@@ -52,18 +52,18 @@ fmt: install
 # the workers start on compiled bytecode and rewritten test modules instead of each compiling them
 # (twenty-third pass). Beside it, under `nice -n 19` (they take the CPU the workers leave idle while
 # they wait on child processes and real time): `make lint`'s commands, whose output is printed when the
-# parallel run ends (a lint failure fails `make test` there, decision 0044, seventh pass);
+# parallel run ends (a lint failure fails `make test` there, decision 0044, seventh pass), and
 # BESIDE_TESTS, CPU-bound tests with no real-time assertion (the synthesized stack's), in one process of
-# their own (twentieth pass); and the deploy rehearsal, without IAM_CALLS_DIR (its calls are not the
-# tests'; twenty-third pass). Either may go on beside the serial tests; their output is printed
-# when the serial tests end, and a failure fails `make test` there; if the parallel run or lint
-# fails, both are stopped (SIGTERM ends the rehearsal as an error: the CLI command under way and the
-# emulated account are stopped with it). Then the tests marked serial (real-time assertions a busy CPU
-# breaks; only their files are collected, tests/serial.py), in three processes side by side: the first
-# and third lanes, whose tests start embedded modes and `jobsched dev`s and wait on real time (the
-# third has the fair poller's held visibility too; THIRD_LANE in tests/serial.py, output in
-# THIRD_LANE_LOG), and the second (SECOND_LANE, output in SECOND_LANE_LOG), whose tests run in-process
-# (the others' output is printed when the first ends; twenty-first to twenty-third passes). Last,
+# their own, which goes on beside the serial tests (twentieth pass; its output is printed when they end,
+# and a failure fails `make test` there; if the parallel run or lint fails, it is stopped). Then the
+# tests marked serial (real-time assertions a busy CPU breaks; only their files are collected,
+# tests/serial.py), in three processes side by side: the first and third lanes, whose tests start
+# embedded modes and `jobsched dev`s and wait on real time (the third has the fair poller's held
+# visibility too; THIRD_LANE in tests/serial.py, output in THIRD_LANE_LOG), and the second (SECOND_LANE, output in SECOND_LANE_LOG), whose tests run in-process
+# (the others' output is printed when the first ends; twenty-first to twenty-third passes); with the
+# deploy rehearsal beside them under `nice -n 19` (about one core for a minute), without IAM_CALLS_DIR
+# (its calls are not the tests'), its output printed when they end and a failure failing `make test`
+# there (beside the parallel run instead, tried in the twenty-third pass, it saved nothing). Last,
 # alone, the permissions check, which judges every call the whole run recorded into the same
 # IAM_CALLS_DIR (decision 0044, ninth pass). The rehearsal is started directly: `$(MAKE)
 # deploy-rehearsal` would re-check `install` in a sub-make that `make -o .venv/.installed-stamp` does
@@ -83,16 +83,15 @@ test: install
 	nice -n 19 bash -c '$(LINT_COMMANDS)' > $(LINT_LOG) 2>&1 & lint=$$!; \
 	  export IAM_CALLS_DIR="$(CURDIR)/.iam-calls/pytest/$$(date +%s%N)-$$$$"; \
 	  nice -n 19 $(PY) -m pytest -p no:cacheprovider -q -m "not serial" $(BESIDE_TESTS) > $(BESIDE_LOG) 2>&1 & beside=$$!; \
-	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
 	  $(PY) -m pytest -p no:cacheprovider -q --collect-only -m "not serial" $(addprefix --ignore=,$(BESIDE_TESTS)) \
 	    > /dev/null 2>&1; \
 	  $(PY) -m pytest $(PYTEST_PARALLEL) -m "not serial" $(addprefix --ignore=,$(BESIDE_TESTS)); tests=$$?; \
 	  wait $$lint; linted=$$?; echo "--- make lint (beside the parallel run):"; cat $(LINT_LOG); \
-	  if [ $$linted -ne 0 ] || [ $$tests -ne 0 ]; then kill $$beside $$rehearsal 2>/dev/null; \
-	    wait $$beside $$rehearsal; \
-	    echo "make test: $(BESIDE_TESTS) and the deploy rehearsal stopped (the parallel run or lint failed)"; fi; \
+	  if [ $$linted -ne 0 ] || [ $$tests -ne 0 ]; then kill $$beside 2>/dev/null; wait $$beside; \
+	    echo "make test: $(BESIDE_TESTS) stopped (the parallel run or lint failed)"; fi; \
 	  if [ $$linted -ne 0 ]; then echo "make test: make lint failed (above)"; exit $$linted; fi; \
 	  if [ $$tests -ne 0 ]; then exit $$tests; fi; \
+	  env -u IAM_CALLS_DIR nice -n 19 $(PY) -m jobsched.rehearsal > $(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
 	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --lane 2) > $(SECOND_LANE_LOG) 2>&1 & \
 	  second=$$!; \
 	  $(PY) -m pytest -p no:cacheprovider -m serial $$($(PY) -m tests.serial --lane 3) > $(THIRD_LANE_LOG) 2>&1 & \
@@ -104,7 +103,7 @@ test: install
 	  cat $(THIRD_LANE_LOG); \
 	  wait $$beside; besides=$$?; echo "--- $(BESIDE_TESTS) (beside the parallel run and the serial tests):"; \
 	  cat $(BESIDE_LOG); \
-	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the parallel run and the serial tests):"; \
+	  wait $$rehearsal; rehearsed=$$?; echo "--- make deploy-rehearsal (beside the serial tests):"; \
 	  cat $(REHEARSAL_LOG); \
 	  if [ $$seconds -ne 0 ]; then echo "make test: the serial tests' second lane failed (above)"; fi; \
 	  if [ $$thirds -ne 0 ]; then echo "make test: the serial tests' third lane failed (above)"; fi; \

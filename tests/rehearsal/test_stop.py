@@ -1,6 +1,6 @@
-"""The rehearsal stops cleanly on SIGTERM (``make test`` sends it when the parallel run or lint fails,
-the rehearsal having started beside them): the CLI command under way is killed with it and its
-``finally`` blocks run, rather than the process dying with its children left running."""
+"""The rehearsal stops cleanly on SIGTERM (``kill``, or a supervisor stopping it): the CLI command under
+way is killed with it and its ``finally`` blocks run, rather than the process dying with its children
+left running (docs/deploy.md, "The deploy rehearsal")."""
 
 from __future__ import annotations
 
