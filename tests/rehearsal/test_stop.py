@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+from tests.children import alive
+
 #: A stand-in for the rehearsal's main thread at a step: ``stop_on_sigterm`` as ``main`` calls it, then
 #: a child process run as ``CdkCli.run`` runs the CLI (``subprocess.run``), inside ``try/finally`` as
 #: ``Rehearsal.run`` stops the emulated account. The child writes its process id and sleeps.
@@ -28,14 +30,6 @@ finally:
 """
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def test_sigterm_kills_the_command_under_way_and_runs_the_finally_blocks(tmp_path: Path) -> None:
     process = subprocess.Popen([sys.executable, "-c", PROGRAM, str(tmp_path)])
     pid_file = tmp_path / "pid"
@@ -50,9 +44,9 @@ def test_sigterm_kills_the_command_under_way_and_runs_the_finally_blocks(tmp_pat
         # Then it exits 143 (128 + SIGTERM), its finally block ran, and the command it ran is gone
         assert process.wait(timeout=30) == 143
         assert (tmp_path / "finally").read_text() == "ran"
-        assert not _alive(child)
+        assert not alive(child)
     finally:
         process.kill()
         process.wait()
-        if child and _alive(child):
+        if child and alive(child):
             os.kill(child, signal.SIGKILL)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.children import die_with_parent
+from tests.children import alive, die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ time.sleep(60)
 #: waits to be killed.
 PARENT = """
 import subprocess, sys, time
-from tests.children import die_with_parent
+from tests.children import alive, die_with_parent
 child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], stdout=subprocess.PIPE,
                          text=True, preexec_fn=die_with_parent())
 child.stdout.readline()
@@ -40,14 +40,6 @@ time.sleep(60)
 """
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="prctl is Linux's")
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 def test_a_child_gets_sigterm_when_its_parent_is_killed(tmp_path: Path) -> None:
@@ -99,3 +91,22 @@ def test_from_a_thread_other_than_the_main_one_nothing_is_asked_for() -> None:
     thread.join()
     assert found == [None]
     assert callable(die_with_parent())
+
+
+def test_a_process_that_ended_is_not_alive_while_it_waits_to_be_reaped() -> None:
+    """Given a child that has exited but is not reaped yet (a zombie: an orphan waits so for PID 1,
+    which on the development machine reaps about 1.7 s late, and later under load), Then it is not
+    alive; os.kill(pid, 0) alone still finds it."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        deadline = time.monotonic() + 30
+        while (
+            Path(f"/proc/{child.pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+            and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)  # fmt: skip
+        os.kill(child.pid, 0)  # the zombie is still found this way
+        assert not alive(child.pid)
+    finally:
+        child.wait()
+    assert not alive(child.pid)
