@@ -237,10 +237,10 @@ class Rehearsal:
 
 
 def stop_on_sigterm() -> None:
-    """Make SIGTERM end the rehearsal as an error does: ``SystemExit(143)`` in the main thread, so the
-    CLI command under way is killed (``subprocess.run`` kills its child on any exception) and the
-    emulated account is stopped (``finally``), instead of the process dying with the CLI command left
-    running (docs/deploy.md, "The deploy rehearsal")."""
+    """Make SIGTERM raise ``SystemExit(143)`` in the main thread, so the CLI command under way is killed
+    (``subprocess.run`` kills its child on any exception) and the emulated account is stopped
+    (``finally``) before the process exits 143, without the summary line, instead of dying with the
+    CLI command left running (docs/deploy.md, "The deploy rehearsal")."""
 
     def _exit(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
