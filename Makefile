@@ -59,8 +59,9 @@ fmt: install
 # tests marked serial (real-time assertions a busy CPU breaks; only their files are collected,
 # tests/serial.py), in three processes side by side: the first and third lanes, whose tests start
 # embedded modes and `jobsched dev`s and wait on real time (the third has the fair poller's held
-# visibility too; THIRD_LANE in tests/serial.py, output in THIRD_LANE_LOG), and the second (SECOND_LANE, output in SECOND_LANE_LOG), whose tests run in-process
-# (the others' output is printed when the first ends; twenty-first to twenty-third passes); with the
+# visibility too; THIRD_LANE in tests/serial.py, output in THIRD_LANE_LOG), and the second
+# (SECOND_LANE, output in SECOND_LANE_LOG), whose tests run in-process (the others' output is printed
+# when the first ends; twenty-first to twenty-third passes); with the
 # deploy rehearsal beside them under `nice -n 19` (about one core for a minute), without IAM_CALLS_DIR
 # (its calls are not the tests'), its output printed when they end and a failure failing `make test`
 # there (beside the parallel run instead, tried in the twenty-third pass, it saved nothing). Last,

@@ -61,19 +61,3 @@ def start_reading(
         text=True,
         preexec_fn=die_with_parent(),
     )
-
-
-def alive(pid: int) -> bool:
-    """Whether process ``pid`` is still running: False once it has ended, including while it waits, a
-    zombie, to be reaped. An orphan is reaped by PID 1, which on some machines does so late (about
-    1.7 s after the exit on the development machine, measured, and later under load), and until then
-    ``os.kill(pid, 0)`` still finds it."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:  # reaped meanwhile, or no /proc (not Linux: os.kill found it, it runs)
-        return not Path("/proc/self").exists()
-    return stat[stat.rindex(")") + 2 :].split()[0] != "Z"

@@ -228,7 +228,7 @@ class MotoProcess(MotoServer):
 
     def _running(self) -> bool:
         if self._leader is not None:
-            return self._pid is not None and _alive(self._pid)
+            return self._pid is not None and process_alive(self._pid)
         return self._process is not None and self._process.poll() is None
 
     def _ready(self) -> bool:
@@ -262,8 +262,10 @@ class MotoProcess(MotoServer):
             process.wait(5)
 
 
-def _alive(pid: int) -> bool:
-    """Whether process ``pid`` still runs (not ended, nor ended and waiting to be reaped)."""
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (not ended, nor ended and waiting, a zombie, to be reaped:
+    ``os.kill(pid, 0)`` still finds a zombie, and an orphan waits for PID 1, which on some machines
+    reaps late). Read from ``/proc`` (Linux only: False where there is none)."""
     try:
         with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
             state = stat.read().rpartition(")")[2].split()[:1]
@@ -280,9 +282,9 @@ def _end(pid: int) -> None:
         except ProcessLookupError:
             return
         deadline = time.monotonic() + wait
-        while _alive(pid) and time.monotonic() < deadline:
+        while process_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
-        if not _alive(pid):
+        if not process_alive(pid):
             return
 
 

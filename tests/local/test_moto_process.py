@@ -14,7 +14,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from jobsched.local.embedded import FORK_SERVERS, MotoProcess, _alive
+from jobsched.local.embedded import FORK_SERVERS, MotoProcess, process_alive
 from jobsched.local.moto_child import split_also, with_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +81,7 @@ def test_a_follower_is_forked_from_the_first_child_and_each_stops_on_its_own() -
         # When the follower is stopped, Then its process ends and the first child still answers
         pid = follower._pid
         follower.stop()
-        assert not _alive(pid)
+        assert not process_alive(pid)
         assert _answers(leader)
     finally:
         follower.stop()
@@ -134,9 +134,9 @@ time.sleep(600)
         spawner.wait(10)
         # Then both servers end within seconds (each watches the spawner's end of the same stdin pipe)
         deadline = time.monotonic() + 10
-        while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+        while any(process_alive(pid) for pid in children) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(_alive(pid) for pid in children)
+        assert not any(process_alive(pid) for pid in children)
     finally:
         spawner.kill()
 

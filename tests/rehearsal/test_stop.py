@@ -11,7 +11,9 @@ import sys
 import time
 from pathlib import Path
 
-from tests.children import alive
+import pytest
+
+from jobsched.local.embedded import process_alive as alive
 
 #: A stand-in for the rehearsal's main thread at a step: ``stop_on_sigterm`` as ``main`` calls it, then
 #: a child process run as ``CdkCli.run`` runs the CLI (``subprocess.run``), inside ``try/finally`` as
@@ -28,6 +30,9 @@ try:
 finally:
     (work / "finally").write_text("ran")
 """
+
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
 
 
 def test_sigterm_kills_the_command_under_way_and_runs_the_finally_blocks(tmp_path: Path) -> None:

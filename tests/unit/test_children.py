@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.children import alive, die_with_parent
+from jobsched.local.embedded import process_alive as alive
+from tests.children import die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +32,7 @@ time.sleep(60)
 #: waits to be killed.
 PARENT = """
 import subprocess, sys, time
-from tests.children import alive, die_with_parent
+from tests.children import die_with_parent
 child = subprocess.Popen([sys.executable, "-c", sys.argv[1], sys.argv[2]], stdout=subprocess.PIPE,
                          text=True, preexec_fn=die_with_parent())
 child.stdout.readline()
