@@ -240,7 +240,8 @@ def stop_on_sigterm() -> None:
     """Make SIGTERM raise ``SystemExit(143)`` in the main thread, so the CLI command under way is killed
     (``subprocess.run`` kills its child on any exception) and the emulated account is stopped
     (``finally``) before the process exits 143, without the summary line, instead of dying with the
-    CLI command left running (docs/deploy.md, "The deploy rehearsal")."""
+    CLI command left running (docs/deploy.md, "The deploy rehearsal"). The default's ``cdk synth``,
+    which runs on a thread of its own beside the quickstart, is not killed: the exit waits for it."""
 
     def _exit(signum: int, frame: object) -> None:
         raise SystemExit(128 + signum)
