@@ -42,13 +42,12 @@ class LocalConfig:
     # to moto costs ~4 ms of CPU between the two processes, so the schedules below poll no more often
     # than the runs need.
     poll_wait_seconds: int = 20  # a queue's long poll (SQS's longest; wakes for a send, sees a delayed
-    # message within 0.2 s of its instant: jobsched.local.moto_fixes) ...
+    # message when it becomes visible: jobsched.local.moto_fixes) ...
     poll_idle_seconds: float = 0.5  # ... and the pause between empty short polls if the wait is 0
     dlq_poll_wait_seconds: int = 20  # a DLQ's long poll (nothing in a DLQ is delayed: the poll wakes)
     tick_seconds: float = 30.0  # dispatcher ticks (AWS: 60 s); runs are queued ahead 30-900 s anyway
     # Ticks do not align their sends to the second here (decision 0032; AWS: 100 ms): a message that
-    # surfaces early is gathered and waited out on time by the pollers, and one aligned to its instant
-    # would be received up to a long poll's rescan (0.2 s, jobsched.local.moto_fixes) after it.
+    # surfaces early is gathered and waited out on time by the pollers.
     send_align_ms: int = 0
     sweeper_seconds: float = 60.0
     #: The sweeper's grace (``--sweeper-grace-seconds``, at least 10; local only): how long past its due

@@ -11,9 +11,9 @@ raises, or reports an unknown item identifier, fails the whole batch, as Lambda 
 
 Latency: every queue is long-polled (``wait_seconds``; ``idle_seconds`` apart only when
 ``wait_seconds`` is 0). With :mod:`jobsched.local.moto_fixes` applied, as the embedded mode does, a
-long poll wakes at once for a newly sent message and sees a *delayed* message within
-``moto_fixes.LONG_POLL_RESCAN_SECONDS`` of its becoming visible (moto alone: up to a second), so a run queued
-ahead with ``DelaySeconds`` is received on time without short polls.
+long poll wakes at once for a newly sent message or a change of visibility, and sees a *delayed*
+message when it becomes visible (moto alone: up to a second later), so a run queued ahead with
+``DelaySeconds`` is received on time without short polls.
 
 Early runs are gathered (a difference from AWS, on purpose): ``DelaySeconds`` is whole seconds, so a
 run's message surfaces up to 1 s before its instant and the worker waits out the rest. Messages for

@@ -32,7 +32,7 @@ from jobsched.local.moto_fixes import correctness, keepalive, lanes, speed, spee
 from jobsched.local.moto_fixes.correctness import (
     DYNAMODB_READS,
     DYNAMODB_WRITES,
-    LONG_POLL_RESCAN_SECONDS,
+    VISIBLE_MARGIN_SECONDS,
     WRITE_LOCK,
 )
 from jobsched.local.moto_fixes.lanes import LANE_CONCURRENCY, lane_slots
@@ -51,12 +51,12 @@ __all__ = [
     "KEEP_PARSED_EXPRESSIONS",
     "LANE_CONCURRENCY",
     "LANE_HEADER",
-    "LONG_POLL_RESCAN_SECONDS",
     "MOTO_BELOW",
     "MOTO_FROM",
     "PLAIN_ANSWERS",
     "SUPPORTED_MOTO",
     "TEXT_ONLY_CHECKS",
+    "VISIBLE_MARGIN_SECONDS",
     "WRITE_LOCK",
     "BoundedHandles",
     "UnsupportedMotoVersion",

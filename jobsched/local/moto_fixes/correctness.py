@@ -53,9 +53,13 @@ moto's ``receive_message`` waits with ``Queue.wait_for_messages(1)``, a ``Condit
 queue's *visible* messages: a send notifies it at once, but a delayed message reaching its instant (or
 a received one whose visibility timeout ends) notifies nothing, so a long poll in flight noticed it
 only when the second ran out. SQS's long poll returns a message as soon as it is available; the
-embedded mode's runs start within a second of their instant only if it does. The fix waits at most
-:data:`LONG_POLL_RESCAN_SECONDS` between scans, so a long poll sees such a message within that time,
-and the pollers long-poll every queue (``jobsched.local.pollers``).
+embedded mode's runs start within a second of their instant only if it does. The fix waits until the
+earliest instant at which a message of the queue becomes visible (its delay or its visibility
+timeout ends; :data:`VISIBLE_MARGIN_SECONDS` after it, as moto counts a message visible only after
+that instant), or until a send or a change of visibility (``ChangeMessageVisibility``, which now
+notifies the queue's waiters) wakes it, at most moto's second. A long poll therefore sees such a
+message when it becomes visible, and a queue with nothing in flight is not scanned again before a
+send or the second (it was every 0.2 s, five scans a second on each idle queue, until 2026-12-08).
 
 **A task token's success could be lost when it came at once.** For a ``.waitForTaskToken`` task with
 ``HeartbeatSeconds``, moto's interpreter sends the task's message first and only then gives the
@@ -73,13 +77,14 @@ from __future__ import annotations
 import copy
 import functools
 import threading
+import time
 from typing import Any
 
 _APPLIED = "_jobsched_correctness"  # on a patched method: this module's patch is in place
 
-#: How long a long poll in moto waits between two scans of its queue when no message is sent meanwhile:
-#: the most a delayed message that became visible waits for a poll already in flight.
-LONG_POLL_RESCAN_SECONDS = 0.2
+#: How long after a message's visibility instant (its delay's or visibility timeout's end) a long poll
+#: waiting for it looks again: moto counts a message visible only once its clock is past that instant.
+VISIBLE_MARGIN_SECONDS = 0.002
 #: The DynamoDB item operations of the emulator, one at a time (each is atomic on DynamoDB).
 WRITE_LOCK = threading.RLock()
 DYNAMODB_WRITES = ("put_item", "update_item", "delete_item", "batch_write_item", "transact_write_items")
@@ -88,14 +93,14 @@ DYNAMODB_READS = ("get_item", "query", "scan", "batch_get_item", "transact_get_i
 
 def apply() -> None:
     """Patch moto's DynamoDB item operations to run one at a time, its SQS ``Queue.delete_message``,
-    ``receive_message`` and ``change_message_visibility`` to run under the queue's message lock, its
-    long polls to look again every
-    :data:`LONG_POLL_RESCAN_SECONDS` rather than every second, and its Step Functions task tokens to
+    ``receive_message`` and ``change_message_visibility`` to run under the queue's message lock (a
+    change of visibility waking the queue's long polls), its long polls to look again when a message
+    of the queue becomes visible rather than a second later, and its Step Functions task tokens to
     keep a success that came before the heartbeat's wait (once)."""
     _atomic_dynamodb_items()
     _sqs_delete_under_lock()
     _sqs_receive_under_lock()
-    _sqs_long_poll_rescans_sooner()
+    _sqs_long_poll_wakes_on_time()
     _sfn_outcome_before_heartbeat_setup()
 
 
@@ -149,17 +154,38 @@ def _sqs_receive_under_lock() -> None:
             continue
 
         def under_lock(
-            self: Any, queue_name: str, *args: Any, _original: Any = original, **kwargs: Any
+            self: Any,
+            queue_name: str,
+            *args: Any,
+            _original: Any = original,
+            _notify: bool = name == "change_message_visibility",
+            **kwargs: Any,
         ) -> Any:
-            with self.get_queue(queue_name)._messages_lock:
-                return _original(self, queue_name, *args, **kwargs)
+            lock = self.get_queue(queue_name)._messages_lock
+            with lock:
+                result = _original(self, queue_name, *args, **kwargs)
+                if _notify:  # a message made visible (or visible sooner): the long polls look again
+                    lock.notify_all()
+                return result
 
         functools.update_wrapper(under_lock, original)
         setattr(under_lock, _APPLIED, True)
         setattr(SQSBackend, name, under_lock)
 
 
-def _sqs_long_poll_rescans_sooner() -> None:
+def seconds_until_visible(queue: Any) -> float | None:
+    """Seconds until the first of ``queue``'s messages that is not visible now becomes visible (its
+    delay or its visibility timeout ends), plus :data:`VISIBLE_MARGIN_SECONDS`; None when none will
+    (no message, or every one visible). Read under the queue's message lock."""
+    from moto.core.utils import unix_time_millis
+
+    now = unix_time_millis()
+    instants = (max(m.visible_at, m.delayed_until) for m in queue._messages)
+    soonest = min((at for at in instants if at >= now), default=None)
+    return None if soonest is None else (soonest - now) / 1000 + VISIBLE_MARGIN_SECONDS
+
+
+def _sqs_long_poll_wakes_on_time() -> None:
     from moto.sqs.models import Queue
 
     original = Queue.wait_for_messages
@@ -168,7 +194,17 @@ def _sqs_long_poll_rescans_sooner() -> None:
 
     @functools.wraps(original)
     def wait_for_messages(self: Any, timeout: int) -> None:
-        original(self, min(timeout, LONG_POLL_RESCAN_SECONDS))  # type: ignore[arg-type]  # a float works: it is a Condition timeout
+        # moto's own wait, a Condition.wait_for on the visible messages for ``timeout``, but woken too
+        # when the next message becomes visible: sooner is looked up again after every notification
+        # (a send, a change of visibility), since what is in the queue may have changed.
+        deadline = time.monotonic() + timeout
+        with self._messages_lock:
+            while not self.messages:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                sooner = seconds_until_visible(self)
+                self._messages_lock.wait(left if sooner is None else min(left, sooner))
 
     setattr(wait_for_messages, _APPLIED, True)
     Queue.wait_for_messages = wait_for_messages  # type: ignore[method-assign]
