@@ -162,17 +162,34 @@ def slow_units_first(items: list[pytest.Item]) -> list[pytest.Item]:
     ``PYTEST_PARALLEL``; pytest-xdist's default re-sorts the units by their number of tests) hands them
     out in this order, one to each worker that asks: the long ones (an embedded mode, a browser, a
     synthesis) start first, the longest before them, and the thousands of short ones fill the workers'
-    ends, so no worker starts a unit of a minute while the others are nearly done."""
+    ends, so no worker starts a unit of a minute while the others are nearly done.
+
+    A unit that waits (a file of it marked ``slow(waits=True)``: it spends its minute or two waiting on
+    real time, a tick or an instant, with a core's tenth or less) never follows another that waits
+    while a unit that does not is left: the next such unit goes between them (decision 0044,
+    twenty-fourth pass). Handed out longest first alone, the four that wait longest started together
+    and left a third of the two cores idle for a minute."""
     per_file: dict[tuple[str, Path], int] = {}
+    waiting: set[str] = set()
     for item in items:
         marker = item.get_closest_marker("slow")
         if marker is not None:
             key = (_work_unit(item), item.path)
             per_file[key] = max(per_file.get(key, 0), int(marker.kwargs.get("seconds", SLOW_SECONDS)))
+            if marker.kwargs.get("waits"):
+                waiting.add(key[0])
     length: dict[str, int] = {}
     for (unit, _path), seconds in per_file.items():
         length[unit] = length.get(unit, 0) + seconds
-    return sorted(items, key=lambda item: -length.get(_work_unit(item), 0))
+    longest_first = sorted(length, key=lambda unit: -length[unit])  # sorted() keeps ties in order
+    order: list[str] = []
+    while longest_first:
+        pick = 0
+        if order and order[-1] in waiting and longest_first[0] in waiting:
+            pick = next((i for i, unit in enumerate(longest_first) if unit not in waiting), 0)
+        order.append(longest_first.pop(pick))
+    rank = {unit: index for index, unit in enumerate(order)}
+    return sorted(items, key=lambda item: rank.get(_work_unit(item), len(rank)))
 
 
 def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:

@@ -14,7 +14,8 @@ import pytest
 from jobsched.cli.client import ApiClient
 from tests.local.devproc import DevProcess
 
-pytestmark = pytest.mark.slow(seconds=95)  # jobsched dev from a minute's start, the capacity service's tick
+# jobsched dev from a minute's start, then the capacity service's tick: waiting, not CPU
+pytestmark = pytest.mark.slow(seconds=95, waits=True)
 
 
 @pytest.mark.timeout(600)  # its own bound below (420 s: a rebuild 5 minutes on) exceeds the suite's 300 s

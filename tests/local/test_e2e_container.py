@@ -50,7 +50,7 @@ from tests.children import die_with_parent
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import ROOT, EmbeddedProcess, job
 
-pytestmark = pytest.mark.slow(seconds=90)
+pytestmark = pytest.mark.slow(seconds=90, waits=True)
 
 TENANT, TOKEN = "acme", "tok-acme"
 LIMIT_SECONDS = 4

@@ -20,7 +20,7 @@ from jobsched.cli.client import ApiClient
 from tests.local.conftest import wait_for
 from tests.local.e2e_helpers import EmbeddedProcess, job
 
-pytestmark = pytest.mark.slow(seconds=60)
+pytestmark = pytest.mark.slow(seconds=60, waits=True)
 
 TENANT, TOKEN = "e2e", "tok-e2e-deadline"
 

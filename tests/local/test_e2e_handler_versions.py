@@ -27,7 +27,7 @@ from jobsched.client import ApiClient, ApiError
 from tests.local.conftest import wait_for
 from tests.local.devproc import DevProcess
 
-pytestmark = pytest.mark.slow(seconds=50)
+pytestmark = pytest.mark.slow(seconds=50, waits=True)
 
 TENANT, TOKEN = "ops", "tok-e2e-versions"
 #: The one-off run is due this long after its job is created: the code switches before (a few seconds

@@ -75,6 +75,43 @@ def test_a_units_length_is_the_sum_of_its_files() -> None:
     ]
 
 
+def test_a_unit_that_waits_never_follows_another_while_a_busy_one_is_left() -> None:
+    # Given four units that wait (95, 90, 60 and 50 s) and two that do not (40 and 35 s), and a short test
+    items = [
+        Item("tests/short.py::t"),
+        Item("tests/busy40.py::t", slow=True, kwargs={"seconds": 40}),
+        Item("tests/wait95.py::t", slow=True, kwargs={"seconds": 95, "waits": True}),
+        Item("tests/wait90.py::t", slow=True, kwargs={"seconds": 90, "waits": True}),
+        Item("tests/wait60.py::t", group="w60", slow=True, kwargs={"seconds": 60, "waits": True}),
+        Item("tests/wait60.py::u", group="w60"),
+        Item("tests/busy35.py::t", slow=True, kwargs={"seconds": 35}),
+        Item("tests/wait50.py::t", slow=True, kwargs={"seconds": 50, "waits": True}),
+    ]
+    # Then the longest first, but a busy unit goes between two that wait while one is left; the waiting
+    # ones left after the busy ones keep their order, and the short test comes last
+    assert order(items) == [
+        "tests/wait95.py::t",
+        "tests/busy40.py::t",
+        "tests/wait90.py::t",
+        "tests/busy35.py::t",
+        "tests/wait60.py::t",
+        "tests/wait60.py::u",
+        "tests/wait50.py::t",
+        "tests/short.py::t",
+    ]
+
+
+def test_without_waiting_units_the_order_is_the_longest_first() -> None:
+    # Given a unit that waits after a longer busy one, and nothing else that waits
+    items = [
+        Item("tests/busy.py::t", slow=True, kwargs={"seconds": 60}),
+        Item("tests/wait.py::t", slow=True, kwargs={"seconds": 50, "waits": True}),
+        Item("tests/busy2.py::t", slow=True, kwargs={"seconds": 40}),
+    ]
+    # Then nothing moves: no unit that waits follows another
+    assert order(items) == ["tests/busy.py::t", "tests/wait.py::t", "tests/busy2.py::t"]
+
+
 # --- the scheduler make test runs the parallel part with ----------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[2]
