@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -1913,3 +1914,101 @@ print(json.dumps({{"lazy": lazy_package(moto.batch), "same": get_backend("batch"
     and moto.batch.batch_backends is batch_backends, "missing": missing, "queues": queues}}))
 """
     assert _fresh_interpreter(program) == {"lazy": True, "same": True, "missing": True, "queues": []}
+
+
+# --- moto's server answers DynamoDB without Flask (speed_dynamodb._dynamodb_served_without_flask) --------
+
+_DDB_HEADERS = {
+    "Content-Type": "application/x-amz-json-1.0",
+    "Authorization": "AWS4-HMAC-SHA256 Credential=testing/20261208/us-east-1/dynamodb/aws4_request, "
+    "SignedHeaders=host;x-amz-date;x-amz-target, Signature=0",
+    "Host": "127.0.0.1:5000",
+}
+#: (operation, body, extra headers): what the embedded mode asks moto's DynamoDB, and its errors.
+_DDB_REQUESTS: list[tuple[str, Any, dict[str, str]]] = [
+    (
+        "CreateTable",
+        {
+            "TableName": "t",
+            "KeySchema": [{"AttributeName": "k", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "k", "AttributeType": "S"}],
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+        {},
+    ),
+    ("CreateTable", {"TableName": "t", "KeySchema": [], "AttributeDefinitions": []}, {}),  # refused
+    ("PutItem", {"TableName": "t", "Item": {"k": {"S": "a"}, "n": {"N": "1"}}}, {}),
+    (
+        "UpdateItem",
+        {
+            "TableName": "t",
+            "Key": {"k": {"S": "a"}},
+            "UpdateExpression": "SET n = :n",
+            "ConditionExpression": "n = :old",
+            "ExpressionAttributeValues": {":n": {"N": "3"}, ":old": {"N": "2"}},
+        },
+        {},
+    ),  # the condition fails
+    ("GetItem", {"TableName": "t", "Key": {"k": {"S": "a"}}, "ReturnConsumedCapacity": "TOTAL"}, {}),
+    (
+        "Query",
+        {
+            "TableName": "t",
+            "KeyConditionExpression": "k = :k",
+            "ExpressionAttributeValues": {":k": {"S": "a"}},
+            "ReturnConsumedCapacity": "TOTAL",
+        },
+        {},
+    ),
+    ("DescribeTable", {"TableName": "nope"}, {}),  # not found
+    ("ListTables", {}, {"Origin": "http://127.0.0.1:8080"}),  # a browser's: Flask's own answer
+    ("NoSuchOperation", {}, {}),
+]
+
+
+_PER_ANSWER = ("x-amzn-requestid", "x-amz-crc32", "content-length")
+
+
+def _dynamodb_answers(direct: bool) -> list[tuple[int, dict[str, str], bytes]]:
+    """Each of :data:`_DDB_REQUESTS` sent to a new moto server application, through the fix (its
+    DynamoDB application answering without Flask) or to moto's own Flask application, from a fresh
+    DynamoDB backend; each answer's status, headers (but the request id) and body."""
+    from moto.dynamodb.models import dynamodb_backends
+    from moto.moto_server.werkzeug_app import DomainDispatcherApplication, create_backend_app
+    from werkzeug.test import Client
+
+    from jobsched.local.moto_fixes.speed_dynamodb import DirectDynamoDB
+
+    moto_fixes.apply()
+    dynamodb_backends.reset()
+    dispatcher = DomainDispatcherApplication(create_backend_app)
+    answers = []
+    for operation, body, extra in _DDB_REQUESTS:
+        headers = {**_DDB_HEADERS, "X-Amz-Target": f"DynamoDB_20120810.{operation}", **extra}
+        environ = {"PATH_INFO": "/", "REQUEST_METHOD": "POST"}
+        environ.update({f"HTTP_{k.upper().replace('-', '_')}": v for k, v in headers.items()})
+        app = dispatcher.get_application(environ)
+        assert isinstance(app, DirectDynamoDB)
+        client = Client(app if direct else app.app)
+        answer = client.post("/", data=json.dumps(body), headers=headers)
+        # The request id is new each time; a table's creation time is the clock's, and the body's
+        # checksum and length follow the body, compared itself
+        kept = {k: v for k, v in answer.headers.items() if k.lower() not in _PER_ANSWER}
+        body = re.sub(rb'"CreationDateTime": [0-9.]+', b'"CreationDateTime": 0', answer.get_data())
+        answers.append((answer.status_code, kept, body))
+    dynamodb_backends.reset()
+    return answers
+
+
+def test_with_the_fix_moto_s_dynamodb_answers_as_its_flask_application_does():
+    """Given the fix, when the embedded mode's kinds of DynamoDB request (and refusals: a table that
+    exists, a failed condition, a table not found, an unknown operation, a browser's request) reach
+    moto's server, then each answer (status, headers but the request id, body) is the one moto's own
+    Flask application gives from the same state."""
+    direct, flask = _dynamodb_answers(direct=True), _dynamodb_answers(direct=False)
+    assert direct == flask
+    statuses = [status for status, _, _ in direct]
+    assert statuses[0] == 200 and statuses[1] == 400 and statuses[3] == 400 and statuses[6] == 400
+    assert b"ConditionalCheckFailed" in direct[3][2] and b"ResourceNotFound" in direct[6][2]
+    assert direct[4][1]["Access-Control-Allow-Origin"] == "*"
+    assert direct[7][1]["Access-Control-Allow-Origin"] == "http://127.0.0.1:8080"  # Flask's, for a browser
