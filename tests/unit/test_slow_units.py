@@ -101,7 +101,7 @@ def test_a_unit_that_waits_never_follows_another_while_a_busy_one_is_left() -> N
     ]
 
 
-def test_without_waiting_units_the_order_is_the_longest_first() -> None:
+def test_a_waiting_unit_after_a_busy_one_keeps_its_place() -> None:
     # Given a unit that waits after a longer busy one, and nothing else that waits
     items = [
         Item("tests/busy.py::t", slow=True, kwargs={"seconds": 60}),

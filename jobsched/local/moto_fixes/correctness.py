@@ -59,7 +59,7 @@ timeout ends; :data:`VISIBLE_MARGIN_SECONDS` after it, as moto counts a message 
 that instant), or until a send or a change of visibility (``ChangeMessageVisibility``, which now
 notifies the queue's waiters) wakes it, at most moto's second. A long poll therefore sees such a
 message when it becomes visible, and a queue with nothing in flight is not scanned again before a
-send or the second (it was every 0.2 s, five scans a second on each idle queue, until 2026-12-08).
+send or the second (until 2026-12-08 the fix woke every 0.2 s: 15 looks a second at each idle queue).
 
 **A task token's success could be lost when it came at once.** For a ``.waitForTaskToken`` task with
 ``HeartbeatSeconds``, moto's interpreter sends the task's message first and only then gives the
@@ -173,7 +173,7 @@ def _sqs_receive_under_lock() -> None:
         setattr(SQSBackend, name, under_lock)
 
 
-def seconds_until_visible(queue: Any) -> float | None:
+def _seconds_until_visible(queue: Any) -> float | None:
     """Seconds until the first of ``queue``'s messages that is not visible now becomes visible (its
     delay or its visibility timeout ends), plus :data:`VISIBLE_MARGIN_SECONDS`; None when none will
     (no message, or every one visible). Read under the queue's message lock."""
@@ -203,7 +203,7 @@ def _sqs_long_poll_wakes_on_time() -> None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
-                sooner = seconds_until_visible(self)
+                sooner = _seconds_until_visible(self)
                 self._messages_lock.wait(left if sooner is None else min(left, sooner))
 
     setattr(wait_for_messages, _APPLIED, True)

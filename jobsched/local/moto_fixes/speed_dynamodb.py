@@ -96,10 +96,21 @@ class DirectDynamoDB:
     ``tests/local/test_moto_fixes.py`` compares the answers with Flask's."""
 
     def __init__(self, app: Any):
-        self.app = app
+        # Imported here, once per server: this module is imported where moto is not (the embedded
+        # mode's own process), and a request should not pay for import statements.
+        from botocore.exceptions import ClientError
+        from moto.core.request import normalize_request
+        from moto.dynamodb.responses import DynamoHandler
+        from moto.moto_api import recorder
+        from werkzeug.exceptions import HTTPException
 
-    def __getattr__(self, name: str) -> Any:  # the Flask app's attributes (``service``, ...)
-        return getattr(self.app, name)
+        self.app = app
+        self._client_error, self._http_exception = ClientError, HTTPException
+        self._normalize, self._record, self._dispatch = (
+            normalize_request,
+            recorder._record_request,
+            DynamoHandler.dispatch,
+        )
 
     def __call__(self, environ: dict[str, Any], start_response: Any) -> Any:
         if (
@@ -108,23 +119,17 @@ class DirectDynamoDB:
             or "HTTP_ORIGIN" in environ
         ):
             return self.app(environ, start_response)
-        from botocore.exceptions import ClientError
-        from moto.core.request import normalize_request
-        from moto.dynamodb.responses import DynamoHandler
-        from moto.moto_api import recorder
-        from werkzeug.exceptions import HTTPException
-
         response_class = self.app.response_class
         try:
-            request = normalize_request(self.app.request_class(environ))
-            recorder._record_request(request)
+            request = self._normalize(self.app.request_class(environ))
+            self._record(request)
             try:
-                result = DynamoHandler.dispatch(request, request.raw_url, dict(request.headers))
-            except ClientError as exc:
+                result = self._dispatch(request, request.raw_url, dict(request.headers))
+            except self._client_error as exc:
                 result = 400, {}, exc.response["Error"]["Message"]
             status, headers, content = result if len(result) == 3 else (200, {}, result)
             response = response_class(response=content, status=status, headers=headers)
-        except HTTPException as exc:
+        except self._http_exception as exc:
             response = response_class.force_type(exc, environ)
         response.headers["Access-Control-Allow-Origin"] = "*"
         return response(environ, start_response)
